@@ -1,0 +1,5 @@
+"""Thin operators: read properties, call signsim_addon, report."""
+import bpy
+
+classes = ()
+register, unregister = bpy.utils.register_classes_factory(classes)

@@ -1,0 +1,5 @@
+"""Sidebar panels of the SignSim tab: drawing only."""
+import bpy
+
+classes = ()
+register, unregister = bpy.utils.register_classes_factory(classes)

@@ -1,0 +1,133 @@
+"""The command line: `blender -b -c signsim <subcommand> …` and `./signsim <subcommand> …`.
+
+One handler, `main(argv)`, serves both (Blender API: bpy.utils.register_cli_command).
+Each subcommand is a module function `run(args, say) -> dict`; `say` prints a human line
+(silenced by --json), and the returned dict is printed as one JSON object on the last
+stdout line when --json is given. Errors exit non-zero with one line on stderr.
+"""
+import argparse
+import json
+import sys
+import traceback
+
+import bpy
+
+from .errors import SignSimError
+
+EXIT_ERROR = 1
+EXIT_USAGE = 2
+
+
+class _UsageError(Exception):
+    pass
+
+
+class _Parser(argparse.ArgumentParser):
+    # argparse would print the usage block and call sys.exit(); one line is the contract.
+    def error(self, message):
+        raise _UsageError(f"{self.prog}: {message} (see --help)")
+
+
+def _not_available(what):
+    def add_arguments(parser):
+        parser.add_argument("rest", nargs=argparse.REMAINDER, help=argparse.SUPPRESS)
+
+    def run(args, say):
+        raise SignSimError(f"'{args.command}' is not available yet in this version: {what}")
+
+    return add_arguments, run
+
+
+def _commands():
+    """(name, help, add_arguments, run) for every subcommand, in --help order."""
+    from . import demo
+    return (
+        ("demo", "run the main job on the bundled sample and print a summary",
+         demo.add_arguments, demo.run),
+        ("import", "import BVH/FBX/glTF clips into the motion library",
+         *_not_available("motion library import is still being built")),
+        ("list", "search and list the clips of a motion library",
+         *_not_available("the motion library is still being built")),
+        ("retarget", "retarget clips onto a rig",
+         *_not_available("retargeting is still being built")),
+        ("bake", "bake the physics pass onto an armature's keyframes",
+         *_not_available("the physics bake is still being built")),
+        ("batch", "retarget and bake many library clips in parallel",
+         *_not_available("batch baking is still being built")),
+        ("compose", "splice clips into one action with transitions",
+         *_not_available("composition is still being built")),
+    )
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argparse parser for all subcommands (also used to print --help)."""
+    parser = _Parser(prog="signsim", description="SignSim: clean, physically plausible "
+                     "keyframes for signing and gesturing characters.")
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--json", action="store_true",
+                        help="print one JSON object as the last line of stdout")
+    common.add_argument("--debug", action="store_true",
+                        help="print a traceback for unexpected errors")
+    sub = parser.add_subparsers(dest="command", metavar="<subcommand>", parser_class=_Parser)
+    for name, help_text, add_arguments, run in _commands():
+        p = sub.add_parser(name, help=help_text, description=help_text, parents=[common])
+        add_arguments(p)
+        p.set_defaults(run=run)
+    return parser
+
+
+def main(argv) -> int:
+    """Run one subcommand; returns the process exit code (0 ok, 1 error, 2 usage).
+
+    argv: the arguments after `-c signsim` (a list of str). Never raises.
+    """
+    parser = build_parser()
+    want_json = "--json" in argv
+    try:
+        try:
+            args = parser.parse_args(list(argv))
+        except SystemExit as ex:  # --help
+            return int(ex.code or 0)
+        if args.command is None:
+            parser.print_help()
+            return EXIT_USAGE
+        say = (lambda *a: None) if args.json else (lambda *a: print(*a, flush=True))
+        result = args.run(args, say)
+    except _UsageError as ex:
+        return _fail(str(ex), EXIT_USAGE, want_json)
+    except (SignSimError, OSError, ValueError) as ex:
+        return _fail(f"signsim: error: {ex}", EXIT_ERROR, want_json)
+    except Exception as ex:  # a bug: still one line unless --debug asks for more
+        if "--debug" in argv:
+            traceback.print_exc()
+        return _fail(f"signsim: internal error: {type(ex).__name__}: {ex}", EXIT_ERROR, want_json)
+    if args.json:
+        _print_json(result)
+    return 0
+
+
+def _fail(message, code, want_json):
+    message = " ".join(str(message).split())
+    if want_json:
+        _print_json({"error": message})
+    print(message, file=sys.stderr, flush=True)
+    return code
+
+
+def _print_json(obj):
+    sys.stdout.flush()
+    print(json.dumps(obj, sort_keys=True), flush=True)
+
+
+_handle = None
+
+
+def register():
+    global _handle
+    _handle = bpy.utils.register_cli_command("signsim", main)
+
+
+def unregister():
+    global _handle
+    bpy.utils.unregister_cli_command(_handle)
+    _handle = None

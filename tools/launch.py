@@ -1,0 +1,22 @@
+"""`./signsim …`: SignSim's CLI handler run through the bpy module (no blender binary).
+
+Same handler as `blender -b -c signsim …` once the extension is installed.
+"""
+import shutil
+import sys
+
+import devenv
+
+
+def main() -> int:
+    tmp = devenv.isolate_user_resources("signsim-cli-")
+    try:
+        import bpy  # noqa: F401  (Blender must load before the add-on is enabled)
+        addon = devenv.enable_from_source(tmp)
+        return addon.signsim_addon.cli.main(sys.argv[1:])
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
