@@ -1,7 +1,6 @@
 """`signsim demo`: run the main job on the bundled sample."""
-import pathlib
 
-SAMPLES = pathlib.Path(__file__).resolve().parent.parent / "sample_blends"
+from .samples import SAMPLES
 
 
 def add_arguments(parser):

@@ -1,0 +1,84 @@
+"""Build dist/signsim-<version>.zip exactly as `blender --command extension build` does.
+
+1. Download the wheels the manifest lists (scipy for each platform) into ./wheels/ with
+   pip, unless already there (they are never committed).
+2. Run Blender's own extension builder (bl_pkg/cli/blender_ext.py from the bpy module),
+   which applies the manifest's [build] exclusions, then `validate` on the zip.
+
+Usage: .venv/bin/python tools/build.py [--output-dir DIR]. Prints the zip path last.
+Exits non-zero with one line on stderr on failure.
+"""
+import argparse
+import importlib.util
+import pathlib
+import re
+import subprocess
+import sys
+import tomllib
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+# "scipy-1.17.1-cp311-cp311-win_amd64.whl" -> name, version, python tag, abi, platform tags
+WHEEL_RE = re.compile(r"^(?P<name>[^-]+)-(?P<version>[^-]+)-(?P<py>cp\d+)-(?P<abi>[^-]+)-(?P<plat>[^-]+)\.whl$")
+
+
+def blender_ext_script() -> pathlib.Path:
+    """Path of Blender's extension CLI inside the installed bpy module (not imported)."""
+    spec = importlib.util.find_spec("bpy")
+    if spec is None or not spec.submodule_search_locations:
+        raise SystemExit("build: the bpy module is not installed in this Python")
+    found = sorted(pathlib.Path(spec.submodule_search_locations[0]).glob(
+        "*/scripts/addons_core/bl_pkg/cli/blender_ext.py"))
+    if not found:
+        raise SystemExit("build: Blender's blender_ext.py was not found in the bpy module")
+    return found[-1]
+
+
+def fetch_wheels(manifest: dict) -> None:
+    """Download every wheel listed in the manifest that is not on disk yet."""
+    for rel in manifest.get("wheels", []):
+        path = (ROOT / rel).resolve()
+        if path.exists():
+            continue
+        m = WHEEL_RE.match(path.name)
+        if not m:
+            raise SystemExit(f"build: cannot parse wheel file name {path.name}")
+        py = m["py"][2:]
+        subprocess.run(
+            [sys.executable, "-m", "pip", "download", "--quiet", "--disable-pip-version-check",
+             "--no-deps", "--only-binary=:all:", "--implementation", "cp",
+             "--python-version", f"{py[0]}.{py[1:]}", "--abi", m["abi"],
+             "--platform", m["plat"].split(".")[-1], "--dest", str(path.parent),
+             f"{m['name']}=={m['version']}"],
+            check=True)
+        if not path.exists():
+            raise SystemExit(f"build: pip did not produce {path.name}")
+
+
+def build(output_dir: pathlib.Path) -> pathlib.Path:
+    """Fetch wheels, build and validate the extension zip; returns its path."""
+    manifest = tomllib.loads((ROOT / "blender_manifest.toml").read_text(encoding="utf-8"))
+    fetch_wheels(manifest)
+    output_dir.mkdir(parents=True, exist_ok=True)
+    zip_path = output_dir / f"{manifest['id']}-{manifest['version']}.zip"
+    script = str(blender_ext_script())
+    subprocess.run([sys.executable, script, "build", "--source-dir", str(ROOT),
+                    "--output-filepath", str(zip_path)], check=True)
+    subprocess.run([sys.executable, script, "validate", str(zip_path)], check=True)
+    return zip_path
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--output-dir", type=pathlib.Path, default=ROOT / "dist")
+    args = parser.parse_args()
+    try:
+        print(build(args.output_dir))
+    except subprocess.CalledProcessError as ex:
+        print(f"build: step failed: {' '.join(map(str, ex.cmd[:3]))} (exit {ex.returncode})",
+              file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
