@@ -40,14 +40,14 @@ def _not_available(what):
 
 def _commands():
     """(name, help, add_arguments, run) for every subcommand, in --help order."""
-    from . import demo
+    from . import demo, library_cli
     return (
         ("demo", "run the main job on the bundled sample and print a summary",
          demo.add_arguments, demo.run),
         ("import", "import BVH/FBX/glTF clips into the motion library",
-         *_not_available("motion library import is still being built")),
+         library_cli.add_import_arguments, library_cli.run_import),
         ("list", "search and list the clips of a motion library",
-         *_not_available("the motion library is still being built")),
+         library_cli.add_list_arguments, library_cli.run_list),
         ("retarget", "retarget clips onto a rig",
          *_not_available("retargeting is still being built")),
         ("bake", "bake the physics pass onto an armature's keyframes",
@@ -101,9 +101,12 @@ def main(argv) -> int:
         if "--debug" in argv:
             traceback.print_exc()
         return _fail(f"signsim: internal error: {type(ex).__name__}: {ex}", EXIT_ERROR, want_json)
+    # A subcommand may ask for a non-zero exit (e.g. import: some files failed) while
+    # still printing its full result; it has already written its summary line to stderr.
+    code = result.pop("_exit", 0) if isinstance(result, dict) else 0
     if args.json:
         _print_json(result)
-    return 0
+    return code
 
 
 def _fail(message, code, want_json):

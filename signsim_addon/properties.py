@@ -9,19 +9,70 @@ Each capability adds its fields to these groups; nothing else is stored elsewher
 import bpy
 
 
+class SignSimClipItem(bpy.types.PropertyGroup):
+    """One row of the sidebar's library list (a mirror of a clip in the library file;
+    `name` is the clip's action name there)."""
+    tags: bpy.props.StringProperty(name="Tags", description="Comma-separated asset tags")
+    catalog: bpy.props.StringProperty(name="Catalog")
+    fps: bpy.props.FloatProperty(name="FPS")
+    frames: bpy.props.IntProperty(name="Frames")
+    duration: bpy.props.FloatProperty(name="Duration", unit='TIME_ABSOLUTE')
+    bones: bpy.props.IntProperty(name="Bones")
+    skeleton: bpy.props.StringProperty(name="Skeleton", description="Skeleton signature")
+    source: bpy.props.StringProperty(name="Source", subtype='FILE_PATH')
+    warnings: bpy.props.StringProperty(name="Warnings")
+
+
 class SignSimSceneSettings(bpy.types.PropertyGroup):
     """Sidebar state for one scene."""
+    library_path: bpy.props.StringProperty(
+        name="Library", subtype='FILE_PATH',
+        description="Motion library .blend for this scene (empty: the one in the preferences)")
+    clips: bpy.props.CollectionProperty(type=SignSimClipItem)
+    clip_index: bpy.props.IntProperty(name="Clip", default=-1)
+    filter_text: bpy.props.StringProperty(
+        name="Filter", description="Only clips whose name, catalog, source file or tags "
+        "contain every word", options={'TEXTEDIT_UPDATE'})
+    filter_tags: bpy.props.StringProperty(
+        name="Tags", description="Comma-separated tags the clips must have",
+        options={'TEXTEDIT_UPDATE'})
+    filter_any: bpy.props.BoolProperty(
+        name="Any Tag", description="Show clips with any of the tags instead of all of them")
 
 
 class SignSimObjectSettings(bpy.types.PropertyGroup):
     """Per-armature settings."""
+    is_preview: bpy.props.BoolProperty(
+        name="Clip Preview", description="Made by the library's preview; replaced by the next one")
 
 
 class SignSimActionSettings(bpy.types.PropertyGroup):
     """Clip metadata and provenance of an action."""
+    is_clip: bpy.props.BoolProperty(name="Library Clip")
+    source_path: bpy.props.StringProperty(name="Source", subtype='FILE_PATH')
+    source_format: bpy.props.StringProperty(name="Format", description="BVH, FBX or GLTF")
+    sha256: bpy.props.StringProperty(name="SHA-256", description="Checksum of the source file")
+    clip_key: bpy.props.StringProperty(
+        name="Clip Key", description="Animation stack/animation name inside the source file")
+    fps: bpy.props.FloatProperty(name="FPS", description="The clip's true frame rate")
+    frame_count: bpy.props.IntProperty(name="Frames")
+    frame_start: bpy.props.FloatProperty(name="First Frame")
+    frame_end: bpy.props.FloatProperty(name="Last Frame")
+    duration: bpy.props.FloatProperty(name="Duration", unit='TIME_ABSOLUTE',
+                                      description="Frames × frame time, in seconds")
+    trimmed_frames: bpy.props.IntProperty(
+        name="Trimmed Frames", description="Leading calibration frames removed on import")
+    bone_count: bpy.props.IntProperty(name="Bones")
+    skeleton_signature: bpy.props.StringProperty(
+        name="Skeleton", description="Hash of bone names and parent links")
+    skeleton: bpy.props.PointerProperty(
+        name="Source Skeleton", type=bpy.types.Object,
+        description="The armature the clip was captured on, in its rest pose")
+    catalog: bpy.props.StringProperty(name="Catalog", description="Asset catalog path")
+    warnings: bpy.props.StringProperty(name="Warnings", description="Import warnings, one per line")
 
 
-classes = (SignSimSceneSettings, SignSimObjectSettings, SignSimActionSettings)
+classes = (SignSimClipItem, SignSimSceneSettings, SignSimObjectSettings, SignSimActionSettings)
 _pointers = (
     (bpy.types.Scene, SignSimSceneSettings),
     (bpy.types.Object, SignSimObjectSettings),

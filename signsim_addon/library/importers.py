@@ -1,0 +1,535 @@
+"""Import one motion file through Blender's own importer, then repair what it gets wrong.
+
+`import_file(path, report)` returns a list of `Clip` records whose action and skeleton
+(armature object) live in bpy.data; everything else the importer made (meshes, materials,
+images, lights, empties, the temporary scene) is removed. On any failure every datablock
+the import created is removed and a SignSimError naming the file is raised.
+
+Repairs (each has a test with a small input in tests/blender/test_library_repairs.py):
+- BVH is validated and measured first (bvh.read): header/row mismatch → warning, every row
+  kept; up axis and units from a numpy FK pass → importer's axis_up/global_scale, so the
+  skeleton stands upright (Z up) in metres; fps from Frame Time, never use_fps_scale.
+- rotations → quaternions with continuous hemispheres (Euler keys converted in numpy);
+  single-frame spikes reported; a calibration pose at the start trimmed.
+- FBX: bones unconnected (root motion), keyed object scale baked into the rest pose and
+  location keys, leaf bones ignored, one clip per animation stack, importer crashes (the
+  5.0.1 light bug) turned into one-line errors.
+- glTF: one clip per animation that moves the armature.
+"""
+import hashlib
+import math
+import os
+import re
+
+import bpy
+import numpy as np
+from bpy_extras import anim_utils
+
+from ..errors import SignSimError
+from . import bvh, clean, tracking
+
+SUPPORTED = {".bvh": "BVH", ".fbx": "FBX", ".glb": "GLTF", ".gltf": "GLTF"}
+# Files next to glTF scenes: skipped silently inside folders, refused when named.
+COMPANIONS = {".bin", ".png", ".jpg", ".jpeg", ".webp", ".ktx2", ".blend1", ".txt", ".md"}
+
+_FINGER = re.compile(r"thumb|index|middle|ring|pinky|little|finger|f_", re.I)
+ROOT_MOTION_MIN = 0.2   # metres of root travel that count as root motion
+SHORT_S, LONG_S = 2.0, 10.0
+
+
+class Clip:
+    """A clip made by an import: `action` and `skeleton` are in bpy.data."""
+
+    def __init__(self, action, skeleton, name, key, meta, tags, warnings):
+        self.action = action
+        self.skeleton = skeleton
+        self.name = name          # wanted clip name
+        self.key = key            # identifies the clip inside its file (stack/animation)
+        self.meta = meta          # dict of SignSimActionSettings fields
+        self.tags = tags          # automatic tags
+        self.warnings = warnings
+
+
+def file_sha256(path):
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def format_of(path):
+    """'BVH'/'FBX'/'GLTF', or SignSimError for an unsupported extension."""
+    ext = os.path.splitext(path)[1].lower()
+    fmt = SUPPORTED.get(ext)
+    if fmt is None:
+        shown = ext or "no extension"
+        raise SignSimError(f"{os.path.basename(path)}: unsupported file type ({shown}); "
+                           f"expected .bvh, .fbx, .glb or .gltf")
+    return fmt
+
+
+def import_file(path, report=None):
+    """Import one BVH/FBX/glTF file; returns [Clip]. bpy.data is unchanged on failure."""
+    path = os.path.abspath(path)
+    name = os.path.basename(path)
+    fmt = format_of(path)
+    if not os.path.isfile(path):
+        raise SignSimError(f"{name}: no such file")
+    if os.path.getsize(path) == 0:
+        raise SignSimError(f"{name}: the file is empty")
+    sha = file_sha256(path)
+    with tracking.Tracker(keep=True) as tr, tracking.SceneState(bpy.context):
+        scene = bpy.context.scene
+        try:
+            if fmt == "BVH":
+                clips = _import_bvh(path, scene, tr)
+            elif fmt == "FBX":
+                clips = _import_fbx(path, scene, tr)
+            else:
+                clips = _import_gltf(path, scene, tr)
+            for clip in clips:
+                clip.meta.update(source_path=path, source_format=fmt, sha256=sha)
+            _keep_only(tr, clips)
+        except SignSimError:
+            raise
+        except Exception as ex:  # an importer bug or unreadable file: one line, no traceback
+            raise SignSimError(f"{name}: Blender's {fmt} importer failed: {_last_line(ex)}") from ex
+    if report:
+        for clip in clips:
+            for w in clip.warnings:
+                report({'WARNING'}, f"{name}: {w}")
+    return clips
+
+
+def _last_line(ex):
+    lines = [ln.strip() for ln in str(ex).splitlines() if ln.strip()]
+    lines = [ln for ln in lines if not ln.startswith("Location:")]
+    msg = lines[-1] if lines else type(ex).__name__
+    if "CyclesLightSettings" in msg or "blen_read_light" in str(ex):
+        return (f"the file contains a light, which Blender 5.0.1's FBX importer cannot read "
+                f"({msg}); remove lights from the FBX and export it again")
+    return msg
+
+
+def _run_importer(op, fmt, path, **kwargs):
+    with tracking.quiet() as log:
+        try:
+            result = op(filepath=path, **kwargs)
+        except RuntimeError as ex:
+            raise SignSimError(f"{os.path.basename(path)}: Blender's {fmt} importer failed: "
+                               f"{_last_line(ex)}") from ex
+    if 'FINISHED' not in result:
+        tail = [ln for ln in log.getvalue().splitlines() if ln.strip()][-1:]
+        raise SignSimError(f"{os.path.basename(path)}: Blender's {fmt} importer refused the "
+                           f"file{': ' + tail[0] if tail else ''}")
+
+
+def _new_armatures(tr):
+    return [i for i in tr.created() if isinstance(i, bpy.types.Object) and i.type == 'ARMATURE']
+
+
+def _keep_only(tr, clips):
+    """Remove what the import made beyond the clips' actions and skeletons."""
+    keep_objects = {c.skeleton for c in clips}
+    for ob in keep_objects:
+        if ob.parent is not None:
+            mw = ob.matrix_world.copy()
+            ob.parent = None
+            ob.matrix_world = mw
+        ob.animation_data_clear()
+    keep = set(keep_objects) | {c.action for c in clips} | {ob.data for ob in keep_objects}
+    drop = [i for i in tr.created() if i not in keep and not isinstance(i, bpy.types.Scene)]
+    tracking.remove_ids(drop)
+
+
+# ---------------------------------------------------------------------------------- BVH
+
+def _import_bvh(path, scene, tr):
+    data = bvh.read(path)
+    up, forward, scale, _height, note = bvh.detect_orientation(data)
+    _run_importer(bpy.ops.import_anim.bvh, "BVH", path, target='ARMATURE',
+                  global_scale=scale, frame_start=1, use_fps_scale=False,
+                  update_scene_fps=False, update_scene_duration=False,
+                  rotate_mode='NATIVE', axis_forward=forward, axis_up=up)
+    arms = _new_armatures(tr)
+    if len(arms) != 1 or arms[0].animation_data is None or arms[0].animation_data.action is None:
+        raise SignSimError(f"{os.path.basename(path)}: Blender's BVH importer made no animated armature")
+    arm = arms[0]
+    action = arm.animation_data.action
+    warnings = list(data.warnings)
+    if note:
+        warnings.append(note)
+    if abs(data.fps - round(data.fps)) < 0.01:
+        fps = float(round(data.fps))   # Frame Time .0083333 → 120, 0.033333 → 30
+    else:
+        fps = data.fps
+    trimmed = _repair_dense_action(arm, action, warnings, fps)
+    frames = data.rows - trimmed
+    name = os.path.splitext(os.path.basename(path))[0]
+    meta = dict(fps=fps, frame_count=frames, frame_start=1.0,
+                frame_end=float(frames), duration=frames / fps, trimmed_frames=trimmed)
+    return [_finish(arm, action, name, "", meta, warnings)]
+
+
+def _repair_dense_action(arm, action, warnings, fps):
+    """BVH keys: one key per frame on every curve. Convert Euler → quaternion with
+    continuous hemispheres, trim a calibration pose, report spikes. Returns frames trimmed."""
+    slot = arm.animation_data.action_slot
+    bag = anim_utils.action_get_channelbag_for_slot(action, slot)
+    curves = list(bag.fcurves)
+    n = len(curves[0].keyframe_points) if curves else 0
+    values = {}
+    for fc in curves:
+        co = np.empty(2 * len(fc.keyframe_points), dtype=np.float64)
+        fc.keyframe_points.foreach_get("co", co)
+        values[(fc.data_path, fc.array_index)] = (co[1::2], fc.group.name if fc.group else "")
+    bones = []
+    quats = []
+    for pb in arm.pose.bones:
+        path = f'pose.bones["{bpy.utils.escape_identifier(pb.name)}"].rotation_euler'
+        if (path, 0) not in values:
+            continue
+        ang = np.stack([values[(path, i)][0] for i in range(3)], axis=1)
+        quats.append(clean.euler_to_quat(ang, pb.rotation_mode))
+        bones.append(pb)
+    q = np.stack(quats, axis=1) if quats else np.zeros((n, 0, 4))
+    q = clean.make_continuous(q)
+    root = next((b for b in arm.pose.bones if b.parent is None), None)
+    loc = None
+    if root is not None:
+        lp = f'pose.bones["{bpy.utils.escape_identifier(root.name)}"].location'
+        if (lp, 0) in values:
+            loc = np.stack([values[(lp, i)][0] for i in range(3)], axis=1)
+    trim = clean.calibration_frames(q, loc, loc_scale=0.5)
+    if trim:
+        warnings.append(f"calibration pose at the start: the first {trim} frame"
+                        f"{'s' if trim > 1 else ''} (before a jump) trimmed")
+    q = q[trim:]
+    _report_spikes(q, [b.name for b in bones], warnings, first_frame=1)
+    m = n - trim
+    times = np.arange(1, m + 1, dtype=np.float64)
+    # Rewrite every curve in bulk: quaternions for rotated bones, the rest shifted.
+    keep = []
+    for fc in curves:
+        if fc.data_path.endswith(".rotation_euler"):
+            continue
+        v, group = values[(fc.data_path, fc.array_index)]
+        keep.append((fc.data_path, fc.array_index, group, v[trim:]))
+    for b_i, pb in enumerate(bones):
+        pb.rotation_mode = 'QUATERNION'
+        path = f'pose.bones["{bpy.utils.escape_identifier(pb.name)}"].rotation_quaternion'
+        for i in range(4):
+            keep.append((path, i, pb.name, q[:, b_i, i]))
+    bag.fcurves.clear()
+    for path, index, group, v in keep:
+        write_curve(bag, path, index, group, times, v)
+    return trim
+
+
+def write_curve(bag, data_path, index, group, times, values):
+    """A new LINEAR F-curve with keys (times, values), written in bulk."""
+    fc = bag.fcurves.new(data_path=data_path, index=index, group_name=group or "")
+    n = len(times)
+    fc.keyframe_points.add(n)
+    co = np.empty(2 * n, dtype=np.float64)
+    co[0::2] = times
+    co[1::2] = values
+    fc.keyframe_points.foreach_set("co", co)
+    fc.keyframe_points.foreach_set("interpolation", np.full(n, 1, dtype=np.int32))  # LINEAR
+    fc.update()
+    return fc
+
+
+def _report_spikes(q, names, warnings, first_frame):
+    if len(q) < 3 or not names:
+        return
+    spikes = clean.find_spikes(q)
+    if not spikes:
+        return
+    shown = ", ".join(f"{f + first_frame} ({', '.join(names[b] for b in bs[:3])}"
+                      f"{'…' if len(bs) > 3 else ''})" for f, bs in spikes[:5])
+    more = f" and {len(spikes) - 5} more" if len(spikes) > 5 else ""
+    warnings.append(f"single-frame spike{'s' if len(spikes) > 1 else ''} at frame "
+                    f"{shown}{more}")
+
+
+# ------------------------------------------------------------------------ FBX and glTF
+
+def _import_fbx(path, scene, tr):
+    _run_importer(bpy.ops.import_scene.fbx, "FBX", path, use_anim=True,
+                  ignore_leaf_bones=True, automatic_bone_orientation=False,
+                  use_custom_props=False)
+    fps = scene.render.fps / scene.render.fps_base
+    return _clips_from_keyed(path, scene, tr, fps, "FBX")
+
+
+def _import_gltf(path, scene, tr):
+    _run_importer(bpy.ops.import_scene.gltf, "glTF", path)
+    fps = scene.render.fps / scene.render.fps_base  # glTF seconds → frames at the scene rate
+    return _clips_from_keyed(path, scene, tr, fps, "glTF")
+
+
+def _clips_from_keyed(path, scene, tr, fps, fmt):
+    name = os.path.basename(path)
+    arms = _new_armatures(tr)
+    if not arms:
+        raise SignSimError(f"{name}: the {fmt} file has no armature (skeleton)")
+    actions = [a for a in tr.created() if isinstance(a, bpy.types.Action)]
+    clips = []
+    stem = os.path.splitext(name)[0]
+    for arm in arms:
+        mine = [(a, s) for a in actions for s in a.slots
+                if s.target_id_type == 'OBJECT' and _moves_bones(a, s, arm)]
+        if not mine:
+            continue
+        _unconnect_bones(arm, scene)
+        scale_warn = _bake_object_scale(arm, [a for a, _s in mine], scene)
+        for action, slot in mine:
+            warnings = list(scale_warn)
+            _repair_keyed_action(arm, action, slot, warnings)
+            start, end = action.frame_range
+            frames = int(round(end - start)) + 1
+            key = action.name.split("|")[-1] if "|" in action.name else action.name
+            clip_name = f"{stem} {key}" if len(mine) > 1 else stem
+            meta = dict(fps=fps, frame_count=frames, frame_start=float(start),
+                        frame_end=float(end), duration=frames / fps, trimmed_frames=0)
+            clips.append(_finish(arm, action, clip_name, key, meta, warnings, slot))
+    if not clips:
+        raise SignSimError(f"{name}: the {fmt} file has no animation of its armature")
+    # Upright and metres: measured on the posed skeleton, fixed on the rest pose + keys.
+    for arm in {c.skeleton for c in clips}:
+        mine = [c for c in clips if c.skeleton is arm]
+        _normalise_units(arm, mine, scene)
+    return clips
+
+
+def _moves_bones(action, slot, arm):
+    bag = anim_utils.action_get_channelbag_for_slot(action, slot)
+    if bag is None:
+        return False
+    names = {b.name for b in arm.data.bones}
+    for fc in bag.fcurves:
+        m = re.match(r'pose\.bones\["(.+?)"\]', fc.data_path)
+        if m and m.group(1).replace('\\"', '"') in names:
+            return True
+    return False
+
+
+def _edit_mode(arm, scene):
+    if arm.name not in scene.objects:
+        scene.collection.objects.link(arm)
+    bpy.context.view_layer.objects.active = arm
+    bpy.ops.object.mode_set(mode='EDIT')
+
+
+def _unconnect_bones(arm, scene):
+    """FBX import connects a child whose head sits on its parent's tail, which makes
+    Blender ignore the child's location keys (root motion lost): unconnect them all."""
+    if not any(b.use_connect for b in arm.data.bones):
+        return
+    _edit_mode(arm, scene)
+    for eb in arm.data.edit_bones:
+        eb.use_connect = False
+    bpy.ops.object.mode_set(mode='OBJECT')
+
+
+def _scale_armature(arm, factor, actions, scene):
+    """Scale the rest pose by `factor` and every bone location key with it."""
+    _edit_mode(arm, scene)
+    for eb in arm.data.edit_bones:
+        eb.head = eb.head * factor
+        eb.tail = eb.tail * factor
+    bpy.ops.object.mode_set(mode='OBJECT')
+    for action in actions:
+        for slot in action.slots:
+            bag = anim_utils.action_get_channelbag_for_slot(action, slot)
+            if bag is None:
+                continue
+            for fc in bag.fcurves:
+                if fc.data_path.startswith("pose.bones[") and fc.data_path.endswith(".location"):
+                    co = np.empty(2 * len(fc.keyframe_points))
+                    fc.keyframe_points.foreach_get("co", co)
+                    co[1::2] *= factor
+                    fc.keyframe_points.foreach_set("co", co)
+                    for attr in ("handle_left", "handle_right"):
+                        h = np.empty(2 * len(fc.keyframe_points))
+                        fc.keyframe_points.foreach_get(attr, h)
+                        h[1::2] *= factor
+                        fc.keyframe_points.foreach_set(attr, h)
+                    fc.update()
+
+
+def _bake_object_scale(arm, actions, scene):
+    """A centimetre FBX imports with a keyed object scale (0.01): drop the scale keys and
+    move the factor into the rest pose and the bone location keys."""
+    scales = []
+    for action in actions:
+        for slot in action.slots:
+            bag = anim_utils.action_get_channelbag_for_slot(action, slot)
+            if bag is None:
+                continue
+            for fc in list(bag.fcurves):
+                if fc.data_path == "scale":
+                    scales.extend(k.co[1] for k in fc.keyframe_points)
+                    bag.fcurves.remove(fc)
+    s = np.array(list(arm.scale) + scales, dtype=np.float64)
+    factor = float(np.median(s))
+    arm.scale = (1.0, 1.0, 1.0)
+    if not math.isfinite(factor) or factor <= 0 or abs(factor - 1.0) < 1e-6:
+        return []
+    if np.ptp(s) > 1e-4 * factor:
+        extra = [f"the object scale varies ({s.min():.4g}–{s.max():.4g}); {factor:.4g} used"]
+    else:
+        extra = []
+    _scale_armature(arm, factor, actions, scene)
+    return extra + [f"object scale {factor:.4g} baked into the skeleton (file units → metres)"]
+
+
+def _repair_keyed_action(arm, action, slot, warnings):
+    """Quaternion keys with continuous hemispheres (Euler bones converted), spikes reported."""
+    bag = anim_utils.action_get_channelbag_for_slot(action, slot)
+    by_bone = {}
+    for fc in bag.fcurves:
+        m = re.match(r'pose\.bones\["(.+?)"\]\.(rotation_quaternion|rotation_euler)$', fc.data_path)
+        if m:
+            by_bone.setdefault((m.group(1), m.group(2)), {})[fc.array_index] = fc
+    names, series = [], []
+    for (bone, kind), fcs in by_bone.items():
+        pb = arm.pose.bones.get(bone.replace('\\"', '"'))
+        need = 4 if kind == "rotation_quaternion" else 3
+        if pb is None or len(fcs) != need:
+            continue
+        counts = {len(fc.keyframe_points) for fc in fcs.values()}
+        if len(counts) != 1:
+            continue
+        n = counts.pop()
+        cos = []
+        for i in range(need):
+            co = np.empty(2 * n)
+            fcs[i].keyframe_points.foreach_get("co", co)
+            cos.append(co)
+        times = cos[0][0::2]
+        vals = np.stack([c[1::2] for c in cos], axis=1)
+        if kind == "rotation_euler":
+            order = pb.rotation_mode if pb.rotation_mode not in ('QUATERNION', 'AXIS_ANGLE') else 'XYZ'
+            q = clean.make_continuous(clean.euler_to_quat(vals, order))
+            group = fcs[0].group.name if fcs[0].group else pb.name
+            for fc in fcs.values():
+                bag.fcurves.remove(fc)
+            path = f'pose.bones["{bone}"].rotation_quaternion'
+            for i in range(4):
+                write_curve(bag, path, i, group, times, q[:, i])
+            pb.rotation_mode = 'QUATERNION'
+        else:
+            q = clean.make_continuous(vals)
+            for i in range(4):
+                co = cos[i]
+                co[1::2] = q[:, i]
+                fcs[i].keyframe_points.foreach_set("co", co)
+                fcs[i].update()
+        if n == len(times):
+            names.append(pb.name)
+            series.append((times, q))
+    # spikes: bones sharing the same key times
+    if series:
+        t0 = series[0][0]
+        same = [(nm, q) for nm, (t, q) in zip(names, series) if len(t) == len(t0) and np.allclose(t, t0)]
+        if same:
+            q = np.stack([q for _n, q in same], axis=1)
+            _report_spikes(q, [nm for nm, _q in same], warnings, first_frame=int(round(t0[0])))
+
+
+def _posed_heads(arm, action, slot, scene, frame):
+    """World positions {bone: (x, y, z)} of bone heads with `action` at `frame`."""
+    ad = arm.animation_data_create()
+    ad.action = action
+    if ad.action_slot_handle != slot.handle:
+        ad.action_slot = slot
+    if arm.name not in scene.objects:
+        scene.collection.objects.link(arm)
+    scene.frame_set(int(round(frame)))
+    bpy.context.view_layer.update()
+    mw = np.array(arm.matrix_world)
+    out = {}
+    for pb in arm.pose.bones:
+        h = mw @ np.append(np.array(pb.head), 1.0)
+        out[pb.name] = h[:3]
+    return out
+
+
+def _normalise_units(arm, clips, scene):
+    clip = clips[0]
+    slot = clip.meta["_slot"]
+    heads = _posed_heads(arm, clip.action, slot, scene, clip.meta["frame_start"])
+    names = list(heads)
+    parents = [names.index(arm.pose.bones[n].parent.name) if arm.pose.bones[n].parent else -1
+               for n in names]
+    pos = np.array([heads[n] for n in names])
+    head, hips = bvh.head_and_hips(names, parents)
+    if head is not None and hips is not None and pos[head][2] <= pos[hips][2]:
+        for c in clips:
+            c.warnings.append("the skeleton does not stand upright (head not above hips)")
+    height = float(pos[:, 2].max() - pos[:, 2].min()) if len(pos) else 0.0
+    lo, hi = bvh.HEIGHT_RANGE
+    if height <= 1e-9 or lo <= height <= hi:
+        return
+    for unit in bvh.UNIT_CANDIDATES[1:]:
+        if lo <= height * unit <= hi:
+            factor = unit
+            break
+    else:
+        factor = bvh.TARGET_HEIGHT / height
+    _scale_armature(arm, factor, [c.action for c in clips], scene)
+    for c in clips:
+        c.warnings.append(f"skeleton height {height:.3g} units scaled by {factor:.4g} to metres")
+
+
+# --------------------------------------------------------------------------- finishing
+
+def skeleton_signature(arm):
+    """Hash of bone names + parent links (order-independent), 16 hex digits."""
+    lines = sorted(f"{b.name}\t{b.parent.name if b.parent else ''}" for b in arm.data.bones)
+    return hashlib.sha256("\n".join(lines).encode()).hexdigest()[:16]
+
+
+def _finish(arm, action, name, key, meta, warnings, slot=None):
+    slot = slot or arm.animation_data.action_slot
+    bones = len(arm.data.bones)
+    fps = meta["fps"]
+    tags = [f"fps:{int(round(fps))}"]
+    d = meta["duration"]
+    tags.append("duration:" + ("short" if d < SHORT_S else "medium" if d < LONG_S else "long"))
+    if sum(1 for b in arm.data.bones if _FINGER.search(b.name.split(":")[-1])) >= 4:
+        tags.append("has_fingers")
+    if _root_travel(arm, action, slot) >= ROOT_MOTION_MIN:
+        tags.append("has_root_motion")
+    meta.update(bone_count=bones, skeleton_signature=skeleton_signature(arm), _slot=slot)
+    return Clip(action, arm, name, key, meta, tags, warnings)
+
+
+def _root_travel(arm, action, slot):
+    """Largest distance (m) the root bone (or the object) moves from its first key."""
+    bag = anim_utils.action_get_channelbag_for_slot(action, slot)
+    if bag is None:
+        return 0.0
+    roots = [b for b in arm.data.bones if b.parent is None]
+    paths = {"location"} | {f'pose.bones["{bpy.utils.escape_identifier(b.name)}"].location'
+                            for b in roots}
+    best = 0.0
+    for path in paths:
+        fcs = [bag.fcurves.find(path, index=i) for i in range(3)]
+        if any(fc is None for fc in fcs):
+            continue
+        n = {len(fc.keyframe_points) for fc in fcs}
+        if len(n) != 1:
+            continue
+        n = n.pop()
+        v = []
+        for fc in fcs:
+            co = np.empty(2 * n)
+            fc.keyframe_points.foreach_get("co", co)
+            v.append(co[1::2])
+        v = np.stack(v, axis=1)
+        best = max(best, float(np.linalg.norm(v - v[0], axis=1).max()) if n else 0.0)
+    return best

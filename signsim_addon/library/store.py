@@ -1,0 +1,323 @@
+"""The motion library file: a .blend of action assets plus their source skeletons.
+
+How the library is read and written without disturbing the user's open file
+(decision; `bpy.data.temp_data()` crashes on its second load in 5.0.1, so it is not used):
+- the library's actions (and, as their dependencies, the skeleton objects) are appended
+  into the current bpy.data inside a `tracking.Tracker`, with the file's own actions,
+  objects and armatures parked under temporary names by `tracking.NameGuard` so that no
+  name on either side gets a '.001' suffix;
+- changes are made there, then `bpy.data.libraries.write(tmp, clips, fake_user=True)`
+  writes exactly the clips (dependencies follow), the old file is copied to
+  `<library>.blend1` (one backup) and `os.replace(tmp, library)` swaps the new file in;
+- on leaving, every appended or imported datablock is removed and the user's names are
+  restored, so the open file is as it was (tests check this).
+Catalogs live in `blender_assets.cats.txt` next to the library (Blender's format, one
+UUID per catalog path, parents included), also written atomically.
+"""
+import contextlib
+import os
+import shutil
+import uuid
+
+import bpy
+
+from ..errors import SignSimError
+from . import tracking
+
+CATS_FILE = "blender_assets.cats.txt"
+DEFAULT_CATALOG = "imported"
+FACETS = ("style", "body_part", "complexity", "handedness", "gloss")
+AUTO_PREFIXES = ("fps:", "duration:")
+AUTO_TAGS = ("has_fingers", "has_root_motion")
+
+
+# ------------------------------------------------------------------------- catalogs
+
+def read_catalogs(library):
+    """{catalog path: uuid} from the catalog file next to `library` ({} when none)."""
+    path = os.path.join(os.path.dirname(os.path.abspath(library)), CATS_FILE)
+    cats = {}
+    if not os.path.isfile(path):
+        return cats
+    with open(path, encoding="utf-8") as f:
+        for line in f:
+            line = line.strip()
+            if not line or line.startswith("#") or line.startswith("VERSION"):
+                continue
+            parts = line.split(":")
+            if len(parts) >= 2:
+                cats[parts[1]] = parts[0]
+    return cats
+
+
+def write_catalogs(library, cats):
+    path = os.path.join(os.path.dirname(os.path.abspath(library)), CATS_FILE)
+    lines = [
+        "# This is an Asset Catalog Definition file for Blender.",
+        "#",
+        "# Empty lines and lines starting with `#` will be ignored.",
+        "# The first non-ignored line should be the version indicator.",
+        '# Other lines are of the format "UUID:catalog/path/for/assets:simple catalog name"',
+        "",
+        "VERSION 1",
+        "",
+    ]
+    for cat_path, cat_id in sorted(cats.items()):
+        lines.append(f"{cat_id}:{cat_path}:{cat_path.replace('/', '-')}")
+    _atomic_write_text(path, "\n".join(lines) + "\n")
+
+
+def ensure_catalog(cats, cat_path):
+    """UUID of `cat_path` (created with its parents when new)."""
+    cat_path = normalise_catalog(cat_path)
+    parts = cat_path.split("/")
+    for i in range(1, len(parts) + 1):
+        p = "/".join(parts[:i])
+        if p not in cats:
+            cats[p] = str(uuid.uuid4())
+    return cats[cat_path]
+
+
+def normalise_catalog(cat_path):
+    parts = [p.strip() for p in (cat_path or "").replace("\\", "/").split("/") if p.strip()]
+    if not parts:
+        return DEFAULT_CATALOG
+    bad = [p for p in parts if ":" in p]
+    if bad:
+        raise SignSimError(f"catalog path '{cat_path}' may not contain ':'")
+    return "/".join(parts)
+
+
+def _atomic_write_text(path, text):
+    tmp = f"{path}.{os.getpid()}.tmp"
+    with open(tmp, "w", encoding="utf-8") as f:
+        f.write(text)
+    os.replace(tmp, path)
+
+
+# --------------------------------------------------------------------------- tags
+
+def parse_tags(text):
+    """'a, style:formal,b' → ['a', 'style:formal', 'b'] (trimmed, de-duplicated, in order)."""
+    if not text:
+        return []
+    if isinstance(text, (list, tuple)):
+        text = ",".join(text)
+    out = []
+    for t in text.split(","):
+        t = t.strip()
+        if t and t not in out:
+            out.append(t)
+    return out
+
+
+def clip_tags(action):
+    return [t.name for t in action.asset_data.tags] if action.asset_data else []
+
+
+def set_tags(action, tags):
+    ad = action.asset_data
+    while len(ad.tags):
+        ad.tags.remove(ad.tags[0])
+    for t in tags:
+        ad.tags.new(t, skip_if_exists=True)
+
+
+def is_auto_tag(tag):
+    return tag in AUTO_TAGS or tag.startswith(AUTO_PREFIXES)
+
+
+# ------------------------------------------------------------------ clip records
+
+def clip_record(action):
+    """The JSON-able description of a clip (the `list --json` / `import --json` fields)."""
+    s = action.signsim
+    return {
+        "name": action.name,
+        "fps": round(s.fps, 4),
+        "frames": s.frame_count,
+        "duration_s": round(s.duration, 4),
+        "bones": s.bone_count,
+        "tags": sorted(clip_tags(action)),
+        "warnings": [w for w in s.warnings.split("\n") if w],
+        "catalog": s.catalog,
+        "source": s.source_path,
+        "format": s.source_format,
+        "sha256": s.sha256,
+        "skeleton": s.skeleton_signature,
+        "skeleton_object": s.skeleton.name if s.skeleton else "",
+    }
+
+
+def matches(rec, text="", tags=(), any_tag=False, catalog="", min_duration=None,
+            max_duration=None, fps=None, skeleton=""):
+    """Whether a clip record passes the filters (shared by the CLI and the sidebar list)."""
+    if text:
+        hay = " ".join([rec["name"], rec["catalog"], os.path.basename(rec["source"]),
+                        *rec["tags"]]).lower()
+        if not all(word in hay for word in text.lower().split()):
+            return False
+    if tags:
+        have = {t.lower() for t in rec["tags"]}
+        want = [t.lower() for t in tags]
+        hit = [t in have for t in want]
+        if not (any(hit) if any_tag else all(hit)):
+            return False
+    if catalog:
+        c = normalise_catalog(catalog)
+        if not (rec["catalog"] == c or rec["catalog"].startswith(c + "/")):
+            return False
+    if min_duration is not None and rec["duration_s"] < min_duration - 1e-9:
+        return False
+    if max_duration is not None and rec["duration_s"] > max_duration + 1e-9:
+        return False
+    if fps is not None and abs(rec["fps"] - fps) > 0.5:
+        return False
+    if skeleton and not rec["skeleton"].startswith(skeleton):
+        return False
+    return True
+
+
+# ----------------------------------------------------------------- the library file
+
+class Library:
+    """The library's clips appended into bpy.data (inside `open_library`)."""
+
+    def __init__(self, path):
+        self.path = os.path.abspath(path)
+        self.catalogs = read_catalogs(self.path)
+        self.clips = []       # actions
+        self.dirty = False
+
+    def by_name(self, name):
+        for a in self.clips:
+            if a.name == name:
+                return a
+        raise SignSimError(f"no clip named '{name}' in {self.path}")
+
+    def find(self, sha, key):
+        for a in self.clips:
+            if a.signsim.sha256 == sha and a.signsim.clip_key == key:
+                return a
+        return None
+
+    def remove(self, action):
+        skel = action.signsim.skeleton
+        self.clips.remove(action)
+        bpy.data.actions.remove(action)
+        if skel is not None and not any(a.signsim.skeleton == skel for a in self.clips):
+            arm = skel.data
+            bpy.data.objects.remove(skel)
+            if arm is not None and arm.users == 0:
+                bpy.data.armatures.remove(arm)
+        self.dirty = True
+
+    def add(self, clip, tags=(), catalog=None):
+        """Make an imported Clip a library asset; returns (action, updated: bool)."""
+        action = clip.action
+        sha = clip.meta["sha256"]
+        old = self.find(sha, clip.key)
+        keep_tags, keep_catalog = [], None
+        if old is not None:
+            keep_tags = [t for t in clip_tags(old) if not is_auto_tag(t)]
+            keep_catalog = old.signsim.catalog
+            name = old.name
+            self.remove(old)
+        else:
+            name = clip.name
+        action.name = name
+        s = action.signsim
+        for k, v in clip.meta.items():
+            if not k.startswith("_"):
+                setattr(s, k, v)
+        s.is_clip = True
+        s.clip_key = clip.key
+        s.skeleton = clip.skeleton
+        s.warnings = "\n".join(clip.warnings)
+        cat = normalise_catalog(catalog) if catalog else (keep_catalog or DEFAULT_CATALOG)
+        s.catalog = cat
+        if action.asset_data is None:
+            action.asset_mark()
+        action.asset_data.catalog_id = ensure_catalog(self.catalogs, cat)
+        action.asset_data.description = f"{s.source_format} clip from {os.path.basename(s.source_path)}"
+        all_tags = []
+        for t in list(clip.tags) + keep_tags + list(tags):
+            if t not in all_tags:
+                all_tags.append(t)
+        set_tags(action, all_tags)
+        clip.skeleton.name = f"{os.path.splitext(os.path.basename(s.source_path))[0]} skeleton"
+        self.clips.append(action)
+        self.dirty = True
+        return action, old is not None
+
+    def records(self):
+        return [clip_record(a) for a in sorted(self.clips, key=lambda a: a.name.lower())]
+
+    def save(self):
+        """Write the library atomically with one backup (<library>.blend1)."""
+        folder = os.path.dirname(self.path)
+        os.makedirs(folder, exist_ok=True)
+        tmp = f"{self.path}.{os.getpid()}.tmp"
+        ids = set(self.clips) | {a.signsim.skeleton for a in self.clips if a.signsim.skeleton}
+        try:
+            bpy.data.libraries.write(tmp, ids, fake_user=True, path_remap='NONE')
+            if os.path.exists(self.path):
+                shutil.copy2(self.path, self.path + "1.tmp")
+                os.replace(self.path + "1.tmp", self.path + "1")
+            os.replace(tmp, self.path)
+        except OSError as ex:
+            raise SignSimError(f"cannot write the library {self.path}: {ex.strerror or ex}") from ex
+        finally:
+            if os.path.exists(tmp):
+                os.remove(tmp)
+        write_catalogs(self.path, self.catalogs)
+        self.dirty = False
+
+
+@contextlib.contextmanager
+def open_library(path, must_exist=False):
+    """Yield a `Library` whose clips are appended into bpy.data; everything appended or
+    created inside the block is removed on exit and the file's own names restored."""
+    path = os.path.abspath(path)
+    if must_exist and not os.path.isfile(path):
+        raise SignSimError(f"no motion library at {path}")
+    with tracking.NameGuard(), tracking.Tracker():
+        lib = Library(path)
+        if os.path.isfile(path):
+            try:
+                with tracking.quiet():
+                    with bpy.data.libraries.load(path, link=False) as (src, dst):
+                        dst.actions = list(src.actions)
+            except (OSError, RuntimeError) as ex:
+                raise SignSimError(f"cannot read the library {path}: {str(ex).splitlines()[-1]}") from ex
+            lib.clips = [a for a in dst.actions if a is not None and a.signsim.is_clip]
+        yield lib
+
+
+def list_clips(path, **filters):
+    """Clip records of the library at `path` that pass `matches(**filters)`."""
+    if not os.path.isfile(path):
+        raise SignSimError(f"no motion library at {os.path.abspath(path)}")
+    with open_library(path) as lib:
+        return [r for r in lib.records() if matches(r, **filters)]
+
+
+def edit_clip(path, name, rename=None, tags=None, delete=False):
+    """Rename, retag or delete one clip of the library; returns its new record (or None)."""
+    with open_library(path, must_exist=True) as lib:
+        action = lib.by_name(name)
+        if delete:
+            lib.remove(action)
+            lib.save()
+            return None
+        if rename is not None:
+            rename = rename.strip()
+            if not rename:
+                raise SignSimError("a clip name cannot be empty")
+            if rename != action.name and any(a.name == rename for a in lib.clips):
+                raise SignSimError(f"the library already has a clip named '{rename}'")
+            action.name = rename
+        if tags is not None:
+            set_tags(action, parse_tags(tags))
+        lib.save()
+        return clip_record(action)

@@ -1,0 +1,200 @@
+"""Know every datablock an operation creates, and remove them all again.
+
+Blender's importers create objects, armatures, actions, meshes, materials, images… and
+leave half of them behind when they fail. `Tracker` snapshots every ID collection of
+bpy.data (by session_uid) on entry; `created()` lists what is new, and on exit the new
+IDs are removed — always (`keep=False`) or only when the block raised (`keep=True`).
+`NameGuard` parks the user's actions/objects/armatures under temporary names while the
+library is loaded into the same file, so neither side gets '.001' suffixes.
+"""
+import contextlib
+import io
+
+import bpy
+
+
+def _id_collections():
+    out = []
+    for prop in bpy.types.BlendData.bl_rna.properties:
+        if prop.type != 'COLLECTION':
+            continue
+        ft = prop.fixed_type
+        if ft is not None and _is_id_type(ft):
+            out.append(prop.identifier)
+    return tuple(out)
+
+
+def _is_id_type(rna):
+    base = rna
+    while base is not None:
+        if base.identifier == "ID":
+            return True
+        base = base.base
+    return False
+
+
+_COLLECTIONS = None
+
+
+def id_collections():
+    global _COLLECTIONS
+    if _COLLECTIONS is None:
+        _COLLECTIONS = _id_collections()
+    return _COLLECTIONS
+
+
+def snapshot():
+    """{session_uid} of every ID in bpy.data."""
+    uids = set()
+    for name in id_collections():
+        coll = getattr(bpy.data, name, None)
+        if coll is None:
+            continue
+        uids.update(i.session_uid for i in coll)
+    return uids
+
+
+def new_ids(before):
+    out = []
+    for name in id_collections():
+        coll = getattr(bpy.data, name, None)
+        if coll is None:
+            continue
+        out.extend(i for i in coll if i.session_uid not in before)
+    return out
+
+
+def remove_ids(ids):
+    ids = [i for i in ids if i is not None]
+    if not ids:
+        return
+    # Shape keys and other embedded-ish IDs go with their owners; batch_remove skips none.
+    try:
+        bpy.data.batch_remove(ids)
+    except (ReferenceError, RuntimeError):
+        for i in ids:
+            try:
+                coll = getattr(bpy.data, _collection_of(i))
+                coll.remove(i)
+            except Exception:  # already gone with its owner
+                pass
+
+
+def _collection_of(id_):
+    t = type(id_).__name__
+    return {"Object": "objects", "Action": "actions", "Armature": "armatures"}.get(t, "")
+
+
+class Tracker:
+    """Context manager: removes every ID created inside the block (see module doc)."""
+
+    def __init__(self, keep=False):
+        self.keep = keep
+        self.before = None
+
+    def __enter__(self):
+        self.before = snapshot()
+        return self
+
+    def created(self):
+        return new_ids(self.before)
+
+    def __exit__(self, exc_type, exc, tb):
+        if exc_type is None and self.keep:
+            return False
+        remove_ids(self.created())
+        return False
+
+
+class NameGuard:
+    """Rename the file's own actions, objects and armatures out of the way; restore after."""
+
+    TYPES = ("actions", "objects", "armatures")
+
+    def __init__(self):
+        self.saved = []
+
+    def __enter__(self):
+        n = 0
+        for coll_name in self.TYPES:
+            for id_ in list(getattr(bpy.data, coll_name)):
+                if id_.library is not None:
+                    continue
+                self.saved.append((id_, id_.name))
+        for id_, _name in self.saved:
+            n += 1
+            id_.name = f"\u2063ssguard{n:06d}"
+        return self
+
+    def __exit__(self, exc_type, exc, tb):
+        for id_, name in self.saved:
+            try:
+                id_.name = name
+            except ReferenceError:
+                pass
+        return False
+
+
+@contextlib.contextmanager
+def quiet():
+    """Swallow the importers' progress prints and Blender's traceback print; yields the
+    captured text (stdout + stderr) for error messages."""
+    buf = io.StringIO()
+    with contextlib.redirect_stdout(buf), contextlib.redirect_stderr(buf):
+        yield buf
+
+
+class SceneState:
+    """Save and restore what importers change in the open scene: frame rate, frame range,
+    current frame, active object, selection and mode. Importers run in Object Mode."""
+
+    def __init__(self, context):
+        self.context = context
+
+    def __enter__(self):
+        ctx = self.context
+        scene, vl = ctx.scene, ctx.view_layer
+        r = scene.render
+        self.scene = scene
+        self.values = (r.fps, r.fps_base, scene.frame_start, scene.frame_end,
+                       scene.frame_current, scene.use_preview_range,
+                       scene.frame_preview_start, scene.frame_preview_end)
+        self.active = vl.objects.active
+        self.selected = [o for o in vl.objects if o.select_get()]
+        self.mode = None
+        if ctx.mode != 'OBJECT' and self.active is not None:
+            self.mode = self.active.mode
+            bpy.ops.object.mode_set(mode='OBJECT')
+        return self
+
+    def __exit__(self, exc_type, exc, tb):
+        scene = self.scene
+        try:
+            vl = bpy.context.view_layer
+            if bpy.context.mode != 'OBJECT' and vl.objects.active is not None:
+                bpy.ops.object.mode_set(mode='OBJECT')
+        except (RuntimeError, ReferenceError):
+            pass
+        r = scene.render
+        (r.fps, r.fps_base, scene.frame_start, scene.frame_end, frame,
+         scene.use_preview_range, scene.frame_preview_start, scene.frame_preview_end) = self.values
+        if scene.frame_current != frame:
+            scene.frame_set(frame)
+        vl = bpy.context.view_layer
+        for o in vl.objects:
+            o.select_set(False)
+        for o in self.selected:
+            try:
+                o.select_set(True)
+            except (ReferenceError, RuntimeError):
+                pass
+        try:
+            vl.objects.active = self.active
+        except ReferenceError:
+            vl.objects.active = None
+        if self.mode and self.active is not None and self.mode != 'OBJECT':
+            try:
+                bpy.ops.object.mode_set(mode=self.mode)
+            except RuntimeError:
+                pass
+        return False
