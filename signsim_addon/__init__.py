@@ -1,5 +1,5 @@
 """The Blender side of SignSim: data model, drivers of each capability, the CLI."""
-from . import cli, preferences, properties
+from . import cli, library, preferences, properties  # noqa: F401 (library: API for operators)
 
 _modules = (preferences, properties, cli)
 

@@ -34,7 +34,10 @@ COMPANIONS = {".bin", ".png", ".jpg", ".jpeg", ".webp", ".ktx2", ".blend1", ".tx
 
 _FINGER = re.compile(r"thumb|index|middle|ring|pinky|little|finger|f_", re.I)
 ROOT_MOTION_MIN = 0.2   # metres of root travel that count as root motion
+FINGER_BONES_MIN = 10   # articulated hands, not a single "hand end" joint per hand
+FINGER_MOTION_MIN = math.radians(1.0)  # fingers that never move are not finger animation
 SHORT_S, LONG_S = 2.0, 10.0
+KEYED_HEIGHT_RANGE = (0.3, 4.0)  # FBX/glTF heights (m) trusted as they are
 
 
 class Clip:
@@ -257,8 +260,10 @@ def _report_spikes(q, names, warnings, first_frame):
 # ------------------------------------------------------------------------ FBX and glTF
 
 def _import_fbx(path, scene, tr):
+    # ignore_leaf_bones=True would drop the last bone of *every* chain, added or real
+    # (a file without added leaves loses its heads and fingertips): drop them ourselves.
     _run_importer(bpy.ops.import_scene.fbx, "FBX", path, use_anim=True,
-                  ignore_leaf_bones=True, automatic_bone_orientation=False,
+                  ignore_leaf_bones=False, automatic_bone_orientation=False,
                   use_custom_props=False)
     fps = scene.render.fps / scene.render.fps_base
     return _clips_from_keyed(path, scene, tr, fps, "FBX")
@@ -283,6 +288,7 @@ def _clips_from_keyed(path, scene, tr, fps, fmt):
                 if s.target_id_type == 'OBJECT' and _moves_bones(a, s, arm)]
         if not mine:
             continue
+        _drop_leaf_bones(arm, [a for a, _s in mine], scene)
         _unconnect_bones(arm, scene)
         scale_warn = _bake_object_scale(arm, [a for a, _s in mine], scene)
         for action, slot in mine:
@@ -321,6 +327,39 @@ def _edit_mode(arm, scene):
         scene.collection.objects.link(arm)
     bpy.context.view_layer.objects.active = arm
     bpy.ops.object.mode_set(mode='EDIT')
+
+
+_LEAF = re.compile(r"(_end|_nub|\.end|end_site|_leaf)$", re.I)
+
+
+def _drop_leaf_bones(arm, actions, scene):
+    """Remove the leaf bones exporters add to mark a bone's length (`*_end`, `*_Nub`):
+    childless, named so, and never animated."""
+    keyed = set()
+    for action in actions:
+        for slot in action.slots:
+            bag = anim_utils.action_get_channelbag_for_slot(action, slot)
+            for fc in (bag.fcurves if bag else ()):
+                m = re.match(r'pose\.bones\["(.+?)"\]', fc.data_path)
+                if m and len({round(k.co[1], 6) for k in fc.keyframe_points}) > 1:
+                    keyed.add(m.group(1))
+    leaves = [b.name for b in arm.data.bones
+              if not b.children and _LEAF.search(b.name) and b.name not in keyed]
+    if not leaves:
+        return
+    _edit_mode(arm, scene)
+    for name in leaves:
+        eb = arm.data.edit_bones.get(name)
+        if eb is not None:
+            arm.data.edit_bones.remove(eb)
+    bpy.ops.object.mode_set(mode='OBJECT')
+    for action in actions:
+        for slot in action.slots:
+            bag = anim_utils.action_get_channelbag_for_slot(action, slot)
+            for fc in list(bag.fcurves if bag else ()):
+                m = re.match(r'pose\.bones\["(.+?)"\]', fc.data_path)
+                if m and m.group(1) in leaves:
+                    bag.fcurves.remove(fc)
 
 
 def _unconnect_bones(arm, scene):
@@ -441,7 +480,7 @@ def _repair_keyed_action(arm, action, slot, warnings):
 
 
 def _posed_heads(arm, action, slot, scene, frame):
-    """World positions {bone: (x, y, z)} of bone heads with `action` at `frame`."""
+    """World positions ({bone: head}, {bone: tail}) with `action` at `frame`."""
     ad = arm.animation_data_create()
     ad.action = action
     if ad.action_slot_handle != slot.handle:
@@ -451,17 +490,17 @@ def _posed_heads(arm, action, slot, scene, frame):
     scene.frame_set(int(round(frame)))
     bpy.context.view_layer.update()
     mw = np.array(arm.matrix_world)
-    out = {}
+    heads, tails = {}, {}
     for pb in arm.pose.bones:
-        h = mw @ np.append(np.array(pb.head), 1.0)
-        out[pb.name] = h[:3]
-    return out
+        heads[pb.name] = (mw @ np.append(np.array(pb.head), 1.0))[:3]
+        tails[pb.name] = (mw @ np.append(np.array(pb.tail), 1.0))[:3]
+    return heads, tails
 
 
 def _normalise_units(arm, clips, scene):
     clip = clips[0]
     slot = clip.meta["_slot"]
-    heads = _posed_heads(arm, clip.action, slot, scene, clip.meta["frame_start"])
+    heads, tails = _posed_heads(arm, clip.action, slot, scene, clip.meta["frame_start"])
     names = list(heads)
     parents = [names.index(arm.pose.bones[n].parent.name) if arm.pose.bones[n].parent else -1
                for n in names]
@@ -470,12 +509,15 @@ def _normalise_units(arm, clips, scene):
     if head is not None and hips is not None and pos[head][2] <= pos[hips][2]:
         for c in clips:
             c.warnings.append("the skeleton does not stand upright (head not above hips)")
-    height = float(pos[:, 2].max() - pos[:, 2].min()) if len(pos) else 0.0
-    lo, hi = bvh.HEIGHT_RANGE
+    # FBX and glTF declare their units: only units that are clearly wrong are fixed.
+    # Height from the floor (z = 0) to the top of the highest bone.
+    z = np.concatenate((pos[:, 2], np.array([tails[n] for n in names])[:, 2]))
+    height = float(max(z.max(), 0.0) - min(z.min(), 0.0)) if len(z) else 0.0
+    lo, hi = KEYED_HEIGHT_RANGE
     if height <= 1e-9 or lo <= height <= hi:
         return
     for unit in bvh.UNIT_CANDIDATES[1:]:
-        if lo <= height * unit <= hi:
+        if bvh.HEIGHT_RANGE[0] <= height * unit <= bvh.HEIGHT_RANGE[1]:
             factor = unit
             break
     else:
@@ -500,12 +542,35 @@ def _finish(arm, action, name, key, meta, warnings, slot=None):
     tags = [f"fps:{int(round(fps))}"]
     d = meta["duration"]
     tags.append("duration:" + ("short" if d < SHORT_S else "medium" if d < LONG_S else "long"))
-    if sum(1 for b in arm.data.bones if _FINGER.search(b.name.split(":")[-1])) >= 4:
+    fingers = [b.name for b in arm.data.bones if _FINGER.search(b.name.split(":")[-1])]
+    if len(fingers) >= FINGER_BONES_MIN and _max_rotation(action, slot, fingers) >= FINGER_MOTION_MIN:
         tags.append("has_fingers")
     if _root_travel(arm, action, slot) >= ROOT_MOTION_MIN:
         tags.append("has_root_motion")
     meta.update(bone_count=bones, skeleton_signature=skeleton_signature(arm), _slot=slot)
     return Clip(action, arm, name, key, meta, tags, warnings)
+
+
+def _max_rotation(action, slot, bone_names):
+    """Largest angle (radians) any of the bones turns away from its first key."""
+    bag = anim_utils.action_get_channelbag_for_slot(action, slot)
+    best = 0.0
+    if bag is None:
+        return best
+    for name in bone_names:
+        path = f'pose.bones["{bpy.utils.escape_identifier(name)}"].rotation_quaternion'
+        fcs = [bag.fcurves.find(path, index=i) for i in range(4)]
+        if any(fc is None for fc in fcs) or len({len(fc.keyframe_points) for fc in fcs}) != 1:
+            continue
+        n = len(fcs[0].keyframe_points)
+        q = np.empty((n, 4))
+        for i, fc in enumerate(fcs):
+            co = np.empty(2 * n)
+            fc.keyframe_points.foreach_get("co", co)
+            q[:, i] = co[1::2]
+        q /= np.linalg.norm(q, axis=1, keepdims=True)
+        best = max(best, float(clean.pair_angles(q, q[:1]).max()) if n else 0.0)
+    return best
 
 
 def _root_travel(arm, action, slot):
