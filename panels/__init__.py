@@ -1,17 +1,7 @@
 """Sidebar panels of the SignSim tab: drawing only."""
 import bpy
 
+from . import library
 
-class SIGNSIM_PT_main(bpy.types.Panel):
-    bl_label = "SignSim"
-    bl_idname = "SIGNSIM_PT_main"
-    bl_space_type = 'VIEW_3D'
-    bl_region_type = 'UI'
-    bl_category = "SignSim"
-
-    def draw(self, context):
-        self.layout.operator("signsim.append_sample", icon='OUTLINER_OB_ARMATURE')
-
-
-classes = (SIGNSIM_PT_main,)
+classes = (*library.classes,)
 register, unregister = bpy.utils.register_classes_factory(classes)
