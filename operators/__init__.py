@@ -1,7 +1,33 @@
 """Thin operators: read properties, call signsim_addon, report."""
 import bpy
 
+from ..signsim_addon import samples
+from ..signsim_addon.errors import SignSimError
 from . import library
 
-classes = (*library.classes,)
+
+class SIGNSIM_OT_append_sample(bpy.types.Operator):
+    """Append the bundled signer (armature with full hands, skinned body, closed face mesh)"""
+    bl_idname = "signsim.append_sample"
+    bl_label = "Add Sample Signer"
+    bl_options = {'REGISTER', 'UNDO'}
+
+    @classmethod
+    def poll(cls, context):
+        if context.mode != 'OBJECT':
+            cls.poll_message_set("Switch to Object Mode to add the sample signer")
+            return False
+        return True
+
+    def execute(self, context):
+        try:
+            objects = samples.append_signer(context.scene)
+        except SignSimError as ex:
+            self.report({'ERROR'}, str(ex))
+            return {'CANCELLED'}
+        self.report({'INFO'}, f"Added {len(objects)} sample objects")
+        return {'FINISHED'}
+
+
+classes = (SIGNSIM_OT_append_sample, *library.classes)
 register, unregister = bpy.utils.register_classes_factory(classes)

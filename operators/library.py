@@ -66,14 +66,15 @@ class SIGNSIM_OT_import_clips(bpy.types.Operator, ImportHelper):
         finally:
             wm.progress_end()
         imported, failed = result["imported"], result["failed"]
-        for f in failed:
+        for f in (failed if imported else failed[1:]):
             self.report({'WARNING'}, f["error"])
         try:
             library_ui.refresh_list(context, lib, select=imported[-1]["name"] if imported else None)
         except SignSimError as ex:
             self.report({'WARNING'}, str(ex))
         if not imported:
-            self.report({'ERROR'}, f"No clip imported ({len(failed)} file(s) failed)"
+            more = f" (and {len(failed) - 1} more failed file(s))" if len(failed) > 1 else ""
+            self.report({'ERROR'}, f"No clip imported: {failed[0]['error']}{more}"
                         if failed else "No motion files found")
             return {'CANCELLED'}
         self.report({'INFO'}, f"Imported {len(imported)} clip(s) into {os.path.basename(lib)}"

@@ -3,5 +3,17 @@ import bpy
 
 from . import library
 
-classes = (*library.classes,)
+
+class SIGNSIM_PT_main(bpy.types.Panel):
+    bl_label = "SignSim"
+    bl_idname = "SIGNSIM_PT_main"
+    bl_space_type = 'VIEW_3D'
+    bl_region_type = 'UI'
+    bl_category = "SignSim"
+
+    def draw(self, context):
+        self.layout.operator("signsim.append_sample", icon='OUTLINER_OB_ARMATURE')
+
+
+classes = (SIGNSIM_PT_main, *library.classes)
 register, unregister = bpy.utils.register_classes_factory(classes)
