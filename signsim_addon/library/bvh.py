@@ -107,19 +107,23 @@ def read(path) -> BvhData:
     expected = data.channel_count
     if expected == 0:
         fail("the hierarchy declares no channels, so there is no motion")
-    counts = [len(r.split()) for r in rows]
-    for k, c in enumerate(counts):
-        if c != expected:
-            if k == len(rows) - 1 and c < expected:
-                fail(f"truncated: the last frame (row {k + 1}) has {c} of {expected} values")
-            fail(f"wrong channel count: frame {k + 1} has {c} values but the hierarchy "
-                 f"declares {expected} channels")
-    try:
-        motion = np.array(" ".join(rows).split(), dtype=np.float64)
-    except ValueError:
-        bad = next(t for t in " ".join(rows).split() if not _is_float(t))
+    tokens = "\n".join(rows).split()
+    motion = None
+    if len(tokens) == len(rows) * expected:
+        try:
+            motion = np.array(tokens, dtype=np.float64).reshape(len(rows), expected)
+        except ValueError:
+            motion = None
+    if motion is None:  # slow path: find the row and say what is wrong with it
+        for k, r in enumerate(rows):
+            c = len(r.split())
+            if c != expected:
+                if k == len(rows) - 1 and c < expected:
+                    fail(f"truncated: the last frame (row {k + 1}) has {c} of {expected} values")
+                fail(f"wrong channel count: frame {k + 1} has {c} values but the hierarchy "
+                     f"declares {expected} channels")
+        bad = next((t for t in tokens if not _is_float(t)), "?")
         fail(f"the motion data holds '{bad[:20]}', which is not a number")
-    motion = motion.reshape(len(rows), expected)
     finite = np.isfinite(motion)
     if not finite.all():
         r, c = np.argwhere(~finite)[0]

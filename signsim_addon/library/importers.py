@@ -177,56 +177,62 @@ def _import_bvh(path, scene, tr):
 
 def _repair_dense_action(arm, action, warnings, fps):
     """BVH keys: one key per frame on every curve. Convert Euler → quaternion with
-    continuous hemispheres, trim a calibration pose, report spikes. Returns frames trimmed."""
+    continuous hemispheres, trim a calibration pose, report spikes. Returns frames trimmed.
+
+    Only the rotation curves are rewritten (in bulk); other curves are kept, and only
+    shifted when leading calibration frames are trimmed."""
     slot = arm.animation_data.action_slot
     bag = anim_utils.action_get_channelbag_for_slot(action, slot)
-    curves = list(bag.fcurves)
-    n = len(curves[0].keyframe_points) if curves else 0
-    values = {}
-    for fc in curves:
-        co = np.empty(2 * len(fc.keyframe_points), dtype=np.float64)
+    curves = {(fc.data_path, fc.array_index): fc for fc in bag.fcurves}
+    n = len(next(iter(curves.values())).keyframe_points) if curves else 0
+
+    def read(fc):
+        co = np.empty(2 * n, dtype=np.float64)
         fc.keyframe_points.foreach_get("co", co)
-        values[(fc.data_path, fc.array_index)] = (co[1::2], fc.group.name if fc.group else "")
-    bones = []
-    quats = []
+        return co[1::2]
+
+    bones, quats, euler_curves = [], [], []
     for pb in arm.pose.bones:
         path = f'pose.bones["{bpy.utils.escape_identifier(pb.name)}"].rotation_euler'
-        if (path, 0) not in values:
+        fcs = [curves.get((path, i)) for i in range(3)]
+        if any(fc is None for fc in fcs):
             continue
-        ang = np.stack([values[(path, i)][0] for i in range(3)], axis=1)
+        ang = np.stack([read(fc) for fc in fcs], axis=1)
         quats.append(clean.euler_to_quat(ang, pb.rotation_mode))
         bones.append(pb)
+        euler_curves.extend(fcs)
     q = np.stack(quats, axis=1) if quats else np.zeros((n, 0, 4))
     q = clean.make_continuous(q)
     root = next((b for b in arm.pose.bones if b.parent is None), None)
     loc = None
     if root is not None:
         lp = f'pose.bones["{bpy.utils.escape_identifier(root.name)}"].location'
-        if (lp, 0) in values:
-            loc = np.stack([values[(lp, i)][0] for i in range(3)], axis=1)
+        if all((lp, i) in curves for i in range(3)):
+            loc = np.stack([read(curves[(lp, i)]) for i in range(3)], axis=1)
     trim = clean.calibration_frames(q, loc, loc_scale=0.5)
     if trim:
         warnings.append(f"calibration pose at the start: the first {trim} frame"
                         f"{'s' if trim > 1 else ''} (before a jump) trimmed")
     q = q[trim:]
     _report_spikes(q, [b.name for b in bones], warnings, first_frame=1)
-    m = n - trim
-    times = np.arange(1, m + 1, dtype=np.float64)
-    # Rewrite every curve in bulk: quaternions for rotated bones, the rest shifted.
-    keep = []
-    for fc in curves:
-        if fc.data_path.endswith(".rotation_euler"):
-            continue
-        v, group = values[(fc.data_path, fc.array_index)]
-        keep.append((fc.data_path, fc.array_index, group, v[trim:]))
+    for fc in euler_curves:
+        bag.fcurves.remove(fc)
+    if trim:
+        for fc in bag.fcurves:
+            co = np.empty(2 * n, dtype=np.float64)
+            fc.keyframe_points.foreach_get("co", co)
+            for _ in range(trim):
+                fc.keyframe_points.remove(fc.keyframe_points[0], fast=True)
+            co = co[2 * trim:]
+            co[0::2] -= trim
+            fc.keyframe_points.foreach_set("co", co)
+            fc.update()
+    times = np.arange(1, n - trim + 1, dtype=np.float64)
     for b_i, pb in enumerate(bones):
         pb.rotation_mode = 'QUATERNION'
         path = f'pose.bones["{bpy.utils.escape_identifier(pb.name)}"].rotation_quaternion'
         for i in range(4):
-            keep.append((path, i, pb.name, q[:, b_i, i]))
-    bag.fcurves.clear()
-    for path, index, group, v in keep:
-        write_curve(bag, path, index, group, times, v)
+            write_curve(bag, path, i, pb.name, times, q[:, b_i, i])
     return trim
 
 
