@@ -32,6 +32,8 @@ class BvhData:
         self.header_frames = 0
         self.motion = None      # (rows, channels)
         self.warnings = []
+        self.hierarchy_text = ""  # the file up to MOTION (for a one-frame skeleton file)
+        self.first_row = ""
 
     @property
     def rows(self):
@@ -129,6 +131,8 @@ def read(path) -> BvhData:
         r, c = np.argwhere(~finite)[0]
         fail(f"non-finite value ({motion[r, c]}) in frame {r + 1}, channel {c + 1}")
     data.motion = motion
+    data.hierarchy_text = head
+    data.first_row = rows[0]
     if data.header_frames != len(rows):
         data.warnings.append(f"header says {data.header_frames} frames but the file has "
                              f"{len(rows)} data rows; all {len(rows)} rows were kept")
@@ -275,6 +279,27 @@ def joint_positions(data, rows=None):
             world_r[:, j] = world_r[:, p] @ mats[:, j]
             world_p[:, j] = world_p[:, p] + np.einsum("fij,fj->fi", world_r[:, p], local)
     return world_p
+
+
+def skeleton_text(data):
+    """BVH text with the file's hierarchy and only its first frame (for Blender's importer
+    to build the armature in its rest pose without keying every frame)."""
+    return (data.hierarchy_text.rstrip() + "\nMOTION\nFrames: 1\n"
+            f"Frame Time: {data.frame_time!r}\n{data.first_row.strip()}\n")
+
+
+def joint_channels(data, j):
+    """(position columns [x, y, z] or None, rotation columns in file order, axes 'ZYX'…)."""
+    pos = [None, None, None]
+    rot_cols, rot_axes = [], ""
+    for i, c in enumerate(data.channels[j]):
+        col = data.first_channel[j] + i
+        if c in _POS:
+            pos[_POS[c]] = col
+        else:
+            rot_cols.append(col)
+            rot_axes += _ROT[c]
+    return (pos if any(p is not None for p in pos) else None), rot_cols, rot_axes
 
 
 _HEAD = re.compile(r"head(?!.*(end|top|site|nub))", re.I)

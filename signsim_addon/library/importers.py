@@ -20,6 +20,7 @@ import hashlib
 import math
 import os
 import re
+import tempfile
 
 import bpy
 import numpy as np
@@ -149,12 +150,21 @@ def _keep_only(tr, clips):
 # ---------------------------------------------------------------------------------- BVH
 
 def _import_bvh(path, scene, tr):
+    """Blender's BVH importer builds the armature (rest pose, axis conversion, scale) from
+    the file's hierarchy and first frame; every frame's keys are then computed here in
+    numpy with the importer's own formulas (see _bvh_keys) and written in bulk. Keying
+    every frame through the importer costs a Python call per key; tests check that the
+    result poses the skeleton exactly as Blender's importer does on the real files."""
     data = bvh.read(path)
     up, forward, scale, _height, note = bvh.detect_orientation(data)
-    _run_importer(bpy.ops.import_anim.bvh, "BVH", path, target='ARMATURE',
-                  global_scale=scale, frame_start=1, use_fps_scale=False,
-                  update_scene_fps=False, update_scene_duration=False,
-                  rotate_mode='NATIVE', axis_forward=forward, axis_up=up)
+    with tempfile.TemporaryDirectory(prefix="signsim-bvh-") as tmp:
+        skel_file = os.path.join(tmp, os.path.basename(path))
+        with open(skel_file, "w", encoding="utf-8") as f:
+            f.write(bvh.skeleton_text(data))
+        _run_importer(bpy.ops.import_anim.bvh, "BVH", skel_file, target='ARMATURE',
+                      global_scale=scale, frame_start=1, use_fps_scale=False,
+                      update_scene_fps=False, update_scene_duration=False,
+                      rotate_mode='QUATERNION', axis_forward=forward, axis_up=up)
     arms = _new_armatures(tr)
     if len(arms) != 1 or arms[0].animation_data is None or arms[0].animation_data.action is None:
         raise SignSimError(f"{os.path.basename(path)}: Blender's BVH importer made no animated armature")
@@ -167,7 +177,7 @@ def _import_bvh(path, scene, tr):
         fps = float(round(data.fps))   # Frame Time .0083333 → 120, 0.033333 → 30
     else:
         fps = data.fps
-    trimmed = _repair_dense_action(arm, action, warnings, fps)
+    trimmed = _bvh_keys(arm, action, data, scale, forward, up, warnings)
     frames = data.rows - trimmed
     name = os.path.splitext(os.path.basename(path))[0]
     meta = dict(fps=fps, frame_count=frames, frame_start=1.0,
@@ -175,64 +185,82 @@ def _import_bvh(path, scene, tr):
     return [_finish(arm, action, name, "", meta, warnings)]
 
 
-def _repair_dense_action(arm, action, warnings, fps):
-    """BVH keys: one key per frame on every curve. Convert Euler → quaternion with
-    continuous hemispheres, trim a calibration pose, report spikes. Returns frames trimmed.
+def _bone_names(arm, names):
+    """Armature bone for each BVH joint (the importer de-duplicates names with .001 and
+    Blender cuts names to 63 bytes)."""
+    bones = arm.data.bones
+    out, seen = [], set()
+    for n in names:
+        cand = n
+        k = 0
+        while cand in seen:
+            k += 1
+            cand = "%s.%03d" % (n, k)
+        seen.add(cand)
+        if cand not in bones:
+            short = cand.encode()[:63].decode(errors="ignore")
+            cand = short if short in bones else None
+        out.append(cand)
+    return out
 
-    Only the rotation curves are rewritten (in bulk); other curves are kept, and only
-    shifted when leading calibration frames are trimmed."""
-    slot = arm.animation_data.action_slot
-    bag = anim_utils.action_get_channelbag_for_slot(action, slot)
-    curves = {(fc.data_path, fc.array_index): fc for fc in bag.fcurves}
-    n = len(next(iter(curves.values())).keyframe_points) if curves else 0
 
-    def read(fc):
-        co = np.empty(2 * n, dtype=np.float64)
-        fc.keyframe_points.foreach_get("co", co)
-        return co[1::2]
+def _bvh_keys(arm, action, data, scale, forward, up, warnings):
+    """Write every frame's keys of a BVH clip as the importer would, but in quaternions
+    with continuous hemispheres; trim a calibration pose; report spikes.
 
-    bones, quats, euler_curves = [], [], []
-    for pb in arm.pose.bones:
-        path = f'pose.bones["{bpy.utils.escape_identifier(pb.name)}"].rotation_euler'
-        fcs = [curves.get((path, i)) for i in range(3)]
-        if any(fc is None for fc in fcs):
+    Importer formulas (io_anim_bvh.import_bvh.bvh_node_dict2armature), with R the bone's
+    rest matrix (3×3) in the file's axes × global_scale, before the axis rotation that
+    transform_apply bakes into the rest pose (so R = G⁻¹ · matrix_local):
+      rotation = R⁻¹ · R_bvh · R     (R_bvh from the channels, applied in file order)
+      location = R⁻¹ · (p · s − offset · s)   for joints with position channels.
+    Returns the number of frames trimmed."""
+    from bpy_extras.io_utils import axis_conversion
+    from mathutils import Matrix
+    g = np.array(axis_conversion(from_forward=forward, from_up=up))
+    bag = anim_utils.action_get_channelbag_for_slot(action, arm.animation_data.action_slot)
+    bag.fcurves.clear()
+    names = _bone_names(arm, data.names)
+    q_bvh = bvh.local_rotations(data)                  # (F, J, 4) in the file's axes
+    n = data.rows
+    rot_bones, rot_q, loc_bones, loc_v = [], [], [], []
+    for j, bone_name in enumerate(names):
+        if bone_name is None:
             continue
-        ang = np.stack([read(fc) for fc in fcs], axis=1)
-        quats.append(clean.euler_to_quat(ang, pb.rotation_mode))
-        bones.append(pb)
-        euler_curves.extend(fcs)
-    q = np.stack(quats, axis=1) if quats else np.zeros((n, 0, 4))
-    q = clean.make_continuous(q)
-    root = next((b for b in arm.pose.bones if b.parent is None), None)
-    loc = None
-    if root is not None:
-        lp = f'pose.bones["{bpy.utils.escape_identifier(root.name)}"].location'
-        if all((lp, i) in curves for i in range(3)):
-            loc = np.stack([read(curves[(lp, i)]) for i in range(3)], axis=1)
+        bone = arm.data.bones[bone_name]
+        rest = g.T @ np.array(bone.matrix_local)[:3, :3]
+        pos_cols, rot_cols, _axes = bvh.joint_channels(data, j)
+        if rot_cols:
+            qr = np.array(Matrix(rest.tolist()).to_quaternion())
+            qr_inv = qr * np.array([1, -1, -1, -1])
+            rot_q.append(clean.quat_mul(clean.quat_mul(qr_inv, q_bvh[:, j]), qr))
+            rot_bones.append(bone_name)
+        if pos_cols:
+            p = np.zeros((n, 3))
+            for axis, col in enumerate(pos_cols):
+                if col is not None:
+                    p[:, axis] = data.motion[:, col]
+            p = (p - data.offsets[j]) * scale
+            loc_v.append(p @ np.linalg.inv(rest).T)
+            loc_bones.append(bone_name)
+    q = clean.make_continuous(np.stack(rot_q, axis=1) if rot_q else np.zeros((n, 0, 4)))
+    root = next((i for i, b in enumerate(loc_bones) if arm.data.bones[b].parent is None), None)
+    loc = loc_v[root] if root is not None else None
     trim = clean.calibration_frames(q, loc, loc_scale=0.5)
     if trim:
         warnings.append(f"calibration pose at the start: the first {trim} frame"
                         f"{'s' if trim > 1 else ''} (before a jump) trimmed")
     q = q[trim:]
-    _report_spikes(q, [b.name for b in bones], warnings, first_frame=1)
-    for fc in euler_curves:
-        bag.fcurves.remove(fc)
-    if trim:
-        for fc in bag.fcurves:
-            co = np.empty(2 * n, dtype=np.float64)
-            fc.keyframe_points.foreach_get("co", co)
-            for _ in range(trim):
-                fc.keyframe_points.remove(fc.keyframe_points[0], fast=True)
-            co = co[2 * trim:]
-            co[0::2] -= trim
-            fc.keyframe_points.foreach_set("co", co)
-            fc.update()
+    _report_spikes(q, rot_bones, warnings, first_frame=1)
     times = np.arange(1, n - trim + 1, dtype=np.float64)
-    for b_i, pb in enumerate(bones):
-        pb.rotation_mode = 'QUATERNION'
-        path = f'pose.bones["{bpy.utils.escape_identifier(pb.name)}"].rotation_quaternion'
+    for b, v in zip(loc_bones, loc_v):
+        path = f'pose.bones["{bpy.utils.escape_identifier(b)}"].location'
+        for i in range(3):
+            write_curve(bag, path, i, b, times, v[trim:, i])
+    for b_i, b in enumerate(rot_bones):
+        arm.pose.bones[b].rotation_mode = 'QUATERNION'
+        path = f'pose.bones["{bpy.utils.escape_identifier(b)}"].rotation_quaternion'
         for i in range(4):
-            write_curve(bag, path, i, pb.name, times, q[:, b_i, i])
+            write_curve(bag, path, i, b, times, q[:, b_i, i])
     return trim
 
 
@@ -241,7 +269,7 @@ def write_curve(bag, data_path, index, group, times, values):
     fc = bag.fcurves.new(data_path=data_path, index=index, group_name=group or "")
     n = len(times)
     fc.keyframe_points.add(n)
-    co = np.empty(2 * n, dtype=np.float64)
+    co = np.empty(2 * n, dtype=np.float32)   # Blender stores float32: the fast path
     co[0::2] = times
     co[1::2] = values
     fc.keyframe_points.foreach_set("co", co)

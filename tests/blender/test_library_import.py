@@ -264,3 +264,37 @@ def test_folder_import_good_and_broken_files(addon, tmp_path, shared_data, capsy
     assert not result["imported"] and len(result["failed"]) == len(bad_files)
     assert hashlib.sha256(library.read_bytes()).hexdigest() == stamp
     assert lib.list_clips(str(library)) == listing
+
+
+def test_keys_pose_the_skeleton_exactly_as_blenders_importer(addon, cli_library, shared_data):
+    """The library computes the BVH keys itself (in bulk); Blender's plain importer, run
+    with the same axes and scale, must pose every bone the same on every real file."""
+    bvh = addon.signsim_addon.library.bvh
+    _code, lib, _ = cli_library
+    clips = _load_all(lib)
+    scene = bpy.context.scene
+    for path in mocap_files(shared_data):
+        data = bvh.read(str(path))
+        up, forward, scale, _h, _note = bvh.detect_orientation(data)
+        before = set(bpy.data.objects)
+        bpy.ops.import_anim.bvh(filepath=str(path), global_scale=scale, axis_up=up,
+                                axis_forward=forward, frame_start=1, use_fps_scale=False)
+        (plain,) = set(bpy.data.objects) - before
+        action = clips[path.stem]
+        ours = action.signsim.skeleton
+        scene.collection.objects.link(ours)
+        ad = ours.animation_data_create()
+        ad.action = action
+        if ad.action_slot_handle != action.slots[0].handle:
+            ad.action_slot = action.slots[0]
+        trim = action.signsim.trimmed_frames
+        for row in np.linspace(trim, data.rows - 1, 4).astype(int):
+            scene.frame_set(int(row) + 1)
+            a = {pb.name: np.array(pb.matrix) for pb in plain.pose.bones}
+            scene.frame_set(int(row) + 1 - trim)
+            b = {pb.name: np.array(pb.matrix) for pb in ours.pose.bones}
+            assert a.keys() == b.keys()
+            worst = max(np.abs(a[k] - b[k]).max() for k in a)
+            assert worst < 2e-3, (path.name, int(row), worst)
+        bpy.data.objects.remove(plain)
+        scene.collection.objects.unlink(ours)
