@@ -322,6 +322,8 @@ def _clips_from_keyed(path, scene, tr, fps, fmt):
                 if s.target_id_type == 'OBJECT' and _moves_bones(a, s, arm)]
         if not mine:
             continue
+        _STATIC[arm.session_uid] = _pose_snapshot(arm)
+        _detach_and_apply_rotation(arm, [a for a, _s in mine], scene)
         _drop_leaf_bones(arm, [a for a, _s in mine], scene)
         _unconnect_bones(arm, scene)
         scale_warn = _bake_object_scale(arm, [a for a, _s in mine], scene)
@@ -341,7 +343,52 @@ def _clips_from_keyed(path, scene, tr, fps, fmt):
     for arm in {c.skeleton for c in clips}:
         mine = [c for c in clips if c.skeleton is arm]
         _normalise_units(arm, mine, scene)
+        for c in mine:
+            _key_static_pose(arm, c.action, c.meta["_slot"])
+        _STATIC.pop(arm.session_uid, None)
     return clips
+
+
+_STATIC = {}  # armature session_uid → its pose right after the import (see _key_static_pose)
+
+
+def _pose_snapshot(arm):
+    """Each pose bone's channels as the importer left them, before anything evaluates
+    an action (glTF: the node transforms that un-animated bones keep)."""
+    out = {}
+    for pb in arm.pose.bones:
+        if pb.rotation_mode == 'QUATERNION':
+            rot = ("rotation_quaternion", tuple(pb.rotation_quaternion), (1, 0, 0, 0))
+        elif pb.rotation_mode == 'AXIS_ANGLE':
+            rot = ("rotation_axis_angle", tuple(pb.rotation_axis_angle), (0, 0, 1, 0))
+        else:
+            rot = ("rotation_euler", tuple(pb.rotation_euler), (0, 0, 0))
+        out[pb.name] = {"location": tuple(pb.location), "rot": rot, "scale": tuple(pb.scale)}
+    return out
+
+
+def _key_static_pose(arm, action, slot):
+    """A clip must not depend on the skeleton's un-keyed pose: importers (glTF) leave
+    pose values on bones the animation does not key; key them (constant) in the clip,
+    with the values the import left (not those of another clip evaluated since)."""
+    bag = anim_utils.action_get_channelbag_for_slot(action, slot)
+    have = {(fc.data_path, fc.array_index) for fc in bag.fcurves}
+    start, end = action.frame_range
+    times = np.array([start, end]) if end > start else np.array([start])
+    snapshot = _STATIC.get(arm.session_uid) or _pose_snapshot(arm)
+    for pb in arm.pose.bones:
+        base = f'pose.bones["{bpy.utils.escape_identifier(pb.name)}"]'
+        pose = snapshot.get(pb.name)
+        if pose is None:
+            continue
+        for prop, value, identity in (("location", pose["location"], (0, 0, 0)), pose["rot"],
+                                      ("scale", pose["scale"], (1, 1, 1))):
+            if np.allclose(value, identity, atol=1e-6):
+                continue
+            path = f"{base}.{prop}"
+            for i, v in enumerate(value):
+                if (path, i) not in have:
+                    write_curve(bag, path, i, pb.name, times, np.full(len(times), v))
 
 
 def _moves_bones(action, slot, arm):
@@ -396,6 +443,34 @@ def _drop_leaf_bones(arm, actions, scene):
                     bag.fcurves.remove(fc)
 
 
+def _detach_and_apply_rotation(arm, actions, scene):
+    """Importers can hang the armature under an empty (glTF root nodes, FBX roots) or
+    rotate its object for the up axis: keep the world transform on the armature itself,
+    then bake an un-keyed object rotation into the rest pose (pose channels are relative
+    to the rest pose, so the motion is unchanged) so the clip needs no object transform."""
+    if arm.parent is not None:
+        mw = arm.matrix_world.copy()
+        arm.parent = None
+        arm.matrix_world = mw
+    keyed = set()
+    for action in actions:
+        for slot in action.slots:
+            bag = anim_utils.action_get_channelbag_for_slot(action, slot)
+            keyed.update(fc.data_path for fc in (bag.fcurves if bag else ()))
+    if keyed & {"rotation_euler", "rotation_quaternion", "rotation_axis_angle"}:
+        return
+    if arm.matrix_world.to_3x3().normalized() == arm.matrix_world.to_3x3().normalized().Identity(3):
+        return
+    if arm.name not in scene.objects:
+        scene.collection.objects.link(arm)
+    view_layer = bpy.context.view_layer
+    for o in view_layer.objects:
+        o.select_set(False)
+    arm.select_set(True)
+    view_layer.objects.active = arm
+    bpy.ops.object.transform_apply(location=False, rotation=True, scale=False)
+
+
 def _unconnect_bones(arm, scene):
     """FBX import connects a child whose head sits on its parent's tail, which makes
     Blender ignore the child's location keys (root motion lost): unconnect them all."""
@@ -414,6 +489,8 @@ def _scale_armature(arm, factor, actions, scene):
         eb.head = eb.head * factor
         eb.tail = eb.tail * factor
     bpy.ops.object.mode_set(mode='OBJECT')
+    for pose in _STATIC.get(arm.session_uid, {}).values():  # un-keyed pose offsets too
+        pose["location"] = tuple(v * factor for v in pose["location"])
     for action in actions:
         for slot in action.slots:
             bag = anim_utils.action_get_channelbag_for_slot(action, slot)
@@ -456,7 +533,7 @@ def _bake_object_scale(arm, actions, scene):
     else:
         extra = []
     _scale_armature(arm, factor, actions, scene)
-    return extra + [f"object scale {factor:.4g} baked into the skeleton (file units → metres)"]
+    return extra + [f"object scale {factor:.4g} baked into the rest pose and location keys"]
 
 
 def _repair_keyed_action(arm, action, slot, warnings):

@@ -260,7 +260,7 @@ class Library:
         tmp = f"{self.path}.{os.getpid()}.tmp"
         ids = set(self.clips) | {a.signsim.skeleton for a in self.clips if a.signsim.skeleton}
         try:
-            bpy.data.libraries.write(tmp, ids, fake_user=True, path_remap='NONE')
+            bpy.data.libraries.write(tmp, ids, fake_user=True, path_remap='NONE', compress=True)
             if os.path.exists(self.path):
                 shutil.copy2(self.path, self.path + "1.tmp")
                 os.replace(self.path + "1.tmp", self.path + "1")

@@ -9,6 +9,9 @@ library is loaded into the same file, so neither side gets '.001' suffixes.
 """
 import contextlib
 import io
+import os
+import sys
+import tempfile
 
 import bpy
 
@@ -137,11 +140,28 @@ class NameGuard:
 
 @contextlib.contextmanager
 def quiet():
-    """Swallow the importers' progress prints and Blender's traceback print; yields the
-    captured text (stdout + stderr) for error messages."""
+    """Swallow the importers' progress prints and Blender's traceback print (Python-level
+    and the C logger's line on file descriptor 2); yields the captured Python text for
+    error messages. SignSim reports importer failures itself, in one line."""
     buf = io.StringIO()
-    with contextlib.redirect_stdout(buf), contextlib.redirect_stderr(buf):
-        yield buf
+    sys.stdout.flush()
+    sys.stderr.flush()
+    saved, sink = None, None
+    try:
+        sink = tempfile.TemporaryFile()
+        saved = os.dup(2)
+        os.dup2(sink.fileno(), 2)
+    except (OSError, ValueError):
+        saved = None
+    try:
+        with contextlib.redirect_stdout(buf), contextlib.redirect_stderr(buf):
+            yield buf
+    finally:
+        if saved is not None:
+            os.dup2(saved, 2)
+            os.close(saved)
+        if sink is not None:
+            sink.close()
 
 
 class SceneState:

@@ -258,3 +258,23 @@ def test_gltf_clips_keep_only_actions_and_skeleton(lib, tmp_path, shared_data):
     with bpy.data.libraries.load(str(tmp_path / "lib.blend")) as (src, dst):
         assert not src.meshes and not src.materials and not src.images
         assert len(src.objects) == 1 and len(src.actions) == len(animations)
+
+
+def test_gltf_clip_poses_the_skeleton_as_blenders_importer(lib, tmp_path, shared_data):
+    """Parent node, object rotation and scale 100 are baked into the skeleton: the bones
+    still land where Blender's plain glTF import puts them."""
+    robot = shared_data / "characters" / "threejs_RobotExpressive.glb"
+    import_one(lib, robot, tmp_path)
+    for anim in ("Dance", "Idle", "Wave"):
+        bpy.ops.wm.read_homefile(use_empty=True)
+        bpy.ops.import_scene.gltf(filepath=str(robot))
+        plain = next(o for o in bpy.data.objects if o.type == 'ARMATURE')
+        plain.animation_data.action = bpy.data.actions[anim]
+        action, skel = load_clip(tmp_path / "lib.blend", f"{robot.stem} {anim}")
+        assert tuple(skel.scale) == pytest.approx((1, 1, 1))
+        start, end = action.frame_range
+        for frame in (int(start), int((start + end) / 2), int(end)):
+            a, b = bone_heads(plain, frame), bone_heads(skel, frame)
+            worst = max(np.linalg.norm(a[k] - b[k]) for k in a)
+            bad = sorted(((float(np.linalg.norm(a[k] - b[k])), k) for k in a), reverse=True)[:4]
+            assert worst < 2e-3, (anim, frame, bad)
