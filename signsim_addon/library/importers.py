@@ -2,19 +2,24 @@
 
 `import_file(path, report)` returns a list of `Clip` records whose action and skeleton
 (armature object) live in bpy.data; everything else the importer made (meshes, materials,
-images, lights, empties, the temporary scene) is removed. On any failure every datablock
-the import created is removed and a SignSimError naming the file is raised.
+images, lights, empties) is removed, and the open scene's frame rate, frame range,
+current frame, selection and mode are restored. On any failure every datablock the import
+created is removed and a SignSimError naming the file is raised.
 
 Repairs (each has a test with a small input in tests/blender/test_library_repairs.py):
 - BVH is validated and measured first (bvh.read): header/row mismatch → warning, every row
-  kept; up axis and units from a numpy FK pass → importer's axis_up/global_scale, so the
-  skeleton stands upright (Z up) in metres; fps from Frame Time, never use_fps_scale.
+  kept; up axis and units from a numpy FK pass → the importer's axis_up/global_scale, so
+  the skeleton stands upright (Z up) in metres; fps from Frame Time, never use_fps_scale.
+  Blender's importer builds the armature from the hierarchy and first frame; every
+  frame's keys are computed with the importer's formulas in numpy and written in bulk
+  (a test checks the poses match the plain importer's on the real files).
 - rotations → quaternions with continuous hemispheres (Euler keys converted in numpy);
-  single-frame spikes reported; a calibration pose at the start trimmed.
+  single-frame spikes reported; a calibration pose at the start trimmed (and reported).
 - FBX: bones unconnected (root motion), keyed object scale baked into the rest pose and
-  location keys, leaf bones ignored, one clip per animation stack, importer crashes (the
-  5.0.1 light bug) turned into one-line errors.
-- glTF: one clip per animation that moves the armature.
+  location keys, exporter leaf bones (`*_end`) dropped by name, one clip per animation
+  stack, importer crashes (the 5.0.1 light bug) turned into one-line errors.
+- FBX and glTF: parent nodes, object rotation and scale baked into the skeleton; channels
+  a clip does not animate keyed with the imported pose; one clip per animation.
 """
 import hashlib
 import math
@@ -143,7 +148,7 @@ def _keep_only(tr, clips):
             ob.matrix_world = mw
         ob.animation_data_clear()
     keep = set(keep_objects) | {c.action for c in clips} | {ob.data for ob in keep_objects}
-    drop = [i for i in tr.created() if i not in keep and not isinstance(i, bpy.types.Scene)]
+    drop = [i for i in tr.created() if i not in keep]
     tracking.remove_ids(drop)
 
 

@@ -197,8 +197,12 @@ def _export_fbx(path, **kw):
 
 def test_fbx_root_motion_kept_on_connected_bones(lib, tmp_path):
     _fbx_armature()
+    bpy.context.scene.render.fps = 50  # the FBX says 50 fps; the user's scene is 30
     _export_fbx(tmp_path / "rm.fbx", add_leaf_bones=False)
+    bpy.context.scene.render.fps = 30
     (rec,) = import_one(lib, tmp_path / "rm.fbx", tmp_path)
+    assert bpy.context.scene.render.fps == 30
+    assert rec["fps"] == 50 and rec["duration_s"] == pytest.approx(10 / 50)
     _action, skel = load_clip(tmp_path / "lib.blend", rec["name"])
     assert not any(b.use_connect for b in skel.data.bones)
     a, b = bone_heads(skel, 1), bone_heads(skel, 10)

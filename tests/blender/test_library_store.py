@@ -250,3 +250,41 @@ def test_panel_draws_with_real_properties_and_operators(addon, three):
             "signsim.clip_retag", "signsim.clip_delete"} <= set(layout.ops)
     panel = bpy.types.SIGNSIM_PT_library
     assert (panel.bl_space_type, panel.bl_region_type, panel.bl_category) == ('VIEW_3D', 'UI', 'SignSim')
+
+
+def test_import_operator_whole_folder_recursive(addon, tmp_path):
+    (tmp_path / "in" / "deep").mkdir(parents=True)
+    S.write(tmp_path / "in" / "one.bvh", S.bvh_text(S.still_rows(10)))
+    S.write(tmp_path / "in" / "deep" / "two.bvh", S.bvh_text(S.still_rows(12)))
+    lib = tmp_path / "lib.blend"
+    assert bpy.ops.signsim.import_clips(directory=str(tmp_path / "in"), whole_folder=True,
+                                        tags="style:test", catalog="tests/folder",
+                                        library_path=str(lib)) == {'FINISHED'}
+    clips = addon.signsim_addon.library.list_clips(str(lib), catalog="tests")
+    assert names(clips) == ["one", "two"]
+    assert all("style:test" in c["tags"] for c in clips)
+
+
+def test_launcher_import_and_list(tmp_path):
+    """`./signsim import … --json` and `./signsim list … --json` in a fresh process."""
+    import json
+    import subprocess
+    root = pathlib.Path(__file__).resolve().parents[2]
+    if not (root / ".venv" / "bin" / "python").exists():
+        pytest.skip("no .venv next to ./signsim")
+    f = S.write(tmp_path / "wave.bvh", S.bvh_text(S.still_rows(30)))
+    bad = S.write(tmp_path / "bad.bvh", "HIERARCHY\nROOT Hips\n{\n")
+    lib = tmp_path / "lib.blend"
+    run = subprocess.run([str(root / "signsim"), "import", str(f), str(bad), "--library",
+                          str(lib), "--tags", "gloss:WAVE", "--json"],
+                         capture_output=True, text=True, timeout=120)
+    assert run.returncode == 1
+    assert run.stderr.strip().splitlines() == ["signsim: 1 clip(s) imported, 1 file(s) failed"]
+    out = json.loads(run.stdout.strip().splitlines()[-1])
+    assert [c["name"] for c in out["imported"]] == ["wave"]
+    assert out["failed"][0]["path"] == str(bad) and "truncated" in out["failed"][0]["error"]
+    run = subprocess.run([str(root / "signsim"), "list", "--library", str(lib), "--tags",
+                          "gloss:WAVE", "--json"], capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stderr
+    clips = json.loads(run.stdout.strip().splitlines()[-1])["clips"]
+    assert [(c["name"], c["frames"], c["fps"]) for c in clips] == [("wave", 30, 30.0)]
