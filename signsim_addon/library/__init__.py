@@ -84,7 +84,7 @@ def import_paths(paths, library, tags=(), catalog=None, report=None, progress=No
     failed = [{"path": p, "error": e} for p, e in failed]
     imported = []
     library = os.path.abspath(library)
-    with tracking.NameGuard(), tracking.Tracker():
+    with tracking.NameGuard() as guard, tracking.Tracker():
         clips = []
         for i, path in enumerate(files):
             if progress:
@@ -96,7 +96,7 @@ def import_paths(paths, library, tags=(), catalog=None, report=None, progress=No
                 if report:
                     report({'ERROR'}, str(ex))
         if clips:
-            with store.open_library(library) as lib:
+            with store.open_library(library, guard=guard) as lib:
                 for _path, file_clips in clips:
                     for clip in file_clips:
                         action, updated = lib.add(clip, tags, catalog)

@@ -2,10 +2,10 @@
 
 How the library is read and written without disturbing the user's open file
 (decision; `bpy.data.temp_data()` crashes on its second load in 5.0.1, so it is not used):
-- the library's actions (and, as their dependencies, the skeleton objects) are appended
-  into the current bpy.data inside a `tracking.Tracker`, with the file's own actions,
-  objects and armatures parked under temporary names by `tracking.NameGuard` so that no
-  name on either side gets a '.001' suffix;
+- the library's actions and skeletons are appended into the current bpy.data inside a
+  `tracking.Tracker`; `tracking.NameGuard` gives them back their library names (a file
+  datablock holding such a name is parked under a temporary name until the end), so no
+  name on either side keeps a '.001' suffix;
 - changes are made there, then `bpy.data.libraries.write(tmp, clips, fake_user=True)`
   writes exactly the clips (dependencies follow), the old file is copied to
   `<library>.blend1` (one backup) and `os.replace(tmp, library)` swaps the new file in;
@@ -183,8 +183,9 @@ def matches(rec, text="", tags=(), any_tag=False, catalog="", min_duration=None,
 class Library:
     """The library's clips appended into bpy.data (inside `open_library`)."""
 
-    def __init__(self, path):
+    def __init__(self, path, guard):
         self.path = os.path.abspath(path)
+        self.guard = guard
         self.catalogs = read_catalogs(self.path)
         self.clips = []       # actions
         self.dirty = False
@@ -225,7 +226,7 @@ class Library:
             self.remove(old)
         else:
             name = clip.name
-        action.name = name
+        self.guard.claim(action, name)
         s = action.signsim
         for k, v in clip.meta.items():
             if not k.startswith("_"):
@@ -245,7 +246,8 @@ class Library:
             if t not in all_tags:
                 all_tags.append(t)
         set_tags(action, all_tags)
-        clip.skeleton.name = f"{os.path.splitext(os.path.basename(s.source_path))[0]} skeleton"
+        self.guard.claim(clip.skeleton,
+                         f"{os.path.splitext(os.path.basename(s.source_path))[0]} skeleton")
         self.clips.append(action)
         self.dirty = True
         return action, old is not None
@@ -275,21 +277,36 @@ class Library:
 
 
 @contextlib.contextmanager
-def open_library(path, must_exist=False):
+def open_library(path, must_exist=False, guard=None):
     """Yield a `Library` whose clips are appended into bpy.data; everything appended or
-    created inside the block is removed on exit and the file's own names restored."""
+    created inside the block is removed on exit and the file's own names restored.
+
+    guard: the caller's NameGuard when it also creates datablocks that must be gone
+    before the file's names are restored (import_paths); else one is made here."""
     path = os.path.abspath(path)
     if must_exist and not os.path.isfile(path):
         raise SignSimError(f"no motion library at {path}")
-    with tracking.NameGuard(), tracking.Tracker():
-        lib = Library(path)
+    with contextlib.ExitStack() as stack:
+        if guard is None:
+            guard = stack.enter_context(tracking.NameGuard())
+        stack.enter_context(tracking.Tracker())
+        lib = Library(path, guard)
         if os.path.isfile(path):
             try:
                 with tracking.quiet():
                     with bpy.data.libraries.load(path, link=False) as (src, dst):
-                        dst.actions = list(src.actions)
+                        names = {"actions": list(src.actions), "objects": list(src.objects),
+                                 "armatures": list(src.armatures)}
+                        # (copies: Blender swaps the names in these lists for the IDs)
+                        dst.actions = list(names["actions"])
+                        dst.objects = list(names["objects"])
+                        dst.armatures = list(names["armatures"])
             except (OSError, RuntimeError) as ex:
                 raise SignSimError(f"cannot read the library {path}: {str(ex).splitlines()[-1]}") from ex
+            for kind, wanted in names.items():  # appended next to the file's names: claim
+                for id_, name in zip(getattr(dst, kind), wanted):
+                    if id_ is not None:
+                        guard.claim(id_, name)
             lib.clips = [a for a in dst.actions if a is not None and a.signsim.is_clip]
         yield lib
 
@@ -316,7 +333,7 @@ def edit_clip(path, name, rename=None, tags=None, delete=False):
                 raise SignSimError("a clip name cannot be empty")
             if rename != action.name and any(a.name == rename for a in lib.clips):
                 raise SignSimError(f"the library already has a clip named '{rename}'")
-            action.name = rename
+            lib.guard.claim(action, rename)
         if tags is not None:
             set_tags(action, parse_tags(tags))
         lib.save()

@@ -4,8 +4,9 @@ Blender's importers create objects, armatures, actions, meshes, materials, image
 leave half of them behind when they fail. `Tracker` snapshots every ID collection of
 bpy.data (by session_uid) on entry; `created()` lists what is new, and on exit the new
 IDs are removed — always (`keep=False`) or only when the block raised (`keep=True`).
-`NameGuard` parks the user's actions/objects/armatures under temporary names while the
-library is loaded into the same file, so neither side gets '.001' suffixes.
+`NameGuard` gives the library's datablocks their own names while they share bpy.data with
+the open file: a file datablock holding a wanted name is parked under a temporary name and
+renamed back at the end, so neither side keeps a '.001' suffix.
 """
 import contextlib
 import io
@@ -110,27 +111,38 @@ class Tracker:
 
 
 class NameGuard:
-    """Rename the file's own actions, objects and armatures out of the way; restore after."""
+    """Give the library's datablocks the names they should have without renaming the open
+    file's datablocks for good.
 
-    TYPES = ("actions", "objects", "armatures")
+    `claim(id_, name)` names `id_`. Whoever else holds that name — a datablock of the open
+    file, or one an import just made and has not claimed yet — is parked under a
+    temporary name; the file's own datablocks get their names back on exit, after
+    SignSim's are gone, so exit the guard last (`with NameGuard() as g, Tracker(): …`).
+    Two claims of one name keep Blender's '.001' rule."""
+
+    TYPES = {"Action": "actions", "Object": "objects", "Armature": "armatures"}
 
     def __init__(self):
-        self.saved = []
+        self.parked = []
+        self.claimed = set()
 
     def __enter__(self):
-        n = 0
-        for coll_name in self.TYPES:
-            for id_ in list(getattr(bpy.data, coll_name)):
-                if id_.library is not None:
-                    continue
-                self.saved.append((id_, id_.name))
-        for id_, _name in self.saved:
-            n += 1
-            id_.name = f"\u2063ssguard{n:06d}"
         return self
 
+    def claim(self, id_, name):
+        coll = getattr(bpy.data, self.TYPES.get(type(id_).__name__, ""), None)
+        other = coll.get(name) if coll is not None else None
+        if other is not None and other != id_ and other.session_uid not in self.claimed \
+                and other.library is None:
+            self.parked.append((other, other.name))
+            other.name = f"\u2063ssguard{len(self.parked):06d}"
+        if id_.name != name:
+            id_.name = name
+        self.claimed.add(id_.session_uid)
+        return id_.name
+
     def __exit__(self, exc_type, exc, tb):
-        for id_, name in self.saved:
+        for id_, name in reversed(self.parked):
             try:
                 id_.name = name
             except ReferenceError:

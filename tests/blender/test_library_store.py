@@ -288,3 +288,18 @@ def test_launcher_import_and_list(tmp_path):
     assert run.returncode == 0, run.stderr
     clips = json.loads(run.stdout.strip().splitlines()[-1])["clips"]
     assert [(c["name"], c["frames"], c["fps"]) for c in clips] == [("wave", 30, 30.0)]
+
+
+def test_same_name_different_file_keeps_the_existing_clip_name(lib, tmp_path):
+    library = tmp_path / "lib.blend"
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    first = S.write(tmp_path / "a" / "walk.bvh", S.bvh_text(S.still_rows(20)))
+    second = S.write(tmp_path / "b" / "walk.bvh", S.bvh_text(S.still_rows(25)))
+    bpy.data.actions.new("walk").use_fake_user = True  # the open file has one too
+    lib.import_paths([str(first)], str(library))
+    (rec,) = lib.import_paths([str(second)], str(library))["imported"]
+    assert rec["name"] == "walk.001" and rec["updated"] is False
+    clips = {c["name"]: c["frames"] for c in lib.list_clips(str(library))}
+    assert clips == {"walk": 20, "walk.001": 25}
+    assert sorted(a.name for a in bpy.data.actions) == ["walk"]
