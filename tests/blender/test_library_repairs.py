@@ -282,3 +282,27 @@ def test_gltf_clip_poses_the_skeleton_as_blenders_importer(lib, tmp_path, shared
             worst = max(np.linalg.norm(a[k] - b[k]) for k in a)
             bad = sorted(((float(np.linalg.norm(a[k] - b[k])), k) for k in a), reverse=True)[:4]
             assert worst < 2e-3, (anim, frame, bad)
+
+
+def test_keyed_quaternion_sign_flips_made_continuous(addon, lib, tmp_path):
+    # Blender's FBX and glTF importers hand over quaternion keys; keys that flip sign
+    # (q and -q: same rotation, but interpolating between them spins the long way round)
+    # must come out continuous, with the same rotation at every key.
+    ob = _fbx_armature()
+    act = ob.animation_data.action
+    bag = anim_utils.action_get_channelbag_for_slot(act, ob.animation_data.action_slot)
+    ob.pose.bones["head"].rotation_mode = 'QUATERNION'
+    angles = np.radians(np.arange(0, 360, 10))
+    q = np.stack([np.cos(angles / 2), np.zeros_like(angles), np.sin(angles / 2),
+                  np.zeros_like(angles)], axis=1)
+    q[1::3] *= -1                                           # injected sign flips
+    importers = addon.signsim_addon.library.importers
+    for i in range(4):
+        importers.write_curve(bag, 'pose.bones["head"].rotation_quaternion', i, "head",
+                              np.arange(1, len(q) + 1), q[:, i])
+    assert (np.sum(quats(act)["head"][1:] * quats(act)["head"][:-1], axis=1) < 0).any()
+    importers._repair_keyed_action(ob, act, ob.animation_data.action_slot, [])
+    fixed = quats(act)["head"]
+    assert np.all(np.sum(fixed[1:] * fixed[:-1], axis=1) >= 0)
+    assert max_step_deg(fixed) < 11
+    assert np.allclose(np.abs(np.sum(fixed * q, axis=1)), 1, atol=1e-5)  # same rotations
