@@ -6,7 +6,6 @@ import os
 import bpy
 
 from . import library, preferences
-from .errors import SignSimError
 
 
 def library_path(context, override=""):
@@ -79,22 +78,8 @@ def preview_clip(context, library_file, name):
     plays the clip at its real duration, and the preview range is set to the strip.
     Returns the preview object.
     """
-    if not os.path.isfile(library_file):
-        raise SignSimError(f"no motion library at {library_file}")
     clear_preview(context)
-    with bpy.data.libraries.load(library_file, link=False) as (src, dst):
-        if name not in src.actions:
-            raise SignSimError(f"no clip named '{name}' in {library_file}")
-        dst.actions = [name]
-    action = dst.actions[0]
-    action.use_fake_user = False
-    skel = action.signsim.skeleton
-    if skel is None:
-        raise SignSimError(f"clip '{name}' has no source skeleton in the library")
-    for lib in list(bpy.data.libraries):
-        if bpy.path.abspath(lib.filepath) == library_file and not lib.users_id:
-            bpy.data.libraries.remove(lib)
-    skel.use_fake_user = False
+    action, skel = library.load_clip(library_file, name)
     skel.signsim.is_preview = True
     skel.name = f"Preview: {name}"
     scene = context.scene

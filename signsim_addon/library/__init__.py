@@ -5,6 +5,7 @@ Public API (operators and the CLI call only these):
 - import_paths(paths, library, tags=(), catalog=None, report=None) -> {"imported", "failed"}
 - list_clips(library, **filters) -> [clip record]   (filters: see store.matches)
 - edit_clip(library, name, rename=None, tags=None, delete=False)
+- load_clip(library, name) -> (action, skeleton)   appended into the open file
 - collect_files(paths) -> ([file], [(path, error)])
 
 Modules: bvh (BVH validation + numpy FK, no bpy), clean (numpy rotation/cleaning helpers,
@@ -15,9 +16,10 @@ import os
 
 from ..errors import SignSimError
 from . import importers, store, tracking
-from .store import edit_clip, list_clips, matches, parse_tags  # noqa: F401
+from .store import edit_clip, list_clips, load_clip, matches, parse_tags  # noqa: F401
 
-__all__ = ("import_paths", "list_clips", "edit_clip", "collect_files", "matches", "parse_tags")
+__all__ = ("import_paths", "list_clips", "edit_clip", "load_clip", "collect_files", "matches",
+           "parse_tags")
 
 
 def collect_files(paths):
@@ -83,7 +85,7 @@ def import_paths(paths, library, tags=(), catalog=None, report=None, progress=No
     files, failed = collect_files(paths)
     failed = [{"path": p, "error": e} for p, e in failed]
     imported = []
-    library = os.path.abspath(library)
+    library = store.check_library_path(library)
     with tracking.NameGuard() as guard, tracking.Tracker():
         clips = []
         for i, path in enumerate(files):

@@ -283,7 +283,7 @@ def open_library(path, must_exist=False, guard=None):
 
     guard: the caller's NameGuard when it also creates datablocks that must be gone
     before the file's names are restored (import_paths); else one is made here."""
-    path = os.path.abspath(path)
+    path = check_library_path(path)
     if must_exist and not os.path.isfile(path):
         raise SignSimError(f"no motion library at {path}")
     with contextlib.ExitStack() as stack:
@@ -311,8 +311,43 @@ def open_library(path, must_exist=False, guard=None):
         yield lib
 
 
+def check_library_path(path):
+    """The absolute library path, or SignSimError when it cannot be a library file."""
+    path = os.path.abspath(os.path.expanduser(str(path)))
+    if os.path.isdir(path):
+        raise SignSimError(f"the library must be a .blend file, not a folder: {path}")
+    if not path.lower().endswith(".blend"):
+        raise SignSimError(f"the library must be a .blend file: {path}")
+    return path
+
+
+def load_clip(path, name):
+    """Append one clip and its source skeleton into the open file (for retargeting,
+    previews, scripts). Returns (action, skeleton object); the skeleton is not linked to
+    any scene and Blender may add '.001' to names the open file already uses."""
+    path = check_library_path(path)
+    if not os.path.isfile(path):
+        raise SignSimError(f"no motion library at {path}")
+    with tracking.quiet():
+        with bpy.data.libraries.load(path, link=False) as (src, dst):
+            if name not in src.actions:
+                raise SignSimError(f"no clip named '{name}' in {path}")
+            dst.actions = [name]
+    action = dst.actions[0]
+    for lib in list(bpy.data.libraries):  # appending leaves an empty Library behind
+        if os.path.abspath(bpy.path.abspath(lib.filepath)) == path and not lib.users_id:
+            bpy.data.libraries.remove(lib)
+    action.use_fake_user = False
+    skel = action.signsim.skeleton
+    if skel is None:
+        raise SignSimError(f"clip '{name}' has no source skeleton in {path}")
+    skel.use_fake_user = False
+    return action, skel
+
+
 def list_clips(path, **filters):
     """Clip records of the library at `path` that pass `matches(**filters)`."""
+    path = check_library_path(path)
     if not os.path.isfile(path):
         raise SignSimError(f"no motion library at {os.path.abspath(path)}")
     with open_library(path) as lib:

@@ -303,3 +303,20 @@ def test_same_name_different_file_keeps_the_existing_clip_name(lib, tmp_path):
     clips = {c["name"]: c["frames"] for c in lib.list_clips(str(library))}
     assert clips == {"walk": 20, "walk.001": 25}
     assert sorted(a.name for a in bpy.data.actions) == ["walk"]
+
+
+def test_load_clip_for_scripts_and_bad_library_paths(lib, three, tmp_path):
+    before = {k: len(getattr(bpy.data, k)) for k in ("actions", "objects", "libraries")}
+    action, skel = lib.load_clip(str(three), "walk")
+    assert action.signsim.is_clip and skel.type == 'ARMATURE' and action.signsim.skeleton == skel
+    assert len(bpy.data.actions) == before["actions"] + 1
+    assert len(bpy.data.libraries) == before["libraries"]
+    with pytest.raises(Exception, match="no clip named 'nope'"):
+        lib.load_clip(str(three), "nope")
+    with pytest.raises(Exception, match="not a folder"):
+        lib.import_paths([str(tmp_path)], str(tmp_path))
+    with pytest.raises(Exception, match="must be a .blend"):
+        lib.list_clips(str(tmp_path / "lib.txt"))
+    (tmp_path / "junk.blend").write_text("not a blend file")
+    with pytest.raises(Exception, match="cannot read the library"):
+        lib.list_clips(str(tmp_path / "junk.blend"))
