@@ -93,6 +93,11 @@ def _sample_heights(action):
 
 def test_real_files_duration_upright_height_and_no_jumps(cli_library, shared_data):
     _code, lib, _ = cli_library
+    check_real_clips(lib, shared_data)
+
+
+def check_real_clips(lib, shared_data):
+    """Duration, upright skeleton, height and rotation continuity of every real clip."""
     clips = _load_all(lib)
     for path in mocap_files(shared_data):
         action = clips[path.stem]
@@ -135,6 +140,7 @@ def test_operator_imports_every_real_file(addon, tmp_path, shared_data):
     assert names == sorted(p.stem for p in files)
     # the sidebar list shows them
     assert sorted(i.name for i in bpy.context.scene.signsim.clips) == names
+    check_real_clips(lib, shared_data)
 
 
 # --------------------------------------------------------------------------- bad input
