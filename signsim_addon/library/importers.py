@@ -328,6 +328,7 @@ def _clips_from_keyed(path, scene, tr, fps, fmt):
         if not mine:
             continue
         _STATIC[arm.session_uid] = _pose_snapshot(arm)
+        _drop_redundant_object_keys(arm, [a for a, _s in mine])
         _detach_and_apply_rotation(arm, [a for a, _s in mine], scene)
         _drop_leaf_bones(arm, [a for a, _s in mine], scene)
         _unconnect_bones(arm, scene)
@@ -445,6 +446,22 @@ def _drop_leaf_bones(arm, actions, scene):
             for fc in list(bag.fcurves if bag else ()):
                 m = re.match(r'pose\.bones\["(.+?)"\]', fc.data_path)
                 if m and m.group(1) in leaves:
+                    bag.fcurves.remove(fc)
+
+
+def _drop_redundant_object_keys(arm, actions):
+    """FBX stacks key the armature object's location and rotation even when it never
+    moves: remove such curves when they are constant and equal to the object's own
+    transform (so nothing changes), which lets the rotation be baked into the rest pose."""
+    for action in actions:
+        for slot in action.slots:
+            bag = anim_utils.action_get_channelbag_for_slot(action, slot)
+            for fc in list(bag.fcurves if bag else ()):
+                if fc.data_path not in ("location", "rotation_euler", "rotation_quaternion"):
+                    continue
+                values = [k.co[1] for k in fc.keyframe_points]
+                current = getattr(arm, fc.data_path)[fc.array_index]
+                if values and max(abs(v - current) for v in values) < 1e-5:
                     bag.fcurves.remove(fc)
 
 
@@ -613,6 +630,29 @@ def _posed_heads(arm, action, slot, scene, frame):
     return heads, tails
 
 
+def _turn_upright(arm, actions, scene, axis, sign):
+    """Rotate the armature so its world `sign`·axis points up (+Z), baked into the rest
+    pose like an object rotation (pose channels are relative to it). Not when the object's
+    own transform is animated. Returns whether it turned."""
+    from mathutils import Vector
+    for action in actions:
+        for slot in action.slots:
+            bag = anim_utils.action_get_channelbag_for_slot(action, slot)
+            if bag is not None and any(not fc.data_path.startswith("pose.") for fc in bag.fcurves):
+                return False
+    v = Vector((0.0, 0.0, 0.0))
+    v[axis] = sign
+    turn = v.rotation_difference(Vector((0.0, 0.0, 1.0))).to_matrix().to_4x4()
+    arm.matrix_world = turn @ arm.matrix_world
+    view_layer = bpy.context.view_layer
+    for o in view_layer.objects:
+        o.select_set(False)
+    arm.select_set(True)
+    view_layer.objects.active = arm
+    bpy.ops.object.transform_apply(location=True, rotation=True, scale=False)
+    return True
+
+
 def _normalise_units(arm, clips, scene):
     clip = clips[0]
     slot = clip.meta["_slot"]
@@ -622,9 +662,20 @@ def _normalise_units(arm, clips, scene):
                for n in names]
     pos = np.array([heads[n] for n in names])
     head, hips = bvh.head_and_hips(names, parents)
-    if head is not None and hips is not None and pos[head][2] <= pos[hips][2]:
-        for c in clips:
-            c.warnings.append("the skeleton does not stand upright (head not above hips)")
+    if head is not None and hips is not None and head != hips:
+        d = pos[head] - pos[hips]
+        axis = int(np.argmax(np.abs(d)))
+        if axis != 2 or d[2] <= 0:
+            if _turn_upright(arm, [c.action for c in clips], scene, axis, float(np.sign(d[axis]))):
+                label = ("-" if d[axis] < 0 else "+") + "XYZ"[axis]
+                for c in clips:
+                    c.warnings.append(f"the skeleton stood along {label}: turned upright (Z up)")
+                heads, tails = _posed_heads(arm, clip.action, slot, scene, clip.meta["frame_start"])
+                pos = np.array([heads[n] for n in names])
+            else:
+                for c in clips:
+                    c.warnings.append("the skeleton does not stand upright (head not above "
+                                      "hips) and its object rotation is animated: not turned")
     # FBX and glTF declare their units: only units that are clearly wrong are fixed.
     # Height from the floor (z = 0) to the top of the highest bone.
     z = np.concatenate((pos[:, 2], np.array([tails[n] for n in names])[:, 2]))

@@ -156,7 +156,7 @@ def test_up_axis_and_units_normalised(lib, tmp_path, up, unit):
 
 # ---------------------------------------------------------------------------- FBX
 
-def _fbx_armature(scale_length=1.0, unit=1.0, actions=("walk",), light=False):
+def _fbx_armature(scale_length=1.0, unit=1.0, actions=("walk",), light=False, lying=False):
     """An armature in the open file: hips → head (head on the hips' tail, so the FBX
     importer connects them), keyed hips/head location, one action per name."""
     bpy.ops.wm.read_homefile(use_empty=True)
@@ -172,6 +172,10 @@ def _fbx_armature(scale_length=1.0, unit=1.0, actions=("walk",), light=False):
     c = arm.edit_bones.new("head")
     c.head, c.tail = (0, 0, 1.1 * unit), (0, 0, 1.7 * unit)
     c.parent = h
+    if lying:  # the whole skeleton along -Y, as if exported lying on its back
+        for eb in (h, c):
+            eb.head = (eb.head[0], -eb.head[2], 0.1)
+            eb.tail = (eb.tail[0], -eb.tail[2], 0.1)
     bpy.ops.object.mode_set(mode='OBJECT')
     ob.animation_data_create()
     for k, name in enumerate(actions):
@@ -306,3 +310,15 @@ def test_keyed_quaternion_sign_flips_made_continuous(addon, lib, tmp_path):
     assert np.all(np.sum(fixed[1:] * fixed[:-1], axis=1) >= 0)
     assert max_step_deg(fixed) < 11
     assert np.allclose(np.abs(np.sum(fixed * q, axis=1)), 1, atol=1e-5)  # same rotations
+
+
+def test_fbx_lying_skeleton_turned_upright(lib, tmp_path):
+    _fbx_armature(lying=True)
+    _export_fbx(tmp_path / "lying.fbx", add_leaf_bones=False)
+    (rec,) = import_one(lib, tmp_path / "lying.fbx", tmp_path)
+    assert any("turned upright" in w for w in rec["warnings"])
+    _action, skel = load_clip(tmp_path / "lib.blend", rec["name"])
+    a, b = bone_heads(skel, 1), bone_heads(skel, 10)
+    assert a["head"][2] - a["hips"][2] == pytest.approx(0.1, abs=0.01)
+    # the hips' motion (0.5 m along the bone) now goes up, as the head direction does
+    assert b["hips"][2] - a["hips"][2] == pytest.approx(0.5, abs=0.02)
