@@ -199,10 +199,20 @@ def _export_fbx(path, **kw):
     bpy.ops.wm.read_homefile(use_empty=True)
 
 
+def _plain_fbx(path, **kw):
+    """Blender's FBX importer alone (to show the fault the library repairs)."""
+    bpy.ops.import_scene.fbx(filepath=str(path), **kw)
+    arm = next(o for o in bpy.data.objects if o.type == 'ARMATURE')
+    return arm
+
+
 def test_fbx_root_motion_kept_on_connected_bones(lib, tmp_path):
     _fbx_armature()
     bpy.context.scene.render.fps = 50  # the FBX says 50 fps; the user's scene is 30
     _export_fbx(tmp_path / "rm.fbx", add_leaf_bones=False)
+    plain = _plain_fbx(tmp_path / "rm.fbx")
+    assert plain.data.bones["head"].use_connect  # the fault: location keys ignored
+    bpy.ops.wm.read_homefile(use_empty=True)
     bpy.context.scene.render.fps = 30
     (rec,) = import_one(lib, tmp_path / "rm.fbx", tmp_path)
     assert bpy.context.scene.render.fps == 30
@@ -220,6 +230,12 @@ def test_fbx_root_motion_kept_on_connected_bones(lib, tmp_path):
 def test_fbx_centimetre_scale_baked_without_object_scale_keys(lib, tmp_path):
     _fbx_armature(scale_length=0.01, unit=100.0)
     _export_fbx(tmp_path / "cm.fbx", add_leaf_bones=False, apply_unit_scale=True)
+    plain = _plain_fbx(tmp_path / "cm.fbx")
+    bag = anim_utils.action_get_channelbag_for_slot(plain.animation_data.action,
+                                                    plain.animation_data.action_slot)
+    assert plain.scale[0] == pytest.approx(0.01)        # the fault: a keyed object scale
+    assert [fc for fc in bag.fcurves if fc.data_path == "scale"]
+    bpy.ops.wm.read_homefile(use_empty=True)
     (rec,) = import_one(lib, tmp_path / "cm.fbx", tmp_path)
     action, skel = load_clip(tmp_path / "lib.blend", rec["name"])
     assert tuple(skel.scale) == pytest.approx((1, 1, 1))
@@ -234,6 +250,14 @@ def test_fbx_centimetre_scale_baked_without_object_scale_keys(lib, tmp_path):
 def test_fbx_leaf_bones_dropped(lib, tmp_path):
     _fbx_armature()
     _export_fbx(tmp_path / "leaf.fbx", add_leaf_bones=True)
+    assert "head_end" in _plain_fbx(tmp_path / "leaf.fbx").data.bones   # the fault
+    bpy.ops.wm.read_homefile(use_empty=True)
+    # …and the importer's own ignore_leaf_bones would drop the real leaf "head" when a
+    # file has no added leaves (that is why the library drops `*_end` bones by name)
+    _fbx_armature()
+    _export_fbx(tmp_path / "noleaf.fbx", add_leaf_bones=False)
+    assert "head" not in _plain_fbx(tmp_path / "noleaf.fbx", ignore_leaf_bones=True).data.bones
+    bpy.ops.wm.read_homefile(use_empty=True)
     (rec,) = import_one(lib, tmp_path / "leaf.fbx", tmp_path)
     _action, skel = load_clip(tmp_path / "lib.blend", rec["name"])
     assert sorted(b.name for b in skel.data.bones) == ["head", "hips"]
@@ -315,6 +339,10 @@ def test_keyed_quaternion_sign_flips_made_continuous(addon, lib, tmp_path):
 def test_fbx_lying_skeleton_turned_upright(lib, tmp_path):
     _fbx_armature(lying=True)
     _export_fbx(tmp_path / "lying.fbx", add_leaf_bones=False)
+    plain = _plain_fbx(tmp_path / "lying.fbx")
+    bpy.context.scene.frame_set(1)
+    assert (plain.matrix_world @ plain.pose.bones["head"].head).z < 0.5   # lying down
+    bpy.ops.wm.read_homefile(use_empty=True)
     (rec,) = import_one(lib, tmp_path / "lying.fbx", tmp_path)
     assert any("turned upright" in w for w in rec["warnings"])
     _action, skel = load_clip(tmp_path / "lib.blend", rec["name"])
