@@ -309,9 +309,42 @@ def _import_fbx(path, scene, tr):
 
 
 def _import_gltf(path, scene, tr):
+    # glTF keys are in seconds; Blender's importer turns them into frames at the scene
+    # rate. Use the file's own sampling rate (restored afterwards by SceneState).
+    fps = gltf_sample_rate(path) or 24.0
+    scene.render.fps, scene.render.fps_base = int(round(fps)), round(fps) / fps
     _run_importer(bpy.ops.import_scene.gltf, "glTF", path)
-    fps = scene.render.fps / scene.render.fps_base  # glTF seconds → frames at the scene rate
     return _clips_from_keyed(path, scene, tr, fps, "glTF")
+
+
+def gltf_sample_rate(path):
+    """Keys per second of a glTF/GLB file's animations (median over their samplers, from
+    the accessors' count/min/max), rounded when within 0.5 % of a whole number; None when
+    the file has no sampled animation."""
+    import json
+    import struct
+    try:
+        with open(path, "rb") as f:
+            raw = f.read()
+        if raw[:4] == b"glTF":
+            (length,) = struct.unpack_from("<I", raw, 12)
+            doc = json.loads(raw[20:20 + length])
+        else:
+            doc = json.loads(raw.decode("utf-8"))
+        accessors = doc.get("accessors", [])
+        rates = []
+        for anim in doc.get("animations", []):
+            for sampler in anim.get("samplers", []):
+                acc = accessors[sampler["input"]]
+                count, lo, hi = acc.get("count", 0), acc.get("min", [0])[0], acc.get("max", [0])[0]
+                if count > 2 and hi > lo:
+                    rates.append((count - 1) / (hi - lo))
+    except (OSError, ValueError, KeyError, IndexError, TypeError, struct.error):
+        return None
+    if not rates:
+        return None
+    rate = float(np.median(rates))
+    return float(round(rate)) if abs(rate - round(rate)) < 0.005 * rate else rate
 
 
 def _clips_from_keyed(path, scene, tr, fps, fmt):

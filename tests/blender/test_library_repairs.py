@@ -280,7 +280,9 @@ def test_fbx_every_stack_becomes_a_clip(lib, tmp_path):
 
 def test_gltf_clips_keep_only_actions_and_skeleton(lib, tmp_path, shared_data):
     robot = shared_data / "characters" / "threejs_RobotExpressive.glb"
+    bpy.context.scene.render.fps = 30   # the clips are sampled at 24 fps, not the scene's
     recs = import_one(lib, robot, tmp_path)
+    assert bpy.context.scene.render.fps == 30
     import json, struct
     raw = robot.read_bytes()
     (length,) = struct.unpack_from("<I", raw, 12)
