@@ -35,6 +35,8 @@ def run_import(args, say) -> dict:
             + "".join(f"\n    warning: {w}" for w in rec["warnings"]))
     for f in result["failed"]:
         say(f"  FAILED {f['error']}")
+    if result["skipped"]:
+        say(f"  skipped {len(result['skipped'])} companion file(s) (images, .bin, notes)")
     say(f"library: {result['library']}")
     if result["failed"] or not result["imported"]:
         # One summary line on stderr; the exit code says some file failed.

@@ -22,12 +22,13 @@ __all__ = ("import_paths", "list_clips", "edit_clip", "load_clip", "collect_file
            "parse_tags")
 
 
-def collect_files(paths):
+def collect_files(paths, skipped=None):
     """Expand files and folders (recursively, sorted) into ([file], [(path, error)]).
 
-    Inside folders, hidden files and glTF companions (.bin, images) are skipped; any
-    other unsupported file is reported as a failure, as is a named file of an unsupported
-    type or a path that does not exist.
+    Inside folders, hidden files and companions (glTF .bin and images, .txt/.md notes,
+    .blend1 backups) are skipped (appended to `skipped` when given); any other
+    unsupported file is reported as a failure, as is a named file of an unsupported type
+    or a path that does not exist.
     """
     files, failed = [], []
     for p in paths:
@@ -44,6 +45,8 @@ def collect_files(paths):
                         files.append(full)
                     elif ext not in importers.COMPANIONS:
                         failed.append((full, _error_text(full)))
+                    elif skipped is not None:
+                        skipped.append(full)
         elif os.path.isfile(p):
             if os.path.splitext(p)[1].lower() in importers.SUPPORTED:
                 files.append(p)
@@ -74,7 +77,8 @@ def import_paths(paths, library, tags=(), catalog=None, report=None, progress=No
     listed in "failed" with a one-line reason; the others carry on. The library is
     written once, atomically, when at least one clip was imported; the open file is left
     exactly as it was (see store.py). Returns
-    {"imported": [record + "updated"], "failed": [{"path", "error"}], "library": path}.
+    {"imported": [record + "updated"], "failed": [{"path", "error"}], "skipped": [path],
+     "library": path}.
     progress(i, n, path) is called before each file.
     """
     tags = store.parse_tags(tags)
@@ -82,7 +86,8 @@ def import_paths(paths, library, tags=(), catalog=None, report=None, progress=No
     if bad:
         raise SignSimError(f"facet tag '{bad[0]}' has no value (use facet:value)")
     catalog = store.normalise_catalog(catalog) if catalog else None
-    files, failed = collect_files(paths)
+    skipped = []
+    files, failed = collect_files(paths, skipped)
     failed = [{"path": p, "error": e} for p, e in failed]
     imported = []
     library = store.check_library_path(library)
@@ -106,4 +111,4 @@ def import_paths(paths, library, tags=(), catalog=None, report=None, progress=No
                         rec["updated"] = updated
                         imported.append(rec)
                 lib.save()
-    return {"imported": imported, "failed": failed, "library": library}
+    return {"imported": imported, "failed": failed, "skipped": skipped, "library": library}

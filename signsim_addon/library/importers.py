@@ -18,8 +18,9 @@ Repairs (each has a test with a small input in tests/blender/test_library_repair
 - FBX: bones unconnected (root motion), keyed object scale baked into the rest pose and
   location keys, exporter leaf bones (`*_end`) dropped by name, one clip per animation
   stack, importer crashes (the 5.0.1 light bug) turned into one-line errors.
-- FBX and glTF: parent nodes, object rotation and scale baked into the skeleton; channels
-  a clip does not animate keyed with the imported pose; one clip per animation.
+- FBX and glTF: parent nodes, object rotation and scale baked into the skeleton, a lying
+  skeleton turned upright; channels a clip does not animate keyed with the imported
+  pose; one clip per animation; glTF imported at its own sample rate (from accessors).
 """
 import hashlib
 import math

@@ -257,6 +257,7 @@ def test_folder_import_good_and_broken_files(addon, tmp_path, shared_data, capsy
     assert err.strip().count("\n") == 0 and "failed" in err
     assert sorted(r["name"] for r in result["imported"]) == sorted(p.stem for p in mocap_files(shared_data))
     assert sorted(pathlib.Path(f["path"]).name for f in result["failed"]) == sorted(p.name for p in bad_files)
+    assert [pathlib.Path(p).name for p in result["skipped"]] == ["textures.png"]
     lib = addon.signsim_addon.library
     listing = lib.list_clips(str(library))
     assert sorted(c["name"] for c in listing) == sorted(p.stem for p in mocap_files(shared_data))
