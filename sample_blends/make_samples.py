@@ -41,7 +41,8 @@ SIDES = ("L", "R")
 FINGERS = ("thumb", "f_index", "f_middle", "f_ring", "f_pinky")
 CAPSULE_PROP = "signsim_capsule_radius"
 BODY_VOXEL = 0.004       # m; fingers 3-5 mm apart need this to stay separate
-BODY_FACES = 24000       # decimation target: keeps signer.blend small
+BODY_FACES = 40000       # triangles after decimation: keeps signer.blend small
+SMOOTH = (0.5, 4)        # smoothing factor and iterations after the remesh
 FACE_VOXEL = 0.003       # m; the face SDF source is finer than the skin
 
 # spread of each finger chain in the rest pose, degrees about the palm normal
@@ -97,6 +98,8 @@ def build_armature():
     for b in eb:
         b.use_connect = b.name in connected or b.name in ("neck", "head")
     bpy.ops.object.mode_set(mode='OBJECT')
+    for bc in [bc for bc in rig.data.collections_all if not bc.bones and not bc.children]:
+        rig.data.collections.remove(bc)   # the face rig's and Rigify's tweak/IK collections
     for pb in rig.pose.bones:
         pb.rotation_mode = 'QUATERNION'
     return rig
@@ -139,11 +142,11 @@ def head_solids(bm, rig):
     """Cranium, jaw, nose, chin, cheeks and ears around the head bone's head (metres)."""
     h = rig.data.bones["head"].head_local
     _ellipsoid(bm, h + Vector((0, 0.020, 0.075)), (0.075, 0.097, 0.098))   # cranium
-    _ellipsoid(bm, h + Vector((0, -0.005, 0.010)), (0.058, 0.070, 0.070))  # jaw and face
+    _ellipsoid(bm, h + Vector((0, -0.002, 0.012)), (0.064, 0.078, 0.075))  # jaw and face
     _ellipsoid(bm, h + Vector((0, -0.082, 0.045)), (0.010, 0.019, 0.021), 16)  # nose
-    _ellipsoid(bm, h + Vector((0, -0.060, -0.040)), (0.020, 0.016, 0.016), 16)  # chin
+    _ellipsoid(bm, h + Vector((0, -0.062, -0.042)), (0.024, 0.016, 0.017), 16)  # chin
     for x in (-1, 1):
-        _ellipsoid(bm, h + Vector((0.040 * x, -0.045, 0.028)), (0.024, 0.018, 0.022), 16)  # cheek
+        _ellipsoid(bm, h + Vector((0.040 * x, -0.055, 0.020)), (0.024, 0.015, 0.022), 16)  # cheek
         _ellipsoid(bm, h + Vector((0.074 * x, 0.010, 0.055)), (0.010, 0.018, 0.028), 12)  # ear
 
 
@@ -162,9 +165,9 @@ def body_solids(bm, rig):
         _capsule(bm, hl(f"upper_arm.{s}"), tl(f"upper_arm.{s}"), 0.048, 0.037)
         _capsule(bm, hl(f"forearm.{s}"), tl(f"forearm.{s}"), 0.035, 0.024)
         wrist = hl(f"hand.{s}")
-        for f, k in (("f_index", 1.0), ("f_middle", 1.03), ("f_ring", 0.96), ("f_pinky", 0.86)):
+        for f, k in (("f_index", 1.0), ("f_middle", 1.03), ("f_ring", 0.96), ("f_pinky", 0.88)):
             _capsule(bm, wrist, hl(f"{f}.01.{s}"), 0.014, 0.011 * k, 12)   # metacarpal
-            radii = (0.0085 * k, 0.0077 * k, 0.0070 * k, 0.0064 * k)
+            radii = (0.0091 * k, 0.0083 * k, 0.0076 * k, 0.0070 * k)
             _finger(bm, B, f, s, radii)
         _capsule(bm, wrist, hl(f"thumb.01.{s}"), 0.016, 0.016, 12)
         _capsule(bm, hl(f"thumb.01.{s}"), tl(f"thumb.01.{s}"), 0.016, 0.0115, 12)   # thenar
@@ -191,8 +194,9 @@ def _finger(bm, B, finger, side, radii, first=1):
 def remeshed(name, build, voxel, faces=None):
     """Mesh object `name` from the solids `build(bm)` adds, voxel-remeshed into one closed skin.
 
-    voxel: remesh voxel size in m. faces: if given, decimate (collapse) to about that
-    many faces; the curvy hands keep their detail, flat regions lose it.
+    voxel: remesh voxel size in m. A light smoothing rounds off the creases where solids
+    meet. faces: if given, decimate (collapse) to about that many triangles; the curvy
+    hands keep their detail, flat regions lose it.
     """
     bm = bmesh.new()
     build(bm)
@@ -204,11 +208,13 @@ def remeshed(name, build, voxel, faces=None):
     rm = ob.modifiers.new("remesh", 'REMESH')
     rm.mode = 'VOXEL'
     rm.voxel_size = voxel
+    sm = ob.modifiers.new("smooth", 'SMOOTH')
+    sm.factor, sm.iterations = SMOOTH
     if faces:
         dg = bpy.context.evaluated_depsgraph_get()
-        n = len(ob.evaluated_get(dg).data.polygons)
+        quads = len(ob.evaluated_get(dg).data.polygons)
         dec = ob.modifiers.new("decimate", 'DECIMATE')
-        dec.ratio = min(1.0, faces / n)
+        dec.ratio = min(1.0, faces / (2 * quads))
     dg = bpy.context.evaluated_depsgraph_get()
     result = bpy.data.meshes.new_from_object(ob.evaluated_get(dg))
     result.name = name
@@ -622,7 +628,9 @@ def export_bvh(rig, path, frames):
 
 def capsule_radii(rig, body):
     """Per-bone capsule radius (m): median distance from the bone's segment of the skin
-    vertices that bone dominates (weight > 0.5)."""
+    vertices that bone dominates (weight > 0.5), over those lying alongside the segment
+    (not beyond its ends, where the skin's caps would shrink the median) when there are
+    at least 8 of them."""
     groups = {g.index: g.name for g in body.vertex_groups}
     co = np.array([v.co for v in body.data.vertices])
     owner = np.full(len(co), -1)
@@ -635,7 +643,11 @@ def capsule_radii(rig, body):
         b = rig.data.bones[name]
         a, d = np.array(b.head_local), np.array(b.tail_local - b.head_local)
         p = co[owner == gi]
-        s = np.clip((p - a) @ d / (d @ d), 0.0, 1.0)
+        s = (p - a) @ d / (d @ d)
+        inside = (s > 0.0) & (s < 1.0)
+        if inside.sum() >= 8:
+            p, s = p[inside], s[inside]
+        s = np.clip(s, 0.0, 1.0)
         radii[name] = float(np.median(np.linalg.norm(p - a - s[:, None] * d, axis=1)))
     return radii
 
@@ -713,6 +725,9 @@ def build(out):
     bpy.ops.wm.read_homefile(use_empty=True)
     if not had_rigify:
         addon_utils.disable("rigify", default_set=True)
+        # Rigify 5.0.1 leaves its load_post handler behind, which then fails on every file load
+        for h in [h for h in bpy.app.handlers.load_post if h.__module__.startswith("rigify")]:
+            bpy.app.handlers.load_post.remove(h)
     return report
 
 
