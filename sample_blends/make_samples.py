@@ -255,7 +255,7 @@ class Kinematics:
         return out
 
     def tail(self, mats, name):
-        """World position of a bone's tail given its posed matrix."""
+        """Armature-space position (m) of a bone's tail, given the posed matrices."""
         return mats[name] @ Vector((0.0, self.length[name], 0.0))
 
     def _with_ancestors(self, names):
@@ -383,6 +383,8 @@ def thumb_target(kin, mats, side, where):
     }[where]
 
 
+# thumb.01, .02, .03: (lower, upper) rotation-vector bounds in degrees; the two distal
+# joints are nearly hinges, the base (carpometacarpal) joint is a saddle
 THUMB_DOFS = ((-30, -40, -60), (60, 40, 60)), ((-20, -5, -10), (70, 5, 60)), ((-20, -5, -10), (70, 5, 60))
 
 
@@ -413,9 +415,10 @@ ARM_DOFS = {   # bone-local rotation-vector bounds in degrees (Y, Z mirrored for
 def solve_arm(kin, side, hand_pose, goals, x0=None):
     """Arm pose (shoulder to hand) reaching `goals`, with the fingers in `hand_pose`.
 
-    goals: dict with optional keys 'wrist' (m), 'tip' (m, index fingertip), 'along'
-    (unit vector wrist to knuckles), 'palm' (unit vector out of the palm), 'finger'
-    (unit vector of the index's last bone), 'elbow' (m, a soft hint). Returns (pose, x).
+    goals: dict with 'elbow' (m, a soft hint) and any of 'wrist' (m), 'tip' (m, index
+    fingertip), 'along' (unit vector wrist to knuckles), 'palm' (unit vector out of the
+    palm), 'finger' (unit vector of the index's last bone); all in armature space.
+    x0: solver start (rotation vectors, radians). Returns (pose, x).
     """
     along0, _, palm0 = palm_axes(kin, side)
     rest_hand = kin.rest[f"hand.{side}"].to_3x3().inverted()
@@ -491,12 +494,13 @@ def write_action(rig, name, tracks, frames):
     slot = action.slots.new(id_type='OBJECT', name=rig.name)
     bag = anim_utils.action_ensure_channelbag_for_slot(action, slot)
     x = np.arange(1, frames + 1, dtype=float)
+    linear = [bpy.types.Keyframe.bl_rna.properties["interpolation"].enum_items["LINEAR"].value] * frames
     for j, n in enumerate(names):
         for i in range(4):
             fc = bag.fcurves.new(f'pose.bones["{n}"].rotation_quaternion', index=i, group_name=n)
             fc.keyframe_points.add(frames)
             fc.keyframe_points.foreach_set("co", np.column_stack([x, q[:, j, i]]).ravel())
-            fc.keyframe_points.foreach_set("interpolation", [bpy.types.Keyframe.bl_rna.properties["interpolation"].enum_items["LINEAR"].value] * frames)
+            fc.keyframe_points.foreach_set("interpolation", linear)
             fc.update()
     ad = rig.animation_data or rig.animation_data_create()
     ad.action = action
@@ -511,10 +515,11 @@ SPELLED = "WILDSAVOYBLUECAFES"   # "Wild Savoy Blue Cafes": no letter repeats it
 RATE = 4.5                        # handshapes per second
 HOLD = 0.35                       # fraction of each letter's slot held still
 BASE_LETTERS = {0, 4, 9, 13}      # first letter of each word: the other hand shows a flat base
-FRONT, UP = Vector((0, -1, 0)), Vector((0, 0, 1))
+UP = Vector((0, 0, 1))
 
 
 def _arm_goals(side, wrist, along, palm):
+    """solve_arm goals for a wrist position (m) and hand directions, elbow down and out."""
     x = 1.0 if side == "L" else -1.0
     return {"wrist": Vector(wrist), "along": Vector(along).normalized(), "palm": Vector(palm).normalized(),
             "elbow": Vector((0.28 * x, -0.03, 1.08))}
@@ -525,9 +530,7 @@ def left_hold_track(kin, shapes, keys):
     relaxed = handshape_pose(kin, "L", "relaxed")
     arm0, _ = solve_arm(kin, "L", relaxed, _arm_goals("L", (0.11, -0.23, 1.06), (-0.8, -0.5, 0.2), (0.1, -0.2, 1)))
     arm1, _ = solve_arm(kin, "L", relaxed, _arm_goals("L", (0.12, -0.22, 1.07), (-0.8, -0.5, 0.25), (0.1, -0.2, 1)))
-    arm_keys = {k: v for k, v in arm0.items() if not k.startswith(("thumb", "f_"))}
-    arm_keys1 = {k: v for k, v in arm1.items() if k in arm_keys}
-    arm = Track().key(keys[0], arm_keys).key(keys[-1], arm_keys1)
+    arm = Track().key(keys[0], _arm_only(arm0)).key(keys[-1], _arm_only(arm1))
     hand = Track()
     for t, shape in shapes:
         hand.key(t, handshape_pose(kin, "L", shape))
@@ -546,10 +549,9 @@ def fingerspelling_tracks(kin):
     times = [t0 + i * slot for i in range(len(SPELLED))]
     length = round((times[-1] + 0.4) * FPS) + 1
     right = Track()
-    cache = {}
+    shape_of = {letter: handshape_pose(kin, "R", letter) for letter in sorted(set(SPELLED))}
     for t, letter in zip(times, SPELLED):
-        pose = cache.setdefault(letter, handshape_pose(kin, "R", letter))
-        right.key(t - HOLD * slot / 2, pose).key(t + HOLD * slot / 2, pose)
+        right.key(t - HOLD * slot / 2, shape_of[letter]).key(t + HOLD * slot / 2, shape_of[letter])
     relaxed = handshape_pose(kin, "R", "relaxed")
     start, _ = solve_arm(kin, "R", relaxed, _arm_goals("R", (-0.15, -0.25, 1.28), (0.05, -0.2, 1), (0.15, -1, 0.15)))
     end, _ = solve_arm(kin, "R", relaxed, _arm_goals("R", (-0.18, -0.24, 1.29), (0.0, -0.2, 1), (0.1, -1, 0.15)))
@@ -563,6 +565,7 @@ def fingerspelling_tracks(kin):
 
 
 def _arm_only(pose):
+    """The shoulder-to-hand part of a pose (solve_arm returns the fingers too)."""
     return {k: v for k, v in pose.items() if not k.startswith(("thumb", "f_"))}
 
 
@@ -587,7 +590,7 @@ def chin_cheek_tracks(kin, face_tree):
     tip stops TOUCH_GAP outside the face surface with the finger pointing into it.
     """
     h = kin.rest["head"].translation
-    chin, n_chin = face_point(face_tree, h + Vector((0, -0.3, -0.045)), FRONT * -1, TOUCH_GAP)
+    chin, n_chin = face_point(face_tree, h + Vector((0, -0.3, -0.045)), Vector((0, 1, 0)), TOUCH_GAP)
     cheek, n_cheek = face_point(face_tree, h + Vector((-0.25, -0.25, 0.02)), Vector((0.9, 1, 0)), TOUCH_GAP)
     lifted = (chin + cheek) / 2 + (n_chin + n_cheek).normalized() * 0.035
     relaxed = handshape_pose(kin, "R", "relaxed")
