@@ -46,8 +46,9 @@ SMOOTH = (0.5, 4)        # smoothing factor and iterations after the remesh
 FACE_VOXEL = 0.003       # m; the face SDF source is finer than the skin
 
 # spread of each finger chain in the rest pose, degrees about the palm normal
-# (towards the pinky positive): the metarig's fingers lie 3 mm apart and would fuse
-REST_SPREAD = {"f_index": -7.0, "f_middle": -2.0, "f_ring": 3.0, "f_pinky": 9.0}
+# (towards the pinky positive): the metarig's fingers lie 3 mm apart, and the voxel
+# remesh would bridge them with strands of skin
+REST_SPREAD = {"f_index": -12.0, "f_middle": -3.0, "f_ring": 6.0, "f_pinky": 15.0}
 
 
 def bone_names():
@@ -320,26 +321,27 @@ ALL_TIPS = [f"{f}.03.{s}" for s in SIDES for f in FINGERS]
 # ---------------------------------------------------------------------------- handshapes
 
 # Fingers (index, middle, ring, pinky): (MCP flexion, PIP flexion, spread towards the
-# pinky) in degrees; the DIP joint follows 2/3 of the PIP, as tendons couple them.
+# pinky) in degrees; spread 0 is the metarig's fingers side by side (REST_SPREAD is
+# undone); the DIP joint follows 2/3 of the PIP, as tendons couple them.
 # Thumb: where its tip goes (see thumb_target); the thumb is solved to reach it.
 FIST = (85, 100, 0)
 STRAIGHT = (0, 0, 0)
 HANDSHAPES = {
     "A": ((FIST,) * 4, "side"),
-    "B": (((0, 0, -2), (0, 0, 0), (0, 0, 2), (0, 0, 4)), "across"),
+    "B": (((0, 0, -1), (0, 0, 0), (0, 0, 1), (0, 0, 2)), "across"),
     "C": (((30, 40, -4), (30, 40, 0), (30, 40, 3), (30, 40, 6)), "c"),
     "D": ((STRAIGHT, (60, 85, 0), (62, 85, 0), (65, 85, 0)), "tip:f_middle"),
     "E": (((50, 100, 0), (50, 100, 0), (50, 100, 0), (50, 100, 0)), "under"),
-    "F": (((45, 70, 0), (0, 0, 2), (0, 0, 6), (0, 0, 12)), "tip:f_index"),
+    "F": (((45, 70, 0), (0, 0, 3), (0, 0, 8), (0, 0, 14)), "tip:f_index"),
     "I": ((FIST, FIST, FIST, (0, 0, 6)), "over"),
     "L": ((STRAIGHT, FIST, FIST, FIST), "out"),
     "O": (((40, 60, -2), (42, 60, 0), (44, 60, 2), (46, 60, 4)), "tip:f_index"),
     "S": ((FIST,) * 4, "over"),
     "U": (((0, 0, 1), (0, 0, -1), FIST, FIST), "over_ring"),
-    "V": (((0, 0, -9), (0, 0, 7), FIST, FIST), "over_ring"),
-    "W": (((0, 0, -10), (0, 0, 0), (0, 0, 10), FIST), "tip:f_pinky"),
-    "Y": ((FIST, FIST, FIST, (0, 0, 14)), "out"),
-    "relaxed": (((15, 20, -2), (18, 22, 0), (22, 25, 2), (25, 28, 5)), "rest"),
+    "V": (((0, 0, -10), (0, 0, 8), FIST, FIST), "over_ring"),
+    "W": (((0, 0, -12), (0, 0, 0), (0, 0, 11), FIST), "tip:f_pinky"),
+    "Y": ((FIST, FIST, FIST, (0, 0, 20)), "out"),
+    "relaxed": (((15, 20, -6), (18, 22, -1), (22, 25, 3), (25, 28, 8)), "rest"),
 }
 
 
@@ -358,7 +360,7 @@ def finger_pose(side, fingers):
     pose = {}
     for f, (mcp, pip, spread) in zip(FINGERS[1:], fingers):
         # curl is +X on both sides; spread towards the pinky is -Z (.L) / +Z (.R)
-        pose[f"{f}.01.{side}"] = (Quaternion((0, 0, 1), math.radians(-m * spread))
+        pose[f"{f}.01.{side}"] = (Quaternion((0, 0, 1), math.radians(-m * (spread - REST_SPREAD[f])))
                                   @ Quaternion((1, 0, 0), math.radians(mcp)))
         pose[f"{f}.02.{side}"] = Quaternion((1, 0, 0), math.radians(pip))
         pose[f"{f}.03.{side}"] = Quaternion((1, 0, 0), math.radians(pip * 2 / 3))
