@@ -280,6 +280,9 @@ def _mirror(side):
     return 1.0 if side == "L" else -1.0
 
 
+ALL_TIPS = [f"{f}.03.{s}" for s in SIDES for f in FINGERS]   # residuals may need any fingertip
+
+
 def solve_chain(kin, pose, dofs, residuals, x0=None):
     """Least-squares pose of some bones (scipy's trust-region solver, deterministic).
 
@@ -313,9 +316,6 @@ def solve_chain(kin, pose, dofs, residuals, x0=None):
 
     sol = least_squares(f, x0, jac=jac, bounds=(lo, hi), xtol=1e-8, ftol=1e-8, max_nfev=200)
     return pose_of(sol.x), sol.x
-
-
-ALL_TIPS = [f"{f}.03.{s}" for s in SIDES for f in FINGERS]
 
 
 # ---------------------------------------------------------------------------- handshapes
@@ -597,7 +597,8 @@ def chin_cheek_tracks(kin, face_tree):
     lifted = (chin + cheek) / 2 + (n_chin + n_cheek).normalized() * 0.035
     relaxed = handshape_pose(kin, "R", "relaxed")
     point = handshape_pose(kin, "R", "D")
-    neutral, x_neutral = solve_arm(kin, "R", relaxed, _arm_goals("R", (-0.14, -0.22, 1.10), (0.4, -0.4, 1), (0.8, -0.4, 0.2)))
+    neutral, x_neutral = solve_arm(kin, "R", relaxed,
+                                   _arm_goals("R", (-0.14, -0.22, 1.10), (0.4, -0.4, 1), (0.8, -0.4, 0.2)))
     elbow = Vector((-0.24, -0.02, 1.12))
 
     def reach(tip, finger_dir, x0):

@@ -127,7 +127,7 @@ def test_face_is_closed_with_nose_chin_and_cheeks():
     # chin: below the nose, further forward than the mouth region above it
     zs = np.arange(nose[2] - 0.12, nose[2] - 0.02, 0.002)
     profile = np.array([depth(0.0, z) for z in zs])
-    peaks, props = find_peaks(profile, prominence=0.003)
+    peaks, _ = find_peaks(profile, prominence=0.003)
     assert len(peaks) >= 1, "no chin"
     # cheeks: bumps either side in a horizontal section, around the head's vertical axis
     axis = Vector((0, head.head_local.y, 0))
