@@ -22,12 +22,11 @@ def segment_closest_points(p1, q1, p2, q2):
     """
     d1 = q1 - p1
     d2 = q2 - p2
-    r = p1 - p2
-    a = np.sum(d1 * d1, axis=-1)
-    e = np.sum(d2 * d2, axis=-1)
-    f = np.sum(d2 * r, axis=-1)
-    c = np.sum(d1 * r, axis=-1)
-    b = np.sum(d1 * d2, axis=-1)
+    # All five dot products from one batched Gram matrix of (d1, d2, p1 − p2).
+    D = np.stack([d1, d2, p1 - p2], axis=-2)
+    gram = D @ np.swapaxes(D, -1, -2)
+    a, b, c = gram[..., 0, 0], gram[..., 0, 1], gram[..., 0, 2]
+    e, f = gram[..., 1, 1], gram[..., 1, 2]
     a_ok = a > _EPS
     e_ok = e > _EPS
     a_s = np.where(a_ok, a, 1.0)
@@ -86,10 +85,10 @@ class CapsuleContacts:
 def _bounding_gap(model, seg):
     """Lower bound (n_pairs,) of each pair's surface gap from bounding spheres (m)."""
     centre = 0.5 * (seg[:, 0] + seg[:, 1])
-    reach = 0.5 * model.capsule_length + model.capsule_radius
-    i, j = model.pairs[:, 0], model.pairs[:, 1]
-    d = centre[i] - centre[j]
-    return np.sqrt(np.sum(d * d, axis=-1)) - reach[i] - reach[j]
+    gram = centre @ centre.T
+    sq = gram.diagonal()
+    dist2 = (sq[:, None] + sq[None, :] - 2.0 * gram).reshape(-1)[model.pair_flat]
+    return np.sqrt(np.maximum(dist2, 0.0)) - model.pair_reach
 
 
 def capsule_contacts(model, seg):
@@ -131,11 +130,22 @@ def capsule_tunnelling(model, seg0, seg1, contacts0):
     most its gap bound, or half the smaller radius, towards anything.
     """
     disp = (seg1 - seg0).reshape(-1, 3)
-    rel = (disp[model.pair_ends[0]] - disp[model.pair_ends[1]]).reshape(-1, 4, 3)
-    reach = np.sqrt(np.einsum("pkx,pkx->pk", rel, rel)).max(axis=1)
+    end_move = np.sqrt(np.sum(disp * disp, axis=-1)).reshape(-1, 2).max(axis=1)
+    # |Δx − Δy| ≤ |Δx| + |Δy|: only pairs that fail this cheap bound get the exact test.
+    bound = end_move[model.pairs[:, 0]] + end_move[model.pairs[:, 1]]
+    risky = np.flatnonzero((bound > 0.5 * model.pair_min_radius) & (bound > contacts0.gap_bound))
+    if len(risky) == 0:
+        return False
+    rows = (4 * risky[:, None] + np.arange(4)).reshape(-1)
+    rel = (disp[model.pair_ends[0][rows]] - disp[model.pair_ends[1][rows]]).reshape(-1, 4, 3)
+    reach = np.sqrt(np.sum(rel * rel, axis=-1)).max(axis=1)
     c = contacts0
-    reach[c.pair] = np.max(-np.sum(rel[c.pair] * c.normal[:, None, :], axis=-1), axis=1)
-    return bool(np.any((reach > 0.5 * model.pair_min_radius) & (reach > contacts0.gap_bound)))
+    slot = np.searchsorted(risky, c.pair)
+    found = (slot < len(risky)) & (risky[np.minimum(slot, len(risky) - 1)] == c.pair)
+    if np.any(found):
+        along = -np.sum(rel[slot[found]] * c.normal[found][:, None, :], axis=-1)
+        reach[slot[found]] = along.max(axis=1)
+    return bool(np.any((reach > 0.5 * model.pair_min_radius[risky]) & (reach > c.gap_bound[risky])))
 
 
 def capsule_penetration(model, seg):

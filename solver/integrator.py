@@ -93,15 +93,18 @@ class FaceSamples:
 
 
 def face_samples(model, grid):
-    """FaceSamples for every colliding bone outside the face bone's chain.
+    """FaceSamples for the colliding bones outside the face bone's chain whose radius is
+    at most half the grid margin (hands and fingers at the default 2 cm margin).
 
-    Points are spaced at most one radius apart along each capsule axis so that the
-    capsule surface between samples cannot sink into the face by more than ~r/8.
+    Capsule axes outside the grid are then always farther than a radius from the face,
+    so the grid alone decides contact. Points are spaced at most one radius apart along
+    each axis, so the surface between samples sinks by at most ~r/8 before it is seen.
     """
     head = grid.bone
     related = (model.ancestors[head] > 0) | (model.ancestors[:, head] > 0)
+    thin = model.capsule_radius <= 0.5 * grid.margin
     bones, local, radius = [], [], []
-    for b in np.flatnonzero(model.collide & ~related):
+    for b in np.flatnonzero(model.collide & ~related & thin):
         r, L = model.capsule_radius[b], model.capsule_length[b]
         k = int(np.ceil(L / r)) + 1
         s = np.linspace(0.0, L, k)
@@ -179,33 +182,27 @@ def evaluate(model, physics, state, target):
             normal.append(n)
             depth.append(-face_clear[near])
     b1, b2, point, normal, depth = (np.concatenate(x) for x in (b1, b2, point, normal, depth))
-    rows = (normal_jacobian(model, kin, b1, point, normal)
-            - normal_jacobian(model, kin, b2, point, normal))
+    rows = normal_jacobian(model, kin, b1, point, normal, b2)
     return Evaluation(state, kin, seg, com, spatial, M, bias, velocities, 0.5 * (kg + kg.T),
                       state.limit_x, rows, depth, cap,
                       face_points, face_normals, face_clear, float(max(0.0, depth.max(initial=0.0))))
 
 
-def implicit_step(model, physics, ev, target, h, contact_stiffness, contact_damping, damping_scale=1.0):
-    """Advance ev.state by h (s) towards `target` (the reference at the end of the step).
-
-    contact_stiffness N/m and contact_damping N·s/m apply to all contacts;
-    damping_scale multiplies the PD damping (fallback ladder). Returns the new State.
-    Raises StepFailure when A is not positive definite or the result is not finite.
+def tracking_forces(model, physics, ev, target, h, damping_scale=1.0):
+    """Generalised force f (n_dof,) N·m without contacts, and the diagonal stiffness and
+    damping it adds to K and D (n_dof,): PD towards `target`, feedforward, joint-limit
+    penalties (active where a limit is or would be crossed within h seconds), minus the
+    bias c(q, q̇). Gains follow DESIGN.md §3: Kp = I ω², Kd = 2 ζ I ω with I = diag(M).
     """
     state = ev.state
     v = state.velocity
-    M = ev.mass_matrix
-    n = model.n_dof
-    inertia = M.diagonal()
+    inertia = ev.mass_matrix.diagonal()
     kp = inertia * physics.omega ** 2
     kd = (2.0 * damping_scale) * physics.zeta * physics.omega * inertia
     err = quat.log(quat.mul(quat.conj(state.rotations), target.rotations)).reshape(-1)[model.dof_flat]
     f = kp * err + kd * (target.qd - v) - ev.bias
     if physics.feedforward:
         f += target.tau_ff
-    k_diag, d_diag = kp, kd
-    # Joint-limit penalty, active where the limit is or would be crossed this step.
     x = state.limit_x
     x_end = x + h * v
     upper = x_end > model.dof_upper
@@ -215,8 +212,21 @@ def implicit_step(model, physics, ev, target, h, contact_stiffness, contact_damp
         kl = np.where(active, inertia * physics.limit_omega ** 2, 0.0)
         dl = np.where(active, 2.0 * physics.limit_zeta * inertia * physics.limit_omega, 0.0)
         f -= kl * beyond + dl * v
-        k_diag, d_diag = k_diag + kl, d_diag + dl
-    A = M + (h * h) * ev.gravity_stiffness
+        kp, kd = kp + kl, kd + dl
+    return f, kp, kd
+
+
+def implicit_step(model, physics, ev, target, h, contact_stiffness, contact_damping, damping_scale=1.0):
+    """Advance ev.state by h (s) towards `target` (the reference at the end of the step).
+
+    contact_stiffness N/m and contact_damping N·s/m apply to all contacts;
+    damping_scale multiplies the PD damping (fallback ladder). Returns the new State.
+    Raises StepFailure when A is not positive definite or the result is not finite.
+    """
+    v = ev.state.velocity
+    n = model.n_dof
+    f, k_diag, d_diag = tracking_forces(model, physics, ev, target, h, damping_scale)
+    A = ev.mass_matrix + (h * h) * ev.gravity_stiffness
     A.flat[::n + 1] += h * d_diag + (h * h) * k_diag
     b = h * (f - h * (ev.gravity_stiffness @ v + k_diag * v))
 
@@ -240,13 +250,18 @@ def implicit_step(model, physics, ev, target, h, contact_stiffness, contact_damp
         if np.array_equal(now, on):
             break
         on = now
-    omega = np.zeros(model.n_bones * 3)
-    omega[model.dof_flat] = h * v_new
-    rotations = quat.normalize(quat.mul(state.rotations, quat.exp(omega.reshape(-1, 3))))
+    rotations = advance_rotations(model, ev.state.rotations, h * v_new)
     rotations, v_new, x_new = project_limits(model, rotations, v_new)
     if not (np.all(np.isfinite(rotations)) and np.all(np.isfinite(v_new))):
         raise StepFailure("non-finite state")
     return State(rotations, v_new, x_new)
+
+
+def advance_rotations(model, rotations, increment):
+    """q ⊗ exp(Δ) per bone for DOF increments (n_dof,) rad in each bone's frame (the ⊕ of §6)."""
+    omega = np.zeros(model.n_bones * 3)
+    omega[model.dof_flat] = increment
+    return quat.normalize(quat.mul(rotations, quat.exp(omega.reshape(-1, 3))))
 
 
 def face_tunnelling(physics, ev0, ev1):

@@ -81,27 +81,15 @@ def capsule_segments(model, kin):
     return np.stack([kin.positions, tail], axis=-2)
 
 
-def point_jacobian(model, kin, bones, points):
-    """Linear-velocity Jacobians (k, 3, n_dof) of world points (k, 3) m fixed to `bones` (k,).
-
-    Column d is a_d × (p − o_d) when DOF d lies on the bone's path to the base, else 0.
-    """
-    r = points[:, None, :] - kin.origins[None]
-    J = cross(kin.axes[None], r) * model.dof_ancestors[bones][..., None]
-    return np.swapaxes(J, 1, 2)
-
-
-def normal_jacobian(model, kin, bones, points, normals):
+def normal_jacobian(model, kin, bones, points, normals, other_bones=None):
     """Rows n·J_p (k, n_dof) for world points (k, 3) on `bones` (k,) and directions (k, 3).
 
-    Uses n·(a × (p − o)) = a·(p × n) − n·(a × o), so no (k, 3, n_dof) array is formed.
+    With other_bones (k,), the rows are relative: n·(J_p(bone) − J_p(other bone)) for the
+    same point. Uses n·(a × (p − o)) = a·(p × n) − n·(a × o): no (k, 3, n_dof) array.
     """
     a_x_o = cross(kin.axes, kin.origins)
     rows = cross(points, normals) @ kin.axes.T - normals @ a_x_o.T
-    return rows * model.dof_ancestors[bones]
-
-
-def point_velocities(spatial_velocities, bones, points):
-    """Velocities (k, 3) m/s of world points (k, 3) on `bones` given bone spatial velocities (n_bones, 6)."""
-    v = spatial_velocities[bones]
-    return v[:, 3:] + cross(v[:, :3], points)
+    mask = model.dof_ancestors[bones]
+    if other_bones is not None:
+        mask = mask - model.dof_ancestors[other_bones]
+    return rows * mask

@@ -196,6 +196,8 @@ class SkeletonModel:
         pairs = rest_filtered_pairs(self)
         put("pairs", pairs)
         put("pair_min_radius", np.minimum(radius[pairs[:, 0]], radius[pairs[:, 1]]))
+        put("pair_flat", pairs[:, 0] * n + pairs[:, 1])
+        put("pair_reach", (0.5 * length + radius)[pairs].sum(axis=1))
         # Rows of the flattened (n, 2, 3) capsule end points for the 4 end combinations of each pair.
         ends = np.arange(2 * n).reshape(n, 2)
         put("pair_ends", (np.repeat(ends[pairs[:, 0]], 2, axis=1).reshape(-1),

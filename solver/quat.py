@@ -11,14 +11,37 @@ _CONJ = np.array([1.0, -1.0, -1.0, -1.0])
 IDENTITY = np.array([1.0, 0.0, 0.0, 0.0])
 
 
+def _product_tensors():
+    """Constant tensors that turn products into single matrix multiplications:
+    (a @ _MUL).reshape(4, 4) is the left-multiplication matrix of a, and
+    (q qᵀ).reshape(16) @ _MAT is the rotation matrix of a unit q (homogeneous form)."""
+    mul = np.zeros((4, 4, 4))  # [j, i, k]: coefficient of a_j b_k in (a ⊗ b)_i
+    w, x, y, z = range(4)
+    for i, terms in enumerate((((w, w, 1), (x, x, -1), (y, y, -1), (z, z, -1)),
+                               ((w, x, 1), (x, w, 1), (y, z, 1), (z, y, -1)),
+                               ((w, y, 1), (x, z, -1), (y, w, 1), (z, x, 1)),
+                               ((w, z, 1), (x, y, 1), (y, x, -1), (z, w, 1)))):
+        for j, k, sign in terms:
+            mul[j, i, k] = sign
+    mat = np.zeros((4, 4, 9))
+    entries = {0: ((w, w, 1), (x, x, 1), (y, y, -1), (z, z, -1)), 1: ((x, y, 2), (w, z, -2)),
+               2: ((x, z, 2), (w, y, 2)), 3: ((x, y, 2), (w, z, 2)), 4: ((w, w, 1), (x, x, -1), (y, y, 1), (z, z, -1)),
+               5: ((y, z, 2), (w, x, -2)), 6: ((x, z, 2), (w, y, -2)), 7: ((y, z, 2), (w, x, 2)),
+               8: ((w, w, 1), (x, x, -1), (y, y, -1), (z, z, 1))}
+    for e, terms in entries.items():
+        for j, k, c in terms:
+            mat[j, k, e] += c / 2
+            mat[k, j, e] += c / 2
+    return mul.reshape(4, 16), mat.reshape(16, 9)
+
+
+_MUL, _MAT = _product_tensors()
+
+
 def mul(a, b):
     """Hamilton product a ⊗ b of quaternions (..., 4); a is applied after b."""
-    aw, ax, ay, az = a[..., 0], a[..., 1], a[..., 2], a[..., 3]
-    bw, bx, by, bz = b[..., 0], b[..., 1], b[..., 2], b[..., 3]
-    return np.stack([aw * bw - ax * bx - ay * by - az * bz,
-                     aw * bx + ax * bw + ay * bz - az * by,
-                     aw * by - ax * bz + ay * bw + az * bx,
-                     aw * bz + ax * by - ay * bx + az * bw], axis=-1)
+    left = (a @ _MUL).reshape(a.shape[:-1] + (4, 4))
+    return (left @ b[..., None])[..., 0]
 
 
 def conj(q):
@@ -71,13 +94,8 @@ def rotate(q, v):
 
 def to_matrix(q):
     """Rotation matrices (..., 3, 3) of unit quaternions (..., 4)."""
-    w, x, y, z = q[..., 0], q[..., 1], q[..., 2], q[..., 3]
-    xx, yy, zz = x * x, y * y, z * z
-    xy, xz, yz, wx, wy, wz = x * y, x * z, y * z, w * x, w * y, w * z
-    m = np.stack([1 - 2 * (yy + zz), 2 * (xy - wz), 2 * (xz + wy),
-                  2 * (xy + wz), 1 - 2 * (xx + zz), 2 * (yz - wx),
-                  2 * (xz - wy), 2 * (yz + wx), 1 - 2 * (xx + yy)], axis=-1)
-    return m.reshape(q.shape[:-1] + (3, 3))
+    outer = (q[..., :, None] * q[..., None, :]).reshape(q.shape[:-1] + (16,))
+    return (outer @ _MAT).reshape(q.shape[:-1] + (3, 3))
 
 
 def from_matrix(m):

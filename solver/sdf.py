@@ -15,6 +15,8 @@ from scipy.spatial import cKDTree
 
 # Closest-feature codes returned by closest_point_on_triangle.
 FACE, EDGE0, EDGE1, EDGE2, VERT0, VERT1, VERT2 = range(7)
+# Offsets (x, y, z) of the 8 corners of a grid cell, in the order the interpolation uses.
+_CORNERS = np.array([[0, 1, 0, 1, 0, 1, 0, 1], [0, 0, 1, 1, 0, 0, 1, 1], [0, 0, 0, 0, 1, 1, 1, 1]])
 
 
 def closest_point_on_triangle(p, a, b, c):
@@ -95,46 +97,44 @@ def _validate_mesh(vertices, triangles):
     return vertices, triangles
 
 
-def mesh_signed_distance(vertices, triangles, points, chunk=200_000):
+def mesh_signed_distance(vertices, triangles, points, chunk=65536):
     """Exact signed distance (k,) m from points (k, 3) to a closed triangle mesh; outside > 0.
 
-    Candidate triangles come from a k-d tree over triangle centroids: the nearest few
-    give an upper bound u on the distance, and any triangle closer than u has its
-    centroid within u + (largest centroid-to-corner radius), so the search is exact.
+    Candidates come from a k-d tree over triangle centroids: the nearest few give an
+    upper bound u on the distance, and every triangle's points lie within `reach`
+    (largest centroid-to-corner distance) of its centroid, so all triangles that could
+    be closer than u have their centroid within u + reach: the search is exact.
     """
     vertices, triangles = _validate_mesh(vertices, triangles)
     points = np.asarray(points, dtype=float).reshape(-1, 3)
     face_n, edge_n, vert_n = pseudo_normals(vertices, triangles)
     tri = vertices[triangles]
     centroid = tri.mean(axis=1)
-    reach = np.linalg.norm(tri - centroid[:, None], axis=-1).max()
+    reach = np.sqrt(np.sum((tri - centroid[:, None]) ** 2, axis=-1)).max()
     tree = cKDTree(centroid)
     k = min(8, len(triangles))
     _, near = tree.query(points, k=k)
     near = near.reshape(len(points), k)
-    cp, _ = closest_point_on_triangle(points[:, None], tri[near, 0], tri[near, 1], tri[near, 2])
-    bound = np.linalg.norm(cp - points[:, None], axis=-1).min(axis=1)
+    q, _ = closest_point_on_triangle(points[:, None], tri[near, 0], tri[near, 1], tri[near, 2])
+    bound = np.sqrt(np.sum((q - points[:, None]) ** 2, axis=-1)).min(axis=1)
     lists = tree.query_ball_point(points, bound + reach * (1 + 1e-9) + 1e-12)
-    counts = np.fromiter((len(x) for x in lists), dtype=np.intp, count=len(points))
-    cand = np.fromiter((t for x in lists for t in x), dtype=np.intp, count=counts.sum())
+    counts = np.fromiter(map(len, lists), dtype=np.intp, count=len(points))
+    cand = np.concatenate(lists).astype(np.intp)
     owner = np.repeat(np.arange(len(points)), counts)
     dist = np.empty(len(cand))
     for s in range(0, len(cand), chunk):
         sl = slice(s, s + chunk)
-        t = cand[sl]
-        q, _ = closest_point_on_triangle(points[owner[sl]], tri[t, 0], tri[t, 1], tri[t, 2])
-        dist[sl] = np.linalg.norm(q - points[owner[sl]], axis=-1)
+        q, _ = closest_point_on_triangle(points[owner[sl]], tri[cand[sl], 0], tri[cand[sl], 1], tri[cand[sl], 2])
+        dist[sl] = np.sqrt(np.sum((q - points[owner[sl]]) ** 2, axis=-1))
     # Nearest candidate per point: sort by (owner, distance) and take each group's first.
-    order = np.lexsort((dist, owner))
-    first = order[np.concatenate([[0], np.cumsum(counts)[:-1]])]
+    first = np.lexsort((dist, owner))[np.concatenate([[0], np.cumsum(counts)[:-1]])]
     best = cand[first]
     q, code = closest_point_on_triangle(points, tri[best, 0], tri[best, 1], tri[best, 2])
     normal = np.where((code == FACE)[:, None], face_n[best], 0.0)
     for e in range(3):
         normal = np.where((code == EDGE0 + e)[:, None], edge_n[best, e], normal)
         normal = np.where((code == VERT0 + e)[:, None], vert_n[triangles[best, e]], normal)
-    diff = points - q
-    sign = np.where(np.sum(diff * normal, -1) < 0.0, -1.0, 1.0)
+    sign = np.where(np.sum((points - q) * normal, -1) < 0.0, -1.0, 1.0)
     return sign * dist[first]
 
 
@@ -156,17 +156,24 @@ class DistanceGrid:
     def sample(self, points):
         """Distance (k,) m and gradient (k, 3) at bone-local points (k, 3), trilinear.
 
-        Outside the grid the value is a lower bound (margin + distance to the grid box)
-        with the gradient pointing away from the box.
+        Outside the grid the value is a lower bound of the distance (margin + distance
+        to the grid box) with the gradient pointing away from the box.
         """
         shape = np.array(self.values.shape)
         u = (points - self.origin) / self.spacing
         uc = np.clip(u, 0.0, shape - 1)
-        i0 = np.minimum(np.floor(uc).astype(np.intp), shape - 2)
+        out = (u - uc) * self.spacing
+        outside = np.sqrt(np.sum(out * out, axis=-1))
+        phi = self.margin + outside
+        grad = out / np.maximum(outside, 1e-300)[:, None]
+        inside = np.flatnonzero(outside == 0.0)
+        if len(inside) == 0:
+            return phi, grad
+        uc = uc[inside]
+        i0 = np.minimum(uc.astype(np.intp), shape - 2)
         f = uc - i0
         strides = np.array([shape[1] * shape[2], shape[2], 1])
-        corners = strides @ np.array([[0, 1, 0, 1, 0, 1, 0, 1], [0, 0, 1, 1, 0, 0, 1, 1], [0, 0, 0, 0, 1, 1, 1, 1]])
-        c = self.values.reshape(-1)[(i0 @ strides)[:, None] + corners]
+        c = self.values.reshape(-1)[(i0 @ strides)[:, None] + strides @ _CORNERS]
         fx, fy, fz = f[:, 0], f[:, 1], f[:, 2]
         gx, gy, gz = 1 - fx, 1 - fy, 1 - fz
         c00 = c[:, 0] * gx + c[:, 1] * fx
@@ -175,17 +182,11 @@ class DistanceGrid:
         c11 = c[:, 6] * gx + c[:, 7] * fx
         c0 = c00 * gy + c10 * fy
         c1 = c01 * gy + c11 * fy
-        phi = c0 * gz + c1 * fz
+        phi[inside] = c0 * gz + c1 * fz
         dx = ((c[:, 1] - c[:, 0]) * gy * gz + (c[:, 3] - c[:, 2]) * fy * gz
               + (c[:, 5] - c[:, 4]) * gy * fz + (c[:, 7] - c[:, 6]) * fy * fz)
         dy = (c10 - c00) * gz + (c11 - c01) * fz
-        dz = c1 - c0
-        grad = np.stack([dx, dy, dz], -1) / self.spacing
-        out = (u - uc) * self.spacing
-        outside = np.linalg.norm(out, axis=-1)
-        far = outside > 0.0
-        phi = np.where(far, self.margin + outside, phi)
-        grad = np.where(far[:, None], out / np.where(far, outside, 1.0)[:, None], grad)
+        grad[inside] = np.stack([dx, dy, c1 - c0], -1) / self.spacing
         return phi, grad
 
     @property
@@ -194,11 +195,12 @@ class DistanceGrid:
         return np.stack([self.origin, self.origin + self.spacing * (np.array(self.values.shape) - 1)])
 
 
-def build_distance_grid(vertices, triangles, bone, spacing=0.004, margin=0.02):
+def build_distance_grid(vertices, triangles, bone, spacing=0.005, margin=0.02):
     """DistanceGrid of a closed mesh given in `bone`'s local frame (vertices (V, 3) m, triangles (T, 3)).
 
     The grid covers the mesh bounds plus `margin` (m) at `spacing` (m). Build cost grows
-    with the node count; the default 4 mm spacing suits fingertips of 6–9 mm radius.
+    with the node count; at the default 5 mm spacing the trilinear error on a face-like
+    surface (curvature radius ≥ 3 cm) stays below h²/(8ρ) ≈ 0.1 mm.
     Raises ValueError on malformed meshes or non-positive spacing/margin.
     """
     if not spacing > 0 or not margin > 0:

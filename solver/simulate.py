@@ -18,9 +18,10 @@ import numpy as np
 
 from . import dynamics, quat
 from .contacts import capsule_tunnelling
-from .integrator import (Physics, StepFailure, Target, evaluate, face_samples, face_tunnelling,
-                         implicit_step, make_state)
+from .integrator import (Physics, State, StepFailure, Target, evaluate, face_samples, face_tunnelling,
+                         implicit_step)
 from .kinematics import forward_kinematics
+from .limits import project_limits
 from .reference import ReferenceSpline
 from .sdf import build_distance_grid
 
@@ -78,7 +79,7 @@ class SimSettings:
     tolerance: float = 0.02
     max_tunnel_substeps: int = 32
     gravity: float = dynamics.GRAVITY
-    sdf_spacing: float = 0.004
+    sdf_spacing: float = 0.005
     sdf_margin: float = 0.02
 
     @classmethod
@@ -216,12 +217,19 @@ class ReferenceTrack:
         return rot, qd, qdd, tau, s.base_rotation, s.base_position, bv, ba
 
 
-def simulate(model, reference, settings=None, progress=None):
+def _limited_state(model, target):
+    """The reference state at `target`, projected into the joint limits."""
+    return State(*project_limits(model, target.rotations, target.qd))
+
+
+def simulate(model, reference, settings=None, progress=None, face_grid=None):
     """Physics pass over a reference animation.
 
     model: SkeletonModel; reference: Reference with rotations (n_frames, model.n_bones, 4);
     settings: SimSettings (default SimSettings()); progress: optional callable receiving
-    the completed fraction in [0, 1] after each frame (raise from it to abort).
+    the completed fraction in [0, 1] after each frame (raise from it to abort);
+    face_grid: optional prebuilt sdf.DistanceGrid of the reference's face mesh (it is
+    otherwise built here, which costs about a second for a few thousand triangles).
     Returns SimResult. Raises ValueError on inconsistent inputs. Never returns NaN:
     frames whose steps fail are retried down the fallback ladder.
     """
@@ -233,15 +241,18 @@ def simulate(model, reference, settings=None, progress=None):
     omega, zeta = dof_gains(model, settings)
     face = None
     if reference.face_vertices is not None:
-        grid = build_distance_grid(reference.face_vertices, reference.face_triangles, reference.face_bone,
-                                   settings.sdf_spacing, settings.sdf_margin)
-        face = face_samples(model, grid)
+        if face_grid is None:
+            face_grid = build_distance_grid(reference.face_vertices, reference.face_triangles,
+                                            reference.face_bone, settings.sdf_spacing, settings.sdf_margin)
+        elif face_grid.bone != reference.face_bone:
+            raise ValueError("face_grid is attached to a different bone than reference.face_bone")
+        face = face_samples(model, face_grid)
     physics = Physics(omega, zeta, settings.feedforward, 2.0 * np.pi * settings.limit_frequency_hz,
                       settings.limit_damping_ratio, settings.gravity, face)
     track = ReferenceTrack(model, reference, physics, settings.max_substeps)
 
     first = track.at_index(0)
-    ev = evaluate(model, physics, make_state(model, first.rotations, first.qd), first)
+    ev = evaluate(model, physics, _limited_state(model, first), first)
     rotations = np.empty((n, model.n_bones, 4))
     velocities = np.empty((n, model.n_dof))
     penetration = np.zeros(n)
@@ -313,7 +324,7 @@ def simulate(model, reference, settings=None, progress=None):
         else:
             level = LEVEL_KINEMATIC
             tgt = track.at_index((k + 1) * settings.max_substeps)
-            ev_new = evaluate(model, physics, make_state(model, tgt.rotations, tgt.qd), tgt)
+            ev_new = evaluate(model, physics, _limited_state(model, tgt), tgt)
             steps, d_max = 0, ev_new.penetration
         ev = ev_new
         i = k + 1
