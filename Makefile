@@ -17,7 +17,7 @@ demo: $(STAMP)
 	./signsim demo
 
 test: $(STAMP)
-	$(PY) -m pytest
+	$(PY) -m pytest tests
 
 build: $(STAMP)
 	$(PY) tools/build.py

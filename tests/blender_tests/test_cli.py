@@ -36,8 +36,9 @@ def test_usage_error_is_one_stderr_line_and_exit_2(cli, capsys):
 
 def test_demo_json_is_the_last_stdout_line(cli, capsys):
     assert cli(["demo", "--json"]) == 0
-    last = capsys.readouterr().out.strip().splitlines()[-1]
-    assert isinstance(json.loads(last), dict)
+    result = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert result["finger_bones"] == 30  # thumb + four fingers, three joints, both hands
+    assert result["clips"]["fingerspelling.bvh"]["frames"] > 0
 
 
 def test_launcher_runs_the_same_handler_and_fails_with_one_line():

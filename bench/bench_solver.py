@@ -1,0 +1,207 @@
+"""Benchmark of the physics pass on a reference signing rig (not a test).
+
+Run from the repository root:  python bench/bench_solver.py [seconds]
+
+Rig: kinematic chest base; neck, head (with a face mesh for the hand–face distance
+field); per side clavicle, upper arm, forearm, hand and 15 finger bones (3 per finger,
+thumb included; middle/distal finger joints are hinges). Motion: synthetic
+fingerspelling of the right hand in front of the chin (a handshape table of finger
+curl and spread, 4 letters per second), a left hand tapping the right, keyed at 60 fps
+and simulated with step doubling at 2 steps per frame, i.e. 120 Hz internal steps.
+Prints ms per internal step and the real-time factor.
+"""
+
+import os
+import sys
+import time
+from pathlib import Path
+
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # one core, as the target is stated
+import numpy as np  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from solver import quat  # noqa: E402
+from solver.model import SkeletonModel  # noqa: E402
+from solver.reference import Reference  # noqa: E402
+from solver.sdf import build_distance_grid  # noqa: E402
+from solver.simulate import SimSettings, simulate  # noqa: E402
+
+CHEST = np.array([0.0, 0.0, 1.30])
+
+
+def _frame(head, tail, x_hint):
+    y = (tail - head) / np.linalg.norm(tail - head)
+    x = x_hint - np.dot(x_hint, y) * y
+    x /= np.linalg.norm(x)
+    return np.stack([x, y, np.cross(x, y)], axis=1)
+
+
+def icosphere(level):
+    """Unit icosphere (vertices (V, 3), triangles (T, 3)) with outward winding."""
+    t = (1 + 5 ** 0.5) / 2
+    v = [(-1, t, 0), (1, t, 0), (-1, -t, 0), (1, -t, 0), (0, -1, t), (0, 1, t),
+         (0, -1, -t), (0, 1, -t), (t, 0, -1), (t, 0, 1), (-t, 0, -1), (-t, 0, 1)]
+    f = [(0, 11, 5), (0, 5, 1), (0, 1, 7), (0, 7, 10), (0, 10, 11), (1, 5, 9), (5, 11, 4),
+         (11, 10, 2), (10, 7, 6), (7, 1, 8), (3, 9, 4), (3, 4, 2), (3, 2, 6), (3, 6, 8),
+         (3, 8, 9), (4, 9, 5), (2, 4, 11), (6, 2, 10), (8, 6, 7), (9, 8, 1)]
+    verts = [np.array(p, float) / np.linalg.norm(p) for p in v]
+    faces = f
+    for _ in range(level):
+        cache, new = {}, []
+
+        def mid(a, b):
+            key = (min(a, b), max(a, b))
+            if key not in cache:
+                m = verts[a] + verts[b]
+                verts.append(m / np.linalg.norm(m))
+                cache[key] = len(verts) - 1
+            return cache[key]
+        for a, b, c in faces:
+            ab, bc, ca = mid(a, b), mid(b, c), mid(c, a)
+            new += [(a, ab, ca), (b, bc, ab), (c, ca, bc), (ab, bc, ca)]
+        faces = new
+    return np.array(verts), np.array(faces)
+
+
+def build_rig():
+    """SkeletonModel of the signing rig, plus bone indices and the face mesh (head frame)."""
+    bones = []  # (name, parent name, head, tail, x_hint, radius, type, group)
+
+    def add(name, parent, head, tail, x_hint, radius, kind="ball", group="arm"):
+        bones.append((name, parent, np.array(head, float), np.array(tail, float),
+                      np.array(x_hint, float), radius, kind, group))
+
+    add("neck", None, (0, 0, 1.45), (0, 0, 1.55), (1, 0, 0), 0.05, group="neck")
+    add("head", "neck", (0, 0, 1.55), (0, 0, 1.75), (1, 0, 0), 0.09, group="head")
+    for side, s in (("L", 1.0), ("R", -1.0)):
+        add(f"clavicle.{side}", None, (0.02 * s, 0, 1.42), (0.17 * s, 0, 1.42), (0, 0, 1), 0.03, group="clavicle")
+        add(f"upper_arm.{side}", f"clavicle.{side}", (0.18 * s, 0, 1.42), (0.18 * s, 0, 1.13), (1, 0, 0), 0.045)
+        add(f"forearm.{side}", f"upper_arm.{side}", (0.18 * s, 0, 1.13), (0.18 * s, 0, 0.87), (1, 0, 0), 0.035)
+        add(f"hand.{side}", f"forearm.{side}", (0.18 * s, 0, 0.87), (0.18 * s, 0, 0.78), (0, s, 0), 0.022,
+            group="hand")
+        lengths = {"thumb": (0.04, 0.032, 0.028), "index": (0.045, 0.027, 0.022), "middle": (0.05, 0.03, 0.023),
+                   "ring": (0.046, 0.028, 0.022), "pinky": (0.036, 0.022, 0.02)}
+        y0 = {"index": -0.03, "middle": -0.01, "ring": 0.01, "pinky": 0.03}
+        for finger, (l1, l2, l3) in lengths.items():
+            if finger == "thumb":
+                head = np.array([0.18 * s, -0.03, 0.85])
+                direction = np.array([-0.25 * s, -0.55, -0.8])
+            else:
+                head = np.array([0.18 * s, y0[finger], 0.775])
+                direction = np.array([0.0, 0.0, -1.0])
+            direction /= np.linalg.norm(direction)
+            parent, radius = f"hand.{side}", 0.0095
+            for k, length in enumerate((l1, l2, l3)):
+                tail = head + length * direction
+                add(f"{finger}.{k + 1:02d}.{side}", parent, head, tail, (0, s, 0), radius,
+                    "ball" if k == 0 else "hinge", "finger")
+                parent, head, radius = f"{finger}.{k + 1:02d}.{side}", tail + 0.0, radius - 0.001
+    index = {b[0]: i for i, b in enumerate(bones)}
+    parents, offsets, rest_rot, frames = [], [], [], []
+    for name, parent, head, tail, x_hint, radius, kind, group in bones:
+        R = _frame(head, tail, x_hint)
+        if parent is None:
+            Rp, hp = np.eye(3), CHEST
+        else:
+            Rp, hp = frames[index[parent]], bones[index[parent]][2]
+        frames.append(R)
+        parents.append(-1 if parent is None else index[parent])
+        offsets.append(Rp.T @ (head - hp))
+        rest_rot.append(quat.from_matrix(Rp.T @ R))
+    lower = np.full((len(bones), 3), -np.inf)
+    upper = np.full((len(bones), 3), np.inf)
+    for i, b in enumerate(bones):
+        if b[7] == "finger":
+            lower[i], upper[i] = (-0.35, -0.3, -0.45), (1.75, 0.3, 0.45)
+    collide = np.array([b[0] not in ("head", "neck") and not b[0].startswith("clavicle") for b in bones])
+    model = SkeletonModel(
+        parents=parents, rest_offsets=offsets, rest_rotations=rest_rot, joint_types=[b[6] for b in bones],
+        capsule_radius=[b[5] for b in bones], capsule_length=[np.linalg.norm(b[3] - b[2]) for b in bones],
+        groups=[b[7] for b in bones], limit_lower=lower, limit_upper=upper, collide=collide,
+        names=[b[0] for b in bones])
+    # Face: an ellipsoid in front of the skull, in the head bone's frame (Y up the head, Z back).
+    v, f = icosphere(3)
+    face = v * np.array([0.065, 0.09, 0.05]) + np.array([0.0, 0.07, -0.05])
+    return model, index, face, f
+
+
+# Handshapes: curl (proximal, middle, distal) per finger in rad, and finger spread in rad.
+LETTERS = {
+    "A": (1.5, 1.5, 0.3, 0.0), "B": (0.0, 0.0, 1.2, 0.0), "C": (0.7, 0.6, 0.6, 0.1), "D": (1.2, 1.2, 0.0, 0.0),
+    "E": (1.4, 1.5, 1.2, 0.0), "F": (0.1, 0.1, 1.0, 0.2), "L": (1.5, 1.5, 0.0, 0.2), "O": (0.9, 0.9, 0.8, 0.0),
+    "S": (1.6, 1.6, 0.9, 0.0), "V": (1.3, 1.3, 0.0, 0.35), "Y": (1.5, 1.5, 0.0, 0.3), "W": (0.3, 0.2, 0.3, 0.3)}
+
+
+def fingerspelling(model, index, seconds, fps=60.0, rate=4.0, seed=7):
+    """Reference of the right hand spelling random letters at `rate` letters/s (seeded)."""
+    rng = np.random.default_rng(seed)
+    n = int(round(seconds * fps)) + 1
+    t = np.arange(n) / fps
+    letters = rng.choice(sorted(LETTERS), size=int(seconds * rate) + 2)
+    # Hold each letter for 40 % of its slot, then blend with smoothstep (C¹ keys).
+    slot = 1.0 / rate
+    k = np.minimum((t / slot).astype(int), len(letters) - 2)
+    s = np.clip((t / slot - k - 0.4) / 0.6, 0.0, 1.0)
+    w = 3 * s ** 2 - 2 * s ** 3
+    shape_a = np.array([LETTERS[c] for c in letters[k]])
+    shape_b = np.array([LETTERS[c] for c in letters[k + 1]])
+    shape = (1 - w)[:, None] * shape_a + w[:, None] * shape_b
+    rv = np.zeros((n, model.n_bones, 3))
+    fingers = ("index", "middle", "ring", "pinky")
+    for side in ("R", "L"):
+        amp = 1.0 if side == "R" else 0.35
+        for j, finger in enumerate(fingers):
+            spread = (j - 1.5) / 1.5 * shape[:, 3] * amp
+            rv[:, index[f"{finger}.01.{side}"], 0] = amp * shape[:, 0] * (1.0 + 0.05 * j)
+            rv[:, index[f"{finger}.01.{side}"], 2] = spread * (1.0 if side == "R" else -1.0)
+            rv[:, index[f"{finger}.02.{side}"], 0] = amp * shape[:, 1]
+            rv[:, index[f"{finger}.03.{side}"], 0] = amp * shape[:, 2]
+        rv[:, index[f"thumb.01.{side}"], 0] = 0.5 * amp * shape[:, 0]
+        rv[:, index[f"thumb.02.{side}"], 0] = 0.6 * amp * shape[:, 1]
+        rv[:, index[f"thumb.03.{side}"], 0] = 0.5 * amp * shape[:, 2]
+    # Right arm: raised forward, elbow bent, hand drifting in front of the chin; every
+    # 3 s it reaches up so the fingertips brush the face.
+    reach = np.clip(np.sin(2 * np.pi * t / 3.0) * 3 - 2.0, 0.0, 1.0)
+    rv[:, index["upper_arm.R"], 0] = -0.9 - 0.25 * reach + 0.05 * np.sin(2 * np.pi * 0.7 * t)
+    rv[:, index["upper_arm.R"], 2] = -0.35 - 0.1 * reach
+    rv[:, index["forearm.R"], 0] = -1.6 - 0.45 * reach + 0.1 * np.sin(2 * np.pi * 0.5 * t)
+    rv[:, index["hand.R"], 2] = 0.2 * np.sin(2 * np.pi * 0.9 * t)
+    # Left arm: forward at waist height, tapping with a slow swing.
+    rv[:, index["upper_arm.L"], 0] = -0.5 + 0.1 * np.sin(2 * np.pi * 0.4 * t)
+    rv[:, index["forearm.L"], 0] = -1.2 + 0.15 * np.sin(2 * np.pi * 1.1 * t)
+    rv[:, index["neck"], 0] = 0.1 * np.sin(2 * np.pi * 0.3 * t)
+    rv[:, index["head"], 2] = 0.1 * np.sin(2 * np.pi * 0.2 * t)
+    rot = quat.exp(rv)
+    base_p = np.tile(CHEST, (n, 1)) + np.stack([0.01 * np.sin(2 * np.pi * 0.25 * t), 0 * t, 0 * t], -1)
+    base_r = quat.exp(np.stack([0 * t, 0 * t, 0.05 * np.sin(2 * np.pi * 0.2 * t)], -1))
+    return t, rot, base_p, base_r
+
+
+def main(seconds=60.0):
+    model, index, face_v, face_f = build_rig()
+    t, rot, base_p, base_r = fingerspelling(model, index, seconds)
+    ref = Reference(t, rot, base_p, base_r, face_vertices=face_v, face_triangles=face_f,
+                    face_bone=index["head"])
+    print(f"rig: {model.n_bones} bones + base, {model.n_dof} DOF, {int(model.collide.sum())} colliding capsules, "
+          f"{len(model.pairs)} capsule pairs, face mesh {len(face_f)} triangles")
+    start = time.perf_counter()
+    grid = build_distance_grid(face_v, face_f, index["head"])
+    build = time.perf_counter() - start
+    start = time.perf_counter()
+    res = simulate(model, ref, SimSettings(), face_grid=grid)
+    loop = time.perf_counter() - start
+    steps = int(res.substeps.sum())
+    sim_time = t[-1] - t[0]
+    print(f"face distance grid {grid.values.shape}: built in {build:.2f} s")
+    print(f"simulated {sim_time:.1f} s in {loop:.2f} s: {steps} internal steps ({steps / sim_time:.0f} Hz mean), "
+          f"{1e3 * loop / steps:.3f} ms per step, real-time factor {sim_time / loop:.1f}x "
+          f"({sim_time / (loop + build):.1f}x including the grid build)")
+    print(f"substeps per frame: mean {res.substeps[1:].mean():.2f}, max {res.substeps.max()}; "
+          f"fallbacks per level {res.fallback_counts.tolist()}")
+    print(f"penetration: max {res.penetration_mm.max():.3f} mm, p95 {np.percentile(res.penetration_mm, 95):.3f} mm")
+    return res
+
+
+if __name__ == "__main__":
+    main(float(sys.argv[1]) if len(sys.argv) > 1 else 60.0)

@@ -1,0 +1,154 @@
+"""Capsule–capsule penalty contacts: closest points, rest-pose pair filtering, broad phase.
+
+Penetration d = r₁ + r₂ − ‖c₁ − c₂‖ between the closest points c₁, c₂ of the capsule
+axes, normal n from bone 2 to bone 1 (DESIGN.md "Physics pass" §4). Forces and their
+implicit linearisation live in integrator.py; this module only does geometry.
+"""
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .kinematics import capsule_segments, cross, forward_kinematics
+
+_EPS = 1e-12
+
+
+def segment_closest_points(p1, q1, p2, q2):
+    """Closest points between segments [p1, q1] and [p2, q2], all (..., 3) m.
+
+    Returns (c1, c2) (..., 3). Handles degenerate (zero-length) and parallel segments
+    (Ericson, *Real-Time Collision Detection*, 2005, §5.1.9).
+    """
+    d1 = q1 - p1
+    d2 = q2 - p2
+    # All five dot products from one batched Gram matrix of (d1, d2, p1 − p2).
+    D = np.stack([d1, d2, p1 - p2], axis=-2)
+    gram = D @ np.swapaxes(D, -1, -2)
+    a, b, c = gram[..., 0, 0], gram[..., 0, 1], gram[..., 0, 2]
+    e, f = gram[..., 1, 1], gram[..., 1, 2]
+    a_ok = a > _EPS
+    e_ok = e > _EPS
+    a_s = np.where(a_ok, a, 1.0)
+    e_s = np.where(e_ok, e, 1.0)
+    denom = a * e - b * b
+    general = denom > 1e-12 * a_s * e_s  # not parallel
+    s = np.where(general, np.clip((b * f - c * e) / np.where(general, denom, 1.0), 0.0, 1.0), 0.0)
+    t = (b * s + f) / e_s
+    s = np.where(t < 0.0, np.clip(-c / a_s, 0.0, 1.0), np.where(t > 1.0, np.clip((b - c) / a_s, 0.0, 1.0), s))
+    t = np.clip(t, 0.0, 1.0)
+    # Degenerate segments: a point against a segment (or a point).
+    s = np.where(a_ok, np.where(e_ok, s, np.clip(-c / a_s, 0.0, 1.0)), 0.0)
+    t = np.where(e_ok, np.where(a_ok, t, np.clip(f / e_s, 0.0, 1.0)), 0.0)
+    return p1 + s[..., None] * d1, p2 + t[..., None] * d2
+
+
+def rest_filtered_pairs(model):
+    """Capsule pairs (k, 2) int, i < j, that may collide.
+
+    Excluded: bones with collide=False, parent/child pairs, and pairs already
+    overlapping in the rest pose (neighbouring knuckles), which would otherwise push
+    the skeleton away from its own rest pose.
+    """
+    n = model.n_bones
+    rest = np.tile([1.0, 0.0, 0.0, 0.0], (n, 1))
+    seg = capsule_segments(model, forward_kinematics(model, rest, np.eye(3), np.zeros(3)))
+    i, j = np.triu_indices(n, k=1)
+    keep = model.collide[i] & model.collide[j]
+    keep &= (model.parents[j] != i) & (model.parents[i] != j)
+    c1, c2 = segment_closest_points(seg[i, 0], seg[i, 1], seg[j, 0], seg[j, 1])
+    dist = np.linalg.norm(c1 - c2, axis=-1)
+    keep &= dist > model.capsule_radius[i] + model.capsule_radius[j]
+    return np.stack([i[keep], j[keep]], axis=-1)
+
+
+@dataclass(frozen=True, eq=False)
+class CapsuleContacts:
+    """Near capsule pairs at one state (k candidates).
+
+    pair (k,) int: index into model.pairs; bone1, bone2 (k,) int; point (k, 3) m:
+    midpoint of the overlap region, used for both bones' Jacobians; normal (k, 3): unit,
+    from bone2 towards bone1; depth (k,) m: penetration (negative = gap); gap_bound
+    (n_pairs,) m: every pair's surface gap, exact for pairs that passed the broad phase
+    and a lower bound (bounding spheres) for the others.
+    """
+
+    pair: np.ndarray
+    bone1: np.ndarray
+    bone2: np.ndarray
+    point: np.ndarray
+    normal: np.ndarray
+    depth: np.ndarray
+    gap_bound: np.ndarray
+
+
+def _bounding_gap(model, seg):
+    """Lower bound (n_pairs,) of each pair's surface gap from bounding spheres (m)."""
+    centre = 0.5 * (seg[:, 0] + seg[:, 1])
+    gram = centre @ centre.T
+    sq = gram.diagonal()
+    dist2 = (sq[:, None] + sq[None, :] - 2.0 * gram).reshape(-1)[model.pair_flat]
+    return np.sqrt(np.maximum(dist2, 0.0)) - model.pair_reach
+
+
+def capsule_contacts(model, seg):
+    """Candidate contacts for capsule axis segments seg (n_bones, 2, 3) m.
+
+    A pair is a candidate when its gap is below the smaller radius; capsule_tunnelling
+    keeps every other pair from closing such a gap within one step.
+    """
+    gap = _bounding_gap(model, seg)
+    r = model.capsule_radius
+    pair = np.flatnonzero(gap < model.pair_min_radius)
+    i, j = model.pairs[pair, 0], model.pairs[pair, 1]
+    c1, c2 = segment_closest_points(seg[i, 0], seg[i, 1], seg[j, 0], seg[j, 1])
+    delta = c1 - c2
+    dist = np.sqrt(np.sum(delta * delta, axis=-1))
+    depth = r[i] + r[j] - dist
+    gap[pair] = -depth
+    keep = depth > -model.pair_min_radius[pair]
+    pair, i, j, c1, c2, delta, dist, depth = (a[keep] for a in (pair, i, j, c1, c2, delta, dist, depth))
+    # Crossing axes (dist = 0) have no closest-point direction; use the common perpendicular.
+    degenerate = dist <= 1e-9
+    if np.any(degenerate):
+        perp = cross(seg[i, 1] - seg[i, 0], seg[j, 1] - seg[j, 0])
+        fallback = np.where(np.linalg.norm(perp, axis=-1, keepdims=True) > _EPS, perp, [0.0, 0.0, 1.0])
+        delta = np.where(degenerate[:, None], fallback, delta)
+        dist = np.linalg.norm(delta, axis=-1)
+    normal = delta / dist[:, None]
+    point = 0.5 * ((c1 - r[i, None] * normal) + (c2 + r[j, None] * normal))
+    return CapsuleContacts(pair, i, j, point, normal, depth, gap)
+
+
+def capsule_tunnelling(model, seg0, seg1, contacts0):
+    """True when a step from seg0 to seg1 (n_bones, 2, 3) moves contact points too far.
+
+    The relative displacement of two rigid segments is affine over (s, t) ∈ [0,1]², so
+    its extremes are at end-point combinations. For candidate pairs (contacts0, the
+    contacts at seg0) the approach along the contact normal must stay below half the
+    smaller radius; sliding along the surface is harmless. Any other pair may move at
+    most its gap bound, or half the smaller radius, towards anything.
+    """
+    disp = (seg1 - seg0).reshape(-1, 3)
+    end_move = np.sqrt(np.sum(disp * disp, axis=-1)).reshape(-1, 2).max(axis=1)
+    # |Δx − Δy| ≤ |Δx| + |Δy|: only pairs that fail this cheap bound get the exact test.
+    bound = end_move[model.pairs[:, 0]] + end_move[model.pairs[:, 1]]
+    risky = np.flatnonzero((bound > 0.5 * model.pair_min_radius) & (bound > contacts0.gap_bound))
+    if len(risky) == 0:
+        return False
+    rows = (4 * risky[:, None] + np.arange(4)).reshape(-1)
+    rel = (disp[model.pair_ends[0][rows]] - disp[model.pair_ends[1][rows]]).reshape(-1, 4, 3)
+    reach = np.sqrt(np.sum(rel * rel, axis=-1)).max(axis=1)
+    c = contacts0
+    slot = np.searchsorted(risky, c.pair)
+    found = (slot < len(risky)) & (risky[np.minimum(slot, len(risky) - 1)] == c.pair)
+    if np.any(found):
+        along = -np.sum(rel[slot[found]] * c.normal[found][:, None, :], axis=-1)
+        reach[slot[found]] = along.max(axis=1)
+    return bool(np.any((reach > 0.5 * model.pair_min_radius[risky]) & (reach > c.gap_bound[risky])))
+
+
+def capsule_penetration(model, seg):
+    """Largest capsule–capsule penetration (m, ≥ 0) for segments seg (n_bones, 2, 3)."""
+    c = capsule_contacts(model, seg)
+    return float(max(0.0, c.depth.max(initial=0.0)))

@@ -1,0 +1,132 @@
+"""Rigid-body dynamics of the skeleton: CRBA mass matrix, RNEA, gravity stiffness, energy.
+
+Both algorithms follow Featherstone, *Rigid Body Dynamics Algorithms* (2008): the
+recursive Newton–Euler algorithm (ch. 5) and the composite-rigid-body algorithm (ch. 6),
+written in world coordinates so that the recursions over the tree become products with
+the ancestor matrix (sums over paths and subtrees) instead of Python loops over bones.
+Units: SI (kg, m, s, N, N·m). Spatial vectors: angular part first, at the world origin.
+"""
+
+import numpy as np
+
+from .kinematics import cross, skew
+
+GRAVITY = 9.81  # m/s², along −Z in world
+
+
+def base_motion(position, linear_velocity, angular_velocity, linear_acceleration,
+                angular_acceleration):
+    """Spatial velocity and acceleration (..., 6) of the kinematic base at the world origin.
+
+    Inputs: the base's position (..., 3) m, linear velocity (m/s) and acceleration (m/s²),
+    world angular velocity (rad/s) and acceleration (rad/s²). The linear part is the
+    velocity of the base-fixed point at the origin, v_O = ṗ − ω × p, and its derivative.
+    """
+    w, wd = angular_velocity, angular_acceleration
+    vo = linear_velocity - cross(w, position)
+    ao = linear_acceleration - cross(wd, position) - cross(w, linear_velocity)
+    return np.concatenate([w, vo], axis=-1), np.concatenate([wd, ao], axis=-1)
+
+
+# crm(v).reshape(36) = v @ _CRM: the spatial motion cross-product matrix
+# [[ω×, 0], [v_O×, ω×]] of v = (ω, v_O); the force cross product is crf(v) = −crm(v)ᵀ.
+_CRM = np.zeros((6, 6, 6))
+for _i, _j, _k, _s in ((0, 1, 2, -1), (0, 2, 1, 1), (1, 0, 2, 1), (1, 2, 0, -1), (2, 0, 1, -1), (2, 1, 0, 1)):
+    _CRM[_k, _i, _j] = _CRM[_k, _i + 3, _j + 3] = _CRM[_k + 3, _i + 3, _j] = _s
+_CRM = _CRM.reshape(6, 36)
+
+
+def motion_cross_matrices(v):
+    """Spatial cross-product matrices crm(v) (..., 6, 6) of spatial velocities v (..., 6)."""
+    return (v @ _CRM).reshape(v.shape[:-1] + (6, 6))
+
+
+def body_inertia_world(model, kin):
+    """World centres of mass (..., n_bones, 3) m and rotational inertias about them (..., n_bones, 3, 3)."""
+    R = kin.rotations
+    com = kin.positions + (R @ model.com_local[..., None])[..., 0]
+    inertia = R @ model.inertia_local @ np.swapaxes(R, -1, -2)
+    return com, inertia
+
+
+def spatial_inertias(model, com, inertia):
+    """6×6 spatial inertias (..., n_bones, 6, 6) at the world origin:
+    [[Ī + m c×c×ᵀ, m c×], [m c×ᵀ, m 1]] with c the centre of mass, Ī the inertia about it."""
+    m = model.mass[:, None, None]
+    cx = skew(com)
+    mcx = m * cx
+    out = np.empty(com.shape[:-1] + (6, 6))
+    out[..., :3, :3] = inertia + mcx @ np.swapaxes(cx, -1, -2)
+    out[..., :3, 3:] = mcx
+    out[..., 3:, :3] = np.swapaxes(mcx, -1, -2)
+    out[..., 3:, 3:] = m * np.eye(3)
+    return out
+
+
+def composite_inertias(model, spatial):
+    """Composite (subtree) spatial inertias (n_bones, 6, 6): in a common frame, a plain subtree sum."""
+    n = model.n_bones
+    return (model.ancestors.T @ spatial.reshape(n, 36)).reshape(n, 6, 6)
+
+
+def mass_matrix(model, kin, composite):
+    """Joint-space mass matrix M (n_dof, n_dof), symmetric positive definite (CRBA, Featherstone ch. 6).
+
+    M[d, e] = S_eᵀ I^c S_d for bone(e) on the path of bone(d), I^c the composite inertia
+    of the deeper bone; the other triangle follows by symmetry.
+    """
+    S = kin.motion
+    F = (composite[model.dof_bone] @ S[..., None])[..., 0]
+    full = F @ S.T
+    return model.dof_dof_ancestors * full + (model.dof_dof_strict * full).T
+
+
+def rnea(model, kin, spatial, qd, qdd, base_velocity, base_acceleration, gravity=GRAVITY):
+    """Inverse dynamics τ = M(q) q̈ + c(q, q̇) (..., n_dof) in N·m (RNEA, Featherstone ch. 5).
+
+    spatial (..., n_bones, 6, 6): spatial_inertias(); qd, qdd (..., n_dof): joint
+    velocities (rad/s, body-frame for ball joints) and accelerations (rad/s²);
+    base_velocity/base_acceleration (..., 6) spatial, from base_motion(). Gravity
+    (m/s², along −Z) enters as a fictitious upward base acceleration. The outward
+    recursions are sums over each bone's path (ancestor matrix), the inward one a sum
+    over its subtree. Returns (tau, bone spatial velocities (..., n_bones, 6)).
+    Works with any leading batch axes shared by kin and the inputs.
+    """
+    S = kin.motion
+    a0 = base_acceleration + np.array([0.0, 0.0, 0.0, 0.0, 0.0, gravity])
+    s_qd = S * qd[..., None]
+    V = base_velocity[..., None, :] + model.dof_ancestors @ s_qd
+    X = motion_cross_matrices(V)
+    # Ṡ = v × S for axes fixed in the child bone (world-frame spatial notation).
+    c_j = (X[..., model.dof_bone, :, :] @ s_qd[..., None])[..., 0]
+    A = a0[..., None, :] + model.dof_ancestors @ (S * qdd[..., None] + c_j)
+    momentum = spatial @ V[..., None]
+    f = (spatial @ A[..., None] - np.swapaxes(X, -1, -2) @ momentum)[..., 0]
+    F = model.ancestors.T @ f
+    tau = np.sum(S * F[..., model.dof_bone, :], axis=-1)
+    return tau, V
+
+
+def gravity_stiffness(model, kin, composite, gravity=GRAVITY):
+    """−∂G/∂q (n_dof, n_dof) N·m/rad, G the generalised gravity force (not symmetrised).
+
+    G_d = g·(a_d × W_d) with W_d = Σ_subtree m (c − o_d). Rotating DOF e on the path of d
+    turns a_d and W_d together: ∂G_d/∂q_e = g·(a_e × (a_d × W_d)); a DOF e below d only
+    moves its own subtree: ∂G_d/∂q_e = g·(a_d × (a_e × W_e)).
+    """
+    g = np.array([0.0, 0.0, -gravity])
+    comp = composite[model.dof_bone]
+    mass = comp[:, 3, 3]
+    first_moment = np.stack([comp[:, 2, 4], comp[:, 0, 5], comp[:, 1, 3]], axis=-1)
+    W = first_moment - mass[:, None] * kin.origins
+    a = kin.axes
+    # k1[d, e] = (g·a_d)(a_e·W_d) − (g·W_d)(a_e·a_d)
+    k1 = (a @ g)[:, None] * (W @ a.T) - (W @ g)[:, None] * (a @ a.T)
+    dG = model.dof_dof_ancestors * k1 + (model.dof_dof_strict * k1).T
+    return -dG
+
+
+def energy(model, com, spatial, velocities, gravity=GRAVITY):
+    """Total mechanical energy (J): kinetic ½ Σ vᵀ I v (world, base motion included) + Σ m g z_com."""
+    kinetic = 0.5 * np.sum(velocities * (spatial @ velocities[..., None])[..., 0])
+    return kinetic + gravity * np.sum(model.mass * com[..., 2])

@@ -1,0 +1,280 @@
+"""Linearised backward-Euler step of the tracked skeleton (DESIGN.md "Physics pass" §3–6).
+
+One step solves
+
+    (M + h D + h² K) Δv = h (f − h K v),   v⁺ = v + Δv,   q⁺ = q ⊕ h v⁺
+
+with one Cholesky factorisation (seed §3.1). f = τ_pd + τ_ff + τ_contact + τ_limit − c;
+K and D collect −∂f/∂q and −∂f/∂v of every spring-like term: PD gains, gravity,
+joint-limit penalties, capsule and face contacts. The reference target, feedforward and
+contact forces are taken at the end of the step, as backward Euler requires; contacts
+use an active set so that a contact acts only when its end-of-step penetration is
+positive and its force pushes (no adhesion). After the step the joint limits are
+enforced by projection (seed §4.3). ⊕ is q ⊗ exp(h ω) in each bone's frame.
+"""
+
+from dataclasses import dataclass
+
+import numpy as np
+from scipy.linalg.lapack import dpotrf, dpotrs
+
+from . import dynamics, quat
+from .contacts import capsule_contacts
+from .kinematics import capsule_segments, forward_kinematics, normal_jacobian
+from .limits import limit_coordinates, project_limits
+
+_MAX_ACTIVE_SET_ITERATIONS = 8
+
+
+class StepFailure(RuntimeError):
+    """A step could not be taken: failed factorisation or a non-finite result."""
+
+
+@dataclass(frozen=True, eq=False)
+class State:
+    """Simulated state: rotations (n_bones, 4) local pose quaternions, velocity (n_dof,)
+    rad/s, and limit_x (n_dof,) rad, the joint-limit coordinates of the rotations
+    (limits.limit_coordinates), kept so that each state's logarithms are taken once."""
+
+    rotations: np.ndarray
+    velocity: np.ndarray
+    limit_x: np.ndarray
+
+
+def make_state(model, rotations, velocity):
+    """State from rotations (n_bones, 4) and velocity (n_dof,)."""
+    return State(rotations, velocity, limit_coordinates(model, rotations))
+
+
+@dataclass(frozen=True, eq=False)
+class Target:
+    """Reference at one time: rotations (n_bones, 4), qd (n_dof,) rad/s, qdd (n_dof,) rad/s²,
+    tau_ff (n_dof,) N·m feedforward, base pose (base_rotation (3,3), base_position (3,) m)
+    and base spatial velocity/acceleration (6,) at the world origin (dynamics.base_motion)."""
+
+    rotations: np.ndarray
+    qd: np.ndarray
+    qdd: np.ndarray
+    tau_ff: np.ndarray
+    base_rotation: np.ndarray
+    base_position: np.ndarray
+    base_velocity: np.ndarray
+    base_acceleration: np.ndarray
+
+
+@dataclass(frozen=True, eq=False)
+class Physics:
+    """Per-run constants of the step.
+
+    omega, zeta (n_dof,): PD natural frequency (rad/s) and damping ratio per DOF;
+    feedforward: add τ_ff; limit_omega (rad/s), limit_zeta: joint-limit penalty;
+    gravity m/s²; face: optional FaceSamples for hand–face contact.
+    """
+
+    omega: np.ndarray
+    zeta: np.ndarray
+    feedforward: bool
+    limit_omega: float
+    limit_zeta: float
+    gravity: float
+    face: object = None
+
+
+@dataclass(frozen=True, eq=False)
+class FaceSamples:
+    """Hand–face contact set-up: grid (sdf.DistanceGrid attached to grid.bone), and the
+    sample points on the capsule axes of the bones that may touch the face:
+    bones (k,), local (k, 3) m in the bone frame, radius (k,) m."""
+
+    grid: object
+    bones: np.ndarray
+    local: np.ndarray
+    radius: np.ndarray
+
+
+def face_samples(model, grid):
+    """FaceSamples for the colliding bones outside the face bone's chain whose radius is
+    at most half the grid margin (hands and fingers at the default 2 cm margin).
+
+    Capsule axes outside the grid are then always farther than a radius from the face,
+    so the grid alone decides contact. Points are spaced at most one radius apart along
+    each axis, so the surface between samples sinks by at most ~r/8 before it is seen.
+    """
+    head = grid.bone
+    related = (model.ancestors[head] > 0) | (model.ancestors[:, head] > 0)
+    thin = model.capsule_radius <= 0.5 * grid.margin
+    bones, local, radius = [], [], []
+    for b in np.flatnonzero(model.collide & ~related & thin):
+        r, L = model.capsule_radius[b], model.capsule_length[b]
+        k = int(np.ceil(L / r)) + 1
+        s = np.linspace(0.0, L, k)
+        bones.append(np.full(k, b))
+        local.append(np.stack([np.zeros(k), s, np.zeros(k)], -1))
+        radius.append(np.full(k, r))
+    if not bones:
+        return FaceSamples(grid, np.zeros(0, np.intp), np.zeros((0, 3)), np.zeros(0))
+    return FaceSamples(grid, np.concatenate(bones), np.concatenate(local), np.concatenate(radius))
+
+
+@dataclass(frozen=True, eq=False)
+class Evaluation:
+    """Everything about a state at time t that does not depend on the step size.
+
+    kin, segments (n_bones, 2, 3), com and spatial inertias (world), mass matrix M, bias c (RNEA at
+    q̈ = 0), bone spatial velocities, symmetric gravity stiffness, limit coordinates x
+    (n_dof,), contact rows G (k, n_dof) with depths (k,) m, the capsule contacts (contacts.CapsuleContacts), face
+    sample positions, unit outward normals (face-bone frame) and clearances (m), penetration (m).
+    """
+
+    state: State
+    kin: object
+    segments: np.ndarray
+    com: np.ndarray
+    spatial: np.ndarray
+    mass_matrix: np.ndarray
+    bias: np.ndarray
+    velocities: np.ndarray
+    gravity_stiffness: np.ndarray
+    limit_x: np.ndarray
+    rows: np.ndarray
+    depth: np.ndarray
+    capsules: object
+    face_points: np.ndarray
+    face_normals: np.ndarray
+    face_clearance: np.ndarray
+    penetration: float
+
+    def energy(self, model, gravity):
+        """Total mechanical energy (J) at this state (dynamics.energy)."""
+        return dynamics.energy(model, self.com, self.spatial, self.velocities, gravity)
+
+
+def evaluate(model, physics, state, target):
+    """Evaluation of `state` with the base placed as in `target` (same time)."""
+    kin = forward_kinematics(model, state.rotations, target.base_rotation, target.base_position)
+    com, inertia = dynamics.body_inertia_world(model, kin)
+    spatial = dynamics.spatial_inertias(model, com, inertia)
+    composite = dynamics.composite_inertias(model, spatial)
+    M = dynamics.mass_matrix(model, kin, composite)
+    zero = np.zeros(model.n_dof)
+    bias, velocities = dynamics.rnea(model, kin, spatial, state.velocity, zero,
+                                     target.base_velocity, target.base_acceleration, physics.gravity)
+    kg = dynamics.gravity_stiffness(model, kin, composite, physics.gravity)
+    seg = capsule_segments(model, kin)
+    cap = capsule_contacts(model, seg)
+    b1, b2, point, normal, depth = [cap.bone1], [cap.bone2], [cap.point], [cap.normal], [cap.depth]
+    face_points = face_normals = face_clear = np.zeros(0)
+    face = physics.face
+    if face is not None and len(face.bones):
+        h = face.grid.bone
+        Rh, ph = kin.rotations[h], kin.positions[h]
+        world = kin.positions[face.bones] + (kin.rotations[face.bones] @ face.local[..., None])[..., 0]
+        face_points = (world - ph) @ Rh
+        phi, grad = face.grid.sample(face_points)
+        face_normals = grad / np.maximum(np.sqrt(np.sum(grad * grad, axis=-1)), 1e-12)[:, None]
+        face_clear = phi - face.radius
+        near = face_clear < face.radius
+        if np.any(near):
+            n = face_normals[near] @ Rh.T
+            b1.append(face.bones[near])
+            b2.append(np.full(int(near.sum()), h))
+            point.append(world[near] - 0.5 * (face.radius[near] + phi[near])[:, None] * n)
+            normal.append(n)
+            depth.append(-face_clear[near])
+    b1, b2, point, normal, depth = (np.concatenate(x) for x in (b1, b2, point, normal, depth))
+    rows = normal_jacobian(model, kin, b1, point, normal, b2)
+    return Evaluation(state, kin, seg, com, spatial, M, bias, velocities, 0.5 * (kg + kg.T),
+                      state.limit_x, rows, depth, cap,
+                      face_points, face_normals, face_clear, float(max(0.0, depth.max(initial=0.0))))
+
+
+def tracking_forces(model, physics, ev, target, h, damping_scale=1.0):
+    """Generalised force f (n_dof,) N·m without contacts, and the diagonal stiffness and
+    damping it adds to K and D (n_dof,): PD towards `target`, feedforward, joint-limit
+    penalties (active where a limit is or would be crossed within h seconds), minus the
+    bias c(q, q̇). Gains follow DESIGN.md §3: Kp = I ω², Kd = 2 ζ I ω with I = diag(M).
+    """
+    state = ev.state
+    v = state.velocity
+    inertia = ev.mass_matrix.diagonal()
+    kp = inertia * physics.omega ** 2
+    kd = (2.0 * damping_scale) * physics.zeta * physics.omega * inertia
+    err = quat.log(quat.mul(quat.conj(state.rotations), target.rotations)).reshape(-1)[model.dof_flat]
+    f = kp * err + kd * (target.qd - v) - ev.bias
+    if physics.feedforward:
+        f += target.tau_ff
+    x = state.limit_x
+    x_end = x + h * v
+    upper = x_end > model.dof_upper
+    active = upper | (x_end < model.dof_lower)
+    if np.any(active):
+        beyond = np.where(active, x - np.where(upper, model.dof_upper, model.dof_lower), 0.0)
+        kl = np.where(active, inertia * physics.limit_omega ** 2, 0.0)
+        dl = np.where(active, 2.0 * physics.limit_zeta * inertia * physics.limit_omega, 0.0)
+        f -= kl * beyond + dl * v
+        kp, kd = kp + kl, kd + dl
+    return f, kp, kd
+
+
+def implicit_step(model, physics, ev, target, h, contact_stiffness, contact_damping, damping_scale=1.0):
+    """Advance ev.state by h (s) towards `target` (the reference at the end of the step).
+
+    contact_stiffness N/m and contact_damping N·s/m apply to all contacts;
+    damping_scale multiplies the PD damping (fallback ladder). Returns the new State.
+    Raises StepFailure when A is not positive definite or the result is not finite.
+    """
+    v = ev.state.velocity
+    n = model.n_dof
+    f, k_diag, d_diag = tracking_forces(model, physics, ev, target, h, damping_scale)
+    A = ev.mass_matrix + (h * h) * ev.gravity_stiffness
+    A.flat[::n + 1] += h * d_diag + (h * h) * k_diag
+    b = h * (f - h * (ev.gravity_stiffness @ v + k_diag * v))
+
+    G, depth = ev.rows, ev.depth
+    u = G @ v
+    weight = h * contact_damping + h * h * contact_stiffness
+    on = depth > 0.0
+    for _ in range(_MAX_ACTIVE_SET_ITERATIONS):
+        Ga = G[on]
+        rhs = b + h * ((contact_stiffness * depth[on] - (contact_damping + h * contact_stiffness) * u[on]) @ Ga)
+        chol, info = dpotrf(A + weight * (Ga.T @ Ga), lower=1, clean=0)
+        if info != 0:
+            raise StepFailure("implicit matrix is not positive definite")
+        dv, _ = dpotrs(chol, rhs, lower=1)
+        v_new = v + dv
+        if len(depth) == 0:
+            break
+        u_new = G @ v_new
+        end_depth = depth - h * u_new
+        now = (end_depth > 0.0) & (contact_stiffness * end_depth - contact_damping * u_new > 0.0)
+        if np.array_equal(now, on):
+            break
+        on = now
+    rotations = advance_rotations(model, ev.state.rotations, h * v_new)
+    rotations, v_new, x_new = project_limits(model, rotations, v_new)
+    if not (np.all(np.isfinite(rotations)) and np.all(np.isfinite(v_new))):
+        raise StepFailure("non-finite state")
+    return State(rotations, v_new, x_new)
+
+
+def advance_rotations(model, rotations, increment):
+    """q ⊗ exp(Δ) per bone for DOF increments (n_dof,) rad in each bone's frame (the ⊕ of §6)."""
+    omega = np.zeros(model.n_bones * 3)
+    omega[model.dof_flat] = increment
+    return quat.normalize(quat.mul(rotations, quat.exp(omega.reshape(-1, 3))))
+
+
+def face_tunnelling(physics, ev0, ev1):
+    """True when face samples move too far within a step (in the face bone's frame).
+
+    Samples near the face may approach it along its normal by at most half their
+    radius; farther ones may move at most their clearance (or half their radius).
+    """
+    face = physics.face
+    if face is None or len(face.bones) == 0:
+        return False
+    move = ev1.face_points - ev0.face_points
+    reach = np.sqrt(np.sum(move * move, axis=-1))
+    near = ev0.face_clearance < face.radius
+    reach[near] = -np.sum(move[near] * ev0.face_normals[near], axis=-1)
+    return bool(np.any((reach > 0.5 * face.radius) & (reach > ev0.face_clearance)))

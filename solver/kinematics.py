@@ -1,0 +1,95 @@
+"""Forward kinematics and point Jacobians, vectorised over bones (and optional batch axes).
+
+Spatial vectors are expressed in world coordinates at the world origin, angular part
+first (Featherstone 2008, ch. 2): a joint DOF with world axis a through the point o
+has motion subspace S = (a, o × a), and a point p on a bone moves with a × (p − o) per
+unit DOF velocity.
+"""
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from . import quat
+
+
+def cross(a, b):
+    """Cross product of (..., 3) arrays; about twice as fast as np.cross on small arrays."""
+    a0, a1, a2 = a[..., 0], a[..., 1], a[..., 2]
+    b0, b1, b2 = b[..., 0], b[..., 1], b[..., 2]
+    return np.stack([a1 * b2 - a2 * b1, a2 * b0 - a0 * b2, a0 * b1 - a1 * b0], axis=-1)
+
+
+# skew(a).reshape(9) = a @ _SKEW, so a stack of skew matrices costs one matrix product.
+_SKEW = np.zeros((3, 9))
+_SKEW[2, 1], _SKEW[1, 2], _SKEW[2, 3], _SKEW[0, 5], _SKEW[1, 6], _SKEW[0, 7] = -1, 1, 1, -1, -1, 1
+
+
+def skew(a):
+    """Cross-product matrices (..., 3, 3) of vectors a (..., 3): skew(a) @ b = a × b."""
+    return (a @ _SKEW).reshape(a.shape[:-1] + (3, 3))
+
+
+@dataclass(frozen=True, eq=False)
+class Kinematics:
+    """World pose of every bone (batch axes '...' optional).
+
+    rotations (..., n_bones, 3, 3); positions (..., n_bones, 3) m (bone heads = joint
+    origins); axes (..., n_dof, 3) world joint axes; origins (..., n_dof, 3) m;
+    motion (..., n_dof, 6) spatial motion subspaces S = (a, o × a).
+    """
+
+    rotations: np.ndarray
+    positions: np.ndarray
+    axes: np.ndarray
+    origins: np.ndarray
+    motion: np.ndarray
+
+
+def forward_kinematics(model, local_rotations, base_rotation, base_position):
+    """World pose of all bones.
+
+    local_rotations (..., n_bones, 4) pose quaternions w-first (relative to rest);
+    base_rotation (..., 3, 3) and base_position (..., 3) m: the kinematic base (chest).
+    Returns Kinematics. Ball-joint axes are the bone's own frame columns because their
+    velocities are angular velocities in the bone frame; hinges use the bone's X column.
+    """
+    local = model.rest_matrices @ quat.to_matrix(local_rotations)
+    batch = local.shape[:-3]
+    n = model.n_bones
+    # Pointer jumping: after round r every bone holds its transform relative to the
+    # ancestor 2^r levels up, so the tree depth costs log2(depth) vectorised rounds.
+    R = np.concatenate([local, np.broadcast_to(np.eye(3), batch + (1, 3, 3))], axis=-3)
+    P = np.concatenate([np.broadcast_to(model.rest_offsets, batch + (n, 3)),
+                        np.zeros(batch + (1, 3))], axis=-2)
+    for jump in model.jumps:
+        Rj = R[..., jump, :, :]
+        P = P[..., jump, :] + (Rj @ P[..., None])[..., 0]
+        R = Rj @ R
+    base_rotation = np.asarray(base_rotation)[..., None, :, :]
+    R = base_rotation @ R[..., :n, :, :]
+    P = np.asarray(base_position)[..., None, :] + (base_rotation @ P[..., :n, :, None])[..., 0]
+    axes = np.swapaxes(R, -1, -2)[..., model.dof_bone, model.dof_axis, :]
+    origins = P[..., model.dof_bone, :]
+    motion = np.concatenate([axes, cross(origins, axes)], axis=-1)
+    return Kinematics(R, P, axes, origins, motion)
+
+
+def capsule_segments(model, kin):
+    """Capsule axis end points (..., n_bones, 2, 3) m: bone head and head + length·Y."""
+    tail = kin.positions + kin.rotations[..., :, 1] * model.capsule_length[:, None]
+    return np.stack([kin.positions, tail], axis=-2)
+
+
+def normal_jacobian(model, kin, bones, points, normals, other_bones=None):
+    """Rows n·J_p (k, n_dof) for world points (k, 3) on `bones` (k,) and directions (k, 3).
+
+    With other_bones (k,), the rows are relative: n·(J_p(bone) − J_p(other bone)) for the
+    same point. Uses n·(a × (p − o)) = a·(p × n) − n·(a × o): no (k, 3, n_dof) array.
+    """
+    a_x_o = cross(kin.axes, kin.origins)
+    rows = cross(points, normals) @ kin.axes.T - normals @ a_x_o.T
+    mask = model.dof_ancestors[bones]
+    if other_bones is not None:
+        mask = mask - model.dof_ancestors[other_bones]
+    return rows * mask

@@ -1,0 +1,208 @@
+"""Skeleton model: a kinematic tree of capsule bones hanging from a kinematic base.
+
+Conventions follow Blender pose bones: each bone's frame has its origin at the bone
+head and its Y axis along the bone; the world frame of bone i is
+
+    R_i = R_parent · R_rest,i · R_pose,i,    p_i = p_parent + R_parent · offset_i,
+
+where `offset_i` is the head position in the parent's frame and R_pose,i is the local
+pose rotation the animator keys. Parent -1 means the kinematic base (the chest).
+Ball joints have 3 DOF (angular velocity in the bone's own frame); hinges have 1 DOF
+about the bone's local X axis (Blender's curl axis).
+"""
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from . import quat
+from .contacts import rest_filtered_pairs
+
+BALL = "ball"
+HINGE = "hinge"
+TISSUE_DENSITY = 1050.0  # kg/m³, soft tissue
+
+
+def capsule_mass_properties(radius, length, density=TISSUE_DENSITY):
+    """Mass (n,) kg, centre of mass (n, 3) m and inertia about it (n, 3, 3) kg·m², bone-local.
+
+    The capsule runs from the bone head along local +Y for `length` (m) with radius
+    `radius` (m): a cylinder plus two hemispherical caps (cap COM 3r/8 from its flat
+    face, own inertia 83/320 m r² about a diameter, shifted by the parallel-axis rule).
+    """
+    r = np.asarray(radius, dtype=float)
+    L = np.asarray(length, dtype=float)
+    m_cyl = density * np.pi * r ** 2 * L
+    m_cap = density * (2.0 / 3.0) * np.pi * r ** 3
+    mass = m_cyl + 2.0 * m_cap
+    i_axial = 0.5 * m_cyl * r ** 2 + 2.0 * m_cap * 0.4 * r ** 2
+    i_perp = (m_cyl * (L ** 2 / 12.0 + r ** 2 / 4.0)
+              + 2.0 * m_cap * (0.4 * r ** 2 + L ** 2 / 4.0 + 3.0 * L * r / 8.0))
+    com = np.zeros(r.shape + (3,))
+    com[..., 1] = 0.5 * L
+    inertia = np.zeros(r.shape + (3, 3))
+    inertia[..., 0, 0] = i_perp
+    inertia[..., 1, 1] = i_axial
+    inertia[..., 2, 2] = i_perp
+    return mass, com, inertia
+
+
+def _array(name, value, shape, allow_inf=False):
+    a = np.array(value, dtype=float)
+    if a.shape != shape:
+        raise ValueError(f"{name} must have shape {shape}, got {a.shape}")
+    ok = ~np.isnan(a) if allow_inf else np.isfinite(a)
+    if not np.all(ok):
+        raise ValueError(f"{name} contains NaN or infinite values")
+    a.flags.writeable = False
+    return a
+
+
+@dataclass(frozen=True, eq=False)
+class SkeletonModel:
+    """Immutable skeleton built from arrays (n = n_bones, bones ordered parents first).
+
+    Fields:
+        parents (n,) int: parent bone index, -1 for children of the kinematic base.
+        rest_offsets (n, 3) m: bone head in the parent's frame (base frame for -1).
+        rest_rotations (n, 4): rest frame relative to the parent's frame, w-first.
+        joint_types (n,) str: "ball" (3 DOF) or "hinge" (1 DOF about local X).
+        capsule_radius (n,) m, > 0; capsule_length (n,) m, ≥ 0 (head → tail along +Y).
+        groups (n,) str: joint-group label per bone (gains are set per group).
+        limit_lower, limit_upper (n, 3) rad: bounds on the components of the local
+            rotation vector log(q_pose) (hinges use column 0); ±inf for none. Default none.
+        collide (n,) bool: whether the bone's capsule takes part in contacts. Default all.
+        names (n,) str: optional bone names (for reports only).
+        density kg/m³: tissue density for masses (default 1050).
+
+    Derived (read-only attributes): n_bones, n_dof, mass (n,), com_local (n,3),
+    inertia_local (n,3,3), dof_bone (n_dof,), dof_axis (n_dof,), dof_start (n,),
+    dof_lower/dof_upper (n_dof,), ancestors (n,n) with [i,j]=1 when j is i or an
+    ancestor, dof_ancestors (n,n_dof), jumps (pointer-jumping tables for FK),
+    pairs (n_pairs, 2) capsule pairs that may collide (see contacts.rest_filtered_pairs).
+
+    Raises ValueError on inconsistent shapes, NaN, unknown joint types, bad parent order.
+    """
+
+    parents: np.ndarray
+    rest_offsets: np.ndarray
+    rest_rotations: np.ndarray
+    joint_types: tuple
+    capsule_radius: np.ndarray
+    capsule_length: np.ndarray
+    groups: tuple
+    limit_lower: np.ndarray = None
+    limit_upper: np.ndarray = None
+    collide: np.ndarray = None
+    names: tuple = None
+    density: float = TISSUE_DENSITY
+
+    def __post_init__(self):
+        put = lambda k, v: object.__setattr__(self, k, v)  # noqa: E731  (frozen dataclass)
+        parents = np.array(self.parents, dtype=np.intp)
+        if parents.ndim != 1 or parents.size == 0:
+            raise ValueError("parents must be a non-empty 1-D integer array")
+        n = parents.size
+        if np.any(parents < -1) or np.any(parents >= np.arange(n)):
+            raise ValueError("parents must satisfy -1 <= parents[i] < i (parents before children)")
+        parents.flags.writeable = False
+        put("parents", parents)
+        put("rest_offsets", _array("rest_offsets", self.rest_offsets, (n, 3)))
+        rr = _array("rest_rotations", self.rest_rotations, (n, 4))
+        rr = quat.normalize(rr)
+        rr.flags.writeable = False
+        put("rest_rotations", rr)
+        types = tuple(str(t) for t in self.joint_types)
+        if len(types) != n or any(t not in (BALL, HINGE) for t in types):
+            raise ValueError(f"joint_types must be {n} entries of '{BALL}' or '{HINGE}'")
+        put("joint_types", types)
+        radius = _array("capsule_radius", self.capsule_radius, (n,))
+        length = _array("capsule_length", self.capsule_length, (n,))
+        if np.any(radius <= 0) or np.any(length < 0):
+            raise ValueError("capsule radii must be > 0 and lengths >= 0")
+        put("capsule_radius", radius)
+        put("capsule_length", length)
+        groups = tuple(str(g) for g in self.groups)
+        if len(groups) != n:
+            raise ValueError(f"groups must have {n} labels")
+        put("groups", groups)
+        lo = np.full((n, 3), -np.inf) if self.limit_lower is None else self.limit_lower
+        hi = np.full((n, 3), np.inf) if self.limit_upper is None else self.limit_upper
+        lo = _array("limit_lower", lo, (n, 3), allow_inf=True)
+        hi = _array("limit_upper", hi, (n, 3), allow_inf=True)
+        if np.any(lo > hi):
+            raise ValueError("joint limits must have lower <= upper")
+        put("limit_lower", lo)
+        put("limit_upper", hi)
+        collide = np.ones(n, bool) if self.collide is None else np.array(self.collide, dtype=bool)
+        if collide.shape != (n,):
+            raise ValueError(f"collide must have shape ({n},)")
+        collide.flags.writeable = False
+        put("collide", collide)
+        if self.names is not None:
+            if len(self.names) != n:
+                raise ValueError(f"names must have {n} entries")
+            put("names", tuple(str(s) for s in self.names))
+        if not self.density > 0:
+            raise ValueError("density must be positive")
+
+        put("n_bones", n)
+        mass, com, inertia = capsule_mass_properties(radius, length, self.density)
+        put("mass", mass)
+        put("com_local", com)
+        put("inertia_local", inertia)
+        put("rest_matrices", quat.to_matrix(rr))
+
+        counts = np.array([3 if t == BALL else 1 for t in types], dtype=np.intp)
+        start = np.concatenate([[0], np.cumsum(counts)[:-1]])
+        n_dof = int(counts.sum())
+        dof_bone = np.repeat(np.arange(n), counts)
+        dof_axis = np.arange(n_dof) - start[dof_bone]
+        put("n_dof", n_dof)
+        put("dof_start", start)
+        put("dof_count", counts)
+        put("dof_bone", dof_bone)
+        put("dof_axis", dof_axis)
+        put("dof_flat", dof_bone * 3 + dof_axis)  # index into a flattened (n, 3) array
+        put("dof_lower", lo[dof_bone, dof_axis])
+        put("dof_upper", hi[dof_bone, dof_axis])
+        put("hinge", np.array([t == HINGE for t in types]))
+
+        anc = np.zeros((n, n))
+        depth = np.zeros(n, dtype=np.intp)
+        for i in range(n):
+            p = parents[i]
+            if p >= 0:
+                anc[i] = anc[p]
+                depth[i] = depth[p] + 1
+            anc[i, i] = 1.0
+        onehot = np.zeros((n, n_dof))
+        onehot[dof_bone, np.arange(n_dof)] = 1.0
+        put("ancestors", anc)
+        put("bone_dof", onehot)
+        put("dof_ancestors", anc @ onehot)
+        # [d, e] = 1 when bone(e) is bone(d) or its ancestor (resp. a strict ancestor).
+        put("dof_dof_ancestors", (anc @ onehot)[dof_bone])
+        put("dof_dof_strict", ((anc - np.eye(n)) @ onehot)[dof_bone])
+        # Pointer-jumping tables for FK over arrays extended by the base at slot n.
+        jump = np.append(np.where(parents < 0, n, parents), n)
+        jumps = []
+        while not np.all(jump == n):
+            jumps.append(jump)
+            jump = jump[jump]
+        put("jumps", tuple(jumps))
+        put("children_count", np.bincount(parents[parents >= 0], minlength=n))
+
+        pairs = rest_filtered_pairs(self)
+        put("pairs", pairs)
+        put("pair_min_radius", np.minimum(radius[pairs[:, 0]], radius[pairs[:, 1]]))
+        put("pair_flat", pairs[:, 0] * n + pairs[:, 1])
+        put("pair_reach", (0.5 * length + radius)[pairs].sum(axis=1))
+        # Rows of the flattened (n, 2, 3) capsule end points for the 4 end combinations of each pair.
+        ends = np.arange(2 * n).reshape(n, 2)
+        put("pair_ends", (np.repeat(ends[pairs[:, 0]], 2, axis=1).reshape(-1),
+                          np.tile(ends[pairs[:, 1]], (1, 2)).reshape(-1)))
+
+    def bones_in_group(self, group):
+        """Indices (k,) of the bones whose label is `group`."""
+        return np.array([i for i, g in enumerate(self.groups) if g == group], dtype=np.intp)

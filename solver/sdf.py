@@ -1,0 +1,216 @@
+"""Signed distance grid of a triangle mesh (the face), attached to a bone.
+
+Distances are exact point–triangle distances (Ericson 2005, §5.1.5); the sign comes
+from the angle-weighted pseudo-normal of the closest feature (face, edge or vertex),
+which is correct for any closed, consistently oriented mesh (Bærentzen & Aanæs, "Signed
+distance computation using the angle weighted pseudonormal", IEEE TVCG 11(3), 2005).
+Outside is positive. The grid lives in the bone's local frame; lookups interpolate
+trilinearly and return the analytic gradient of the interpolant.
+"""
+
+from dataclasses import dataclass
+
+import numpy as np
+from scipy.spatial import cKDTree
+
+# Closest-feature codes returned by closest_point_on_triangle.
+FACE, EDGE0, EDGE1, EDGE2, VERT0, VERT1, VERT2 = range(7)
+# Offsets (x, y, z) of the 8 corners of a grid cell, in the order the interpolation uses.
+_CORNERS = np.array([[0, 1, 0, 1, 0, 1, 0, 1], [0, 0, 1, 1, 0, 0, 1, 1], [0, 0, 0, 0, 1, 1, 1, 1]])
+
+
+def closest_point_on_triangle(p, a, b, c):
+    """Closest points (..., 3) on triangles (a, b, c) to points p, and feature codes (...,).
+
+    Edges are 0 = (a, b), 1 = (b, c), 2 = (c, a); vertices 0, 1, 2 = a, b, c.
+    """
+    ab, ac, ap = b - a, c - a, p - a
+    d1 = np.sum(ab * ap, -1)
+    d2 = np.sum(ac * ap, -1)
+    bp = p - b
+    d3 = np.sum(ab * bp, -1)
+    d4 = np.sum(ac * bp, -1)
+    cp = p - c
+    d5 = np.sum(ab * cp, -1)
+    d6 = np.sum(ac * cp, -1)
+    vc = d1 * d4 - d3 * d2
+    vb = d5 * d2 - d1 * d6
+    va = d3 * d6 - d5 * d4
+    with np.errstate(divide="ignore", invalid="ignore"):
+        t_ab = d1 / (d1 - d3)
+        t_ac = d2 / (d2 - d6)
+        t_bc = (d4 - d3) / ((d4 - d3) + (d5 - d6))
+        denom = 1.0 / (va + vb + vc)
+    conds = [(d1 <= 0) & (d2 <= 0),
+             (d3 >= 0) & (d4 <= d3),
+             (vc <= 0) & (d1 >= 0) & (d3 <= 0),
+             (d6 >= 0) & (d5 <= d6),
+             (vb <= 0) & (d2 >= 0) & (d6 <= 0),
+             (va <= 0) & ((d4 - d3) >= 0) & ((d5 - d6) >= 0)]
+    code = np.select(conds, [VERT0, VERT1, EDGE0, VERT2, EDGE2, EDGE1], FACE)
+    # Barycentric weights of b and c for each region.
+    v = np.select([code == VERT1, code == EDGE0, code == EDGE1, code == FACE],
+                  [1.0, t_ab, 1.0 - t_bc, vb * denom], 0.0)
+    w = np.select([code == VERT2, code == EDGE2, code == EDGE1, code == FACE],
+                  [1.0, t_ac, t_bc, vc * denom], 0.0)
+    return a + v[..., None] * ab + w[..., None] * ac, code
+
+
+def pseudo_normals(vertices, triangles):
+    """Angle-weighted pseudo-normals: face (T, 3), edge per triangle side (T, 3, 3), vertex (V, 3).
+
+    Edge normals are the sum of the adjacent face normals; vertex normals weight each
+    incident face normal by the face's angle at that vertex.
+    """
+    v = vertices[triangles]
+    n = np.cross(v[:, 1] - v[:, 0], v[:, 2] - v[:, 0])
+    area2 = np.linalg.norm(n, axis=-1, keepdims=True)
+    if np.any(area2 == 0):
+        raise ValueError("mesh has degenerate (zero-area) triangles")
+    face = n / area2
+    vert = np.zeros_like(vertices)
+    for k in range(3):
+        e1 = v[:, (k + 1) % 3] - v[:, k]
+        e2 = v[:, (k + 2) % 3] - v[:, k]
+        cosang = np.sum(e1 * e2, -1) / (np.linalg.norm(e1, axis=-1) * np.linalg.norm(e2, axis=-1))
+        np.add.at(vert, triangles[:, k], np.arccos(np.clip(cosang, -1.0, 1.0))[:, None] * face)
+    # Edge k joins corners k and k+1 (matching closest_point_on_triangle's EDGE codes).
+    ends = np.stack([triangles, np.roll(triangles, -1, axis=1)], axis=-1)
+    keys = np.sort(ends, axis=-1).reshape(-1, 2)
+    _, edge_id = np.unique(keys, axis=0, return_inverse=True)
+    edge_id = edge_id.reshape(-1)
+    edge_sum = np.zeros((edge_id.max() + 1, 3))
+    np.add.at(edge_sum, edge_id, np.repeat(face, 3, axis=0))
+    edge = edge_sum[edge_id].reshape(-1, 3, 3)
+    return face, edge, vert
+
+
+def _validate_mesh(vertices, triangles):
+    vertices = np.asarray(vertices, dtype=float)
+    triangles = np.asarray(triangles, dtype=np.intp)
+    if vertices.ndim != 2 or vertices.shape[1] != 3 or not np.all(np.isfinite(vertices)):
+        raise ValueError("vertices must be a finite (V, 3) array")
+    if triangles.ndim != 2 or triangles.shape[1] != 3 or len(triangles) == 0:
+        raise ValueError("triangles must be a non-empty (T, 3) integer array")
+    if triangles.min() < 0 or triangles.max() >= len(vertices):
+        raise ValueError("triangle indices out of range")
+    return vertices, triangles
+
+
+def mesh_signed_distance(vertices, triangles, points, chunk=65536):
+    """Exact signed distance (k,) m from points (k, 3) to a closed triangle mesh; outside > 0.
+
+    Candidates come from a k-d tree over triangle centroids: the nearest few give an
+    upper bound u on the distance, and every triangle's points lie within `reach`
+    (largest centroid-to-corner distance) of its centroid, so all triangles that could
+    be closer than u have their centroid within u + reach: the search is exact.
+    """
+    vertices, triangles = _validate_mesh(vertices, triangles)
+    points = np.asarray(points, dtype=float).reshape(-1, 3)
+    face_n, edge_n, vert_n = pseudo_normals(vertices, triangles)
+    tri = vertices[triangles]
+    centroid = tri.mean(axis=1)
+    reach = np.sqrt(np.sum((tri - centroid[:, None]) ** 2, axis=-1)).max()
+    tree = cKDTree(centroid)
+    k = min(8, len(triangles))
+    _, near = tree.query(points, k=k)
+    near = near.reshape(len(points), k)
+    q, _ = closest_point_on_triangle(points[:, None], tri[near, 0], tri[near, 1], tri[near, 2])
+    bound = np.sqrt(np.sum((q - points[:, None]) ** 2, axis=-1)).min(axis=1)
+    lists = tree.query_ball_point(points, bound + reach * (1 + 1e-9) + 1e-12)
+    counts = np.fromiter(map(len, lists), dtype=np.intp, count=len(points))
+    cand = np.concatenate(lists).astype(np.intp)
+    owner = np.repeat(np.arange(len(points)), counts)
+    dist = np.empty(len(cand))
+    for s in range(0, len(cand), chunk):
+        sl = slice(s, s + chunk)
+        q, _ = closest_point_on_triangle(points[owner[sl]], tri[cand[sl], 0], tri[cand[sl], 1], tri[cand[sl], 2])
+        dist[sl] = np.sqrt(np.sum((q - points[owner[sl]]) ** 2, axis=-1))
+    # Nearest candidate per point: sort by (owner, distance) and take each group's first.
+    first = np.lexsort((dist, owner))[np.concatenate([[0], np.cumsum(counts)[:-1]])]
+    best = cand[first]
+    q, code = closest_point_on_triangle(points, tri[best, 0], tri[best, 1], tri[best, 2])
+    normal = np.where((code == FACE)[:, None], face_n[best], 0.0)
+    for e in range(3):
+        normal = np.where((code == EDGE0 + e)[:, None], edge_n[best, e], normal)
+        normal = np.where((code == VERT0 + e)[:, None], vert_n[triangles[best, e]], normal)
+    sign = np.where(np.sum((points - q) * normal, -1) < 0.0, -1.0, 1.0)
+    return sign * dist[first]
+
+
+@dataclass(frozen=True, eq=False)
+class DistanceGrid:
+    """Signed distances sampled on a regular grid in a bone's local frame.
+
+    origin (3,) m: position of node (0,0,0); spacing m; values (nx, ny, nz) m; bone: the
+    bone index the grid is attached to; margin m: clearance between the mesh bounds and
+    the grid bounds (points outside the grid are at least this far from the mesh).
+    """
+
+    origin: np.ndarray
+    spacing: float
+    values: np.ndarray
+    bone: int
+    margin: float
+
+    def sample(self, points):
+        """Distance (k,) m and gradient (k, 3) at bone-local points (k, 3), trilinear.
+
+        Outside the grid the value is a lower bound of the distance (margin + distance
+        to the grid box) with the gradient pointing away from the box.
+        """
+        shape = np.array(self.values.shape)
+        u = (points - self.origin) / self.spacing
+        uc = np.clip(u, 0.0, shape - 1)
+        out = (u - uc) * self.spacing
+        outside = np.sqrt(np.sum(out * out, axis=-1))
+        phi = self.margin + outside
+        grad = out / np.maximum(outside, 1e-300)[:, None]
+        inside = np.flatnonzero(outside == 0.0)
+        if len(inside) == 0:
+            return phi, grad
+        uc = uc[inside]
+        i0 = np.minimum(uc.astype(np.intp), shape - 2)
+        f = uc - i0
+        strides = np.array([shape[1] * shape[2], shape[2], 1])
+        c = self.values.reshape(-1)[(i0 @ strides)[:, None] + strides @ _CORNERS]
+        fx, fy, fz = f[:, 0], f[:, 1], f[:, 2]
+        gx, gy, gz = 1 - fx, 1 - fy, 1 - fz
+        c00 = c[:, 0] * gx + c[:, 1] * fx
+        c10 = c[:, 2] * gx + c[:, 3] * fx
+        c01 = c[:, 4] * gx + c[:, 5] * fx
+        c11 = c[:, 6] * gx + c[:, 7] * fx
+        c0 = c00 * gy + c10 * fy
+        c1 = c01 * gy + c11 * fy
+        phi[inside] = c0 * gz + c1 * fz
+        dx = ((c[:, 1] - c[:, 0]) * gy * gz + (c[:, 3] - c[:, 2]) * fy * gz
+              + (c[:, 5] - c[:, 4]) * gy * fz + (c[:, 7] - c[:, 6]) * fy * fz)
+        dy = (c10 - c00) * gz + (c11 - c01) * fz
+        grad[inside] = np.stack([dx, dy, c1 - c0], -1) / self.spacing
+        return phi, grad
+
+    @property
+    def bounds(self):
+        """Grid box (2, 3) m in the bone frame: lower and upper corners."""
+        return np.stack([self.origin, self.origin + self.spacing * (np.array(self.values.shape) - 1)])
+
+
+def build_distance_grid(vertices, triangles, bone, spacing=0.005, margin=0.02):
+    """DistanceGrid of a closed mesh given in `bone`'s local frame (vertices (V, 3) m, triangles (T, 3)).
+
+    The grid covers the mesh bounds plus `margin` (m) at `spacing` (m). Build cost grows
+    with the node count; at the default 5 mm spacing the trilinear error on a face-like
+    surface (curvature radius ≥ 3 cm) stays below h²/(8ρ) ≈ 0.1 mm.
+    Raises ValueError on malformed meshes or non-positive spacing/margin.
+    """
+    if not spacing > 0 or not margin > 0:
+        raise ValueError("spacing and margin must be positive")
+    vertices, triangles = _validate_mesh(vertices, triangles)
+    lo = vertices.min(axis=0) - margin
+    hi = vertices.max(axis=0) + margin
+    counts = np.maximum(np.ceil((hi - lo) / spacing).astype(int) + 1, 2)
+    axes = [lo[k] + spacing * np.arange(counts[k]) for k in range(3)]
+    nodes = np.stack(np.meshgrid(*axes, indexing="ij"), axis=-1).reshape(-1, 3)
+    values = mesh_signed_distance(vertices, triangles, nodes).reshape(tuple(counts))
+    values.flags.writeable = False
+    return DistanceGrid(lo, float(spacing), values, int(bone), float(margin))

@@ -1,0 +1,343 @@
+"""The physics pass: simulate(model, reference, settings) -> SimResult.
+
+Per frame interval the state is advanced by implicit steps (integrator.py) chosen by
+step doubling (seed §3.3): one step of size h against two of h/2 from the same
+evaluation; the two half steps are kept, and an interval whose estimate exceeds the
+tolerance is halved again, up to `max_substeps` steps per frame. Independently, an
+interval is halved while contact points move more than half a capsule radius within a
+step (anti-tunnelling), up to `max_tunnel_substeps`. The contact stiffness follows the
+seed's schedule (§9.2) times the animator's per-frame multiplier, and failures walk
+the fallback ladder (§13.1): smaller steps, then softer contacts and more damping,
+then a kinematic pass-through of the frame. Everything is deterministic.
+"""
+
+from dataclasses import dataclass, field, replace
+from types import MappingProxyType
+
+import numpy as np
+
+from . import dynamics, quat
+from .contacts import capsule_tunnelling
+from .integrator import (Physics, State, StepFailure, Target, evaluate, face_samples, face_tunnelling,
+                         implicit_step)
+from .kinematics import forward_kinematics
+from .limits import project_limits
+from .reference import ReferenceSpline
+from .sdf import build_distance_grid
+
+
+@dataclass(frozen=True)
+class GroupGains:
+    """PD gains of one joint group: natural frequency (Hz) and damping ratio (1 = critical)."""
+
+    frequency_hz: float
+    damping_ratio: float = 1.0
+
+
+DEFAULT_GAINS = MappingProxyType({
+    "clavicle": GroupGains(4.0), "arm": GroupGains(5.0), "hand": GroupGains(6.0),
+    "finger": GroupGains(8.0), "neck": GroupGains(4.0), "head": GroupGains(4.0)})
+
+# Presets scale every group's natural frequency; gains scale with its square.
+PRESET_FREQUENCY_SCALE = MappingProxyType({"soft": 0.6, "default": 1.0, "stiff": 1.6})
+
+LEVEL_SMALLER_STEPS, LEVEL_SOFTER, LEVEL_KINEMATIC = 1, 2, 3
+
+
+@dataclass(frozen=True, eq=False)
+class SimSettings:
+    """Physics-pass settings (SI units unless stated).
+
+    group_gains: {group label: GroupGains}; default_gains for groups not listed.
+    feedforward: add τ_ff = RNEA(q_ref, q̇_ref, q̈_ref) to the PD torque (seed §4.2).
+    contact_stiffness N/m (initial kp), contact_damping N·s/m.
+    schedule: adapt kp per frame, kp ← clamp(kp (1 + eta (d_max − d_target)/d_target),
+        k_min, k_max) on frames with contact (d_target m, eta, k_min/k_max N/m).
+    stiffness_multiplier: optional (n_frames,) animator curve multiplying kp per frame.
+    limit_frequency_hz, limit_damping_ratio: joint-limit penalty inside a step.
+    max_substeps: power of two, most steps per frame chosen by step doubling;
+    tolerance rad: step-doubling bound on the largest bone-rotation difference;
+    max_tunnel_substeps: power of two ≥ max_substeps, most steps per frame when
+        halving against tunnelling; gravity m/s² along −Z;
+    sdf_spacing, sdf_margin m: face distance grid resolution and padding.
+    """
+
+    group_gains: object = field(default_factory=lambda: DEFAULT_GAINS)
+    default_gains: GroupGains = GroupGains(6.0)
+    feedforward: bool = True
+    contact_stiffness: float = 3e4
+    contact_damping: float = 20.0
+    schedule: bool = True
+    d_target: float = 2e-4
+    eta: float = 0.1
+    k_min: float = 5e3
+    k_max: float = 3e6
+    stiffness_multiplier: np.ndarray = None
+    limit_frequency_hz: float = 30.0
+    limit_damping_ratio: float = 1.0
+    max_substeps: int = 4
+    tolerance: float = 0.02
+    max_tunnel_substeps: int = 32
+    gravity: float = dynamics.GRAVITY
+    sdf_spacing: float = 0.005
+    sdf_margin: float = 0.02
+
+    @classmethod
+    def preset(cls, name, **overrides):
+        """Settings for preset "soft", "default" or "stiff", with field overrides.
+
+        Raises ValueError for an unknown preset name.
+        """
+        if name not in PRESET_FREQUENCY_SCALE:
+            raise ValueError(f"unknown preset {name!r}; choose from {sorted(PRESET_FREQUENCY_SCALE)}")
+        s = PRESET_FREQUENCY_SCALE[name]
+        gains = {g: replace(v, frequency_hz=v.frequency_hz * s) for g, v in DEFAULT_GAINS.items()}
+        default = GroupGains(6.0 * s)
+        return cls(**{"group_gains": MappingProxyType(gains), "default_gains": default, **overrides})
+
+    def validate(self, n_frames):
+        """Raise ValueError for inconsistent values; return the (n_frames,) multiplier."""
+        def power_of_two(n):
+            return isinstance(n, (int, np.integer)) and n >= 1 and (n & (n - 1)) == 0
+        if not power_of_two(self.max_substeps) or not power_of_two(self.max_tunnel_substeps):
+            raise ValueError("max_substeps and max_tunnel_substeps must be powers of two")
+        if self.max_tunnel_substeps < self.max_substeps:
+            raise ValueError("max_tunnel_substeps must be >= max_substeps")
+        positive = ("contact_stiffness", "d_target", "k_min", "k_max", "tolerance",
+                    "sdf_spacing", "sdf_margin", "limit_frequency_hz")
+        for name in positive:
+            if not np.isfinite(getattr(self, name)) or not getattr(self, name) > 0:
+                raise ValueError(f"{name} must be a positive finite number")
+        for name in ("contact_damping", "eta", "gravity", "limit_damping_ratio"):
+            if not np.isfinite(getattr(self, name)) or getattr(self, name) < 0:
+                raise ValueError(f"{name} must be a non-negative finite number")
+        if self.k_min > self.k_max:
+            raise ValueError("k_min must not exceed k_max")
+        for g in list(self.group_gains.values()) + [self.default_gains]:
+            if not (g.frequency_hz >= 0 and g.damping_ratio >= 0 and np.isfinite(g.frequency_hz)
+                    and np.isfinite(g.damping_ratio)):
+                raise ValueError("gains must be finite and non-negative")
+        if self.stiffness_multiplier is None:
+            return np.ones(n_frames)
+        m = np.asarray(self.stiffness_multiplier, dtype=float)
+        if m.shape != (n_frames,) or not np.all(np.isfinite(m)) or np.any(m <= 0):
+            raise ValueError(f"stiffness_multiplier must be {n_frames} positive finite values")
+        return m
+
+
+@dataclass(frozen=True, eq=False)
+class SimResult:
+    """Output of simulate (n = n_frames; entry k describes the interval ending at frame k,
+    entry 0 is the initial state).
+
+    rotations (n, n_bones, 4): local pose quaternions w-first, hemisphere-continuous;
+    velocities (n, n_dof) rad/s; penetration_mm (n,): deepest contact per frame (mm);
+    substeps (n,) int: steps taken per frame; fallback_level (n,) int: 0 normal,
+    1 smaller steps, 2 softer contacts + more damping, 3 kinematic pass-through;
+    fallback_counts (3,) int: frames per level 1..3; energy (n,) J: kinetic (world) +
+    gravitational potential; contact_stiffness (n,) N/m: kp in effect per frame.
+    """
+
+    rotations: np.ndarray
+    velocities: np.ndarray
+    penetration_mm: np.ndarray
+    substeps: np.ndarray
+    fallback_level: np.ndarray
+    fallback_counts: np.ndarray
+    energy: np.ndarray
+    contact_stiffness: np.ndarray
+
+
+def dof_gains(model, settings):
+    """Natural frequency (n_dof,) rad/s and damping ratio (n_dof,) from the group labels."""
+    gains = [settings.group_gains.get(g, settings.default_gains) for g in model.groups]
+    freq = np.array([g.frequency_hz for g in gains])[model.dof_bone]
+    zeta = np.array([g.damping_ratio for g in gains])[model.dof_bone]
+    return 2.0 * np.pi * freq, zeta
+
+
+class ReferenceTrack:
+    """Targets (integrator.Target) on the grid of `grid` points per frame interval.
+
+    Targets are computed in batches (FK and RNEA vectorised over time) for chunks of
+    frames as the simulation reaches them; off-grid times are computed on demand.
+    """
+
+    def __init__(self, model, reference, physics, grid, chunk_frames=64):
+        self.model = model
+        self.physics = physics
+        self.spline = ReferenceSpline(reference)
+        self.times = reference.times
+        self.grid = grid
+        self.chunk = chunk_frames * grid
+        self._start = None
+        self._data = None
+
+    def grid_time(self, index):
+        k, j = divmod(index, self.grid)
+        if k >= len(self.times) - 1:
+            return self.times[-1]
+        return self.times[k] + (self.times[k + 1] - self.times[k]) * (j / self.grid)
+
+    def at_index(self, index):
+        """Target at grid point `index` (frame k, fraction j/grid → index k·grid + j)."""
+        if self._start is None or not self._start <= index < self._start + self.chunk:
+            self._start = index - index % self.chunk
+            last = min(self._start + self.chunk, (len(self.times) - 1) * self.grid + 1)
+            self._data = self._compute(np.array([self.grid_time(i) for i in range(self._start, last)]))
+        return self._target(self._data, index - self._start)
+
+    def at_time(self, t):
+        """Target at time t (s), computed directly."""
+        return self._target(self._compute(np.array([t])), 0)
+
+    @staticmethod
+    def _target(data, i):
+        return Target(*(a[i] for a in data))
+
+    def _compute(self, times):
+        model, physics = self.model, self.physics
+        s = self.spline.sample(times)
+        rot = s.rotations.copy()
+        # Hinges follow only the twist about local X (swing-twist decomposition).
+        twist = rot[:, model.hinge] * np.array([1.0, 1.0, 0.0, 0.0])
+        norm = np.linalg.norm(twist, axis=-1, keepdims=True)
+        rot[:, model.hinge] = np.where(norm > 1e-12, twist / np.maximum(norm, 1e-12), quat.IDENTITY)
+        T = len(times)
+        qd = s.omega.reshape(T, -1)[:, model.dof_flat]
+        qdd = s.omega_dot.reshape(T, -1)[:, model.dof_flat]
+        bv, ba = dynamics.base_motion(s.base_position, s.base_velocity, s.base_omega,
+                                      s.base_acceleration, s.base_omega_dot)
+        if physics.feedforward:
+            kin = forward_kinematics(model, rot, s.base_rotation, s.base_position)
+            spatial = dynamics.spatial_inertias(model, *dynamics.body_inertia_world(model, kin))
+            tau, _ = dynamics.rnea(model, kin, spatial, qd, qdd, bv, ba, physics.gravity)
+        else:
+            tau = np.zeros_like(qd)
+        return rot, qd, qdd, tau, s.base_rotation, s.base_position, bv, ba
+
+
+def _limited_state(model, target):
+    """The reference state at `target`, projected into the joint limits."""
+    return State(*project_limits(model, target.rotations, target.qd))
+
+
+def simulate(model, reference, settings=None, progress=None, face_grid=None):
+    """Physics pass over a reference animation.
+
+    model: SkeletonModel; reference: Reference with rotations (n_frames, model.n_bones, 4);
+    settings: SimSettings (default SimSettings()); progress: optional callable receiving
+    the completed fraction in [0, 1] after each frame (raise from it to abort);
+    face_grid: optional prebuilt sdf.DistanceGrid of the reference's face mesh (it is
+    otherwise built here, which costs about a second for a few thousand triangles).
+    Returns SimResult. Raises ValueError on inconsistent inputs. Never returns NaN:
+    frames whose steps fail are retried down the fallback ladder.
+    """
+    settings = SimSettings() if settings is None else settings
+    if reference.rotations.shape[1] != model.n_bones:
+        raise ValueError(f"reference has {reference.rotations.shape[1]} bones, model has {model.n_bones}")
+    n = reference.n_frames
+    multiplier = settings.validate(n)
+    omega, zeta = dof_gains(model, settings)
+    face = None
+    if reference.face_vertices is not None:
+        if face_grid is None:
+            face_grid = build_distance_grid(reference.face_vertices, reference.face_triangles,
+                                            reference.face_bone, settings.sdf_spacing, settings.sdf_margin)
+        elif face_grid.bone != reference.face_bone:
+            raise ValueError("face_grid is attached to a different bone than reference.face_bone")
+        face = face_samples(model, face_grid)
+    physics = Physics(omega, zeta, settings.feedforward, 2.0 * np.pi * settings.limit_frequency_hz,
+                      settings.limit_damping_ratio, settings.gravity, face)
+    track = ReferenceTrack(model, reference, physics, settings.max_substeps)
+
+    first = track.at_index(0)
+    ev = evaluate(model, physics, _limited_state(model, first), first)
+    rotations = np.empty((n, model.n_bones, 4))
+    velocities = np.empty((n, model.n_dof))
+    penetration = np.zeros(n)
+    substeps = np.zeros(n, dtype=np.intp)
+    level_of = np.zeros(n, dtype=np.intp)
+    energy = np.empty(n)
+    stiffness = np.empty(n)
+    rotations[0], velocities[0] = ev.state.rotations, ev.state.velocity
+    penetration[0] = ev.penetration
+    energy[0] = ev.energy(model, settings.gravity)
+    stiffness[0] = settings.contact_stiffness * multiplier[0]
+    kp = settings.contact_stiffness
+
+    def tunnelling(ev0, ev1):
+        return (capsule_tunnelling(model, ev0.segments, ev1.segments, ev0.capsules)
+                or face_tunnelling(physics, ev0, ev1))
+
+    for k in range(n - 1):
+        H = reference.times[k + 1] - reference.times[k]
+        k_eff = kp * multiplier[k + 1]
+        for level in (0, LEVEL_SMALLER_STEPS, LEVEL_SOFTER):
+            soft = level >= LEVEL_SOFTER
+            contact_k = k_eff * (0.1 if soft else 1.0)
+            refine = 4 if level >= LEVEL_SMALLER_STEPS else 1
+            min_err = H / (settings.max_substeps * refine) * (1.0 - 1e-9)
+            min_tunnel = H / (settings.max_tunnel_substeps * refine) * (1.0 - 1e-9)
+
+            def target(index, length, t):
+                # Intervals at least one grid cell long start and end on grid points.
+                return track.at_index(int(index)) if length >= 1 else track.at_time(t)
+
+            def step(e, tgt, h):
+                return implicit_step(model, physics, e, tgt, h, contact_k, settings.contact_damping,
+                                     4.0 if soft else 1.0)
+
+            def interval(e0, t, h, index, length, big):
+                """Advance e0 over [t, t + h]; index/length locate it on the target grid."""
+                half = length / 2
+                t_mid, t_end = t + 0.5 * h, t + h
+                tgt_end = target(index + length, length, t_end)
+                if 0.5 * h >= min_err:
+                    tgt_mid = target(index + half, half, t_mid)
+                    big = step(e0, tgt_end, h) if big is None else big
+                    mid = step(e0, tgt_mid, 0.5 * h)
+                    e_mid = evaluate(model, physics, mid, tgt_mid)
+                    e_end = evaluate(model, physics, step(e_mid, tgt_end, 0.5 * h), tgt_end)
+                    err = np.max(quat.angle_between(big.rotations, e_end.state.rotations))
+                    crossing = tunnelling(e0, e_mid) or tunnelling(e_mid, e_end)
+                    if ((err > settings.tolerance and 0.25 * h >= min_err)
+                            or (crossing and 0.25 * h >= min_tunnel)):
+                        e1, n1, d1 = interval(e0, t, 0.5 * h, index, half, mid)
+                        e2, n2, d2 = interval(e1, t_mid, 0.5 * h, index + half, half, None)
+                        return e2, n1 + n2, max(d1, d2)
+                    return e_end, 2, max(e_mid.penetration, e_end.penetration)
+                new = step(e0, tgt_end, h) if big is None else big
+                e_end = evaluate(model, physics, new, tgt_end)
+                if 0.5 * h >= min_tunnel and tunnelling(e0, e_end):
+                    e1, n1, d1 = interval(e0, t, 0.5 * h, index, half, None)
+                    e2, n2, d2 = interval(e1, t_mid, 0.5 * h, index + half, half, None)
+                    return e2, n1 + n2, max(d1, d2)
+                return e_end, 1, e_end.penetration
+
+            try:
+                ev_new, steps, d_max = interval(ev, reference.times[k], H, k * settings.max_substeps,
+                                                settings.max_substeps, None)
+                break
+            except StepFailure:
+                continue
+        else:
+            level = LEVEL_KINEMATIC
+            tgt = track.at_index((k + 1) * settings.max_substeps)
+            ev_new = evaluate(model, physics, _limited_state(model, tgt), tgt)
+            steps, d_max = 0, ev_new.penetration
+        ev = ev_new
+        i = k + 1
+        rotations[i], velocities[i] = ev.state.rotations, ev.state.velocity
+        penetration[i], substeps[i], level_of[i] = d_max, steps, level
+        energy[i] = ev.energy(model, settings.gravity)
+        stiffness[i] = k_eff
+        if settings.schedule and d_max > 0.0:
+            kp = float(np.clip(kp * (1.0 + settings.eta * (d_max - settings.d_target) / settings.d_target),
+                               settings.k_min, settings.k_max))
+        if progress is not None:
+            progress(i / (n - 1))
+
+    counts = np.array([np.count_nonzero(level_of == lv) for lv in (1, 2, 3)])
+    return SimResult(quat.make_continuous(rotations, reference.rotations[0]), velocities, penetration * 1e3,
+                     substeps, level_of, counts, energy, stiffness)
