@@ -1,0 +1,567 @@
+"""Retargeting: a source armature's motion onto a target armature, as a new action.
+
+Notation (all world space, i.e. armature object transform included; rotations are 3×3
+matrices, arrays are float64):
+  S_b(t)   posed world rotation of source bone b at frame t          (F, 3, 3)
+  S_b,ref  source reference rotation (its rest pose, or its first frame when the rest is not
+           a usable human pose: bones along their local X, up axis different from the motion)
+  T_b      target rest world rotation (bone.matrix_local with the object's rotation) (3, 3)
+  Q_b(t)   world "delta" applied to the target bone: posed world rotation = Q_b(t) · T_b
+
+The transfer of DESIGN.md, R_t(t) = R_s(t) · R_s,rest⁻¹ · R_t,rest, is Q_b = S_b · S_b,ref⁻¹
+when both rest poses coincide. When they differ (A-pose vs T-pose, bone-axis rests), each
+bone is first aligned by an orthonormal frame built from *directions between joint heads*,
+never from bone axes, so bone rolls cannot change the result:
+
+  F = [a, n, a × n]   a = unit direction from the bone's head to the head(s) of its next
+                      mapped bone(s), n = a reference direction (body forward; body
+                      lateral for feet) made orthogonal to a.
+  A_b = F_t · F_s,ref⁻¹                 (source reference frame → target rest frame)
+  Q_ref,b(t) = S_b(t) · S_b,ref⁻¹ · A_b⁻¹
+
+Then, so that the *directions* between mapped joints follow the source exactly even when the
+source has extra joints in between (the direction spans several source bones):
+  - one mapped child:   Q_b = swing(Q_ref,b · a_t → a_s(t)) · Q_ref,b
+                        (the smallest rotation that puts the aim onto the source's aim
+                        keeps the twist from the source's own rotation);
+  - ≥ 2 mapped children in different directions (hips, chest, hand): Q_b is the rotation
+    that best maps the target rest directions d_t,i onto the source's posed directions
+    d_s,i(t) (Wahba's problem, solved by SVD: B = Σ d_s,i d_t,iᵀ = U Σ Vᵀ,
+    Q = U diag(1, 1, det(U Vᵀ)) Vᵀ);
+  - no mapped child (head, finger tips): Q_ref,b with the parent's alignment A.
+
+Local pose rotations follow down the hierarchy (parents first). With L the armature-space
+rest matrices (bone.matrix_local), the posed armature matrix of bone b is
+  M_b = M_p · L_p⁻¹ · L_b · B_b          (B_b = pose_bone.matrix_basis)
+so, with world rotations W = R_obj · M (rotation parts) and W_b = Q_b · T_b:
+  B_b,rot = (T_p⁻¹ · T_b)⁻¹ · W_p⁻¹ · W_b      (root bone: B_b,rot = T_b⁻¹ · W_b)
+(the object rotation cancels because T = R_obj · L_rot). Unmapped bones keep B = identity,
+W_b = W_p · T_p⁻¹ · T_b. Quaternions are made hemisphere-continuous over frames.
+
+Root motion (seed 004 §2): the target hips head follows
+  p′(t) = k · (p(t) − p_ref) + p′_ref,  k = L_t / L_s
+with L the hips height above the floor (target: its rest pose above its lowest bone point;
+source: the median over frames of hips height above its lowest joint), p_ref = the source
+hips at the first frame dropped to the source floor, p′_ref = the target rest hips dropped to
+the target floor. The location key of the hips bone is solved from
+  head_b = L_b,rot · t_B + head_local_b   (parents of the hips at rest).
+
+Units: metres, radians; frames are Blender frames (floats where subframes are sampled).
+"""
+import math
+import os
+
+import bpy
+import numpy as np
+from bpy_extras import anim_utils
+
+from . import bonemap
+from .errors import SignSimError
+
+
+# ---------------------------------------------------------------------------------------
+# small numpy rotation kit (batched over leading axes)
+
+def _unit(v, eps=1e-12):
+    n = np.linalg.norm(v, axis=-1, keepdims=True)
+    return v / np.maximum(n, eps)
+
+
+def _swing(a, b):
+    """Rotation matrices (…, 3, 3) taking unit vectors a onto unit vectors b (…, 3), about a × b."""
+    a, b = np.broadcast_arrays(a, b)
+    v = np.cross(a, b)
+    c = np.sum(a * b, axis=-1)
+    vx = np.zeros(a.shape[:-1] + (3, 3))
+    vx[..., 0, 1], vx[..., 0, 2] = -v[..., 2], v[..., 1]
+    vx[..., 1, 0], vx[..., 1, 2] = v[..., 2], -v[..., 0]
+    vx[..., 2, 0], vx[..., 2, 1] = -v[..., 1], v[..., 0]
+    eye = np.broadcast_to(np.eye(3), vx.shape)
+    # Rodrigues with 1/(1+c); antiparallel vectors (c → −1) get a half turn about any normal
+    k = 1.0 / np.maximum(1.0 + c, 1e-9)
+    r = eye + vx + (vx @ vx) * k[..., None, None]
+    flip = c < -1.0 + 1e-9
+    if np.any(flip):
+        axis = np.cross(a[flip], [1.0, 0.0, 0.0])
+        bad = np.linalg.norm(axis, axis=-1) < 1e-6
+        axis[bad] = np.cross(a[flip][bad], [0.0, 1.0, 0.0])
+        axis = _unit(axis)
+        r[flip] = 2.0 * axis[..., :, None] * axis[..., None, :] - np.eye(3)
+    return r
+
+
+def _wahba(d_t, d_s):
+    """Rotations (F, 3, 3) best mapping directions d_t (k, 3) onto d_s (F, k, 3) (SVD)."""
+    b = np.einsum("fki,kj->fij", d_s, d_t)
+    u, _s, vt = np.linalg.svd(b)
+    det = np.linalg.det(u @ vt)
+    d = np.ones(det.shape + (3,))
+    d[..., 2] = det
+    return (u * d[..., None, :]) @ vt
+
+
+def _frame(aim, ref):
+    """Orthonormal frames [a, n, a × n] as columns (…, 3, 3) from an aim and a reference."""
+    a = _unit(aim)
+    n = _unit(ref - np.sum(ref * a, axis=-1, keepdims=True) * a)
+    return np.stack([a, n, np.cross(a, n)], axis=-1)
+
+
+def _quat(m):
+    """Unit quaternions (…, 4) as (w, x, y, z) from rotation matrices (…, 3, 3)."""
+    m = np.asarray(m)
+    w = np.sqrt(np.maximum(0.0, 1.0 + m[..., 0, 0] + m[..., 1, 1] + m[..., 2, 2])) / 2
+    x = np.sqrt(np.maximum(0.0, 1.0 + m[..., 0, 0] - m[..., 1, 1] - m[..., 2, 2])) / 2
+    y = np.sqrt(np.maximum(0.0, 1.0 - m[..., 0, 0] + m[..., 1, 1] - m[..., 2, 2])) / 2
+    z = np.sqrt(np.maximum(0.0, 1.0 - m[..., 0, 0] - m[..., 1, 1] + m[..., 2, 2])) / 2
+    x = np.copysign(x, m[..., 2, 1] - m[..., 1, 2])
+    y = np.copysign(y, m[..., 0, 2] - m[..., 2, 0])
+    z = np.copysign(z, m[..., 1, 0] - m[..., 0, 1])
+    return _unit(np.stack([w, x, y, z], axis=-1))
+
+
+def _continuous(q):
+    """Flip quaternions (F, 4) so consecutive ones lie in the same hemisphere."""
+    q = q.copy()
+    for f in range(1, len(q)):
+        if np.dot(q[f], q[f - 1]) < 0.0:
+            q[f] = -q[f]
+    return q
+
+
+def _rot(m):
+    """Rotation parts (…, 3, 3) of (…, 4, 4) matrices with uniform scale removed."""
+    r = np.asarray(m)[..., :3, :3]
+    return r / np.linalg.norm(r, axis=-2, keepdims=True)
+
+
+# ---------------------------------------------------------------------------------------
+# reading armatures
+
+def skeleton(ob, heads=None):
+    """bonemap.Skeleton of an armature object: names, parents, rest heads in world space (m)."""
+    bones = ob.data.bones
+    index = {b.name: i for i, b in enumerate(bones)}
+    if heads is None:
+        heads = [ob.matrix_world @ b.head_local for b in bones]
+    return bonemap.Skeleton([b.name for b in bones],
+                            [index[b.parent.name] if b.parent else -1 for b in bones], heads)
+
+
+def _rest_matrices(ob):
+    """Armature-space rest matrices (N, 4, 4) of ob's bones (bone.matrix_local)."""
+    out = np.empty(len(ob.data.bones) * 16)
+    ob.data.bones.foreach_get("matrix_local", out)
+    return out.reshape(-1, 4, 4).transpose(0, 2, 1)
+
+
+def _world(ob):
+    return np.array(ob.matrix_world, dtype=float)
+
+
+def sample_pose(ob, frames, scene):
+    """Posed world matrices (F, N, 4, 4) and tails (F, N, 3) of ob's bones at frames.
+
+    frames: float Blender frames (subframes allowed). Sets scene.frame_current (restored by
+    the caller if it matters).
+    """
+    n = len(ob.pose.bones)
+    buf = np.empty(n * 16)
+    mats = np.empty((len(frames), n, 4, 4))
+    lengths = np.array([b.length for b in ob.data.bones])
+    for k, fr in enumerate(frames):
+        whole = math.floor(fr)
+        scene.frame_set(int(whole), subframe=float(fr - whole))
+        ob.pose.bones.foreach_get("matrix", buf)
+        mats[k] = _world(ob) @ buf.reshape(n, 4, 4).transpose(0, 2, 1)
+    tails = mats[..., :3, 3] + mats[..., :3, 1] * lengths[None, :, None] \
+        * np.linalg.norm(mats[..., :3, 0], axis=-1, keepdims=True)
+    return mats, tails
+
+
+# ---------------------------------------------------------------------------------------
+# body axes (reference directions for the alignment frames)
+
+def _axes(body, heads):
+    """(forward, lateral, up) unit vectors (3,) of a body in a pose given by heads (N, 3)."""
+    sk = body.sk
+    up = None
+    top = body.head if body.head is not None else (body.spine[-1] if body.spine else None)
+    if top is not None:
+        up = heads[top] - heads[body.hips]
+    lat = None
+    for part in ("upper_arm", "thigh", "shoulder"):
+        left, right = body.limbs.get(("L", part)), body.limbs.get(("R", part))
+        if left and right:
+            lat = heads[left[0]] - heads[right[0]]
+            break
+    if up is None or lat is None or np.linalg.norm(up) < 1e-9 or np.linalg.norm(lat) < 1e-9:
+        del sk
+        return np.array([0.0, -1.0, 0.0]), np.array([1.0, 0.0, 0.0]), np.array([0.0, 0.0, 1.0])
+    up = _unit(up)
+    lat = _unit(lat - np.dot(lat, up) * up)
+    return np.cross(lat, up), lat, up
+
+
+def _reference_kind(body):
+    """bone index → 'lateral' for feet and toes (they point forward), else 'forward'."""
+    kind = {}
+    for side in bonemap.SIDES:
+        for part in ("foot", "toe"):
+            for i in body.limbs.get((side, part), []):
+                kind[i] = "lateral"
+    return kind
+
+
+def _primary_children(body):
+    """Bones that continue their parent's main line at a branching bone: the spine and neck
+    (over the legs and arms), the middle finger (over the other fingers), by preference.
+    """
+    out = set(body.spine) | set(body.neck) | ({body.head} if body.head is not None else set())
+    for side in bonemap.SIDES:
+        for finger in ("middle", "ring", "index", "pinky"):
+            chain = body.fingers.get((side, finger))
+            if chain:
+                out.add(chain[0])
+                if (side, finger) in body.meta:
+                    out.add(body.meta[(side, finger)])
+                break
+    return out
+
+
+def _usable_rest(body, rest_heads):
+    """True when a source rest pose is a standing human pose in Z-up (spine up, legs down)."""
+    _fwd, _lat, up = _axes(body, rest_heads)
+    if up[2] < 0.9:
+        return False
+    for side in bonemap.SIDES:
+        thigh, foot = body.limbs.get((side, "thigh")), body.limbs.get((side, "foot"))
+        if thigh and foot:
+            leg = _unit(rest_heads[foot[0]] - rest_heads[thigh[0]])
+            if leg[2] > -0.8:
+                return False
+    return True
+
+
+# ---------------------------------------------------------------------------------------
+# the transfer
+
+class Result:
+    """What `retarget` made: the action, frames and the root path, for callers and tests.
+
+    action: the new bpy Action; frames: (F,) target frames keyed; source_frames: (F,) source
+    frames sampled (floats); root_path: (F, 3) target hips head in world space (m);
+    scale: k = L_t / L_s; bone_map: the bonemap.BoneMap used.
+    """
+
+    def __init__(self, **kw):
+        self.__dict__.update(kw)
+
+
+def retarget(source, target, bone_map, *, source_fps=None, frame_range=None, action_name=None,
+             report=None):
+    """Retarget source's current action onto target as a new action assigned to target.
+
+    source, target: armature objects in the same scene. bone_map: bonemap.BoneMap
+    (target → source names). source_fps: frame rate of the source action (default: the
+    scene's); keys are written at the scene's rate so the clip plays at its real speed.
+    frame_range: (first, last) source frames (default: the action's range).
+    The source and its action are not modified; on any error the new action is removed and
+    target's previous action is restored. Raises SignSimError for unusable input (no
+    action, no mapped bones, missing bones).
+    Returns a Result.
+    """
+    report = report or (lambda *_a: None)
+    scene = bpy.context.scene
+    ad = source.animation_data
+    if ad is None or ad.action is None:
+        raise SignSimError(f"'{source.name}' has no action to retarget")
+    src_action = ad.action
+    channelbag = anim_utils.animdata_get_channelbag_for_assigned_slot(ad)
+    if channelbag is None or not len(channelbag.fcurves) or \
+            not any(len(fc.keyframe_points) for fc in channelbag.fcurves):
+        raise SignSimError(f"clip '{src_action.name}' has no keys")
+    pairs = [(t, s) for t, s in bone_map.as_dict().items()]
+    missing = [t for t, _ in pairs if t not in target.data.bones] + \
+              [s for _, s in pairs if s not in source.data.bones]
+    if missing:
+        raise SignSimError(f"bone map names bones that do not exist: {', '.join(missing[:6])}")
+    if not pairs:
+        raise SignSimError(f"no bone of '{target.name}' is mapped to '{source.name}'")
+
+    fps_t = scene.render.fps / scene.render.fps_base
+    fps_s = float(source_fps or fps_t)
+    first, last = frame_range or tuple(src_action.frame_range)
+    n_out = int(math.floor((last - first) * fps_t / fps_s + 1e-6)) + 1
+    out_frames = first + np.arange(n_out, dtype=float)
+    src_frames = first + np.arange(n_out) * fps_s / fps_t
+
+    saved_frame = scene.frame_current
+    try:
+        mats, tails = sample_pose(source, src_frames, scene)
+    finally:
+        scene.frame_set(saved_frame)
+    keys = _solve(source, target, pairs, mats, tails)
+    action = _write_action(target, keys, out_frames, action_name or f"{src_action.name}_{target.name}")
+    report(f"retargeted {n_out} frames of '{src_action.name}' onto '{target.name}' "
+           f"({len(pairs)} mapped bones)")
+    return Result(action=action, frames=out_frames, source_frames=src_frames,
+                  root_path=keys["root_path"], scale=keys["scale"], bone_map=bone_map)
+
+
+def _solve(source, target, pairs, mats, tails):
+    """Local quaternion and hips location keys for the target (see the module docstring).
+
+    mats: source posed world matrices (F, Ns, 4, 4); tails (F, Ns, 3).
+    Returns dict: rot {bone name: (F, 4)}, loc {bone name: (F, 3)}, root_path (F, 3), scale.
+    """
+    sk_s = skeleton(source, mats[0, :, :3, 3])
+    sk_t = skeleton(target)
+    t_of = {sk_t.index[t]: sk_s.index[s] for t, s in pairs}
+    n_frames = mats.shape[0]
+
+    mo_t = _world(target)
+    ro_t = _rot(mo_t)
+    rest_t = mo_t @ _rest_matrices(target)                 # (Nt, 4, 4) world rest
+    T = _rot(rest_t)
+    h_t = rest_t[:, :3, 3]
+    tails_t = np.array([target.matrix_world @ b.tail_local for b in target.data.bones])
+    S = _rot(mats)
+    P = mats[..., :3, 3]
+
+    try:
+        body_t = bonemap.analyse(sk_t)
+        body_s = bonemap.analyse(sk_s)
+    except SignSimError:
+        body_t = body_s = None
+    rest_s_world = _world(source) @ _rest_matrices(source)
+    if body_s is not None and _usable_rest(body_s, rest_s_world[:, :3, 3]):
+        S_ref, P_ref = _rot(rest_s_world), rest_s_world[:, :3, 3]
+    else:
+        S_ref, P_ref = S[0], P[0]
+    if body_t is not None:
+        ax_t = dict(zip(("forward", "lateral", "up"), _axes(body_t, h_t)))
+        ax_s = dict(zip(("forward", "lateral", "up"), _axes(body_s, P_ref)))
+        kind = _reference_kind(body_t)
+    else:
+        ax_t = ax_s = {"forward": np.array([0.0, -1.0, 0.0]), "lateral": np.array([1.0, 0.0, 0.0]),
+                       "up": np.array([0.0, 0.0, 1.0])}
+        kind = {}
+
+    # nearest mapped target descendants whose source bones hang under the same source bone
+    order = sk_t._order()
+    images = set(t_of.values())
+    nearest_src = {}
+    for si in range(len(sk_s.names)):
+        nearest_src[si] = next((a for a in sk_s.ancestors(si) if a in images), None)
+    kids = {b: [] for b in t_of}
+    for c in t_of:
+        a = next((x for x in sk_t.ancestors(c) if x in t_of), None)
+        if a is not None and nearest_src[t_of[c]] == t_of[a] \
+                and np.linalg.norm(h_t[c] - h_t[a]) > 1e-6 \
+                and np.linalg.norm(P_ref[t_of[c]] - P_ref[t_of[a]]) > 1e-6:
+            kids[a].append(c)
+
+    primary = _primary_children(body_t) if body_t is not None else set()
+    Q, A = {}, {}
+    for b in order:
+        if b not in t_of:
+            continue
+        s = t_of[b]
+        ks = kids[b]
+        ref = ax_t["lateral" if kind.get(b) == "lateral" else "forward"]
+        ref_s = ax_s["lateral" if kind.get(b) == "lateral" else "forward"]
+        if ks:
+            d_t = _unit(h_t[ks] - h_t[b])                                   # (k, 3)
+            d_ref = _unit(P_ref[[t_of[c] for c in ks]] - P_ref[s])           # (k, 3)
+            d_s = _unit(P[:, [t_of[c] for c in ks]] - P[:, s][:, None])      # (F, k, 3)
+            spread = max((np.linalg.norm(np.cross(d_t[i], d_t[j]))
+                          for i in range(len(ks)) for j in range(i + 1, len(ks))), default=0.0)
+            if spread > 0.2:
+                # the twist from all children, then the primary child's direction exactly
+                q_fit = _wahba(d_t, d_s)
+                A[b] = _wahba(d_ref, d_t[None])[0]
+                j = next((n for n, c in enumerate(ks) if c in primary), None)
+                Q[b] = q_fit if j is None else _swing(_unit(q_fit @ d_t[j]), d_s[:, j]) @ q_fit
+                continue
+            aim_t, aim_ref, aim_s = _unit(d_t.mean(0)), _unit(d_ref.mean(0)), _unit(d_s.mean(1))
+            if abs(np.dot(aim_t, ref)) > 0.95 or abs(np.dot(aim_ref, ref_s)) > 0.95:
+                ref, ref_s = ax_t["up"], ax_s["up"]
+            A[b] = _frame(aim_t, ref) @ _frame(aim_ref, ref_s).T
+            q_ref = S[:, s] @ S_ref[s].T @ A[b].T
+            Q[b] = _swing(_unit(q_ref @ aim_t), aim_s) @ q_ref
+        else:
+            parent = next((x for x in sk_t.ancestors(b) if x in A), None)
+            A[b] = A[parent] if parent is not None else np.eye(3)
+            Q[b] = S[:, s] @ S_ref[s].T @ A[b].T
+
+    # world rotations down the hierarchy, then local basis rotations
+    W = {}
+    rot = {}
+    for b in order:
+        p = sk_t.parents[b]
+        if b in Q:
+            W[b] = Q[b] @ T[b]
+        elif p >= 0:
+            W[b] = W[p] @ (T[p].T @ T[b])
+        else:
+            W[b] = np.broadcast_to(T[b], (n_frames, 3, 3))
+        if p >= 0:
+            basis = (T[p].T @ T[b]).T @ np.swapaxes(W[p], -1, -2) @ W[b]
+        else:
+            basis = T[b].T @ W[b]
+        rot[sk_t.names[b]] = _continuous(_quat(basis))
+
+    # root motion: hips height ratio, floors from the lowest points
+    hips_t = body_t.hips if body_t is not None else order[0]
+    hips_s = t_of.get(hips_t)
+    if hips_s is None:
+        raise SignSimError(f"the hips of '{target.name}' ({sk_t.names[hips_t]}) are not mapped")
+    floor_t = min(h_t[:, 2].min(), tails_t[:, 2].min())
+    lowest_s = np.minimum(P[..., 2].min(axis=1), tails[..., 2].min(axis=1))      # (F,)
+    floor_s = float(np.percentile(lowest_s, 5))
+    height_s = float(np.median(P[:, hips_s, 2] - lowest_s))
+    height_t = float(h_t[hips_t, 2] - floor_t)
+    if height_s < 1e-6 or height_t < 1e-6:
+        raise SignSimError("cannot measure the hips height of the source or the target")
+    k = height_t / height_s
+    p_ref = np.array([P[0, hips_s, 0], P[0, hips_s, 1], floor_s])
+    p_ref_t = np.array([h_t[hips_t, 0], h_t[hips_t, 1], floor_t])
+    root = k * (P[:, hips_s] - p_ref) + p_ref_t                          # (F, 3) world
+    # location basis of the hips with its parents at rest: head = L_rot · t + head_local
+    rest_local = _rest_matrices(target)[hips_t]
+    root_arm = (np.linalg.inv(mo_t) @ np.c_[root, np.ones(len(root))].T).T[:, :3]
+    loc = (root_arm - rest_local[:3, 3]) @ _rot(rest_local)
+    del ro_t
+    return {"rot": rot, "loc": {sk_t.names[hips_t]: loc}, "root_path": root, "scale": k}
+
+
+def _write_action(target, keys, frames, name):
+    """A new action with the keys, assigned to target with its own slot (bulk key writing).
+
+    On any error the new action is removed and target's previous action and slot restored.
+    """
+    ad = target.animation_data or target.animation_data_create()
+    old_action, old_handle = ad.action, ad.action_slot_handle if ad.action else None
+    action = bpy.data.actions.new(name)
+    try:
+        slot = action.slots.new(id_type='OBJECT', name=target.name)
+        bag = anim_utils.action_ensure_channelbag_for_slot(action, slot)
+        n = len(frames)
+        co = np.empty(2 * n)
+        co[0::2] = frames
+        linear = np.full(n, bpy.types.Keyframe.bl_rna.properties["interpolation"]
+                         .enum_items["LINEAR"].value)
+
+        def write(path, index, values, group):
+            fc = bag.fcurves.new(path, index=index)
+            fc.group = group
+            fc.keyframe_points.add(n)
+            co[1::2] = values
+            fc.keyframe_points.foreach_set("co", co)
+            fc.keyframe_points.foreach_set("interpolation", linear)
+            fc.update()
+
+        for bone, q in keys["rot"].items():
+            target.pose.bones[bone].rotation_mode = 'QUATERNION'
+            group = bag.groups.new(bone)
+            path = f'pose.bones["{bone}"].rotation_quaternion'
+            for i in range(4):
+                write(path, i, q[:, i], group)
+            if bone in keys["loc"]:
+                for i in range(3):
+                    write(f'pose.bones["{bone}"].location', i, keys["loc"][bone][:, i], group)
+        if not np.all([np.isfinite(v).all() for v in keys["rot"].values()]):
+            raise SignSimError(f"retargeting produced non-finite keys for '{target.name}'")
+        ad.action = action
+        if ad.action_slot_handle != slot.handle:
+            ad.action_slot = slot
+    except Exception:
+        bpy.data.actions.remove(action)
+        ad.action = old_action
+        if old_action is not None and old_handle is not None:
+            for s in old_action.slots:
+                if s.handle == old_handle and ad.action_slot_handle != s.handle:
+                    ad.action_slot = s
+        raise
+    return action
+
+
+# ---------------------------------------------------------------------------------------
+# source clips from mocap files (to be replaced by the motion library's importer)
+
+_UNITS = (1.0, 0.01, 0.1, 0.0254, 0.001)   # m, cm, dm, inch, mm
+
+
+def bvh_fps(filepath):
+    """Frame rate (frames/s) from a BVH file's 'Frame Time:' line. Raises SignSimError."""
+    with open(filepath, "r", errors="replace") as fh:
+        for line in fh:
+            if line.strip().lower().startswith("frame time"):
+                dt = float(line.split(":", 1)[1])
+                fps = 1.0 / dt
+                return float(round(fps)) if abs(fps - round(fps)) < 0.01 else fps
+    raise SignSimError(f"{filepath}: no 'Frame Time' line; not a BVH motion file")
+
+
+def import_bvh_clip(filepath, scene=None):
+    """Import a BVH file as a source armature in Z-up metres; returns (object, fps).
+
+    Blender's BVH importer (quaternions, no fps scaling, Y-up file convention) brings the
+    file in; then the object is rotated so the *motion's* up axis (hips → head in the first
+    frame, snapped to the nearest axis) becomes +Z, and scaled so the figure is 1.2–2.2 m
+    tall in the first matching unit of m, cm, dm, inch, mm, otherwise to 1.7 m. Rest poses
+    are left as they are (some files have Y-up rests under Z-up motion).
+    Raises SignSimError for a missing file, a file without keys or without hips.
+    """
+    scene = scene or bpy.context.scene
+    if not os.path.isfile(filepath):
+        raise SignSimError(f"clip not found: {filepath}")
+    fps = bvh_fps(filepath)
+    before = set(bpy.data.objects)
+    try:
+        bpy.ops.import_anim.bvh(filepath=filepath, rotate_mode='QUATERNION', use_fps_scale=False,
+                                axis_forward='-Z', axis_up='Y', update_scene_fps=False,
+                                update_scene_duration=False)
+    except RuntimeError as ex:
+        raise SignSimError(f"{filepath}: the BVH importer failed: {str(ex).strip()}") from None
+    new = [o for o in bpy.data.objects if o not in before and o.type == 'ARMATURE']
+    if not new:
+        raise SignSimError(f"{filepath}: no armature was imported")
+    ob = new[0]
+    try:
+        ad = ob.animation_data
+        if ad is None or ad.action is None or ad.action.frame_range[1] <= ad.action.frame_range[0]:
+            raise SignSimError(f"{filepath}: the clip has no motion keys")
+        scene.frame_set(int(ad.action.frame_range[0]))
+        mats = np.empty(len(ob.pose.bones) * 16)
+        ob.pose.bones.foreach_get("matrix", mats)
+        heads = mats.reshape(-1, 4, 4)[:, 3, :3]
+        body = bonemap.analyse(skeleton(ob, heads))
+        top = body.head if body.head is not None else body.spine[-1]
+        up = heads[top] - heads[body.hips]
+        axis = int(np.argmax(np.abs(up)))
+        direction = np.zeros(3)
+        direction[axis] = np.sign(up[axis])
+        swing = _swing(direction, np.array([0.0, 0.0, 1.0]))
+        height = float(np.ptp((heads @ swing.T)[:, 2]))
+        scale = next((u for u in _UNITS if 1.2 <= height * u <= 2.2), 1.7 / max(height, 1e-9))
+        ob.rotation_mode = 'QUATERNION'
+        ob.rotation_quaternion = tuple(_quat(swing))
+        ob.scale = (scale, scale, scale)
+        bpy.context.view_layer.update()
+    except Exception:
+        remove_clip(ob)
+        raise
+    return ob, fps
+
+
+def remove_clip(ob):
+    """Delete an imported source armature with its data and action."""
+    action = ob.animation_data.action if ob.animation_data else None
+    data = ob.data
+    bpy.data.objects.remove(ob)
+    if data is not None and data.users == 0:
+        bpy.data.armatures.remove(data)
+    if action is not None and action.users == 0:
+        bpy.data.actions.remove(action)
