@@ -13,15 +13,29 @@ class SignSimSceneSettings(bpy.types.PropertyGroup):
     """Sidebar state for one scene."""
 
 
+class SignSimBoneMapItem(bpy.types.PropertyGroup):
+    """One bone map pair: which source bone drives this target bone (retarget.py)."""
+    target: bpy.props.StringProperty(name="Target", description="Bone of this armature")
+    source: bpy.props.StringProperty(name="Source", description="Bone of the source armature "
+                                     "that drives the target bone (empty: not driven)")
+    confidence: bpy.props.FloatProperty(name="Confidence", min=0.0, max=1.0, default=1.0,
+                                        description="1 = matched by naming convention, lower = "
+                                        "inferred from the hierarchy or set by hand")
+
+
 class SignSimObjectSettings(bpy.types.PropertyGroup):
     """Per-armature settings."""
+    bone_map: bpy.props.CollectionProperty(type=SignSimBoneMapItem, name="Bone Map")
+    bone_map_index: bpy.props.IntProperty(name="Active Pair", default=0)
+    bone_map_source: bpy.props.StringProperty(
+        name="Source Armature", description="Armature whose motion is retargeted onto this one")
 
 
 class SignSimActionSettings(bpy.types.PropertyGroup):
     """Clip metadata and provenance of an action."""
 
 
-classes = (SignSimSceneSettings, SignSimObjectSettings, SignSimActionSettings)
+classes = (SignSimSceneSettings, SignSimBoneMapItem, SignSimObjectSettings, SignSimActionSettings)
 _pointers = (
     (bpy.types.Scene, SignSimSceneSettings),
     (bpy.types.Object, SignSimObjectSettings),

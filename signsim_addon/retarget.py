@@ -439,7 +439,9 @@ def _solve(source, target, pairs, mats, tails):
 def _write_action(target, keys, frames, name):
     """A new action with the keys, assigned to target with its own slot (bulk key writing).
 
-    On any error the new action is removed and target's previous action and slot restored.
+    keys: dict from _solve; frames: (F,) target frames. Every bone gets rotation keys (the
+    unmapped ones their rest rotation), the hips location keys; the pose's other location and
+    scale values are reset to rest. On any error the new action is removed and target's previous action and slot restored.
     """
     ad = target.animation_data or target.animation_data_create()
     old_action, old_handle = ad.action, ad.action_slot_handle if ad.action else None
@@ -473,6 +475,11 @@ def _write_action(target, keys, frames, name):
                     write(f'pose.bones["{bone}"].location', i, keys["loc"][bone][:, i], group)
         if not np.all([np.isfinite(v).all() for v in keys["rot"].values()]):
             raise SignSimError(f"retargeting produced non-finite keys for '{target.name}'")
+        # channels the new action does not key (location, scale of most bones) would keep
+        # the values the previous action left behind: start them from the rest pose
+        for pb in target.pose.bones:
+            pb.location = (0.0, 0.0, 0.0)
+            pb.scale = (1.0, 1.0, 1.0)
         ad.action = action
         if ad.action_slot_handle != slot.handle:
             ad.action_slot = slot
@@ -565,3 +572,96 @@ def remove_clip(ob):
         bpy.data.armatures.remove(data)
     if action is not None and action.users == 0:
         bpy.data.actions.remove(action)
+
+
+# ---------------------------------------------------------------------------------------
+# the bone map stored on the target armature (ob.signsim.bone_map)
+
+def auto_map(source, target):
+    """bonemap.auto_map between two armature objects (rest heads in world space)."""
+    bone_map = bonemap.auto_map(skeleton(source), skeleton(target))
+    bone_map.source_armature = source.name
+    return bone_map
+
+
+def store_map(target, bone_map):
+    """Write a BoneMap onto target.signsim: one item per target bone (source empty when not
+    driven), plus the source armature's name."""
+    settings = target.signsim
+    settings.bone_map.clear()
+    pairs = bone_map.as_dict()
+    conf = bone_map.confidence()
+    for bone in target.data.bones:
+        item = settings.bone_map.add()
+        item.target = bone.name
+        item.source = pairs.get(bone.name, "")
+        item.confidence = conf.get(bone.name, 0.0)
+    settings.bone_map_source = bone_map.source_armature
+
+
+def stored_map(target):
+    """The BoneMap stored on target (pairs with a source bone), or None when there is none."""
+    settings = target.signsim
+    pairs = [(i.target, i.source, i.confidence) for i in settings.bone_map if i.source]
+    if not pairs:
+        return None
+    unmapped = [i.target for i in settings.bone_map if not i.source]
+    return bonemap.BoneMap(pairs, unmapped, settings.bone_map_source)
+
+
+def set_pair(target, target_bone, source_bone):
+    """Drive target_bone by source_bone ('' to clear); a hand-set pair has confidence 1.
+
+    Raises SignSimError when target_bone is not a bone of target.
+    """
+    if target_bone not in target.data.bones:
+        raise SignSimError(f"'{target.name}' has no bone '{target_bone}'")
+    items = target.signsim.bone_map
+    item = next((i for i in items if i.target == target_bone), None)
+    if item is None:
+        item = items.add()
+        item.target = target_bone
+    item.source = source_bone
+    item.confidence = 1.0 if source_bone else 0.0
+
+
+def mirror_map(target, source):
+    """Copy the left-side pairs of target's stored map to the right side. Returns the count
+    of right-side pairs written. Raises SignSimError when no map is stored."""
+    bone_map = stored_map(target)
+    if bone_map is None:
+        raise SignSimError(f"'{target.name}' has no bone map to mirror")
+    names_t = [b.name for b in target.data.bones]
+    names_s = [b.name for b in source.data.bones] if source else [s for _t, s, _c in bone_map.pairs]
+    before = bone_map.as_dict()
+    pairs = bonemap.mirror_pairs(bone_map.pairs, names_t, names_s)
+    store_map(target, bonemap.BoneMap(pairs, (), bone_map.source_armature))
+    return sum(1 for t, s, _c in pairs if before.get(t) != s)
+
+
+def export_map(target, filepath):
+    """Write target's stored map as a JSON preset. Raises SignSimError when none is stored."""
+    bone_map = stored_map(target)
+    if bone_map is None:
+        raise SignSimError(f"'{target.name}' has no bone map to export")
+    with open(filepath, "w", encoding="utf-8") as fh:
+        fh.write(bone_map.to_json())
+
+
+def load_preset(filepath):
+    """A BoneMap from a JSON preset file. Raises SignSimError for a missing/malformed file."""
+    if not os.path.isfile(filepath):
+        raise SignSimError(f"bone map preset not found: {filepath}")
+    with open(filepath, encoding="utf-8") as fh:
+        return bonemap.BoneMap.from_json(fh.read(), filepath)
+
+
+def import_map(target, filepath):
+    """Store the preset at filepath on target; pairs naming bones target lacks are dropped.
+    Returns the number of pairs stored."""
+    bone_map = load_preset(filepath)
+    pairs = [p for p in bone_map.pairs if p[0] in target.data.bones]
+    if not pairs:
+        raise SignSimError(f"{filepath}: no bone of '{target.name}' is in this preset")
+    store_map(target, bonemap.BoneMap(pairs, (), bone_map.source_armature))
+    return len(pairs)
