@@ -108,16 +108,32 @@ def _frame(aim, ref):
 
 
 def _quat(m):
-    """Unit quaternions (…, 4) as (w, x, y, z) from rotation matrices (…, 3, 3)."""
+    """Unit quaternions (…, 4) as (w, x, y, z) from rotation matrices (…, 3, 3).
+
+    Shepperd's method: divide by the largest of 4w², 4x², 4y², 4z² so no component is
+    taken from a square root of a small, noisy number.
+    """
     m = np.asarray(m)
-    w = np.sqrt(np.maximum(0.0, 1.0 + m[..., 0, 0] + m[..., 1, 1] + m[..., 2, 2])) / 2
-    x = np.sqrt(np.maximum(0.0, 1.0 + m[..., 0, 0] - m[..., 1, 1] - m[..., 2, 2])) / 2
-    y = np.sqrt(np.maximum(0.0, 1.0 - m[..., 0, 0] + m[..., 1, 1] - m[..., 2, 2])) / 2
-    z = np.sqrt(np.maximum(0.0, 1.0 - m[..., 0, 0] - m[..., 1, 1] + m[..., 2, 2])) / 2
-    x = np.copysign(x, m[..., 2, 1] - m[..., 1, 2])
-    y = np.copysign(y, m[..., 0, 2] - m[..., 2, 0])
-    z = np.copysign(z, m[..., 1, 0] - m[..., 0, 1])
-    return _unit(np.stack([w, x, y, z], axis=-1))
+    tr = m[..., 0, 0] + m[..., 1, 1] + m[..., 2, 2]
+    cand = np.stack([tr, m[..., 0, 0], m[..., 1, 1], m[..., 2, 2]], axis=-1)
+    pick = np.argmax(cand, axis=-1)
+    q = np.empty(m.shape[:-2] + (4,))
+    r21, r12 = m[..., 2, 1], m[..., 1, 2]
+    r02, r20 = m[..., 0, 2], m[..., 2, 0]
+    r10, r01 = m[..., 1, 0], m[..., 0, 1]
+    # each case: one component from the diagonal, the others from off-diagonal sums/differences
+    cases = (
+        (1.0 + tr, r21 - r12, r02 - r20, r10 - r01),
+        (r21 - r12, 1.0 + 2 * m[..., 0, 0] - tr, r01 + r10, r02 + r20),
+        (r02 - r20, r01 + r10, 1.0 + 2 * m[..., 1, 1] - tr, r12 + r21),
+        (r10 - r01, r02 + r20, r12 + r21, 1.0 + 2 * m[..., 2, 2] - tr),
+    )
+    for k, case in enumerate(cases):
+        sel = pick == k
+        if np.any(sel):
+            q[sel] = np.stack([c[sel] for c in case], axis=-1)
+    q = _unit(q)
+    return np.where(q[..., :1] < 0.0, -q, q)
 
 
 def _continuous(q):
@@ -174,8 +190,7 @@ def sample_pose(ob, frames, scene):
         scene.frame_set(int(whole), subframe=float(fr - whole))
         ob.pose.bones.foreach_get("matrix", buf)
         mats[k] = _world(ob) @ buf.reshape(n, 4, 4).transpose(0, 2, 1)
-    tails = mats[..., :3, 3] + mats[..., :3, 1] * lengths[None, :, None] \
-        * np.linalg.norm(mats[..., :3, 0], axis=-1, keepdims=True)
+    tails = mats[..., :3, 3] + mats[..., :3, 1] * lengths[None, :, None]   # Y axis, object scale in
     return mats, tails
 
 
@@ -348,16 +363,12 @@ def _solve(source, target, pairs, mats, tails):
                        "up": np.array([0.0, 0.0, 1.0])}
         kind = {}
 
-    # nearest mapped target descendants whose source bones hang under the same source bone
+    # nearest mapped target descendants whose source bones hang below the same source bone
     order = sk_t._order()
-    images = set(t_of.values())
-    nearest_src = {}
-    for si in range(len(sk_s.names)):
-        nearest_src[si] = next((a for a in sk_s.ancestors(si) if a in images), None)
     kids = {b: [] for b in t_of}
     for c in t_of:
         a = next((x for x in sk_t.ancestors(c) if x in t_of), None)
-        if a is not None and nearest_src[t_of[c]] == t_of[a] \
+        if a is not None and sk_s.is_descendant(t_of[c], t_of[a]) \
                 and np.linalg.norm(h_t[c] - h_t[a]) > 1e-6 \
                 and np.linalg.norm(P_ref[t_of[c]] - P_ref[t_of[a]]) > 1e-6:
             kids[a].append(c)

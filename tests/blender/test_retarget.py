@@ -1,0 +1,179 @@
+"""Retargeting every shared mocap clip onto three rigs, measured by geometry.
+
+Targets: the stand-in signer (Blender's human metarig, trimmed), the CC0 Godot base mesh
+(metarig names) and the three.js robot (4-digit hands, IK pole bones). Clips are cut to
+their first 2 s to keep the suite short; keys are written at the scene's 24 fps.
+"""
+import math
+import pathlib
+import sys
+
+import bpy
+import numpy as np
+import pytest
+from mathutils import Matrix
+sys.path.insert(0, str(pathlib.Path(__file__).parent))   # --import-mode=importlib: helpers
+from retarget_rigs import direction_cosines, mapped_pairs, posed_heads, stand_in_signer, target_rig
+
+CLIPS = {  # file → finger chains the clip has (CMU: one thumb + one block of fingers)
+    "animdrawings_rokoko_jesse_dance.bvh": ("thumb", "index", "middle", "ring", "pinky"),
+    "bandai_dataset-1_bye_active_001.bvh": (),
+    "bvhpython_test_freebvh_mixamorig.bvh": ("thumb", "index", "middle", "ring", "pinky"),
+    "cmu_01_01_cgspeed__fairmotion.bvh": ("thumb", "middle"),
+    "makehuman_face-poseunits.bvh": ("thumb", "index", "middle", "ring", "pinky"),
+    "pybvh_bvh_test3_fingers.bvh": ("thumb", "index", "middle", "ring", "pinky"),
+}
+RIG_FINGERS = {"signer": ("thumb", "index", "middle", "ring", "pinky"),
+               "godot": ("thumb", "index", "middle", "ring", "pinky"),
+               "robot": ("thumb", "index", "middle", "ring")}
+RIG_LEGS = {"signer": ("thigh", "shin", "foot", "toe"), "godot": ("thigh", "shin", "foot", "toe"),
+            "robot": ("thigh", "shin")}   # the robot's feet are IK targets outside the leg chain
+SECONDS = 2.0
+
+
+def expected_coverage(rig, clip):
+    parts = {"hips", "spine", "neck", "head"}
+    for side in ("L", "R"):
+        limb = ("shoulder", "upper_arm", "forearm", "hand") + RIG_LEGS[rig]
+        fingers = [f for f in RIG_FINGERS[rig] if f in CLIPS[clip]]
+        parts |= {f"{p}.{side}" for p in (*limb, *fingers)}
+    return sorted(parts)
+
+
+def retarget_clip(addon, shared_data, rig, clip, seconds=SECONDS):
+    rt = addon.signsim_addon.retarget
+    target = target_rig(shared_data, rig)
+    source, fps = rt.import_bvh_clip(str(shared_data / "mocap" / clip))
+    first, last = source.animation_data.action.frame_range
+    bone_map = rt.auto_map(source, target)
+    result = rt.retarget(source, target, bone_map, source_fps=fps,
+                         frame_range=(first, min(last, first + seconds * fps)))
+    return source, target, bone_map, result
+
+
+def _key_checksum(action):
+    from bpy_extras import anim_utils
+    total = 0.0
+    for layer in action.layers:
+        for strip in layer.strips:
+            for bag in strip.channelbags:
+                for fc in bag.fcurves:
+                    co = np.empty(2 * len(fc.keyframe_points))
+                    fc.keyframe_points.foreach_get("co", co)
+                    total += float(np.sum(co * np.arange(1, len(co) + 1)))
+    del anim_utils
+    return total
+
+
+@pytest.mark.parametrize("rig", ["signer", "godot", "robot"])
+@pytest.mark.parametrize("clip", sorted(CLIPS))
+def test_retarget_follows_source_geometry(addon, shared_data, rig, clip):
+    source, target, bone_map, result = retarget_clip(addon, shared_data, rig, clip)
+    rt = addon.signsim_addon.retarget
+    bm = addon.signsim_addon.bonemap
+
+    assert bm.coverage(bone_map, rt.skeleton(target)) == expected_coverage(rig, clip)
+
+    chain, branch = mapped_pairs(target, bone_map)
+    cos_chain = direction_cosines(source, target, bone_map, result, chain)
+    cos_branch = direction_cosines(source, target, bone_map, result, branch)
+    assert len(cos_chain) >= 6
+    low = {pair: round(c[0], 3) for pair, c in cos_chain.items() if c[0] < 0.98}
+    assert not low, f"chain directions do not follow the source: {low}"
+    # at branching bones (hips, chest, hand) the children sit where each skeleton puts them:
+    # the directions follow the source up to that rest-shape offset, constant in the body
+    low = {pair: round(c[1], 3) for pair, c in cos_branch.items() if c[1] < 0.98}
+    assert not low, f"branch directions do not follow the source: {low}"
+
+    # root path: hips height ratio, each floor under its own skeleton
+    hs, ts = posed_heads(source, result.source_frames)
+    ht, tt = posed_heads(target, result.frames)
+    names_t = [b.name for b in target.data.bones]
+    names_s = [b.name for b in source.data.bones]
+    hips_t = next(t for t, s in bone_map.as_dict().items()
+                  if target.data.bones[t].parent is None or not any(
+                      a.name in bone_map.as_dict() for a in target.data.bones[t].parent_recursive))
+    hips_s = names_s.index(bone_map.as_dict()[hips_t])
+    rest_t = np.array([[target.matrix_world @ b.head_local for b in target.data.bones],
+                       [target.matrix_world @ b.tail_local for b in target.data.bones]])
+    floor_t = rest_t[..., 2].min()
+    lowest_s = np.minimum(hs[..., 2].min(1), ts[..., 2].min(1))
+    floor_s = np.percentile(lowest_s, 5)
+    hips_rest_t = target.matrix_world @ target.data.bones[hips_t].head_local
+    k = (hips_rest_t.z - floor_t) / np.median(hs[:, hips_s, 2] - lowest_s)
+    p = hs[:, hips_s]
+    expected = k * (p - [p[0, 0], p[0, 1], floor_s]) + [hips_rest_t.x, hips_rest_t.y, floor_t]
+    error = np.linalg.norm(ht[:, names_t.index(hips_t)] - expected, axis=1)
+    assert error.max() < 0.01, f"root path off by {error.max():.3f} m"
+
+
+def test_new_action_leaves_the_source_untouched(addon, shared_data):
+    rt = addon.signsim_addon.retarget
+    target = stand_in_signer()
+    source, fps = rt.import_bvh_clip(str(shared_data / "mocap" / "bvhpython_test_freebvh_mixamorig.bvh"))
+    src_action = source.animation_data.action
+    before = (_key_checksum(src_action), len(bpy.data.actions))
+    result = rt.retarget(source, target, rt.auto_map(source, target), source_fps=fps)
+    assert (_key_checksum(src_action), len(bpy.data.actions) - 1) == before
+    assert source.animation_data.action == src_action
+    ad = target.animation_data
+    assert ad.action == result.action and ad.action_slot is not None
+    assert ad.action_slot.handle == result.action.slots[0].handle
+    # keys at the scene's rate: 69 frames at 30 fps → 2.27 s → 55 frames at 24 fps
+    assert len(result.frames) == math.floor(68 * 24 / 30) + 1
+    q = np.array([[pb.rotation_quaternion[:] for pb in target.pose.bones]])
+    assert np.all(np.isfinite(q))
+
+
+def test_failed_write_removes_the_new_action(addon, shared_data):
+    rt = addon.signsim_addon.retarget
+    target = stand_in_signer()
+    source, fps = rt.import_bvh_clip(str(shared_data / "mocap" / "bvhpython_test_freebvh_mixamorig.bvh"))
+    first = rt.retarget(source, target, rt.auto_map(source, target), source_fps=fps)
+    names = {a.name for a in bpy.data.actions}
+    bad = {"rot": {"hand.L": np.full((3, 4), np.nan)}, "loc": {}}
+    with pytest.raises(addon.signsim_addon.errors.SignSimError):
+        rt._write_action(target, bad, np.arange(3.0), "broken")
+    assert {a.name for a in bpy.data.actions} == names
+    assert target.animation_data.action == first.action
+
+
+def test_rest_pose_and_bone_rolls_do_not_change_the_motion(addon, shared_data):
+    """A copy of the rig in an A-pose (arms 45° down) with other bone rolls moves the same."""
+    rt = addon.signsim_addon.retarget
+    tpose = stand_in_signer()
+    apose = tpose.copy()
+    apose.data = tpose.data.copy()
+    apose.name = "Signer A-pose"
+    bpy.context.collection.objects.link(apose)
+    bpy.ops.object.select_all(action='DESELECT')
+    bpy.context.view_layer.objects.active = apose
+    bpy.ops.object.mode_set(mode='EDIT')
+    bones = apose.data.edit_bones
+    for side, angle in (("L", 45.0), ("R", -45.0)):
+        upper = bones[f"upper_arm.{side}"]
+        pivot = upper.head.copy()
+        turn = Matrix.Translation(pivot) @ Matrix.Rotation(math.radians(angle), 4, 'Y') \
+            @ Matrix.Translation(-pivot)
+        arm = [upper] + list(upper.children_recursive)       # parents before children
+        rest = [(b, b.matrix.copy(), b.length) for b in arm]  # before connected heads move
+        for b, matrix, length in rest:
+            b.matrix = turn @ matrix
+            b.length = length
+    for k, b in enumerate(bones):
+        b.roll += 0.3 + 0.5 * k       # rolls unlike the original's
+    bpy.ops.object.mode_set(mode='OBJECT')
+    assert (apose.data.bones["hand.L"].head_local - tpose.data.bones["hand.L"].head_local).length > 0.2
+
+    source, fps = rt.import_bvh_clip(str(shared_data / "mocap" / "animdrawings_rokoko_jesse_dance.bvh"))
+    first = source.animation_data.action.frame_range[0]
+    runs = []
+    for target in (tpose, apose):
+        bone_map = rt.auto_map(source, target)
+        result = rt.retarget(source, target, bone_map, source_fps=fps, frame_range=(first, first + 150))
+        runs.append(posed_heads(target, result.frames))
+    (h1, t1), (h2, t2) = runs
+    assert np.abs(h1 - h2).max() < 1e-4      # 0.1 mm: float32 rest matrices and keys
+    assert np.abs(t1 - t2).max() < 1e-4
+    # and the arms really move (the comparison is not between two rest poses)
+    assert np.ptp(h1[:, [b.name for b in tpose.data.bones].index("hand.L")], axis=0).max() > 0.05
