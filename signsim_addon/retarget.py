@@ -214,6 +214,10 @@ def _axes(body, heads):
         del sk
         return np.array([0.0, -1.0, 0.0]), np.array([1.0, 0.0, 0.0]), np.array([0.0, 0.0, 1.0])
     up = _unit(up)
+    if up[2] > 0.85:
+        # a standing body: forward and lateral in the floor plane, so a rest pose that only
+        # lowers the arms (A-pose) about the forward axis keeps the same reference frames
+        up = np.array([0.0, 0.0, 1.0])
     lat = _unit(lat - np.dot(lat, up) * up)
     return np.cross(lat, up), lat, up
 
