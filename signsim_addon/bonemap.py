@@ -89,7 +89,7 @@ def classify(name, joint_named=False):
     """The body part a bone name stands for, or None.
 
     Returns (part, side, number): part is one of 'hips', 'spine', 'neck', 'head', ARM, LEG,
-    'palm', or a finger name; number is the phalanx (1-based, 0 = metacarpal, None when the
+    'palm', 'wrist' (the hand, or the joint above SMPL's hand end), or a finger name; number is the phalanx (1-based, 0 = metacarpal, None when the
     name carries none) or the repeat number of a body part ('upperarm02' → 2).
     joint_named: the skeleton names joints (SMPL: collar/shoulder/elbow/wrist,
     hip/knee/ankle/foot) rather than bones.
@@ -125,10 +125,10 @@ def classify(name, joint_named=False):
     if side is None:
         if word in ("hips", "hip", "pelvis"):
             return "hips", None, num
-        if word in ("spine", "lowerback", "abdomen", "torso", "chest", "upperchest", "back",
-                    "waist", "belly"):
-            return "spine", None, num
-        if word == "neck":
+        if word.startswith(("spine", "abdomen", "chest", "torso", "back", "waist")) \
+                or word in ("lowerback", "upperchest", "belly"):
+            return "spine", None, num          # DAZ abdomenLower, chestUpper, …
+        if word.startswith("neck"):
             return "neck", None, num
         if word == "head":
             return "head", None, num
@@ -138,7 +138,7 @@ def classify(name, joint_named=False):
         "shoulder": "upper_arm" if joint_named else "shoulder",
         "shldr": "upper_arm", "upperarm": "upper_arm", "uparm": "upper_arm", "arm": "upper_arm",
         "forearm": "forearm", "lowerarm": "forearm", "elbow": "forearm", "lowarm": "forearm",
-        "hand": None if joint_named else "hand", "wrist": "hand", "palm": "palm",
+        "hand": "hand", "wrist": "wrist", "palm": "palm",
         "thigh": "thigh", "upleg": "thigh", "upperleg": "thigh", "hip": "thigh" if joint_named else None,
         "shin": "shin", "leg": "shin", "lowerleg": "shin", "calf": "shin", "knee": "shin",
         "foot": "toe" if joint_named else "foot", "ankle": "foot",
@@ -249,6 +249,11 @@ class _Names:
             c = classify(n, joint_named)
             if c:
                 self.hits.setdefault((c[0], c[1]), []).append((c[2], i))
+        for side in SIDES:
+            # a wrist is the hand; a 'hand' below it is then SMPL's hand end (no fingers)
+            wrist = self.hits.pop(("wrist", side), None)
+            if wrist:
+                self.hits[("hand", side)] = wrist
 
     def find(self, part, side, below=None):
         """Bones named (part, side), below bone `below` if given, lowest number first."""
