@@ -515,15 +515,27 @@ def _write_action(target, keys, frames, name):
 _UNITS = (1.0, 0.01, 0.1, 0.0254, 0.001)   # m, cm, dm, inch, mm
 
 
-def bvh_fps(filepath):
-    """Frame rate (frames/s) from a BVH file's 'Frame Time:' line. Raises SignSimError."""
+def bvh_header(filepath):
+    """(fps, frame count) from a BVH file's 'Frames:' and 'Frame Time:' lines (frames/s).
+
+    Raises SignSimError when the file has no MOTION header.
+    """
+    frames = fps = None
     with open(filepath, "r", errors="replace") as fh:
         for line in fh:
-            if line.strip().lower().startswith("frame time"):
-                dt = float(line.split(":", 1)[1])
-                fps = 1.0 / dt
-                return float(round(fps)) if abs(fps - round(fps)) < 0.01 else fps
-    raise SignSimError(f"{filepath}: no 'Frame Time' line; not a BVH motion file")
+            key, _sep, value = line.strip().partition(":")
+            try:
+                if key.lower() == "frames":
+                    frames = int(value)
+                elif key.lower() == "frame time":
+                    fps = 1.0 / float(value)
+                    fps = float(round(fps)) if abs(fps - round(fps)) < 0.01 else fps
+                    break
+            except (ValueError, ZeroDivisionError):
+                break
+    if frames is None or fps is None:
+        raise SignSimError(f"{filepath}: no valid 'Frames'/'Frame Time' lines; not a BVH motion file")
+    return fps, frames
 
 
 def import_bvh_clip(filepath, scene=None):
@@ -539,14 +551,17 @@ def import_bvh_clip(filepath, scene=None):
     scene = scene or bpy.context.scene
     if not os.path.isfile(filepath):
         raise SignSimError(f"clip not found: {filepath}")
-    fps = bvh_fps(filepath)
+    fps, frames = bvh_header(filepath)
+    if frames < 2:
+        raise SignSimError(f"{filepath}: the clip has no motion keys ({frames} frame(s))")
     before = set(bpy.data.objects)
     try:
         bpy.ops.import_anim.bvh(filepath=filepath, rotate_mode='QUATERNION', use_fps_scale=False,
                                 axis_forward='-Z', axis_up='Y', update_scene_fps=False,
                                 update_scene_duration=False)
     except RuntimeError as ex:
-        raise SignSimError(f"{filepath}: the BVH importer failed: {str(ex).strip()}") from None
+        last = str(ex).strip().splitlines()[-1]
+        raise SignSimError(f"{filepath}: Blender's BVH importer could not read it ({last})") from None
     new = [o for o in bpy.data.objects if o not in before and o.type == 'ARMATURE']
     if not new:
         raise SignSimError(f"{filepath}: no armature was imported")
@@ -554,7 +569,7 @@ def import_bvh_clip(filepath, scene=None):
     try:
         ad = ob.animation_data
         if ad is None or ad.action is None or ad.action.frame_range[1] <= ad.action.frame_range[0]:
-            raise SignSimError(f"{filepath}: the clip has no motion keys")
+            raise SignSimError(f"{filepath}: the clip has no motion keys (one pose at most)")
         scene.frame_set(int(ad.action.frame_range[0]))
         mats = np.empty(len(ob.pose.bones) * 16)
         ob.pose.bones.foreach_get("matrix", mats)
