@@ -89,8 +89,9 @@ def classify(name, joint_named=False):
     """The body part a bone name stands for, or None.
 
     Returns (part, side, number): part is one of 'hips', 'spine', 'neck', 'head', ARM, LEG,
-    'palm', 'wrist' (the hand, or the joint above SMPL's hand end), or a finger name; number is the phalanx (1-based, 0 = metacarpal, None when the
-    name carries none) or the repeat number of a body part ('upperarm02' → 2).
+    'palm', 'wrist' (the hand, or the joint above SMPL's hand end), or a finger name;
+    number is the phalanx (1-based, 0 = metacarpal, None when the name carries none) or the
+    repeat number of a body part ('upperarm02' → 2).
     joint_named: the skeleton names joints (SMPL: collar/shoulder/elbow/wrist,
     hip/knee/ankle/foot) rather than bones.
     """

@@ -199,7 +199,6 @@ def sample_pose(ob, frames, scene):
 
 def _axes(body, heads):
     """(forward, lateral, up) unit vectors (3,) of a body in a pose given by heads (N, 3)."""
-    sk = body.sk
     up = None
     top = body.head if body.head is not None else (body.spine[-1] if body.spine else None)
     if top is not None:
@@ -211,7 +210,6 @@ def _axes(body, heads):
             lat = heads[left[0]] - heads[right[0]]
             break
     if up is None or lat is None or np.linalg.norm(up) < 1e-9 or np.linalg.norm(lat) < 1e-9:
-        del sk
         return np.array([0.0, -1.0, 0.0]), np.array([1.0, 0.0, 0.0]), np.array([0.0, 0.0, 1.0])
     up = _unit(up)
     if up[2] > 0.85:
@@ -321,6 +319,10 @@ def retarget(source, target, bone_map, *, source_fps=None, frame_range=None, act
     finally:
         scene.frame_set(saved_frame)
     keys = _solve(source, target, pairs, mats, tails)
+    for bone in keys["loc"]:
+        if target.data.bones[bone].use_connect:
+            report(f"warning: '{bone}' is connected to its parent, so Blender ignores its "
+                   f"location keys: the root motion will not show")
     action = _write_action(target, keys, out_frames, action_name or f"{src_action.name}_{target.name}")
     report(f"retargeted {n_out} frames of '{src_action.name}' onto '{target.name}' "
            f"({len(pairs)} mapped bones)")
@@ -340,7 +342,6 @@ def _solve(source, target, pairs, mats, tails):
     n_frames = mats.shape[0]
 
     mo_t = _world(target)
-    ro_t = _rot(mo_t)
     rest_t = mo_t @ _rest_matrices(target)                 # (Nt, 4, 4) world rest
     T = _rot(rest_t)
     h_t = rest_t[:, :3, 3]
@@ -447,7 +448,6 @@ def _solve(source, target, pairs, mats, tails):
     rest_local = _rest_matrices(target)[hips_t]
     root_arm = (np.linalg.inv(mo_t) @ np.c_[root, np.ones(len(root))].T).T[:, :3]
     loc = (root_arm - rest_local[:3, 3]) @ _rot(rest_local)
-    del ro_t
     return {"rot": rot, "loc": {sk_t.names[hips_t]: loc}, "root_path": root, "scale": k}
 
 
@@ -456,7 +456,8 @@ def _write_action(target, keys, frames, name):
 
     keys: dict from _solve; frames: (F,) target frames. Every bone gets rotation keys (the
     unmapped ones their rest rotation), the hips location keys; the pose's other location and
-    scale values are reset to rest. On any error the new action is removed and target's previous action and slot restored.
+    scale values are reset to rest. On any error the new action is removed and target's
+    previous action and slot are restored.
     """
     ad = target.animation_data or target.animation_data_create()
     old_action, old_handle = ad.action, ad.action_slot_handle if ad.action else None

@@ -6,8 +6,9 @@
 Prints (with --json) {"armature", "action", "actions", "bone_map": {target: source},
 "coverage": [body parts], "unmapped_target": [...], "confidence": {target: 0..1},
 "frames": [first, last], "out"} (bone map and frames of the first clip). One map serves all
-clips: the preset, or the automatic map of each skeleton (clips sharing a skeleton share it). OUT is written only when every clip succeeded, through a temporary file
-renamed into place.
+clips: the preset, or the automatic map of each skeleton (clips sharing a skeleton share
+it). OUT is written only when every clip succeeded, through a temporary file renamed into
+place; the clips' own armatures are not kept in it.
 """
 import os
 

@@ -52,7 +52,6 @@ def retarget_clip(addon, shared_data, rig, clip, seconds=SECONDS):
 
 
 def _key_checksum(action):
-    from bpy_extras import anim_utils
     total = 0.0
     for layer in action.layers:
         for strip in layer.strips:
@@ -61,7 +60,6 @@ def _key_checksum(action):
                     co = np.empty(2 * len(fc.keyframe_points))
                     fc.keyframe_points.foreach_get("co", co)
                     total += float(np.sum(co * np.arange(1, len(co) + 1)))
-    del anim_utils
     return total
 
 
