@@ -594,13 +594,75 @@ def import_bvh_clip(filepath, scene=None):
     return ob, fps
 
 
+def import_gltf_clip(filepath, scene=None):
+    """Import a glTF/GLB file's armature as a source; returns (object, fps).
+
+    glTF is Z-up metres once imported and its animations are sampled at the scene's rate,
+    so fps is the scene's. The importer assigns the file's first animation; the other
+    animations of the file are removed. Raises SignSimError for a missing file, a file
+    without an animated armature.
+    """
+    scene = scene or bpy.context.scene
+    if not os.path.isfile(filepath):
+        raise SignSimError(f"clip not found: {filepath}")
+    before_objects, before_actions = set(bpy.data.objects), set(bpy.data.actions)
+    try:
+        bpy.ops.import_scene.gltf(filepath=filepath)
+    except RuntimeError as ex:
+        last = str(ex).strip().splitlines()[-1]
+        raise SignSimError(f"{filepath}: Blender's glTF importer could not read it ({last})") from None
+    new = [o for o in bpy.data.objects if o not in before_objects]
+    armatures = [o for o in new if o.type == 'ARMATURE']
+    ob = next((o for o in armatures if o.animation_data and o.animation_data.action), None)
+    keep = ob.animation_data.action if ob is not None else None
+    for action in [a for a in bpy.data.actions if a not in before_actions and a != keep]:
+        bpy.data.actions.remove(action)
+    # only the armature and the parents its transform hangs from are needed
+    needed, up = set(), ob
+    while up is not None:
+        needed.add(up)
+        up = up.parent
+    for o in new:
+        if o not in needed:
+            data = o.data
+            bpy.data.objects.remove(o)
+            if isinstance(data, bpy.types.Mesh) and data.users == 0:
+                bpy.data.meshes.remove(data)
+    if ob is None:
+        raise SignSimError(f"{filepath}: the file has no animated armature")
+    return ob, scene.render.fps / scene.render.fps_base
+
+
+def import_clip(filepath, scene=None):
+    """A source armature from a mocap file (.bvh, .glb, .gltf); returns (object, fps).
+
+    Raises SignSimError for other file types and for files the importers reject.
+    """
+    ext = os.path.splitext(filepath)[1].lower()
+    if ext == ".bvh":
+        return import_bvh_clip(filepath, scene)
+    if ext in (".glb", ".gltf"):
+        return import_gltf_clip(filepath, scene)
+    raise SignSimError(f"{filepath}: clips can be BVH or glTF (.glb, .gltf) files")
+
+
 def remove_clip(ob):
-    """Delete an imported source armature with its data and action."""
+    """Delete an imported source armature with the objects imported with it (its parents
+    and children: meshes, empties), their data and its action."""
+    top = ob
+    while top.parent is not None:
+        top = top.parent
+    objects = [top] + list(top.children_recursive)
     action = ob.animation_data.action if ob.animation_data else None
-    data = ob.data
-    bpy.data.objects.remove(ob)
-    if data is not None and data.users == 0:
-        bpy.data.armatures.remove(data)
+    datas = [o.data for o in objects if o.data is not None]
+    for o in objects:
+        bpy.data.objects.remove(o)
+    for data in datas:
+        if data.users == 0:
+            collection = bpy.data.armatures if isinstance(data, bpy.types.Armature) else \
+                bpy.data.meshes if isinstance(data, bpy.types.Mesh) else None
+            if collection is not None:
+                collection.remove(data)
     if action is not None and action.users == 0:
         bpy.data.actions.remove(action)
 

@@ -20,7 +20,8 @@ from .errors import SignSimError
 
 def add_arguments(parser):
     parser.add_argument("--clip", action="append", required=True, metavar="CLIP",
-                        help="mocap file (BVH) to retarget; repeat for several clips")
+                        help="mocap file to retarget (BVH, or glTF/GLB: its first animation); "
+                        "repeat for several clips")
     parser.add_argument("--rig", required=True, metavar="RIG.blend",
                         help=".blend file holding the target armature")
     parser.add_argument("--armature", metavar="NAME",
@@ -54,8 +55,6 @@ def run(args, say):
     for clip in args.clip:
         if not os.path.isfile(clip):
             raise SignSimError(f"clip not found: {clip} (library clip names are not available yet)")
-        if not clip.lower().endswith(".bvh"):
-            raise SignSimError(f"{clip}: only BVH clips can be retargeted from a file for now")
     if not os.path.isfile(args.rig):
         raise SignSimError(f"rig file not found: {args.rig}")
     out_dir = os.path.dirname(os.path.abspath(args.out))
@@ -71,7 +70,7 @@ def run(args, say):
             raise SignSimError(f"{args.map}: bones not in '{target.name}': {', '.join(unknown[:6])}")
     results, maps = [], {}
     for clip in args.clip:
-        source, fps = retarget.import_bvh_clip(os.path.abspath(clip))
+        source, fps = retarget.import_clip(os.path.abspath(clip))
         try:
             # one map for every clip of one skeleton: the preset, or the automatic map
             skeleton_key = tuple(b.name for b in source.data.bones)

@@ -125,3 +125,19 @@ def test_bad_input_is_one_line_and_writes_nothing(cli, rig, shared_data, tmp_pat
     assert len(err.strip().splitlines()) == 1 and message in err, err
     assert message in result["error"]
     assert not out.exists() and not list(tmp_path.glob("*.partial.blend"))
+
+
+def test_gltf_clip_robot_dance_onto_the_signer(cli, rig, shared_data, tmp_path, capsys):
+    """A glTF character's first animation as the clip: the robot's 4-digit hands drive the
+    signer's thumb, index, middle and ring; the robot's meshes do not come along."""
+    out = tmp_path / "out.blend"
+    code = cli(["retarget", "--clip", str(shared_data / "characters" / "threejs_RobotExpressive.glb"),
+                "--rig", str(rig), "--out", str(out), "--json"])
+    result, err = _last_json(capsys)
+    assert code == 0, err
+    assert result["action"] == "threejs_RobotExpressive_Signer"
+    assert {"thumb.L", "index.L", "middle.L", "ring.L"} <= set(result["coverage"])
+    assert "pinky.L" not in result["coverage"]
+    bpy.ops.wm.open_mainfile(filepath=str(out))
+    assert [o.name for o in bpy.data.objects] == ["Signer"]
+    assert [a.name for a in bpy.data.actions] == [result["action"]]
