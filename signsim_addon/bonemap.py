@@ -278,14 +278,25 @@ def analyse(skeleton):
     names = _Names(sk)
     body = Body(sk)
 
-    candidates = [i for i in range(len(sk.names)) if len(sk.branches(i)) >= 3]
-    if not candidates:
-        raise SignSimError(f"no hips found: no bone splits into a spine and two legs "
-                           f"({len(sk.names)} bones: {', '.join(sk.names[:5])}…)")
-    hips = max(candidates, key=lambda i: sk.size[i])
+    # hips: where the named thighs and an upper arm meet (a root, IK targets or a 'Hips'
+    # bone above or below it do not matter), else the top-most bone with three branches
+    # at least two bones deep (spine and two legs)
+    named_limbs = [names.find(part, side) for part, side in
+                   (("thigh", "L"), ("thigh", "R"), ("upper_arm", "L"))]
+    hips = None
+    if all(named_limbs):
+        hips = _common_ancestor(sk, [hits[0] for hits in named_limbs])
+    if hips is None:
+        candidates = [i for i in range(len(sk.names)) if len(sk.branches(i)) >= 3]
+        if not candidates:
+            raise SignSimError(f"no hips found: no bone splits into a spine and two legs "
+                               f"({len(sk.names)} bones: {', '.join(sk.names[:5])}…)")
+        hips = max(candidates, key=lambda i: sk.size[i])
     body.hips = hips
     body.conf[hips] = CONF_NAME if names.has("hips", None, hips) else CONF_TOPOLOGY
-    spine_root = max(sk.branches(hips), key=lambda c: sk.size[c])
+    spine_root = max(sk.branches(hips, 1), key=lambda c: sk.size[c])
+    if all(named_limbs):
+        spine_root = next(c for c in sk.children[hips] if _within(sk, named_limbs[2][0], c))
 
     # the chest is where the arms of both sides branch off
     arm_tops = {}
@@ -341,6 +352,12 @@ def analyse(skeleton):
     for side in SIDES:
         _read_leg(sk, body, names, hips, legs, side)
     return body
+
+
+def _common_ancestor(sk, bones):
+    """The lowest bone above all of `bones` (not one of them), or None."""
+    lines = [set(sk.ancestors(b)) for b in bones]
+    return next((a for a in sk.ancestors(bones[0]) if all(a in line for line in lines)), None)
 
 
 def _descend(sk, i):

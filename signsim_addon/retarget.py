@@ -232,10 +232,12 @@ def _reference_kind(body):
 
 def _primary_children(body):
     """Bones that continue their parent's main line at a branching bone: the spine and neck
-    (over the legs and arms), the middle finger (over the other fingers), by preference.
+    (over the legs and arms), the hand(s) (over a thumb on the forearm, as on the robot), the
+    middle finger (over the other fingers), by preference.
     """
     out = set(body.spine) | set(body.neck) | ({body.head} if body.head is not None else set())
     for side in bonemap.SIDES:
+        out |= set(body.limbs.get((side, "hand"), []))
         for finger in ("middle", "ring", "index", "pinky"):
             chain = body.fingers.get((side, finger))
             if chain:
