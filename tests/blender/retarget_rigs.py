@@ -3,11 +3,28 @@
 Measurements use only Blender's evaluated poses (heads of pose bones in world space), never
 the retargeting code's own intermediate values.
 """
+import pathlib
+
 import addon_utils
 import bpy
 import numpy as np
 
 CHARACTERS = {"godot": "godot_male_base_mesh_cc0.glb", "robot": "threejs_RobotExpressive.glb"}
+
+
+SIGNER = pathlib.Path(__file__).resolve().parent.parent.parent / "sample_blends" / "signer.blend"
+
+
+def signer():
+    """The bundled signer rig (armature `Signer` from sample_blends/signer.blend), or the
+    stand-in below while that file is not in this tree."""
+    if not SIGNER.is_file():
+        return stand_in_signer()
+    with bpy.data.libraries.load(str(SIGNER)) as (_src, dst):
+        dst.objects = ["Signer"]
+    ob = dst.objects[0]
+    bpy.context.collection.objects.link(ob)
+    return ob
 
 
 def stand_in_signer():
@@ -42,7 +59,8 @@ def character(shared_data, key):
 
 
 def target_rig(shared_data, key):
-    return stand_in_signer() if key == "signer" else character(shared_data, key)
+    """'signer', 'godot' or 'robot' as a fresh armature object in the current scene."""
+    return signer() if key == "signer" else character(shared_data, key)
 
 
 def posed_heads(ob, frames):

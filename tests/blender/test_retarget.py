@@ -1,7 +1,8 @@
 """Retargeting every shared mocap clip onto three rigs, measured by geometry.
 
-Targets: the stand-in signer (Blender's human metarig, trimmed), the CC0 Godot base mesh
-(metarig names) and the three.js robot (4-digit hands, IK pole bones). Clips are cut to
+Targets: the bundled signer (sample_blends/signer.blend; until it is merged, a stand-in:
+Blender's human metarig, trimmed), the CC0 Godot base mesh (metarig names) and the
+three.js robot (4-digit hands, IK pole bones). Clips are cut to
 their first 2 s to keep the suite short; keys are written at the scene's 24 fps.
 """
 import math
@@ -175,3 +176,22 @@ def test_rest_pose_and_bone_rolls_do_not_change_the_motion(addon, shared_data):
     assert np.abs(t1 - t2).max() < 1e-4
     # and the arms really move (the comparison is not between two rest poses)
     assert np.ptp(h1[:, [b.name for b in tpose.data.bones].index("hand.L")], axis=0).max() > 0.05
+
+
+def test_same_skeleton_reproduces_every_direction(addon, shared_data):
+    """Onto a copy of the source's own armature (a bone-axis rest, not a T-pose), every
+    parent→child direction, at branches too, is the source's."""
+    rt = addon.signsim_addon.retarget
+    source, fps = rt.import_bvh_clip(str(shared_data / "mocap" / "animdrawings_rokoko_jesse_dance.bvh"))
+    target = source.copy()
+    target.data = source.data.copy()
+    target.animation_data_clear()
+    bpy.context.collection.objects.link(target)
+    bone_map = rt.auto_map(source, target)
+    assert all(t == s for t, s in bone_map.as_dict().items())
+    first = source.animation_data.action.frame_range[0]
+    result = rt.retarget(source, target, bone_map, source_fps=fps, frame_range=(first, first + 200))
+    chain, branch = mapped_pairs(target, bone_map)
+    cosines = direction_cosines(source, target, bone_map, result, chain + branch)
+    assert len(cosines) > 50
+    assert min(c[0] for c in cosines.values()) > 0.9999
