@@ -173,12 +173,13 @@ class Skeleton:
                 self.children[p].append(i)
         self.size = [1] * len(self.names)   # subtree sizes
         self.depth = [1] * len(self.names)  # longest chain below, counting the bone
-        for i in reversed(self._order()):
+        for i in reversed(self.order()):
             for c in self.children[i]:
                 self.size[i] += self.size[c]
                 self.depth[i] = max(self.depth[i], 1 + self.depth[c])
 
-    def _order(self):
+    def order(self):
+        """Bone indices, parents before children (breadth first from the roots)."""
         order = [i for i, p in enumerate(self.parents) if p < 0]
         k = 0
         while k < len(order):
@@ -187,6 +188,7 @@ class Skeleton:
         return order
 
     def ancestors(self, i):
+        """Indices above bone i, nearest first."""
         out = []
         while self.parents[i] >= 0:
             i = self.parents[i]
@@ -206,7 +208,8 @@ class Skeleton:
         return None
 
     def main_chain(self, i):
-        """Follow the child with the largest subtree from i while there is exactly one branch."""
+        """Bones from i down while each has exactly one child; the last one has none or
+        fans out (a hand into fingers, a head into face bones)."""
         chain = [i]
         while len(self.children[i]) == 1:
             i = self.children[i][0]
@@ -214,6 +217,7 @@ class Skeleton:
         return chain
 
     def branches(self, i, min_depth=2):
+        """Children of i whose chains are at least min_depth bones deep (a leg, not a stub)."""
         return [c for c in self.children[i] if self.depth[c] >= min_depth]
 
 
@@ -226,8 +230,7 @@ class Body:
     meta[(side, finger)] → metacarpal index, conf[bone index] → confidence.
     """
 
-    def __init__(self, skeleton):
-        self.sk = skeleton
+    def __init__(self):
         self.hips = None
         self.spine = []
         self.neck = []
@@ -276,7 +279,7 @@ def analyse(skeleton):
     """
     sk = skeleton
     names = _Names(sk)
-    body = Body(sk)
+    body = Body()
 
     # hips: where the named thighs and an upper arm meet (a root, IK targets or a 'Hips'
     # bone above or below it do not matter), else the top-most bone with three branches
@@ -566,10 +569,10 @@ def auto_map(source, target):
             mt, ms = bt.meta.get((side, finger)), bs.meta.get((side, finger))
             if mt is not None and ms is not None:
                 add(mt, ms)
-    order = {i: k for k, i in enumerate(target._order())}
+    order = {i: k for k, i in enumerate(target.order())}
     pairs.sort(key=lambda p: order[p[0]])
     mapped = {p[0] for p in pairs}
-    unmapped = [target.names[i] for i in target._order() if i not in mapped]
+    unmapped = [target.names[i] for i in target.order() if i not in mapped]
     return BoneMap([(target.names[t], source.names[s], c) for t, s, c in pairs], unmapped)
 
 

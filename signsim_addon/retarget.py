@@ -371,7 +371,7 @@ def _solve(source, target, pairs, mats, tails):
         kind = {}
 
     # nearest mapped target descendants whose source bones hang below the same source bone
-    order = sk_t._order()
+    order = sk_t.order()
     kids = {b: [] for b in t_of}
     for c in t_of:
         a = next((x for x in sk_t.ancestors(c) if x in t_of), None)
