@@ -15,20 +15,31 @@ never from bone axes, so bone rolls cannot change the result:
 
   F = [a, n, a × n]   a = unit direction from the bone's head to the head(s) of its next
                       mapped bone(s), n = a reference direction (body forward; body
-                      lateral for feet) made orthogonal to a.
+                      lateral for feet; body up where the aim is nearly forward) made
+                      orthogonal to a. Body axes: up = hips → head (world Z for a standing
+                      body), lateral = right → left upper arm, forward = lateral × up.
   A_b = F_t · F_s,ref⁻¹                 (source reference frame → target rest frame)
   Q_ref,b(t) = S_b(t) · S_b,ref⁻¹ · A_b⁻¹
+
+An A-pose target differs from a T-pose one by a rotation W of each arm about the forward
+axis, which leaves n unchanged: F_t′ = W · F_t, so Q′ = Q · W⁻¹ and the posed world
+rotation Q′ · T′ = Q · W⁻¹ · W · T is the same; a roll R about the bone's own axis only
+changes T into T · R, which moves no joint.
 
 Then, so that the *directions* between mapped joints follow the source exactly even when the
 source has extra joints in between (the direction spans several source bones):
   - one mapped child:   Q_b = swing(Q_ref,b · a_t → a_s(t)) · Q_ref,b
                         (the smallest rotation that puts the aim onto the source's aim
                         keeps the twist from the source's own rotation);
-  - ≥ 2 mapped children in different directions (hips, chest, hand): Q_b is the rotation
-    that best maps the target rest directions d_t,i onto the source's posed directions
-    d_s,i(t) (Wahba's problem, solved by SVD: B = Σ d_s,i d_t,iᵀ = U Σ Vᵀ,
-    Q = U diag(1, 1, det(U Vᵀ)) Vᵀ);
+  - ≥ 2 mapped children in different directions (hips, chest, hand): the rotation that
+    best maps the target rest directions d_t,i onto the source's posed directions d_s,i(t)
+    (Wahba's problem, solved by SVD: B = Σ d_s,i d_t,iᵀ = U Σ Vᵀ,
+    Q_fit = U diag(1, 1, det(U Vᵀ)) Vᵀ), then swung so the main line (spine, neck, hand,
+    middle finger) is exact: Q_b = swing(Q_fit · d_t,main → d_s,main(t)) · Q_fit. The
+    other children (thighs, clavicles, other finger bases) keep the constant offset by which
+    the two skeletons place them differently;
   - no mapped child (head, finger tips): Q_ref,b with the parent's alignment A.
+A mapped child counts for bone b when its source bone hangs below b's source bone.
 
 Local pose rotations follow down the hierarchy (parents first). With L the armature-space
 rest matrices (bone.matrix_local), the posed armature matrix of bone b is
