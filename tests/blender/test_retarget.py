@@ -120,8 +120,16 @@ def test_new_action_leaves_the_source_untouched(addon, shared_data):
     assert ad.action_slot.handle == result.action.slots[0].handle
     # keys at the scene's rate: 69 frames at 30 fps → 2.27 s → 55 frames at 24 fps
     assert len(result.frames) == math.floor(68 * 24 / 30) + 1
-    q = np.array([[pb.rotation_quaternion[:] for pb in target.pose.bones]])
-    assert np.all(np.isfinite(q))
+    bag = result.action.layers[0].strips[0].channelbag(result.action.slots[0])
+    for pb in target.pose.bones:
+        curves = [bag.fcurves.find(f'pose.bones["{pb.name}"].rotation_quaternion', index=i)
+                  for i in range(4)]
+        q = np.empty((4, len(result.frames) * 2))
+        for i, fc in enumerate(curves):
+            fc.keyframe_points.foreach_get("co", q[i])
+        q = q[:, 1::2].T                                       # (F, 4) keyed values
+        assert np.all(np.isfinite(q))
+        assert np.all(np.sum(q[1:] * q[:-1], axis=1) > 0.0), f"hemisphere flip in {pb.name}"
 
 
 def test_failed_write_removes_the_new_action(addon, shared_data):
