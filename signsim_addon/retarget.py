@@ -426,7 +426,7 @@ def _solve(source, target, pairs, mats, tails):
 
     # world rotations down the hierarchy, then local basis rotations
     W = {}
-    rot = {}
+    rot, basis_of = {}, {}
     for b in order:
         p = sk_t.parents[b]
         if b in Q:
@@ -439,6 +439,7 @@ def _solve(source, target, pairs, mats, tails):
             basis = (T[p].T @ T[b]).T @ np.swapaxes(W[p], -1, -2) @ W[b]
         else:
             basis = T[b].T @ W[b]
+        basis_of[b] = basis
         rot[sk_t.names[b]] = _continuous(_quat(basis))
 
     # root motion: hips height ratio, floors from the lowest points
@@ -460,8 +461,54 @@ def _solve(source, target, pairs, mats, tails):
     # location basis of the hips with its parents at rest: head = L_rot · t + head_local
     rest_local = _rest_matrices(target)[hips_t]
     root_arm = (np.linalg.inv(mo_t) @ np.c_[root, np.ones(len(root))].T).T[:, :3]
-    loc = (root_arm - rest_local[:3, 3]) @ _rot(rest_local)
-    return {"rot": rot, "loc": {sk_t.names[hips_t]: loc}, "root_path": root, "scale": k}
+    loc = {hips_t: (root_arm - rest_local[:3, 3]) @ _rot(rest_local)}
+    _follow_detached(sk_t, set(t_of), _rest_matrices(target), basis_of, loc)
+    rot.update({sk_t.names[b]: _continuous(_quat(basis_of[b])) for b in loc})
+    return {"rot": rot, "loc": {sk_t.names[b]: v for b, v in loc.items()}, "root_path": root,
+            "scale": k}
+
+
+def _follow_detached(sk, mapped, rest, basis, loc):
+    """Bones outside the mapped hierarchy (IK targets and poles hanging from a root, like
+    the robot's Foot.L and PoleTarget.L) follow the nearest mapped bone of their side
+    rigidly, as in the rest pose, so a foot mesh parented to them stays on the leg and an
+    IK setup, if the user adds one, agrees with the keyed pose.
+
+    sk: target Skeleton; mapped: set of mapped bone indices; rest: armature-space rest
+    matrices (N, 4, 4); basis: bone index → (F, 3, 3) basis rotations, updated in place;
+    loc: bone index → (F, 3) basis locations, updated in place.
+    """
+    under = set()
+    for b in sk.order():
+        p = sk.parents[b]
+        if b in mapped or (p >= 0 and p in under):
+            under.add(b)
+    above = {a for b in mapped for a in sk.ancestors(b)}
+    detached = [b for b in sk.order() if b not in under and b not in above]
+    if not detached:
+        return
+    # posed armature matrices M_b = M_p · L_p⁻¹ · L_b · B_b, parents first
+    n_frames = next(iter(basis.values())).shape[0]
+    posed = {}
+    for b in sk.order():
+        local = np.broadcast_to(np.eye(4), (n_frames, 4, 4)).copy()
+        local[:, :3, :3] = basis[b]
+        if b in loc:
+            local[:, :3, 3] = loc[b]
+        p = sk.parents[b]
+        parent = posed[p] @ np.linalg.inv(rest[p]) if p >= 0 else np.eye(4)
+        posed[b] = parent @ rest[b] @ local
+    sides = [bonemap.split_side(n)[0] for n in sk.names]
+    for b in detached:
+        candidates = [m for m in mapped if sides[m] == sides[b]] or list(mapped)
+        anchor = min(candidates, key=lambda m: np.linalg.norm(rest[m][:3, 3] - rest[b][:3, 3]))
+        target = posed[anchor] @ np.linalg.inv(rest[anchor]) @ rest[b]          # (F, 4, 4)
+        p = sk.parents[b]
+        parent = posed[p] @ np.linalg.inv(rest[p]) if p >= 0 else np.eye(4)
+        local = np.linalg.inv(rest[b]) @ np.linalg.inv(parent) @ target
+        basis[b] = local[:, :3, :3]
+        loc[b] = local[:, :3, 3]
+        posed[b] = target
 
 
 def _write_action(target, keys, frames, name):

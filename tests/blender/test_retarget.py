@@ -203,3 +203,23 @@ def test_same_skeleton_reproduces_every_direction(addon, shared_data):
     cosines = direction_cosines(source, target, bone_map, result, chain + branch)
     assert len(cosines) > 50
     assert min(c[0] for c in cosines.values()) > 0.9999
+
+
+def test_robot_ik_targets_and_poles_follow_the_legs(addon, shared_data):
+    """The robot's feet are IK target bones hanging from its root, beside the leg chains:
+    they (and the knee poles) keep their rest offset to the shins instead of staying put."""
+    rt = addon.signsim_addon.retarget
+    target = target_rig(shared_data, "robot")
+    source, fps = rt.import_bvh_clip(str(shared_data / "mocap" / "animdrawings_rokoko_jesse_dance.bvh"))
+    result = rt.retarget(source, target, rt.auto_map(source, target), source_fps=fps,
+                         frame_range=(1, 101))
+    heads, _tails = posed_heads(target, result.frames)
+    names = [b.name for b in target.data.bones]
+    mw = target.matrix_world
+    for side in ("L", "R"):
+        shin = names.index(f"LowerLeg.{side}")
+        for ik in (f"Foot.{side}", f"PoleTarget.{side}"):
+            rest = (mw @ target.data.bones[ik].head_local - mw @ target.data.bones[shin].head_local).length
+            offset = np.linalg.norm(heads[:, names.index(ik)] - heads[:, shin], axis=1)
+            assert np.abs(offset - rest).max() < 1e-4
+        assert np.ptp(heads[:, names.index(f"Foot.{side}")], axis=0).max() > 0.1   # it moves
