@@ -56,6 +56,8 @@ source: the median over frames of hips height above its lowest joint), p_ref = t
 hips at the first frame dropped to the source floor, p′_ref = the target rest hips dropped to
 the target floor. The location key of the hips bone is solved from
   head_b = L_b,rot · t_B + head_local_b   (parents of the hips at rest).
+Bones outside the mapped hierarchy (IK targets and poles hanging from a root) follow the
+nearest mapped bone of their side rigidly: M_b(t) = M_anchor(t) · L_anchor⁻¹ · L_b.
 
 Units: metres, radians; frames are Blender frames (floats where subframes are sampled).
 """
@@ -515,8 +517,8 @@ def _write_action(target, keys, frames, name):
     """A new action with the keys, assigned to target with its own slot (bulk key writing).
 
     keys: dict from _solve; frames: (F,) target frames. Every bone gets rotation keys (the
-    unmapped ones their rest rotation), the hips location keys; the pose's other location and
-    scale values are reset to rest. On any error the new action is removed and target's
+    unmapped ones their rest rotation), the hips and detached IK bones location keys; the
+    pose's other location and scale values are reset to rest. On any error the new action is removed and target's
     previous action and slot are restored.
     """
     ad = target.animation_data or target.animation_data_create()

@@ -62,7 +62,11 @@ def run(args, say):
         raise SignSimError(f"output folder does not exist: {out_dir}")
     preset = retarget.load_preset(args.map) if args.map else None
 
-    bpy.ops.wm.open_mainfile(filepath=os.path.abspath(args.rig), load_ui=False)
+    try:
+        bpy.ops.wm.open_mainfile(filepath=os.path.abspath(args.rig), load_ui=False)
+    except RuntimeError as ex:
+        last = str(ex).strip().splitlines()[-1]
+        raise SignSimError(f"cannot open rig file {args.rig}: {last}") from None
     target = _target(args.armature)
     if preset is not None:
         unknown = [t for t in preset.as_dict() if t not in target.data.bones]

@@ -105,6 +105,7 @@ def _bvh(tmp_path, name, frames):
     ("library", "not available yet"),
     ("missing preset", "bone map preset not found"),
     ("missing clip", "clip not found"),
+    ("rig not a blend", "cannot open rig file"),
 ])
 def test_bad_input_is_one_line_and_writes_nothing(cli, rig, shared_data, tmp_path, capsys, case, message):
     out = tmp_path / "out.blend"
@@ -115,7 +116,8 @@ def test_bad_input_is_one_line_and_writes_nothing(cli, rig, shared_data, tmp_pat
             "no hips": ["--clip", str(_bvh(tmp_path, "stick.bvh", 3))],
             "library": ["--library", str(tmp_path / "lib.blend")],
             "missing preset": ["--map", str(tmp_path / "nope.json")],
-            "missing clip": ["--clip", "wave_hello"]}[case]
+            "missing clip": ["--clip", "wave_hello"],
+            "rig not a blend": ["--rig", str(_bvh(tmp_path, "text.blend", 3))]}[case]
     argv = ["retarget", "--rig", str(rig), "--out", str(out), "--json"]
     if "--clip" not in args:
         argv += ["--clip", clip]
