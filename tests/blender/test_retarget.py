@@ -223,3 +223,21 @@ def test_robot_ik_targets_and_poles_follow_the_legs(addon, shared_data):
             offset = np.linalg.norm(heads[:, names.index(ik)] - heads[:, shin], axis=1)
             assert np.abs(offset - rest).max() < 1e-4
         assert np.ptp(heads[:, names.index(f"Foot.{side}")], axis=0).max() > 0.1   # it moves
+
+
+@pytest.mark.parametrize("clip", sorted(CLIPS))
+def test_clip_import_brings_motion_into_z_up_metres(addon, shared_data, clip):
+    """Y-up rests under Z-up motion, cm/dm/inch units: the first frame stands head over hips,
+    1.2–2.2 m tall; the file's frame rate is read from its header."""
+    rt = addon.signsim_addon.retarget
+    source, fps = rt.import_bvh_clip(str(shared_data / "mocap" / clip))
+    heads, tails = posed_heads(source, [source.animation_data.action.frame_range[0]])
+    names = [b.name.rsplit(":", 1)[-1] for b in source.data.bones]
+    head = heads[0, names.index("Head" if "Head" in names else "head")]
+    hips = heads[0, names.index("Hips" if "Hips" in names else "root")]
+    assert head[2] - hips[2] > 0.9 * np.linalg.norm(head - hips)
+    height = np.ptp(np.concatenate([heads[0, :, 2], tails[0, :, 2]]))
+    assert 1.2 <= height <= 2.2
+    assert fps == {"animdrawings_rokoko_jesse_dance.bvh": 100, "bandai_dataset-1_bye_active_001.bvh": 30,
+                   "bvhpython_test_freebvh_mixamorig.bvh": 30, "cmu_01_01_cgspeed__fairmotion.bvh": 120,
+                   "makehuman_face-poseunits.bvh": 24, "pybvh_bvh_test3_fingers.bvh": 120}[clip]
