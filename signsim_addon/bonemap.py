@@ -272,10 +272,10 @@ class _Names:
 
 
 def analyse(skeleton):
-    """Read a Skeleton into a Body.
+    """Read a Skeleton into a Body (an upper body without legs is read from its root).
 
-    Raises SignSimError when no bone splits into a spine and two legs (no hips) or no chest
-    (two arms and a neck) exists above the hips.
+    Raises SignSimError when no bone splits into a spine and two legs (no hips) nor into two
+    arms and a neck (no chest).
     """
     sk = skeleton
     names = _Names(sk)
@@ -289,12 +289,25 @@ def analyse(skeleton):
     hips = None
     if all(named_limbs):
         hips = _common_ancestor(sk, [hits[0] for hits in named_limbs])
+    legless = False
     if hips is None:
         candidates = [i for i in range(len(sk.names)) if len(sk.branches(i)) >= 3]
-        if not candidates:
-            raise SignSimError(f"no hips found: no bone splits into a spine and two legs "
-                               f"({len(sk.names)} bones: {', '.join(sk.names[:5])}…)")
-        hips = max(candidates, key=lambda i: sk.size[i])
+        arms = [names.find("upper_arm", side) for side in SIDES]
+        if all(arms):
+            # the chest also splits three ways (arms and neck): not a hips candidate
+            chest = _common_ancestor(sk, [hits[0] for hits in arms])
+            candidates = [i for i in candidates if chest is None or not _within(sk, i, chest)]
+        if candidates:
+            hips = max(candidates, key=lambda i: sk.size[i])
+        else:
+            # an upper body without legs (common for signing avatars): the biggest root
+            legless = True
+            hips = max((i for i, p in enumerate(sk.parents) if p < 0), key=lambda i: sk.size[i])
+    no_hips = SignSimError(f"no hips found: no bone splits into a spine and two legs, nor "
+                           f"into two arms and a neck ({len(sk.names)} bones: "
+                           f"{', '.join(sk.names[:5])}…)")
+    if not sk.children[hips]:
+        raise no_hips
     body.hips = hips
     body.conf[hips] = CONF_NAME if names.has("hips", None, hips) else CONF_TOPOLOGY
     spine_root = max(sk.branches(hips, 1), key=lambda c: sk.size[c])
@@ -319,6 +332,8 @@ def analyse(skeleton):
         chest = next((i for i in [spine_root] + _descend(sk, spine_root)
                       if len(sk.branches(i, 1)) >= 3), None)
     if chest is None:
+        if legless:
+            raise no_hips
         raise SignSimError("no chest found: no bone above the hips branches into two arms and a neck")
     body.spine = sk.path(hips, chest)
     for i in body.spine:

@@ -54,7 +54,8 @@ Root motion (seed 004 §2): the target hips head follows
 with L the hips height above the floor (target: its rest pose above its lowest bone point;
 source: the median over frames of hips height above its lowest joint), p_ref = the source
 hips at the first frame dropped to the source floor, p′_ref = the target rest hips dropped to
-the target floor. The location key of the hips bone is solved from
+the target floor. When either skeleton has no legs (an upper-body signer), L is the hips →
+chest length and p_ref, p′_ref are the source's first-frame and the target's rest hips. The location key of the hips bone is solved from
   head_b = L_b,rot · t_B + head_local_b   (parents of the hips at rest).
 Bones outside the mapped hierarchy (IK targets and poles hanging from a root) follow the
 nearest mapped bone of their side rigidly: M_b(t) = M_anchor(t) · L_anchor⁻¹ · L_b.
@@ -241,6 +242,10 @@ def _reference_kind(body):
             for i in body.limbs.get((side, part), []):
                 kind[i] = "lateral"
     return kind
+
+
+def _has_legs(body):
+    return body is not None and all((side, "thigh") in body.limbs for side in bonemap.SIDES)
 
 
 def _primary_children(body):
@@ -449,16 +454,27 @@ def _solve(source, target, pairs, mats, tails):
     hips_s = t_of.get(hips_t)
     if hips_s is None:
         raise SignSimError(f"the hips of '{target.name}' ({sk_t.names[hips_t]}) are not mapped")
-    floor_t = min(h_t[:, 2].min(), tails_t[:, 2].min())
-    lowest_s = np.minimum(P[..., 2].min(axis=1), tails[..., 2].min(axis=1))      # (F,)
-    floor_s = float(np.percentile(lowest_s, 5))
-    height_s = float(np.median(P[:, hips_s, 2] - lowest_s))
-    height_t = float(h_t[hips_t, 2] - floor_t)
+    if _has_legs(body_t) and _has_legs(body_s):
+        floor_t = min(h_t[:, 2].min(), tails_t[:, 2].min())
+        lowest_s = np.minimum(P[..., 2].min(axis=1), tails[..., 2].min(axis=1))  # (F,)
+        floor_s = float(np.percentile(lowest_s, 5))
+        height_s = float(np.median(P[:, hips_s, 2] - lowest_s))
+        height_t = float(h_t[hips_t, 2] - floor_t)
+        p_ref = np.array([P[0, hips_s, 0], P[0, hips_s, 1], floor_s])
+        p_ref_t = np.array([h_t[hips_t, 0], h_t[hips_t, 1], floor_t])
+    else:
+        # an upper body on either side: no floor to meet; scale by the hips → chest length
+        # and start from the target's rest hips
+        chest_t = body_t.spine[-1] if body_t is not None and body_t.spine else None
+        if chest_t not in t_of:
+            raise SignSimError(f"'{target.name}': without legs the chest must be mapped to "
+                               f"scale the hips motion")
+        height_t = float(np.linalg.norm(h_t[chest_t] - h_t[hips_t]))
+        height_s = float(np.linalg.norm(P_ref[t_of[chest_t]] - P_ref[hips_s]))
+        p_ref, p_ref_t = P[0, hips_s], h_t[hips_t]
     if height_s < 1e-6 or height_t < 1e-6:
         raise SignSimError("cannot measure the hips height of the source or the target")
     k = height_t / height_s
-    p_ref = np.array([P[0, hips_s, 0], P[0, hips_s, 1], floor_s])
-    p_ref_t = np.array([h_t[hips_t, 0], h_t[hips_t, 1], floor_t])
     root = k * (P[:, hips_s] - p_ref) + p_ref_t                          # (F, 3) world
     # location basis of the hips with its parents at rest: head = L_rot · t + head_local
     rest_local = _rest_matrices(target)[hips_t]

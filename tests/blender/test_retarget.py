@@ -241,3 +241,31 @@ def test_clip_import_brings_motion_into_z_up_metres(addon, shared_data, clip):
     assert fps == {"animdrawings_rokoko_jesse_dance.bvh": 100, "bandai_dataset-1_bye_active_001.bvh": 30,
                    "bvhpython_test_freebvh_mixamorig.bvh": 30, "cmu_01_01_cgspeed__fairmotion.bvh": 120,
                    "makehuman_face-poseunits.bvh": 24, "pybvh_bvh_test3_fingers.bvh": 120}[clip]
+
+
+def test_upper_body_rig_without_legs(addon, shared_data):
+    """A signer cut at the hips still maps (hips = its root) and moves: directions follow the
+    source, the hips path is the source's scaled by the hips → chest lengths."""
+    rt = addon.signsim_addon.retarget
+    target = stand_in_signer()
+    bpy.ops.object.mode_set(mode='EDIT')
+    bones = target.data.edit_bones
+    for name in [b.name for b in bones if b.name.split(".")[0] in ("pelvis", "thigh", "shin", "foot", "toe", "heel")]:
+        bones.remove(bones[name])
+    bpy.ops.object.mode_set(mode='OBJECT')
+    source, fps = rt.import_bvh_clip(str(shared_data / "mocap" / "animdrawings_rokoko_jesse_dance.bvh"))
+    bone_map = rt.auto_map(source, target)
+    assert bone_map.as_dict()["spine"] == "Hips" and "f_pinky.03.R" in bone_map.as_dict()
+    first = source.animation_data.action.frame_range[0]
+    result = rt.retarget(source, target, bone_map, source_fps=fps, frame_range=(first, first + 100))
+    chain, _branch = mapped_pairs(target, bone_map)
+    assert min(c[0] for c in direction_cosines(source, target, bone_map, result, chain).values()) > 0.98
+    hs, _ = posed_heads(source, result.source_frames)
+    ht, _ = posed_heads(target, result.frames)
+    si = [b.name for b in source.data.bones]
+    ti = [b.name for b in target.data.bones]
+    k = (np.linalg.norm(ht[0, ti.index("spine.003")] - ht[0, ti.index("spine")])
+         / np.linalg.norm(hs[0, si.index("Spine2")] - hs[0, si.index("Hips")]))
+    rest_hips = np.array(target.matrix_world @ target.data.bones["spine"].head_local)
+    expected = k * (hs[:, si.index("Hips")] - hs[0, si.index("Hips")]) + rest_hips
+    assert np.abs(ht[:, ti.index("spine")] - expected).max() < 0.01
