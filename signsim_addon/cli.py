@@ -40,7 +40,7 @@ def _not_available(what):
 
 def _commands():
     """(name, help, add_arguments, run) for every subcommand, in --help order."""
-    from . import demo, library_cli
+    from . import demo, library_cli, retarget_cli
     return (
         ("demo", "run the main job on the bundled sample and print a summary",
          demo.add_arguments, demo.run),
@@ -49,7 +49,7 @@ def _commands():
         ("list", "search and list the clips of a motion library",
          library_cli.add_list_arguments, library_cli.run_list),
         ("retarget", "retarget clips onto a rig",
-         *_not_available("retargeting is still being built")),
+         retarget_cli.add_arguments, retarget_cli.run),
         ("bake", "bake the physics pass onto an armature's keyframes",
          *_not_available("the physics bake is still being built")),
         ("batch", "retarget and bake many library clips in parallel",

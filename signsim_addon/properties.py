@@ -40,10 +40,24 @@ class SignSimSceneSettings(bpy.types.PropertyGroup):
         name="Any Tag", description="Show clips with any of the tags instead of all of them")
 
 
+class SignSimBoneMapItem(bpy.types.PropertyGroup):
+    """One bone map pair: which source bone drives this target bone (retarget.py)."""
+    target: bpy.props.StringProperty(name="Target", description="Bone of this armature")
+    source: bpy.props.StringProperty(name="Source", description="Bone of the source armature "
+                                     "that drives the target bone (empty: not driven)")
+    confidence: bpy.props.FloatProperty(name="Confidence", min=0.0, max=1.0, default=1.0,
+                                        description="1 = matched by naming convention, lower = "
+                                        "inferred from the hierarchy or set by hand")
+
+
 class SignSimObjectSettings(bpy.types.PropertyGroup):
     """Per-armature settings."""
     is_preview: bpy.props.BoolProperty(
         name="Clip Preview", description="Made by the library's preview; replaced by the next one")
+    bone_map: bpy.props.CollectionProperty(type=SignSimBoneMapItem, name="Bone Map")
+    bone_map_index: bpy.props.IntProperty(name="Active Pair", default=0)
+    bone_map_source: bpy.props.StringProperty(
+        name="Source Armature", description="Armature whose motion is retargeted onto this one")
 
 
 class SignSimActionSettings(bpy.types.PropertyGroup):
@@ -73,6 +87,7 @@ class SignSimActionSettings(bpy.types.PropertyGroup):
 
 
 classes = (SignSimClipItem, SignSimSceneSettings, SignSimObjectSettings, SignSimActionSettings)
+classes = (SignSimSceneSettings, SignSimBoneMapItem, SignSimObjectSettings, SignSimActionSettings)
 _pointers = (
     (bpy.types.Scene, SignSimSceneSettings),
     (bpy.types.Object, SignSimObjectSettings),

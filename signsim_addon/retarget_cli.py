@@ -1,0 +1,122 @@
+"""`signsim retarget`: mocap clips onto a rig in a .blend, written to a new .blend.
+
+    signsim retarget --clip CLIP [--clip CLIP2 …] --rig RIG.blend [--armature NAME]
+                     [--map preset.json] [--library FILE] --out OUT.blend [--json]
+
+Prints (with --json) {"armature", "action", "actions", "bone_map": {target: source},
+"coverage": [body parts], "unmapped_target": [...], "confidence": {target: 0..1},
+"frames": [first, last], "out"} (bone map and frames of the first clip). One map serves all
+clips: the preset, or the automatic map of each skeleton (clips sharing a skeleton share
+it). OUT is written only when every clip succeeded, through a temporary file renamed into
+place; the clips' own armatures are not kept in it.
+"""
+import os
+
+import bpy
+
+from . import bonemap, retarget
+from .errors import SignSimError
+
+
+def add_arguments(parser):
+    parser.add_argument("--clip", action="append", required=True, metavar="CLIP",
+                        help="mocap file to retarget (BVH, or glTF/GLB: its first animation); "
+                        "repeat for several clips")
+    parser.add_argument("--rig", required=True, metavar="RIG.blend",
+                        help=".blend file holding the target armature")
+    parser.add_argument("--armature", metavar="NAME",
+                        help="target armature object (default: the only armature in RIG)")
+    parser.add_argument("--map", metavar="PRESET.json",
+                        help="bone map preset (JSON, from the Retarget panel's export)")
+    parser.add_argument("--library", metavar="FILE",
+                        help="motion library to take clip names from (not available yet)")
+    parser.add_argument("--out", required=True, metavar="OUT.blend",
+                        help="where to write the rig with the new action(s)")
+
+
+def _target(name):
+    armatures = sorted(o.name for o in bpy.data.objects if o.type == 'ARMATURE')
+    if name:
+        ob = bpy.data.objects.get(name)
+        if ob is None or ob.type != 'ARMATURE':
+            raise SignSimError(f"no armature named '{name}' in the rig file; armatures: "
+                               f"{', '.join(armatures) or 'none'}")
+        return ob
+    if len(armatures) != 1:
+        raise SignSimError(f"the rig file has {len(armatures)} armatures "
+                           f"({', '.join(armatures) or 'none'}): choose one with --armature")
+    return bpy.data.objects[armatures[0]]
+
+
+def run(args, say):
+    if args.library:
+        raise SignSimError("--library: retargeting clips from a motion library is not available "
+                           "yet; pass a mocap file path to --clip")
+    for clip in args.clip:
+        if not os.path.isfile(clip):
+            raise SignSimError(f"clip not found: {clip} (library clip names are not available yet)")
+    if not os.path.isfile(args.rig):
+        raise SignSimError(f"rig file not found: {args.rig}")
+    out_dir = os.path.dirname(os.path.abspath(args.out))
+    if not os.path.isdir(out_dir):
+        raise SignSimError(f"output folder does not exist: {out_dir}")
+    preset = retarget.load_preset(args.map) if args.map else None
+
+    try:
+        bpy.ops.wm.open_mainfile(filepath=os.path.abspath(args.rig), load_ui=False)
+    except RuntimeError as ex:
+        last = str(ex).strip().splitlines()[-1]
+        raise SignSimError(f"cannot open rig file {args.rig}: {last}") from None
+    target = _target(args.armature)
+    if preset is not None:
+        unknown = [t for t in preset.as_dict() if t not in target.data.bones]
+        if unknown:
+            raise SignSimError(f"{args.map}: bones not in '{target.name}': {', '.join(unknown[:6])}")
+    results, maps = [], {}
+    for clip in args.clip:
+        source, fps = retarget.import_clip(os.path.abspath(clip))
+        try:
+            # one map for every clip of one skeleton: the preset, or the automatic map
+            skeleton_key = tuple(b.name for b in source.data.bones)
+            bone_map = preset or maps.get(skeleton_key) or retarget.auto_map(source, target)
+            maps.setdefault(skeleton_key, bone_map)
+            name = os.path.splitext(os.path.basename(clip))[0]
+            results.append(retarget.retarget(source, target, bone_map, source_fps=fps,
+                                             action_name=f"{name}_{target.name}", report=say))
+        finally:
+            retarget.remove_clip(source)
+    for res in results[1:]:
+        res.action.use_fake_user = True    # kept in OUT although only the first is assigned
+    first = results[0].action
+    ad = target.animation_data
+    if ad.action != first:
+        ad.action = first
+        slot = first.slots[0]
+        if ad.action_slot_handle != slot.handle:
+            ad.action_slot = slot
+    bone_map = results[0].bone_map
+    retarget.store_map(target, bone_map)
+
+    out = os.path.abspath(args.out)
+    tmp = out + ".partial.blend"
+    try:
+        bpy.ops.wm.save_as_mainfile(filepath=tmp, copy=True, compress=False)
+        os.replace(tmp, out)
+    finally:
+        if os.path.exists(tmp):
+            os.remove(tmp)
+    say(f"wrote {out}")
+    sk_t = retarget.skeleton(target)
+    result = {
+        "armature": target.name,
+        "action": first.name,
+        "bone_map": bone_map.as_dict(),
+        "coverage": bonemap.coverage(bone_map, sk_t),
+        "unmapped_target": [b.name for b in target.data.bones if b.name not in bone_map.as_dict()],
+        "confidence": bone_map.confidence(),
+        "frames": [float(results[0].frames[0]), float(results[0].frames[-1])],
+        "out": out,
+    }
+    if len(results) > 1:
+        result["actions"] = [r.action.name for r in results]
+    return result

@@ -1,0 +1,154 @@
+"""Shared helpers of the retarget tests: target rigs and geometric measurements.
+
+Measurements use only Blender's evaluated poses (heads of pose bones in world space), never
+the retargeting code's own intermediate values.
+"""
+import pathlib
+
+import addon_utils
+import bpy
+import numpy as np
+
+CHARACTERS = {"godot": "godot_male_base_mesh_cc0.glb", "robot": "threejs_RobotExpressive.glb"}
+
+
+SIGNER = pathlib.Path(__file__).resolve().parent.parent.parent / "sample_blends" / "signer.blend"
+
+
+def signer():
+    """The bundled signer rig (armature `Signer` from sample_blends/signer.blend), or the
+    stand-in below while that file is not in this tree."""
+    if not SIGNER.is_file():
+        return stand_in_signer()
+    with bpy.data.libraries.load(str(SIGNER)) as (_src, dst):
+        dst.objects = ["Signer"]
+    ob = dst.objects[0]
+    bpy.context.collection.objects.link(ob)
+    return ob
+
+
+def stand_in_signer():
+    """Blender's human metarig without face, palm and breast bones (fingers hang from the
+    hand), standing in for the signer rig until sample_blends/signer.blend is merged."""
+    addon_utils.enable("rigify", default_set=True)
+    bpy.ops.object.armature_human_metarig_add()
+    ob = bpy.context.object
+    bpy.ops.object.mode_set(mode='EDIT')
+    bones = ob.data.edit_bones
+    doomed = set()
+    for b in bones:
+        if b.parent is not None and b.parent.name == "spine.006":      # the face rig
+            doomed |= {b.name} | {c.name for c in b.children_recursive}
+        if b.name.startswith(("palm", "breast")):
+            doomed.add(b.name)
+    for b in bones:
+        if b.parent is not None and b.parent.name.startswith("palm"):
+            b.parent = b.parent.parent
+    for name in doomed:
+        bones.remove(bones[name])
+    bpy.ops.object.mode_set(mode='OBJECT')
+    ob.name = "Signer"
+    return ob
+
+
+def character(shared_data, key):
+    """The armature of one of the shared glTF characters ('godot' or 'robot')."""
+    before = set(bpy.data.objects)
+    bpy.ops.import_scene.gltf(filepath=str(shared_data / "characters" / CHARACTERS[key]))
+    return next(o for o in bpy.data.objects if o not in before and o.type == 'ARMATURE')
+
+
+def target_rig(shared_data, key):
+    """'signer', 'godot' or 'robot' as a fresh armature object in the current scene."""
+    return signer() if key == "signer" else character(shared_data, key)
+
+
+def posed_heads(ob, frames):
+    """World heads (F, N, 3) and tails (F, N, 3) of ob's pose bones at (sub)frames."""
+    scene = bpy.context.scene
+    heads = np.empty((len(frames), len(ob.pose.bones), 3))
+    tails = np.empty_like(heads)
+    for k, fr in enumerate(frames):
+        scene.frame_set(int(np.floor(fr)), subframe=float(fr - np.floor(fr)))
+        mw = ob.matrix_world
+        heads[k] = [mw @ pb.head for pb in ob.pose.bones]
+        tails[k] = [mw @ pb.tail for pb in ob.pose.bones]
+    return heads, tails
+
+
+def mapped_pairs(target, bone_map):
+    """(parent, child) target bone pairs: child mapped, parent its nearest mapped ancestor.
+
+    Returns (chain, branch): chain pairs are those whose parent has one mapped child,
+    branch pairs those at bones with several (hips, chest, hand).
+    """
+    mapped = bone_map.as_dict()
+    pairs = []
+    for bone in target.data.bones:
+        if bone.name not in mapped:
+            continue
+        parent = bone.parent
+        while parent is not None and parent.name not in mapped:
+            parent = parent.parent
+        if parent is not None:
+            pairs.append((parent.name, bone.name))
+    count = {}
+    for p, _c in pairs:
+        count[p] = count.get(p, 0) + 1
+    return ([pc for pc in pairs if count[pc[0]] == 1], [pc for pc in pairs if count[pc[0]] > 1])
+
+
+def _directions(heads, i, j):
+    d = heads[:, j] - heads[:, i]
+    return d / np.linalg.norm(d, axis=1, keepdims=True)
+
+
+def _frames(a, b):
+    """Orthonormal frames (F, 3, 3) from two direction series (F, 3)."""
+    n = b - np.sum(a * b, axis=1, keepdims=True) * a
+    n /= np.linalg.norm(n, axis=1, keepdims=True)
+    return np.stack([a, n, np.cross(a, n)], axis=-1)
+
+
+def direction_cosines(source, target, bone_map, result, pairs):
+    """Per (parent, child) pair: (strict, offset_free) mean cosines over the clip.
+
+    strict: between the target's parent→child head direction and the source's (mapped
+    bones). offset_free: how well the parent's frame spanned by this direction and a
+    sibling's follows the source's same frame up to one constant rotation (the two
+    skeletons place hips, shoulders and finger bases differently; that difference must stay
+    constant in the body, not drift): the mean cosine of the angle between each frame's
+    offset and the mean offset. Pairs whose source joints coincide (< 1 mm) are left out.
+    """
+    hs, _ = posed_heads(source, result.source_frames)
+    ht, _ = posed_heads(target, result.frames)
+    si = {b.name: i for i, b in enumerate(source.data.bones)}
+    ti = {b.name: i for i, b in enumerate(target.data.bones)}
+    mapped = bone_map.as_dict()
+    siblings = {}
+    for p, c in pairs:
+        siblings.setdefault(p, []).append(c)
+    out = {}
+    for p, c in pairs:
+        if np.linalg.norm(hs[0, si[mapped[c]]] - hs[0, si[mapped[p]]]) < 1e-3:
+            continue
+        ds = _directions(hs, si[mapped[p]], si[mapped[c]])
+        dt = _directions(ht, ti[p], ti[c])
+        strict = float(np.mean(np.sum(ds * dt, axis=1)))
+        offset_free = strict
+        others = [o for o in siblings[p] if o != c
+                  and np.linalg.norm(hs[0, si[mapped[o]]] - hs[0, si[mapped[p]]]) > 1e-3]
+        others = [o for o in others   # a sibling spanning a plane in both skeletons
+                  if np.linalg.norm(np.cross(dt[0], _directions(ht, ti[p], ti[o])[0])) > 0.3
+                  and np.linalg.norm(np.cross(ds[0], _directions(hs, si[mapped[p]], si[mapped[o]])[0])) > 0.3]
+        if others:
+            o = max(others, key=lambda o: np.linalg.norm(np.cross(dt[0], _directions(ht, ti[p], ti[o])[0])))
+            fs = _frames(ds, _directions(hs, si[mapped[p]], si[mapped[o]]))
+            ft = _frames(dt, _directions(ht, ti[p], ti[o]))
+            offsets = np.swapaxes(fs, 1, 2) @ ft                       # (F, 3, 3)
+            u, _s, vt = np.linalg.svd(offsets.sum(0))
+            mean = u @ np.diag([1, 1, np.linalg.det(u @ vt)]) @ vt
+            cos_angle = (np.trace(mean.T @ offsets, axis1=1, axis2=2) - 1) / 2
+            offset_free = float(np.mean(cos_angle))
+        out[(p, c)] = (strict, offset_free)
+    return out
