@@ -86,8 +86,8 @@ class SignSimActionSettings(bpy.types.PropertyGroup):
     warnings: bpy.props.StringProperty(name="Warnings", description="Import warnings, one per line")
 
 
-classes = (SignSimClipItem, SignSimSceneSettings, SignSimObjectSettings, SignSimActionSettings)
-classes = (SignSimSceneSettings, SignSimBoneMapItem, SignSimObjectSettings, SignSimActionSettings)
+classes = (SignSimClipItem, SignSimSceneSettings, SignSimBoneMapItem, SignSimObjectSettings,
+           SignSimActionSettings)
 _pointers = (
     (bpy.types.Scene, SignSimSceneSettings),
     (bpy.types.Object, SignSimObjectSettings),
