@@ -35,6 +35,10 @@ import bmesh  # noqa: E402
 import numpy as np  # noqa: E402
 from mathutils import Matrix, Quaternion, Vector  # noqa: E402
 
+sys.path.insert(0, str(HERE.parent))  # the solver package: numpy only, shared with the add-on
+from solver.capsules import dominant_owner, radius_from_points  # noqa: E402
+from solver.contacts import segment_closest_points  # noqa: E402
+
 HEIGHT = 1.70            # top of the head bone, m
 FPS = 30
 SIDES = ("L", "R")
@@ -240,6 +244,7 @@ class Kinematics:
         self.parent = {n: bones[n].parent.name if bones[n].parent else None for n in self.names}
         self.rest = {n: bones[n].matrix_local.copy() for n in self.names}
         self.length = {n: bones[n].length for n in self.names}
+        self.radius = {n: bones[n].get(CAPSULE_PROP, 0.0) for n in self.names}
         self.offset = {n: self.rest[p].inverted() @ self.rest[n] for n, p in self.parent.items() if p}
 
     def matrices(self, pose, only=None):
@@ -372,13 +377,15 @@ def thumb_target(kin, mats, side, where):
     along, across, palm = palm_axes(kin, side)
     head = lambda n: mats[f"{n}.{side}"].translation   # noqa: E731
     tip = lambda f: kin.tail(mats, f"{f}.03.{side}")   # noqa: E731
+    # Touching tips sit one radius sum apart (capsule surfaces meet), plus 0.5 mm.
+    touch = lambda f: palm * (kin.radius[f"thumb.03.{side}"] + kin.radius[f"{f}.03.{side}"] + 0.0005)  # noqa: E731
     if where.startswith("tip:"):
-        return tip(where[4:]) + palm * 0.004
+        return tip(where[4:]) + touch(where[4:])
     return {
         "side": head("f_index.02") - across * 0.016 + palm * 0.010,
         "across": head("f_ring.01") + palm * 0.020 - along * 0.015,
         "c": tip("f_index") + palm * 0.012 - along * 0.050,
-        "under": (tip("f_index") + tip("f_middle")) / 2 + palm * 0.010,
+        "under": (tip("f_index") + tip("f_middle")) / 2 + touch("f_middle"),
         "over": head("f_middle.03") + palm * 0.014,
         "over_ring": head("f_ring.03") + palm * 0.014,
         "out": head("f_index.01") - across * 0.055 - along * 0.005,
@@ -401,7 +408,45 @@ def handshape_pose(kin, side, name):
     goal = thumb_target(kin, mats, side, thumb)
     dofs = [(f"thumb.0{i}.{side}", side, lo, hi) for i, (lo, hi) in zip((1, 2, 3), THUMB_DOFS)]
     solved, _ = solve_chain(kin, pose, dofs, lambda m: list((kin.tail(m, f"thumb.03.{side}") - goal) / 0.001))
-    return solved
+    return uncurl_into_contact(kin, solved, side)
+
+
+MAX_HAND_DEPTH = 0.0015  # m: a keyframed hand touches itself; it does not sink into itself
+
+
+def _hand_overlaps(kin, pose, side, radii):
+    """(depth m, bone to uncurl) of the deepest overlap of a curled finger or the thumb with
+    the palm, or of the thumb with a finger, in the posed hand."""
+    mats = kin.matrices(pose, only=[f"{f}.03.{side}" for f in FINGERS])
+    seg = {n: (np.array(mats[n].translation), np.array(kin.tail(mats, n))) for n in mats}
+    hand = f"hand.{side}"
+    pairs = [(hand, f"{f}.0{k}.{side}") for f in FINGERS for k in (2, 3)]
+    pairs += [(f"thumb.0{k}.{side}", f"{f}.0{j}.{side}") for k in (2, 3) for f in FINGERS[1:] for j in (1, 2, 3)]
+    worst = (0.0, None)
+    for a, b in pairs:
+        c1, c2 = segment_closest_points(*seg[a], *seg[b])
+        depth = radii[a] + radii[b] - float(np.linalg.norm(c1 - c2))
+        if depth > worst[0]:
+            worst = (depth, b if a == hand else a)
+    return worst
+
+
+def uncurl_into_contact(kin, pose, side):
+    """Open the offending finger or thumb in 3 % steps until no part of the hand sinks more
+    than MAX_HAND_DEPTH into another (capsules with the bones' radii): the sample clips are
+    what a careful animator keys, so the physics pass has millimetres to clean, not centimetres."""
+    radii = {n: kin.radius[n] for n in kin.names}
+    pose = dict(pose)
+    for _ in range(200):
+        depth, bone = _hand_overlaps(kin, pose, side, radii)
+        if depth <= MAX_HAND_DEPTH:
+            break
+        chain = bone.rsplit(".", 2)[0]
+        for k in (1, 2, 3):
+            name = f"{chain}.0{k}.{side}"
+            if name in pose:
+                pose[name] = Quaternion().slerp(pose[name], 0.97)
+    return pose
 
 
 # ---------------------------------------------------------------------------- arms
@@ -633,28 +678,15 @@ def export_bvh(rig, path, frames):
 # ---------------------------------------------------------------------------- scene
 
 def capsule_radii(rig, body):
-    """Per-bone capsule radius (m): median distance from the bone's segment of the skin
-    vertices that bone dominates (weight > 0.5), over those lying alongside the segment
-    (not beyond its ends, where the skin's caps would shrink the median) when there are
-    at least 8 of them."""
-    groups = {g.index: g.name for g in body.vertex_groups}
+    """Per-bone capsule radius (m) from the skin vertices each bone dominates (weight > 0.5):
+    solver.capsules.radius_from_points, the same rule the bake uses for rigs without it."""
+    sparse = [(v.index, g.group, g.weight) for v in body.data.vertices for g in v.groups]
+    owner = dominant_owner(len(body.data.vertices), *zip(*sparse))
     co = np.array([v.co for v in body.data.vertices])
-    owner = np.full(len(co), -1)
-    for v in body.data.vertices:
-        best = max(v.groups, key=lambda g: g.weight, default=None)
-        if best is not None and best.weight > 0.5:
-            owner[v.index] = best.group
     radii = {}
-    for gi, name in groups.items():
-        b = rig.data.bones[name]
-        a, d = np.array(b.head_local), np.array(b.tail_local - b.head_local)
-        p = co[owner == gi]
-        s = (p - a) @ d / (d @ d)
-        inside = (s > 0.0) & (s < 1.0)
-        if inside.sum() >= 8:
-            p, s = p[inside], s[inside]
-        s = np.clip(s, 0.0, 1.0)
-        radii[name] = float(np.median(np.linalg.norm(p - a - s[:, None] * d, axis=1)))
+    for g in body.vertex_groups:
+        b = rig.data.bones[g.name]
+        radii[g.name] = radius_from_points(co[owner == g.index], b.head_local, b.tail_local)
     return radii
 
 
