@@ -141,7 +141,7 @@ def skeleton(ob, heads=None):
                             [index[b.parent.name] if b.parent else -1 for b in bones], heads)
 
 
-def _rest_matrices(ob):
+def rest_matrices(ob):
     """Armature-space rest matrices (N, 4, 4) of ob's bones (bone.matrix_local)."""
     out = np.empty(len(ob.data.bones) * 16)
     ob.data.bones.foreach_get("matrix_local", out)
@@ -340,7 +340,7 @@ def _solve(source, target, pairs, mats, tails):
     n_frames = mats.shape[0]
 
     mo_t = _world(target)
-    rest_t = mo_t @ _rest_matrices(target)                 # (Nt, 4, 4) world rest
+    rest_t = mo_t @ rest_matrices(target)                 # (Nt, 4, 4) world rest
     T = _rot(rest_t)
     h_t = rest_t[:, :3, 3]
     tails_t = np.array([target.matrix_world @ b.tail_local for b in target.data.bones])
@@ -352,7 +352,7 @@ def _solve(source, target, pairs, mats, tails):
         body_s = bonemap.analyse(sk_s)
     except SignSimError:
         body_t = body_s = None
-    rest_s_world = _world(source) @ _rest_matrices(source)
+    rest_s_world = _world(source) @ rest_matrices(source)
     if body_s is not None and _usable_rest(body_s, rest_s_world[:, :3, 3]):
         S_ref, P_ref = _rot(rest_s_world), rest_s_world[:, :3, 3]
     else:
@@ -455,13 +455,31 @@ def _solve(source, target, pairs, mats, tails):
     k = height_t / height_s
     root = k * (P[:, hips_s] - p_ref) + p_ref_t                          # (F, 3) world
     # location basis of the hips with its parents at rest: head = L_rot · t + head_local
-    rest_local = _rest_matrices(target)[hips_t]
+    rest_local = rest_matrices(target)[hips_t]
     root_arm = (np.linalg.inv(mo_t) @ np.c_[root, np.ones(len(root))].T).T[:, :3]
     loc = {hips_t: (root_arm - rest_local[:3, 3]) @ _rot(rest_local)}
-    _follow_detached(sk_t, set(t_of), _rest_matrices(target), basis_of, loc)
+    _follow_detached(sk_t, set(t_of), rest_matrices(target), basis_of, loc)
     rot.update({sk_t.names[b]: quat.make_continuous(quat.from_matrix(basis_of[b])) for b in loc})
     return {"rot": rot, "loc": {sk_t.names[b]: v for b, v in loc.items()}, "root_path": root,
             "scale": k}
+
+
+def pose_matrices(sk, rest, basis, loc):
+    """Posed armature-space matrices {bone index: (F, 4, 4)}: M_b = M_p · L_p⁻¹ · L_b · B_b,
+    parents first. sk: Skeleton; rest: (N, 4, 4) armature-space rest matrices L; basis:
+    bone index → (F, 3, 3) basis rotations (every bone); loc: bone index → (F, 3) basis
+    locations (bones without one sit at their rest offset)."""
+    n_frames = next(iter(basis.values())).shape[0]
+    posed = {}
+    for b in sk.order():
+        local = np.broadcast_to(np.eye(4), (n_frames, 4, 4)).copy()
+        local[:, :3, :3] = basis[b]
+        if b in loc:
+            local[:, :3, 3] = loc[b]
+        p = sk.parents[b]
+        parent = posed[p] @ np.linalg.inv(rest[p]) if p >= 0 else np.eye(4)
+        posed[b] = parent @ rest[b] @ local
+    return posed
 
 
 def _follow_detached(sk, mapped, rest, basis, loc):
@@ -483,17 +501,7 @@ def _follow_detached(sk, mapped, rest, basis, loc):
     detached = [b for b in sk.order() if b not in under and b not in above]
     if not detached:
         return
-    # posed armature matrices M_b = M_p · L_p⁻¹ · L_b · B_b, parents first
-    n_frames = next(iter(basis.values())).shape[0]
-    posed = {}
-    for b in sk.order():
-        local = np.broadcast_to(np.eye(4), (n_frames, 4, 4)).copy()
-        local[:, :3, :3] = basis[b]
-        if b in loc:
-            local[:, :3, 3] = loc[b]
-        p = sk.parents[b]
-        parent = posed[p] @ np.linalg.inv(rest[p]) if p >= 0 else np.eye(4)
-        posed[b] = parent @ rest[b] @ local
+    posed = pose_matrices(sk, rest, basis, loc)
     sides = [bonemap.split_side(n)[0] for n in sk.names]
     for b in detached:
         candidates = [m for m in mapped if sides[m] == sides[b]] or list(mapped)

@@ -13,7 +13,10 @@ position in P: they define the floor position and heading of a clip.
 
 Splicing A then B over a window of W frames overlaps A's last W frames with B's first W:
   α_k = curve((k + 1) / (W + 1)),  k = 0 … W−1     (α never reaches 0 or 1 inside)
-  q = slerp(q_A, q_B′, α_k) per bone (shortest arc), p = (1 − α_k) p_A + α_k p_B′
+  q = slerp(q_A, q_B′, α_k) per bone (shortest arc), p = (1 − α_k) p_A + α_k p_B′ for
+  local positions; root (floor) positions blend their steps instead (root velocity):
+  p(k) = p(k−1) + (1 − α_k) Δp_A(k) + α_k Δp_B′(k), and B′ continues from p(W−1), so no
+  root step is longer than the clips' own and the root never jumps
 so the result has F_A + F_B − W frames; W = 0 is a hard cut. B′ is B aligned (root
 alignment): its root path rotated about Z by the heading difference ψ and translated so
 that B′ starts where A is at the first frame of the window (A's last step extrapolated
@@ -167,6 +170,17 @@ def splice(a, b, window, kind="smoothstep", rig=None):
         rot[start:len(a)] = quat.slerp(qa, qb, alpha[:, None])
         pos[start:len(a)] = (1.0 - alpha)[:, None, None] * a.positions[start:] \
             + alpha[:, None, None] * b2.positions[:window]
+        # root channels: blend the steps (velocities), not the positions, so no step is
+        # longer than A's or B's own; B′ then continues from where the window ends
+        fp = rig.floor_positions
+        steps = (1.0 - alpha[1:, None, None]) * np.diff(a.positions[start:, fp], axis=0) \
+            + alpha[1:, None, None] * np.diff(b2.positions[:window, fp], axis=0)
+        path = a.positions[start, fp] + np.concatenate([np.zeros((1,) + steps.shape[1:]),
+                                                        np.cumsum(steps, axis=0)])
+        shift = path[-1] - b2.positions[window - 1, fp]
+        pos[start:len(a), fp] = path
+        pos[len(a):, fp] = b2.positions[window:, fp] + shift
+        offset = offset + shift[list(fp).index(rig.root_position)]
     return Track(rot, pos), {"start": start, "window": window, "heading_rad": psi, "offset": offset}
 
 
