@@ -250,3 +250,31 @@ def test_operator_stores_seams_for_the_panel(addon, signer, shared_data):
     assert [s["index"] for s in flagged] == [1]
     bpy.ops.signsim.compose_list_edit(kind='CLIP', remove=True)
     assert len(settings.clips) == 1
+
+
+def test_foot_lock_and_actions_of_the_file_as_clips(cm, signer, shared_data):
+    """Foot lock keeps the planted foot's floor position through the window; an action
+    already in the file (here a composed one) serves as a clip as it is."""
+    mocap = shared_data / "mocap"
+    clips = [cm.ClipSpec(str(mocap / BYE)), cm.ClipSpec(str(mocap / MIXAMO))]
+    drift = {}
+    for lock in (False, True):
+        result = cm.compose(signer, clips, foot_lock=lock)
+        seam = result["seams"][0]
+        points = []
+        for f in range(int(seam["frame"]), int(seam["frame"]) + seam["window"]):
+            bpy.context.scene.frame_set(f)
+            points.append([np.array(signer.matrix_world @ signer.pose.bones[n].head)
+                           for n in ("foot.L", "toe.L", "foot.R", "toe.R")])
+        points = np.array(points)
+        drift[lock] = np.linalg.norm(points[:, :, :2] - points[:1, :, :2], axis=-1).max(axis=0)
+    assert drift[False].min() > 0.05            # without the lock every foot slides ≥ 5 cm
+    assert drift[True].min() < 1e-3             # with it one stays put (within 1 mm)
+
+    first = result["action"]
+    again = cm.compose(signer, [cm.ClipSpec(first, trim_out=100), cm.ClipSpec(str(mocap / BYE))])
+    assert again["clips"][0]["frames"] == 100
+    a, _f = keyed(bpy.data.actions[first], signer)
+    b, _f = keyed(bpy.data.actions[again["action"]], signer)
+    for bone in ("hand.L", "f_index.02.R", "spine"):
+        np.testing.assert_allclose(b[bone][0][:90], a[bone][0][:90], atol=1e-6)
