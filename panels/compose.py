@@ -15,7 +15,7 @@ class SIGNSIM_UL_compose_clips(bpy.types.UIList):
             return
         row.prop(item, "window", text="")
         if item.suggested_window >= 0:
-            row.label(text=f"≥{item.suggested_window}  {item.velocity_jump:.1f} rad/s",
+            row.label(text=f"≥{item.suggested_window}  {item.velocity_jump:.1f}/{item.threshold:.1f}",
                       icon='ERROR' if item.flagged else 'CHECKMARK')
 
 
@@ -82,12 +82,11 @@ class SIGNSIM_PT_compose(bpy.types.Panel):
         if action is not None and action.signsim.compose_report:
             flagged = compose.flagged_seams(action)
             box = layout.box()
-            box.label(text=f"ε = {settings.last_threshold:.2f} rad/s; "
-                      f"{len(flagged)} flagged seam{'s' if len(flagged) != 1 else ''}",
+            box.label(text=f"{len(flagged)} flagged seam{'s' if len(flagged) != 1 else ''}",
                       icon='ERROR' if flagged else 'CHECKMARK')
             for seam in flagged:
-                box.label(text=f"Seam {seam['index']} at frame {seam['frame']:g}: "
-                          f"{seam['velocity_jump']:.1f} rad/s (suggested {seam['suggested']})")
+                box.label(text=f"Seam {seam['index']} at frame {seam['frame']:g}: {seam['velocity_jump']:.1f} > "
+                          f"{seam['threshold']:.1f} rad/s (suggested window {seam['suggested']})")
 
 
 classes = (SIGNSIM_UL_compose_clips, SIGNSIM_UL_compose_layers, SIGNSIM_PT_compose)

@@ -256,12 +256,13 @@ def compose(target, clips, layers=(), *, library_path=None, bone_map=None, thres
             max_window=None, keep_height=False, foot_lock=False, action_name=None, report=None):
     """Compose clips (ClipSpec, in order) and layers (LayerSpec) into one new action on
     target (an armature object), assigned with its own slot. Returns a JSON-able dict:
-    {"armature", "action", "frames": [first, last], "fps", "threshold" (rad/s),
+    {"armature", "action", "frames": [first, last], "fps", "threshold" (the ε given, or None),
      "clips": [{"clip", "frames"}], "layers": [{"clip", "bones", "start"}],
      "seams": [{"index", "window", "suggested", "curve", "velocity_jump" (rad/s),
                 "threshold", "flagged", "frame" (first frame of the window), "root_jump" (m/s),
                 "heading_deg", "root_offset_m", "limit_excess_deg"}]}.
-    threshold: ε in rad/s (None: solver.compose.default_threshold of the clips);
+    threshold: ε in rad/s for every seam (None: per seam, solver.compose.default_threshold
+    of the two clips it joins);
     max_window caps suggested windows (frames). Raises SignSimError for unusable input.
     """
     report = report or (lambda *_a: None)
@@ -295,10 +296,11 @@ def compose(target, clips, layers=(), *, library_path=None, bone_map=None, thres
     rig = sc.Rig(root=main, root_position=channels.index(names[main]),
                  floor_bones=_root_indices(target), floor_positions=list(range(len(roots))),
                  keep_height=keep_height)
-    eps = float(threshold) if threshold else sc.default_threshold(tracks, fps)
+    if threshold is not None and not threshold > 0:
+        raise SignSimError(f"the threshold must be a positive velocity jump in rad/s, not {threshold}")
     try:
         track, seams = sc.compose(tracks, fps, windows=[c.window for c in clips[1:]],
-                                  kinds=[c.curve for c in clips[1:]], rig=rig, threshold=eps,
+                                  kinds=[c.curve for c in clips[1:]], rig=rig, threshold=threshold,
                                   max_window=max_window)
     except ValueError as ex:
         raise SignSimError(str(ex)) from None
@@ -335,17 +337,17 @@ def compose(target, clips, layers=(), *, library_path=None, bone_map=None, thres
     seam_out = []
     for s in seams:
         seam_out.append({"index": s["index"], "window": s["window"], "suggested": s["suggested"],
-                         "curve": s["curve"], "velocity_jump": s["velocity_jump"], "threshold": eps,
+                         "curve": s["curve"], "velocity_jump": s["velocity_jump"], "threshold": s["threshold"],
                          "flagged": s["flagged"], "frame": float(first_frame + s["start"]),
                          "root_jump": s["root_jump"], "heading_deg": s["heading_deg"],
                          "root_offset_m": s["root_offset_m"], "limit_excess_deg": s["limit_excess_deg"]})
         if s["flagged"]:
             why = "" if s["suggest_found"] else " (no window up to the clips' length is enough)"
             report(f"warning: seam {s['index']} at frame {first_frame + s['start']:g}: velocity jump "
-                   f"{s['velocity_jump']:.2f} rad/s exceeds {eps:.2f} rad/s with a {s['window']}-frame "
+                   f"{s['velocity_jump']:.2f} rad/s exceeds {s['threshold']:.2f} rad/s with a {s['window']}-frame "
                    f"window; suggested {s['suggested']}{why}")
     result = {
-        "armature": target.name, "fps": fps, "threshold": eps,
+        "armature": target.name, "fps": fps, "threshold": threshold,
         "frames": [float(frames[0]), float(frames[-1])],
         "clips": [{"clip": c.clip, "frames": len(t)} for c, t in zip(clips, tracks)],
         "layers": [{"clip": l.clip, "bones": l.bones, "start": l.start} for l in layers],
@@ -384,14 +386,14 @@ def specs_from_settings(target):
 def store_result(target, result):
     """Per-seam results of a compose onto the panel's clip list (the seam into clip i)."""
     st = target.signsim.compose
-    st.last_threshold = result["threshold"]
     items = [c for c in st.clips if c.clip.strip()]
     for item in items:
-        item.suggested_window, item.velocity_jump, item.flagged = -1, 0.0, False
+        item.suggested_window, item.velocity_jump, item.threshold, item.flagged = -1, 0.0, 0.0, False
     for seam in result["seams"]:
         item = items[seam["index"]]
         item.suggested_window = seam["suggested"]
         item.velocity_jump = seam["velocity_jump"]
+        item.threshold = seam["threshold"]
         item.flagged = seam["flagged"]
 
 

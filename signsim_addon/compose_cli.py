@@ -42,8 +42,8 @@ def add_arguments(parser):
     parser.add_argument("--library", metavar="FILE", help="motion library .blend for clip names")
     parser.add_argument("--map", metavar="PRESET.json", help="bone map preset for the clips' skeletons")
     parser.add_argument("--threshold", type=float, metavar="EPS",
-                        help="largest seam velocity jump in rad/s (default: the 99th percentile of the "
-                        "clips' own frame-to-frame velocity changes)")
+                        help="largest seam velocity jump in rad/s (default, per seam: the 99th percentile "
+                        "of the two clips' own frame-to-frame velocity changes)")
     parser.add_argument("--max-window", type=int, metavar="N", help="longest window a suggestion may use")
     parser.add_argument("--keep-height", action="store_true",
                         help="align floor position and heading only; each clip keeps its root height")

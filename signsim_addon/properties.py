@@ -71,6 +71,7 @@ class SignSimComposeClip(bpy.types.PropertyGroup):
         "threshold (from the last compose; -1: not composed yet)")
     velocity_jump: bpy.props.FloatProperty(
         name="Velocity Jump", description="Seam velocity jump D of the last compose, in rad/s")
+    threshold: bpy.props.FloatProperty(name="Threshold", description="ε the seam was checked against, in rad/s")
     flagged: bpy.props.BoolProperty(name="Flagged", description="The seam's velocity jump exceeds the threshold")
 
 
@@ -94,12 +95,12 @@ class SignSimComposeSettings(bpy.types.PropertyGroup):
     layer_index: bpy.props.IntProperty(name="Layer", default=0)
     threshold: bpy.props.FloatProperty(
         name="Threshold", default=0.0, min=0.0,
-        description="Largest seam velocity jump ε in rad/s (0: from the clips' own velocity changes)")
+        description="Largest seam velocity jump ε in rad/s (0: per seam, from the two clips' own "
+        "frame-to-frame velocity changes)")
     keep_height: bpy.props.BoolProperty(
         name="Keep Height", description="Align only floor position and heading; each clip keeps its own root height")
     foot_lock: bpy.props.BoolProperty(
         name="Foot Lock", description="Keep a planted foot still through each window by moving the root")
-    last_threshold: bpy.props.FloatProperty(name="Used Threshold", description="ε of the last compose, rad/s")
 
 
 class SignSimObjectSettings(bpy.types.PropertyGroup):

@@ -69,12 +69,12 @@ def test_two_clips_suggested_windows_pass_and_hard_cuts_fail(cm, quat, signer, s
     result = cm.compose(signer, clips)
     assert set(bpy.data.objects) == objects                      # the clips' skeletons are gone
     assert set(bpy.data.actions) - actions == {bpy.data.actions[result["action"]]}
-    eps = result["threshold"]
-    assert 1.0 < eps < 100.0
-    assert len(result["seams"]) == 2
+    assert result["threshold"] is None and len(result["seams"]) == 2
+    eps = [seam["threshold"] for seam in result["seams"]]      # per seam, from its two clips
+    assert all(1.0 < e < 100.0 for e in eps)
     for seam in result["seams"]:
         assert seam["window"] == seam["suggested"] > 1
-        assert seam["velocity_jump"] <= eps and not seam["flagged"]
+        assert seam["velocity_jump"] <= seam["threshold"] and not seam["flagged"]
 
     action = signer.animation_data.action
     assert action.name == result["action"]
@@ -107,9 +107,10 @@ def test_two_clips_suggested_windows_pass_and_hard_cuts_fail(cm, quat, signer, s
     # stays continuous thanks to the alignment
     for window in (0, 1):
         cut = cm.compose(signer, [clips[0]] + [cm.ClipSpec(c.clip, c.trim_in, c.trim_out, window)
-                                               for c in clips[1:]], threshold=eps)
-        for seam in cut["seams"]:
-            assert seam["flagged"] and seam["velocity_jump"] > eps
+                                               for c in clips[1:]])
+        for seam, e in zip(cut["seams"], eps):
+            assert seam["threshold"] == e
+            assert seam["flagged"] and seam["velocity_jump"] > e
         assert json.loads(bpy.data.actions[cut["action"]].signsim.compose_report)["seams"][0]["flagged"]
         steps = root_steps(signer, bpy.data.actions[cut["action"]])
         for s in cut["seams"]:
@@ -239,7 +240,7 @@ def test_operator_stores_seams_for_the_panel(addon, signer, shared_data):
     settings.clips[1].curve = "smootherstep"
     assert bpy.ops.signsim.compose() == {'FINISHED'}
     item = settings.clips[1]
-    assert item.suggested_window > 1 and not item.flagged and item.velocity_jump <= settings.last_threshold
+    assert item.suggested_window > 1 and not item.flagged and 0 < item.velocity_jump <= item.threshold
     action = signer.animation_data.action
     assert json.loads(action.signsim.compose_report)["seams"][0]["curve"] == "smootherstep"
     item.window = 0

@@ -19,8 +19,9 @@ def wave(n, bones=5, freq=0.5, phase=0.0, amp=0.6, seed=0):
     return quat.exp(angle[..., None] * axes)
 
 
-def track(n, seed=0, freq=0.5, phase=0.0, heading=0.0, start=(0.0, 0.0, 1.0), velocity=(0.2, 0.0, 0.0)):
-    rot = wave(n, seed=seed, freq=freq, phase=phase)
+def track(n, seed=0, freq=0.5, phase=0.0, heading=0.0, start=(0.0, 0.0, 1.0), velocity=(0.2, 0.0, 0.0),
+          amp=0.6):
+    rot = wave(n, seed=seed, freq=freq, phase=phase, amp=amp)
     rot[:, 0] = quat.mul(np.array([np.cos(heading / 2), 0, 0, np.sin(heading / 2)]), rot[:, 0])
     pos = np.array(start) + np.arange(n)[:, None] / FPS * np.array(velocity)
     return compose.Track(rot, pos[:, None, :])
@@ -148,3 +149,12 @@ def test_limit_excess_and_foot_lock():
     fixed = feet[:, 0, 0] - (pos[:, 0, 0] - locked[:, 0, 0])
     np.testing.assert_allclose(fixed[4:14], 0.0, atol=1e-12)     # still through the window
     assert np.all(np.diff(locked[14:, 0, 0]) == 0)               # the offset is kept after it
+
+
+def test_default_threshold_is_per_seam_from_the_two_clips():
+    calm, lively, calm2 = track(40, amp=0.05), track(40, seed=1, freq=2.0), track(40, seed=2, amp=0.05)
+    _out, seams = compose.compose([calm, lively, calm2, track(40, seed=3, amp=0.05)], FPS)
+    own = [np.percentile(compose.velocity_changes(t.rotations, FPS), 99) for t in (calm, lively, calm2)]
+    assert seams[0]["threshold"] == pytest.approx(max(own[0], own[1]))
+    assert seams[1]["threshold"] == pytest.approx(max(own[1], own[2]))
+    assert seams[2]["threshold"] < 0.2 * seams[0]["threshold"]       # two calm clips: a strict seam
