@@ -152,3 +152,21 @@ def make_continuous(q, reference=None):
     step = np.where(np.sum(q[1:] * q[:-1], axis=-1) < 0.0, -1.0, 1.0)
     sign = np.cumprod(np.concatenate([first[None], step], axis=0), axis=0)
     return q * sign[..., None]
+
+
+def from_euler(angles, order="XYZ"):
+    """Quaternions (..., 4) from Euler angles (..., 3) rad in Blender's convention.
+
+    `order` names the axes in the order they are applied (Blender's rotation_mode, e.g.
+    'XYZ' is R = R_z · R_y · R_x); angles[..., k] is the angle about axis 'XYZ'[k].
+    """
+    angles = np.asarray(angles, dtype=float)
+    q = None
+    for ax in order:
+        k = "XYZ".index(ax)
+        half = 0.5 * angles[..., k]
+        qa = np.zeros(angles.shape[:-1] + (4,))
+        qa[..., 0] = np.cos(half)
+        qa[..., 1 + k] = np.sin(half)
+        q = qa if q is None else mul(qa, q)
+    return q
