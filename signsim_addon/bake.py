@@ -16,7 +16,7 @@ import numpy as np
 
 from ..solver import armature as armature_fk
 from ..solver import keyreduce, quat
-from ..solver.metrics import compare
+from ..solver.metrics import compare, motion_penetration_mm
 from ..solver.reference import Reference
 from ..solver.sdf import build_distance_grid
 from ..solver.simulate import GroupGains, SimSettings, simulate
@@ -133,8 +133,14 @@ def solve(job: BakeJob, progress=None) -> Solved:
                                    job.settings.sdf_spacing, job.settings.sdf_margin)
     result = simulate(job.rig.model, ref, job.settings, progress=progress, face_grid=grid)
     seconds = time.perf_counter() - start
-    cmp = compare(job.rig.model, ref, result, face_grid=grid, tips=job.rig.fingertips)
-    return Solved(result.rotations, metrics_record(cmp, result, ref, seconds))
+    model = job.rig.model
+    cmp = compare(model, ref, result, face_grid=grid, tips=job.rig.fingertips)
+    record = metrics_record(cmp, result, ref, seconds)
+    record["reference"]["per_frame_penetration_mm"] = np.round(motion_penetration_mm(
+        model, ref.rotations, ref.base_positions, ref.base_rotations, grid), 4).tolist()
+    err = np.degrees(quat.angle_between(ref.rotations, result.rotations))
+    record["baked"]["per_frame_tracking_deg"] = np.round(np.sqrt(np.mean(err ** 2, axis=1)), 4).tolist()
+    return Solved(result.rotations, record)
 
 
 def metrics_record(cmp, result, reference, seconds) -> dict:
@@ -189,6 +195,7 @@ def write(scene, job: BakeJob, solved: Solved, output="ASSIGN", key_tolerance_de
         new.signsim.reference_action = ref
         new.signsim.bake_metrics = json.dumps(solved.metrics, sort_keys=True)
         new.signsim.bake_settings = json.dumps(job.settings_record, sort_keys=True)
+        _write_metric_curves(ob, new, slot, job.frames, solved.metrics)
         _hook_up(ob, ref, new, slot, output)
     except Exception:
         bpy.data.actions.remove(new)
@@ -218,6 +225,25 @@ def _write_rotations(ob, action, slot, job, rotations, tolerance_deg):
                 eul[f], prev = e, e
             curves = [(keys.bone_path(name, "rotation_euler"), k, name, eul[keep, k]) for k in range(3)]
         keys.write_curves(action, slot, curves, frames[keep])
+
+
+# Per-frame metrics as F-curves on custom properties of the armature object, so the
+# Graph Editor plots them against the timeline: (property, metrics side, per-frame key).
+METRIC_CURVES = (("signsim_penetration_mm", "baked", "per_frame_penetration_mm"),
+                 ("signsim_reference_penetration_mm", "reference", "per_frame_penetration_mm"),
+                 ("signsim_tracking_deg", "baked", "per_frame_tracking_deg"))
+
+
+def _write_metric_curves(ob, action, slot, frames, metrics):
+    curves = []
+    for prop, side, key in METRIC_CURVES:
+        values = metrics.get(side, {}).get(key)
+        if values is None:
+            continue
+        if prop not in ob:
+            ob[prop] = 0.0
+        curves.append((f'["{prop}"]', 0, "SignSim metrics", np.asarray(values, dtype=float)))
+    keys.write_curves(action, slot, curves, frames)
 
 
 def _hook_up(ob, ref, new, slot, output):

@@ -233,3 +233,19 @@ def test_cli_bake_errors_write_nothing(retargeted, addon, tmp_path, capsys):
     assert code == 1 and not out.exists()
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "Nobody" in err[0] and "Signer" in err[0]
+
+
+def test_per_frame_metric_curves_agree_with_the_metrics_json(retargeted, mods):
+    bake, keys, _ = mods
+    rig = _open(retargeted)
+    assert bpy.ops.signsim.bake(frame_start=SHORT[0], frame_end=SHORT[1]) == {'FINISHED'}
+    new = rig.animation_data.action
+    metrics = json.loads(new.signsim.bake_metrics)
+    bag = keys.channelbag(new, rig.animation_data.action_slot)
+    for prop, side, key in bake.METRIC_CURVES:
+        fc = bag.fcurves.find(f'["{prop}"]')
+        assert prop in rig and fc is not None, prop
+        played = [fc.evaluate(f) for f in range(SHORT[0], SHORT[1] + 1)]
+        np.testing.assert_allclose(played, metrics[side][key], atol=1e-4)
+    assert max(metrics["baked"]["per_frame_penetration_mm"]) == pytest.approx(
+        metrics["baked"]["penetration_max_mm"], abs=1e-3)
