@@ -188,21 +188,27 @@ def evaluate(model, physics, state, target):
                       face_points, face_normals, face_clear, float(max(0.0, depth.max(initial=0.0))))
 
 
-def tracking_forces(model, physics, ev, target, h, damping_scale=1.0):
+def tracking_forces(model, physics, ev, start, mid, end, h, damping_scale=1.0):
     """Generalised force f (n_dof,) N·m without contacts, and the diagonal stiffness and
-    damping it adds to K and D (n_dof,): PD towards `target`, feedforward, joint-limit
-    penalties (active where a limit is or would be crossed within h seconds), minus the
-    bias c(q, q̇). Gains follow DESIGN.md §3: Kp = I ω², Kd = 2 ζ I ω with I = diag(M).
+    damping it adds to K and D (n_dof,), for a step of h seconds.
+
+    PD towards the reference (Kp = I ω², Kd = 2 ζ I ω with I = diag(M), DESIGN.md §3),
+    feedforward, joint-limit penalties (active where a limit is or would be crossed
+    within the step), minus the bias c(q, q̇). The reference is sampled where each term
+    lives in the step q⁺ = q ⊕ h v⁺: positions at its end (`end`), the velocity v⁺ at
+    its middle (`mid`: v⁺ is the secant velocity over the step) and the feedforward at
+    its start (`start`), which makes the explicit part a leapfrog step and keeps the
+    feedforward second-order accurate instead of leading the reference by h/2.
     """
     state = ev.state
     v = state.velocity
     inertia = ev.mass_matrix.diagonal()
     kp = inertia * physics.omega ** 2
     kd = (2.0 * damping_scale) * physics.zeta * physics.omega * inertia
-    err = quat.log(quat.mul(quat.conj(state.rotations), target.rotations)).reshape(-1)[model.dof_flat]
-    f = kp * err + kd * (target.qd - v) - ev.bias
+    err = quat.log(quat.mul(quat.conj(state.rotations), end.rotations)).reshape(-1)[model.dof_flat]
+    f = kp * err + kd * (mid.qd - v) - ev.bias
     if physics.feedforward:
-        f += target.tau_ff
+        f += start.tau_ff
     x = state.limit_x
     x_end = x + h * v
     upper = x_end > model.dof_upper
@@ -216,8 +222,10 @@ def tracking_forces(model, physics, ev, target, h, damping_scale=1.0):
     return f, kp, kd
 
 
-def implicit_step(model, physics, ev, target, h, contact_stiffness, contact_damping, damping_scale=1.0):
-    """Advance ev.state by h (s) towards `target` (the reference at the end of the step).
+def implicit_step(model, physics, ev, start, mid, end, h, contact_stiffness, contact_damping,
+                  damping_scale=1.0):
+    """Advance ev.state by h (s); start/mid/end are the reference Targets at the step's
+    start, middle and end (see tracking_forces).
 
     contact_stiffness N/m and contact_damping N·s/m apply to all contacts;
     damping_scale multiplies the PD damping (fallback ladder). Returns the new State.
@@ -225,7 +233,7 @@ def implicit_step(model, physics, ev, target, h, contact_stiffness, contact_damp
     """
     v = ev.state.velocity
     n = model.n_dof
-    f, k_diag, d_diag = tracking_forces(model, physics, ev, target, h, damping_scale)
+    f, k_diag, d_diag = tracking_forces(model, physics, ev, start, mid, end, h, damping_scale)
     A = ev.mass_matrix + (h * h) * ev.gravity_stiffness
     A.flat[::n + 1] += h * d_diag + (h * h) * k_diag
     b = h * (f - h * (ev.gravity_stiffness @ v + k_diag * v))

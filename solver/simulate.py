@@ -249,7 +249,8 @@ def simulate(model, reference, settings=None, progress=None, face_grid=None):
         face = face_samples(model, face_grid)
     physics = Physics(omega, zeta, settings.feedforward, 2.0 * np.pi * settings.limit_frequency_hz,
                       settings.limit_damping_ratio, settings.gravity, face)
-    track = ReferenceTrack(model, reference, physics, settings.max_substeps)
+    # Steps of H/max_substeps sample the reference at their middle: grid of 2·max_substeps.
+    track = ReferenceTrack(model, reference, physics, 2 * settings.max_substeps)
 
     first = track.at_index(0)
     ev = evaluate(model, physics, _limited_state(model, first), first)
@@ -280,50 +281,47 @@ def simulate(model, reference, settings=None, progress=None, face_grid=None):
             min_err = H / (settings.max_substeps * refine) * (1.0 - 1e-9)
             min_tunnel = H / (settings.max_tunnel_substeps * refine) * (1.0 - 1e-9)
 
-            def target(index, length, t):
-                # Intervals at least one grid cell long start and end on grid points.
-                return track.at_index(int(index)) if length >= 1 else track.at_time(t)
+            def target(index, t):
+                # Grid indices are exact binary fractions: integral ones are on the grid.
+                return track.at_index(int(index)) if index == int(index) else track.at_time(t)
 
-            def step(e, tgt, h):
-                return implicit_step(model, physics, e, tgt, h, contact_k, settings.contact_damping,
+            def step(e0, index, length, t, h):
+                return implicit_step(model, physics, e0, target(index, t), target(index + 0.5 * length, t + 0.5 * h),
+                                     target(index + length, t + h), h, contact_k, settings.contact_damping,
                                      4.0 if soft else 1.0)
 
-            def interval(e0, t, h, index, length, big):
-                """Advance e0 over [t, t + h]; index/length locate it on the target grid."""
-                half = length / 2
-                t_mid, t_end = t + 0.5 * h, t + h
-                tgt_end = target(index + length, length, t_end)
+            def interval(e0, index, length, t, h, big):
+                """Advance e0 (at time t, grid index `index`) over h s (`length` grid cells)."""
+                half, t_mid = 0.5 * length, t + 0.5 * h
                 if 0.5 * h >= min_err:
-                    tgt_mid = target(index + half, half, t_mid)
-                    big = step(e0, tgt_end, h) if big is None else big
-                    mid = step(e0, tgt_mid, 0.5 * h)
-                    e_mid = evaluate(model, physics, mid, tgt_mid)
-                    e_end = evaluate(model, physics, step(e_mid, tgt_end, 0.5 * h), tgt_end)
+                    big = step(e0, index, length, t, h) if big is None else big
+                    e_mid = evaluate(model, physics, step(e0, index, half, t, 0.5 * h), target(index + half, t_mid))
+                    e_end = evaluate(model, physics, step(e_mid, index + half, half, t_mid, 0.5 * h),
+                                     target(index + length, t + h))
                     err = np.max(quat.angle_between(big.rotations, e_end.state.rotations))
                     crossing = tunnelling(e0, e_mid) or tunnelling(e_mid, e_end)
                     if ((err > settings.tolerance and 0.25 * h >= min_err)
                             or (crossing and 0.25 * h >= min_tunnel)):
-                        e1, n1, d1 = interval(e0, t, 0.5 * h, index, half, mid)
-                        e2, n2, d2 = interval(e1, t_mid, 0.5 * h, index + half, half, None)
+                        e1, n1, d1 = interval(e0, index, half, t, 0.5 * h, e_mid.state)
+                        e2, n2, d2 = interval(e1, index + half, half, t_mid, 0.5 * h, None)
                         return e2, n1 + n2, max(d1, d2)
                     return e_end, 2, max(e_mid.penetration, e_end.penetration)
-                new = step(e0, tgt_end, h) if big is None else big
-                e_end = evaluate(model, physics, new, tgt_end)
+                new = step(e0, index, length, t, h) if big is None else big
+                e_end = evaluate(model, physics, new, target(index + length, t + h))
                 if 0.5 * h >= min_tunnel and tunnelling(e0, e_end):
-                    e1, n1, d1 = interval(e0, t, 0.5 * h, index, half, None)
-                    e2, n2, d2 = interval(e1, t_mid, 0.5 * h, index + half, half, None)
+                    e1, n1, d1 = interval(e0, index, half, t, 0.5 * h, None)
+                    e2, n2, d2 = interval(e1, index + half, half, t_mid, 0.5 * h, None)
                     return e2, n1 + n2, max(d1, d2)
                 return e_end, 1, e_end.penetration
 
             try:
-                ev_new, steps, d_max = interval(ev, reference.times[k], H, k * settings.max_substeps,
-                                                settings.max_substeps, None)
+                ev_new, steps, d_max = interval(ev, k * track.grid, track.grid, reference.times[k], H, None)
                 break
             except StepFailure:
                 continue
         else:
             level = LEVEL_KINEMATIC
-            tgt = track.at_index((k + 1) * settings.max_substeps)
+            tgt = track.at_index((k + 1) * track.grid)
             ev_new = evaluate(model, physics, _limited_state(model, tgt), tgt)
             steps, d_max = 0, ev_new.penetration
         ev = ev_new
