@@ -24,7 +24,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from solver import quat  # noqa: E402
 from solver.model import SkeletonModel  # noqa: E402
 from solver.reference import Reference  # noqa: E402
-from solver.sdf import build_distance_grid  # noqa: E402
+from solver.sdf import build_distance_grid, icosphere  # noqa: E402
 from solver.simulate import SimSettings, simulate  # noqa: E402
 
 CHEST = np.array([0.0, 0.0, 1.30])
@@ -35,33 +35,6 @@ def _frame(head, tail, x_hint):
     x = x_hint - np.dot(x_hint, y) * y
     x /= np.linalg.norm(x)
     return np.stack([x, y, np.cross(x, y)], axis=1)
-
-
-def icosphere(level):
-    """Unit icosphere (vertices (V, 3), triangles (T, 3)) with outward winding."""
-    t = (1 + 5 ** 0.5) / 2
-    v = [(-1, t, 0), (1, t, 0), (-1, -t, 0), (1, -t, 0), (0, -1, t), (0, 1, t),
-         (0, -1, -t), (0, 1, -t), (t, 0, -1), (t, 0, 1), (-t, 0, -1), (-t, 0, 1)]
-    f = [(0, 11, 5), (0, 5, 1), (0, 1, 7), (0, 7, 10), (0, 10, 11), (1, 5, 9), (5, 11, 4),
-         (11, 10, 2), (10, 7, 6), (7, 1, 8), (3, 9, 4), (3, 4, 2), (3, 2, 6), (3, 6, 8),
-         (3, 8, 9), (4, 9, 5), (2, 4, 11), (6, 2, 10), (8, 6, 7), (9, 8, 1)]
-    verts = [np.array(p, float) / np.linalg.norm(p) for p in v]
-    faces = f
-    for _ in range(level):
-        cache, new = {}, []
-
-        def mid(a, b):
-            key = (min(a, b), max(a, b))
-            if key not in cache:
-                m = verts[a] + verts[b]
-                verts.append(m / np.linalg.norm(m))
-                cache[key] = len(verts) - 1
-            return cache[key]
-        for a, b, c in faces:
-            ab, bc, ca = mid(a, b), mid(b, c), mid(c, a)
-            new += [(a, ab, ca), (b, bc, ab), (c, ca, bc), (ab, bc, ca)]
-        faces = new
-    return np.array(verts), np.array(faces)
 
 
 def build_rig():

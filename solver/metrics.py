@@ -107,11 +107,13 @@ def penetration_stats(penetration_mm, threshold_mm=0.5):
             "frames_above": int(np.count_nonzero(p > threshold_mm))}
 
 
-def limit_excess_stats(model, rotations):
-    """{"max_deg", "frames_violating"}: largest joint-limit excess and frames with any."""
+def limit_excess_stats(model, rotations, tolerance_deg=1e-6):
+    """{"max_deg", "frames_violating"}: largest joint-limit excess and the frames with an
+    excess above tolerance_deg (the default only ignores round-off of the projection)."""
     excess = np.degrees(limit_excess(model, rotations))
     per_frame = excess.max(axis=-1)
-    return {"max_deg": float(per_frame.max()), "frames_violating": int(np.count_nonzero(per_frame > 0))}
+    return {"max_deg": float(per_frame.max()),
+            "frames_violating": int(np.count_nonzero(per_frame > tolerance_deg))}
 
 
 def splice_velocity_jump(times, rotations, seams):

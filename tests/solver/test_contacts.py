@@ -1,7 +1,6 @@
 """Capsule and hand–face penalty contacts: geometry, schedule, anti-tunnelling."""
 
 import numpy as np
-import pytest
 
 from solver import metrics, quat, sdf
 from solver.contacts import capsule_contacts, segment_closest_points
@@ -75,37 +74,7 @@ def test_stiffness_schedule_adapts_from_a_soft_start(rigs):
     assert on.contact_stiffness.max() > 5 * off.contact_stiffness.max()
 
 
-def _icosphere(level):
-    t = (1 + 5 ** 0.5) / 2
-    v = np.array([(-1, t, 0), (1, t, 0), (-1, -t, 0), (1, -t, 0), (0, -1, t), (0, 1, t), (0, -1, -t), (0, 1, -t),
-                  (t, 0, -1), (t, 0, 1), (-t, 0, -1), (-t, 0, 1)], float)
-    f = np.array([(0, 11, 5), (0, 5, 1), (0, 1, 7), (0, 7, 10), (0, 10, 11), (1, 5, 9), (5, 11, 4), (11, 10, 2),
-                  (10, 7, 6), (7, 1, 8), (3, 9, 4), (3, 4, 2), (3, 2, 6), (3, 6, 8), (3, 8, 9), (4, 9, 5),
-                  (2, 4, 11), (6, 2, 10), (8, 6, 7), (9, 8, 1)])
-    verts = list(v / np.linalg.norm(v, axis=1, keepdims=True))
-    for _ in range(level):
-        cache, faces = {}, []
-
-        def mid(a, b):
-            key = (min(a, b), max(a, b))
-            if key not in cache:
-                m = verts[a] + verts[b]
-                verts.append(m / np.linalg.norm(m))
-                cache[key] = len(verts) - 1
-            return cache[key]
-        for a, b, c in f:
-            ab, bc, ca = mid(a, b), mid(b, c), mid(c, a)
-            faces += [(a, ab, ca), (b, bc, ab), (c, ca, bc), (ab, bc, ca)]
-        f = np.array(faces)
-    return np.array(verts), f
-
-
-@pytest.fixture(scope="module")
-def icosphere():
-    return _icosphere
-
-
-def test_fingertip_driven_into_the_face_stays_within_half_a_millimetre(rigs, icosphere):
+def test_fingertip_driven_into_the_face_stays_within_half_a_millimetre(rigs):
     """A finger swings until the reference puts its tip capsule 2 cm inside a face (a
     6 cm sphere mesh on a heavy head bone); the result penetrates ≤ 0.5 mm, checked with
     the exact mesh distance of the final pose, not only the solver's grid."""
@@ -114,8 +83,8 @@ def test_fingertip_driven_into_the_face_stays_within_half_a_millimetre(rigs, ico
                           rest_rotations=[quat.IDENTITY, finger_rest], joint_types=["ball", "hinge"],
                           capsule_radius=[0.08, 0.008], capsule_length=[0.12, 0.2], groups=["head", "finger"],
                           collide=[False, True])
-    v, f = icosphere(3)
-    face = v * 0.06 + np.array([0.0, 0.09, -0.2])
+    v, f = sdf.icosphere(3, 0.06)
+    face = v + np.array([0.0, 0.09, -0.2])
     tip_local = np.array([0.0, 0.2, 0.0])
 
     def tip_depth(rotations):  # capsule-surface depth of the fingertip, exact mesh distance
