@@ -17,29 +17,24 @@ _EPS = 1e-12
 def segment_closest_points(p1, q1, p2, q2):
     """Closest points between segments [p1, q1] and [p2, q2], all (..., 3) m.
 
-    Returns (c1, c2) (..., 3). Handles degenerate (zero-length) and parallel segments
-    (Ericson, *Real-Time Collision Detection*, 2005, §5.1.9).
+    Returns (c1, c2) (..., 3). Minimises the convex quadratic over (s, t) ∈ [0, 1]²: the
+    free optimum of s (0 for parallel segments), t for that s clamped, then s for that t
+    clamped, which is exact (Ericson, *Real-Time Collision Detection*, 2005, §5.1.9).
+    Zero-length segments work because their squared length is floored at a tiny value.
     """
     d1 = q1 - p1
     d2 = q2 - p2
     # All five dot products from one batched Gram matrix of (d1, d2, p1 − p2).
     D = np.stack([d1, d2, p1 - p2], axis=-2)
     gram = D @ np.swapaxes(D, -1, -2)
-    a, b, c = gram[..., 0, 0], gram[..., 0, 1], gram[..., 0, 2]
-    e, f = gram[..., 1, 1], gram[..., 1, 2]
-    a_ok = a > _EPS
-    e_ok = e > _EPS
-    a_s = np.where(a_ok, a, 1.0)
-    e_s = np.where(e_ok, e, 1.0)
+    a = np.maximum(gram[..., 0, 0], _EPS)
+    e = np.maximum(gram[..., 1, 1], _EPS)
+    b, c, f = gram[..., 0, 1], gram[..., 0, 2], gram[..., 1, 2]
     denom = a * e - b * b
-    general = denom > 1e-12 * a_s * e_s  # not parallel
+    general = denom > 1e-12 * a * e  # not parallel
     s = np.where(general, np.clip((b * f - c * e) / np.where(general, denom, 1.0), 0.0, 1.0), 0.0)
-    t = (b * s + f) / e_s
-    s = np.where(t < 0.0, np.clip(-c / a_s, 0.0, 1.0), np.where(t > 1.0, np.clip((b - c) / a_s, 0.0, 1.0), s))
-    t = np.clip(t, 0.0, 1.0)
-    # Degenerate segments: a point against a segment (or a point).
-    s = np.where(a_ok, np.where(e_ok, s, np.clip(-c / a_s, 0.0, 1.0)), 0.0)
-    t = np.where(e_ok, np.where(a_ok, t, np.clip(f / e_s, 0.0, 1.0)), 0.0)
+    t = np.clip((b * s + f) / e, 0.0, 1.0)
+    s = np.clip((b * t - c) / a, 0.0, 1.0)
     return p1 + s[..., None] * d1, p2 + t[..., None] * d2
 
 
@@ -106,8 +101,9 @@ def capsule_contacts(model, seg):
     dist = np.sqrt(np.sum(delta * delta, axis=-1))
     depth = r[i] + r[j] - dist
     gap[pair] = -depth
-    keep = depth > -model.pair_min_radius[pair]
-    pair, i, j, c1, c2, delta, dist, depth = (a[keep] for a in (pair, i, j, c1, c2, delta, dist, depth))
+    keep = np.flatnonzero(depth > -model.pair_min_radius[pair])
+    pair, i, j, depth, dist = pair[keep], i[keep], j[keep], depth[keep], dist[keep]
+    c1, c2, delta = c1[keep], c2[keep], delta[keep]
     # Crossing axes (dist = 0) have no closest-point direction; use the common perpendicular.
     degenerate = dist <= 1e-9
     if np.any(degenerate):
@@ -116,7 +112,7 @@ def capsule_contacts(model, seg):
         delta = np.where(degenerate[:, None], fallback, delta)
         dist = np.linalg.norm(delta, axis=-1)
     normal = delta / dist[:, None]
-    point = 0.5 * ((c1 - r[i, None] * normal) + (c2 + r[j, None] * normal))
+    point = 0.5 * (c1 + c2 + (r[j] - r[i])[:, None] * normal)
     return CapsuleContacts(pair, i, j, point, normal, depth, gap)
 
 

@@ -169,8 +169,8 @@ class ReferenceTrack:
         self.spline = ReferenceSpline(reference)
         self.times = reference.times
         self.grid = grid
-        self.chunk = chunk_frames * grid
-        self._start = None
+        self.chunk_frames = chunk_frames
+        self._start = self._stop = 0
         self._data = None
 
     def grid_time(self, index):
@@ -181,10 +181,12 @@ class ReferenceTrack:
 
     def at_index(self, index):
         """Target at grid point `index` (frame k, fraction j/grid → index k·grid + j)."""
-        if self._start is None or not self._start <= index < self._start + self.chunk:
-            self._start = index - index % self.chunk
-            last = min(self._start + self.chunk, (len(self.times) - 1) * self.grid + 1)
-            self._data = self._compute(np.array([self.grid_time(i) for i in range(self._start, last)]))
+        if not self._start <= index < self._stop:
+            # A chunk spans whole frame intervals including their end points, so one
+            # interval never straddles two chunks.
+            self._start = index - index % self.grid
+            self._stop = min(self._start + self.chunk_frames * self.grid, (len(self.times) - 1) * self.grid) + 1
+            self._data = self._compute(np.array([self.grid_time(i) for i in range(self._start, self._stop)]))
         return self._target(self._data, index - self._start)
 
     def at_time(self, t):
