@@ -95,11 +95,12 @@ def capsule_contacts(model, seg):
     gap = _bounding_gap(model, seg)
     r = model.capsule_radius
     pair = np.flatnonzero(gap < model.pair_min_radius)
-    i, j = model.pairs[pair, 0], model.pairs[pair, 1]
-    c1, c2 = segment_closest_points(seg[i, 0], seg[i, 1], seg[j, 0], seg[j, 1])
+    i, j = model.pairs.take(pair, axis=0).T
+    s1, s2 = seg.take(i, axis=0), seg.take(j, axis=0)
+    c1, c2 = segment_closest_points(s1[:, 0], s1[:, 1], s2[:, 0], s2[:, 1])
     delta = c1 - c2
-    dist = np.sqrt(np.sum(delta * delta, axis=-1))
-    depth = r[i] + r[j] - dist
+    dist = np.sqrt(np.einsum("ij,ij->i", delta, delta))
+    depth = r.take(i) + r.take(j) - dist
     gap[pair] = -depth
     keep = np.flatnonzero(depth > -model.pair_min_radius[pair])
     pair, i, j, depth, dist = pair[keep], i[keep], j[keep], depth[keep], dist[keep]
@@ -126,15 +127,16 @@ def capsule_tunnelling(model, seg0, seg1, contacts0):
     most its gap bound, or half the smaller radius, towards anything.
     """
     disp = (seg1 - seg0).reshape(-1, 3)
-    end_move = np.sqrt(np.sum(disp * disp, axis=-1)).reshape(-1, 2).max(axis=1)
+    end_move = np.sqrt(np.einsum("ij,ij->i", disp, disp)).reshape(-1, 2).max(axis=1)
     # |Δx − Δy| ≤ |Δx| + |Δy|: only pairs that fail this cheap bound get the exact test.
-    bound = end_move[model.pairs[:, 0]] + end_move[model.pairs[:, 1]]
+    bound = end_move.take(model.pairs[:, 0]) + end_move.take(model.pairs[:, 1])
     risky = np.flatnonzero((bound > 0.5 * model.pair_min_radius) & (bound > contacts0.gap_bound))
     if len(risky) == 0:
         return False
     rows = (4 * risky[:, None] + np.arange(4)).reshape(-1)
-    rel = (disp[model.pair_ends[0][rows]] - disp[model.pair_ends[1][rows]]).reshape(-1, 4, 3)
-    reach = np.sqrt(np.sum(rel * rel, axis=-1)).max(axis=1)
+    rel = (disp.take(model.pair_ends[0].take(rows), axis=0)
+           - disp.take(model.pair_ends[1].take(rows), axis=0)).reshape(-1, 4, 3)
+    reach = np.sqrt(np.einsum("pkx,pkx->pk", rel, rel)).max(axis=1)
     c = contacts0
     slot = np.searchsorted(risky, c.pair)
     found = (slot < len(risky)) & (risky[np.minimum(slot, len(risky) - 1)] == c.pair)

@@ -171,7 +171,7 @@ def evaluate(model, physics, state, target):
         world = kin.positions[face.bones] + (kin.rotations[face.bones] @ face.local[..., None])[..., 0]
         face_points = (world - ph) @ Rh
         phi, grad = face.grid.sample(face_points)
-        face_normals = grad / np.maximum(np.sqrt(np.sum(grad * grad, axis=-1)), 1e-12)[:, None]
+        face_normals = grad / np.maximum(np.sqrt(np.einsum("ij,ij->i", grad, grad)), 1e-12)[:, None]
         face_clear = phi - face.radius
         near = face_clear < face.radius
         if np.any(near):
@@ -183,7 +183,7 @@ def evaluate(model, physics, state, target):
             depth.append(-face_clear[near])
     b1, b2, point, normal, depth = (np.concatenate(x) for x in (b1, b2, point, normal, depth))
     rows = normal_jacobian(model, kin, b1, point, normal, b2)
-    return Evaluation(state, kin, seg, com, spatial, M, bias, velocities, 0.5 * (kg + kg.T),
+    return Evaluation(state, kin, seg, com, spatial, M, bias, velocities, kg,
                       state.limit_x, rows, depth, cap,
                       face_points, face_normals, face_clear, float(max(0.0, depth.max(initial=0.0))))
 
@@ -205,7 +205,7 @@ def tracking_forces(model, physics, ev, start, mid, end, h, damping_scale=1.0):
     inertia = ev.mass_matrix.diagonal()
     kp = inertia * physics.omega ** 2
     kd = (2.0 * damping_scale) * physics.zeta * physics.omega * inertia
-    err = quat.log(quat.mul(quat.conj(state.rotations), end.rotations)).reshape(-1)[model.dof_flat]
+    err = quat.log(quat.mul(quat.conj(state.rotations), end.rotations)).reshape(-1).take(model.dof_flat)
     f = kp * err + kd * (mid.qd - v) - ev.bias
     if physics.feedforward:
         f += start.tau_ff
@@ -241,7 +241,7 @@ def implicit_step(model, physics, ev, start, mid, end, h, contact_stiffness, con
     G, depth = ev.rows, ev.depth
     u = G @ v
     weight = h * contact_damping + h * h * contact_stiffness
-    on = depth > 0.0
+    on = depth - h * u > 0.0  # contacts predicted by the current velocity: usually the final set
     for _ in range(_MAX_ACTIVE_SET_ITERATIONS):
         Ga = G[on]
         rhs = b + h * ((contact_stiffness * depth[on] - (contact_damping + h * contact_stiffness) * u[on]) @ Ga)
@@ -282,7 +282,7 @@ def face_tunnelling(physics, ev0, ev1):
     if face is None or len(face.bones) == 0:
         return False
     move = ev1.face_points - ev0.face_points
-    reach = np.sqrt(np.sum(move * move, axis=-1))
+    reach = np.sqrt(np.einsum("ij,ij->i", move, move))
     near = ev0.face_clearance < face.radius
     reach[near] = -np.sum(move[near] * ev0.face_normals[near], axis=-1)
     return bool(np.any((reach > 0.5 * face.radius) & (reach > ev0.face_clearance)))

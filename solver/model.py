@@ -184,6 +184,7 @@ class SkeletonModel:
         # [d, e] = 1 when bone(e) is bone(d) or its ancestor (resp. a strict ancestor).
         put("dof_dof_ancestors", (anc @ onehot)[dof_bone])
         put("dof_dof_strict", ((anc - np.eye(n)) @ onehot)[dof_bone])
+        put("dof_dof_path_weight", 0.5 * (self.dof_dof_ancestors + self.dof_dof_strict))
         # Pointer-jumping tables for FK over arrays extended by the base at slot n.
         jump = np.append(np.where(parents < 0, n, parents), n)
         jumps = []
