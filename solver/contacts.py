@@ -14,6 +14,11 @@ from .kinematics import capsule_segments, cross, forward_kinematics
 _EPS = 1e-12
 
 
+def _unit(x):
+    """Clamp to [0, 1] (plain ufuncs: np.clip's dispatch costs more than the work here)."""
+    return np.minimum(np.maximum(x, 0.0), 1.0)
+
+
 def segment_closest_points(p1, q1, p2, q2):
     """Closest points between segments [p1, q1] and [p2, q2], all (..., 3) m.
 
@@ -32,9 +37,9 @@ def segment_closest_points(p1, q1, p2, q2):
     b, c, f = gram[..., 0, 1], gram[..., 0, 2], gram[..., 1, 2]
     denom = a * e - b * b
     general = denom > 1e-12 * a * e  # not parallel
-    s = np.where(general, np.clip((b * f - c * e) / np.where(general, denom, 1.0), 0.0, 1.0), 0.0)
-    t = np.clip((b * s + f) / e, 0.0, 1.0)
-    s = np.clip((b * t - c) / a, 0.0, 1.0)
+    s = np.where(general, _unit((b * f - c * e) / np.where(general, denom, 1.0)), 0.0)
+    t = _unit((b * s + f) / e)
+    s = _unit((b * t - c) / a)
     return p1 + s[..., None] * d1, p2 + t[..., None] * d2
 
 
@@ -107,7 +112,7 @@ def capsule_contacts(model, seg):
     c1, c2, delta = c1[keep], c2[keep], delta[keep]
     # Crossing axes (dist = 0) have no closest-point direction; use the common perpendicular.
     degenerate = dist <= 1e-9
-    if np.any(degenerate):
+    if degenerate.any():
         perp = cross(seg[i, 1] - seg[i, 0], seg[j, 1] - seg[j, 0])
         fallback = np.where(np.linalg.norm(perp, axis=-1, keepdims=True) > _EPS, perp, [0.0, 0.0, 1.0])
         delta = np.where(degenerate[:, None], fallback, delta)
@@ -140,10 +145,10 @@ def capsule_tunnelling(model, seg0, seg1, contacts0):
     c = contacts0
     slot = np.searchsorted(risky, c.pair)
     found = (slot < len(risky)) & (risky[np.minimum(slot, len(risky) - 1)] == c.pair)
-    if np.any(found):
+    if found.any():
         along = -np.sum(rel[slot[found]] * c.normal[found][:, None, :], axis=-1)
         reach[slot[found]] = along.max(axis=1)
-    return bool(np.any((reach > 0.5 * model.pair_min_radius[risky]) & (reach > c.gap_bound[risky])))
+    return bool(((reach > 0.5 * model.pair_min_radius[risky]) & (reach > c.gap_bound[risky])).any())
 
 
 def capsule_penetration(model, seg):

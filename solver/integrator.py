@@ -8,8 +8,8 @@ with one Cholesky factorisation (seed §3.1). f = τ_pd + τ_ff + τ_contact + �
 K and D collect −∂f/∂q and −∂f/∂v of every spring-like term: PD gains, gravity,
 joint-limit penalties, capsule and face contacts. The reference target, feedforward and
 contact forces are taken at the end of the step, as backward Euler requires; contacts
-use an active set so that a contact acts only when its end-of-step penetration is
-positive and its force pushes (no adhesion). After the step the joint limits are
+use an active set: a contact joins when its end-of-step penetration would be positive
+and leaves when its force would pull (no adhesion). After the step the joint limits are
 enforced by projection (seed §4.3). ⊕ is q ⊗ exp(h ω) in each bone's frame.
 """
 
@@ -48,14 +48,12 @@ def make_state(model, rotations, velocity):
 
 @dataclass(frozen=True, eq=False)
 class Target:
-    """Reference at one time: rotations (n_bones, 4), qd (n_dof,) rad/s, qdd (n_dof,) rad/s²,
-    tau_ff (n_dof,) N·m feedforward, base pose (base_rotation (3,3), base_position (3,) m)
-    and base spatial velocity/acceleration (6,) at the world origin (dynamics.base_motion)."""
+    """Reference at one time: rotations (n_bones, 4), qd (n_dof,) rad/s, base pose
+    (base_rotation (3, 3), base_position (3,) m) and base spatial velocity/acceleration
+    (6,) at the world origin (dynamics.base_motion)."""
 
     rotations: np.ndarray
     qd: np.ndarray
-    qdd: np.ndarray
-    tau_ff: np.ndarray
     base_rotation: np.ndarray
     base_position: np.ndarray
     base_velocity: np.ndarray
@@ -67,13 +65,12 @@ class Physics:
     """Per-run constants of the step.
 
     omega, zeta (n_dof,): PD natural frequency (rad/s) and damping ratio per DOF;
-    feedforward: add τ_ff; limit_omega (rad/s), limit_zeta: joint-limit penalty;
-    gravity m/s²; face: optional FaceSamples for hand–face contact.
+    limit_omega (rad/s), limit_zeta: joint-limit penalty; gravity m/s²; face: optional
+    FaceSamples for hand–face contact.
     """
 
     omega: np.ndarray
     zeta: np.ndarray
-    feedforward: bool
     limit_omega: float
     limit_zeta: float
     gravity: float
@@ -174,7 +171,7 @@ def evaluate(model, physics, state, target):
         face_normals = grad / np.maximum(np.sqrt(np.einsum("ij,ij->i", grad, grad)), 1e-12)[:, None]
         face_clear = phi - face.radius
         near = face_clear < face.radius
-        if np.any(near):
+        if near.any():
             n = face_normals[near] @ Rh.T
             b1.append(face.bones[near])
             b2.append(np.full(int(near.sum()), h))
@@ -188,17 +185,18 @@ def evaluate(model, physics, state, target):
                       face_points, face_normals, face_clear, float(max(0.0, depth.max(initial=0.0))))
 
 
-def tracking_forces(model, physics, ev, start, mid, end, h, damping_scale=1.0):
+def tracking_forces(model, physics, ev, tau_ff, mid, end, h, damping_scale=1.0):
     """Generalised force f (n_dof,) N·m without contacts, and the diagonal stiffness and
     damping it adds to K and D (n_dof,), for a step of h seconds.
 
     PD towards the reference (Kp = I ω², Kd = 2 ζ I ω with I = diag(M), DESIGN.md §3),
     feedforward, joint-limit penalties (active where a limit is or would be crossed
     within the step), minus the bias c(q, q̇). The reference is sampled where each term
-    lives in the step q⁺ = q ⊕ h v⁺: positions at its end (`end`), the velocity v⁺ at
-    its middle (`mid`: v⁺ is the secant velocity over the step) and the feedforward at
-    its start (`start`), which makes the explicit part a leapfrog step and keeps the
-    feedforward second-order accurate instead of leading the reference by h/2.
+    lives in the step q⁺ = q ⊕ h v⁺: positions at its end (`end` Target), the velocity
+    v⁺ at its middle (`mid`: v⁺ is the secant velocity over the step) and the
+    feedforward tau_ff (n_dof,) N·m, or None for none, at its start, which makes the
+    explicit part a leapfrog step and keeps the feedforward second-order accurate
+    instead of leading the reference by h/2.
     """
     state = ev.state
     v = state.velocity
@@ -207,13 +205,13 @@ def tracking_forces(model, physics, ev, start, mid, end, h, damping_scale=1.0):
     kd = (2.0 * damping_scale) * physics.zeta * physics.omega * inertia
     err = quat.log(quat.mul(quat.conj(state.rotations), end.rotations)).reshape(-1).take(model.dof_flat)
     f = kp * err + kd * (mid.qd - v) - ev.bias
-    if physics.feedforward:
-        f += start.tau_ff
+    if tau_ff is not None:
+        f += tau_ff
     x = state.limit_x
     x_end = x + h * v
     upper = x_end > model.dof_upper
     active = upper | (x_end < model.dof_lower)
-    if np.any(active):
+    if active.any():
         beyond = np.where(active, x - np.where(upper, model.dof_upper, model.dof_lower), 0.0)
         kl = np.where(active, inertia * physics.limit_omega ** 2, 0.0)
         dl = np.where(active, 2.0 * physics.limit_zeta * inertia * physics.limit_omega, 0.0)
@@ -222,10 +220,10 @@ def tracking_forces(model, physics, ev, start, mid, end, h, damping_scale=1.0):
     return f, kp, kd
 
 
-def implicit_step(model, physics, ev, start, mid, end, h, contact_stiffness, contact_damping,
+def implicit_step(model, physics, ev, tau_ff, mid, end, h, contact_stiffness, contact_damping,
                   damping_scale=1.0):
-    """Advance ev.state by h (s); start/mid/end are the reference Targets at the step's
-    start, middle and end (see tracking_forces).
+    """Advance ev.state by h (s) with feedforward tau_ff and the reference Targets at the
+    step's middle and end (see tracking_forces).
 
     contact_stiffness N/m and contact_damping N·s/m apply to all contacts;
     damping_scale multiplies the PD damping (fallback ladder). Returns the new State.
@@ -233,7 +231,7 @@ def implicit_step(model, physics, ev, start, mid, end, h, contact_stiffness, con
     """
     v = ev.state.velocity
     n = model.n_dof
-    f, k_diag, d_diag = tracking_forces(model, physics, ev, start, mid, end, h, damping_scale)
+    f, k_diag, d_diag = tracking_forces(model, physics, ev, tau_ff, mid, end, h, damping_scale)
     A = ev.mass_matrix + (h * h) * ev.gravity_stiffness
     A.flat[::n + 1] += h * d_diag + (h * h) * k_diag
     b = h * (f - h * (ev.gravity_stiffness @ v + k_diag * v))
@@ -254,13 +252,16 @@ def implicit_step(model, physics, ev, start, mid, end, h, contact_stiffness, con
             break
         u_new = G @ v_new
         end_depth = depth - h * u_new
-        now = (end_depth > 0.0) & (contact_stiffness * end_depth - contact_damping * u_new > 0.0)
+        # Join when the end of the step would penetrate; leave only when the force would
+        # pull (adhesion). Leaving merely because the contact stopped the approach just
+        # short of the surface would undo that very stop (the damper acts at d = 0).
+        now = np.where(on, contact_stiffness * end_depth - contact_damping * u_new > 0.0, end_depth > 0.0)
         if np.array_equal(now, on):
             break
         on = now
     rotations = advance_rotations(model, ev.state.rotations, h * v_new)
     rotations, v_new, x_new = project_limits(model, rotations, v_new)
-    if not (np.all(np.isfinite(rotations)) and np.all(np.isfinite(v_new))):
+    if not (np.isfinite(rotations).all() and np.isfinite(v_new).all()):
         raise StepFailure("non-finite state")
     return State(rotations, v_new, x_new)
 
@@ -285,4 +286,4 @@ def face_tunnelling(physics, ev0, ev1):
     reach = np.sqrt(np.einsum("ij,ij->i", move, move))
     near = ev0.face_clearance < face.radius
     reach[near] = -np.sum(move[near] * ev0.face_normals[near], axis=-1)
-    return bool(np.any((reach > 0.5 * face.radius) & (reach > ev0.face_clearance)))
+    return bool(((reach > 0.5 * face.radius) & (reach > ev0.face_clearance)).any())

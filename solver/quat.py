@@ -52,7 +52,7 @@ def conj(q):
 def normalize(q):
     """Unit quaternions (..., 4). Raises ValueError on a zero quaternion."""
     n = np.sqrt(np.einsum("...i,...i->...", q, q))[..., None]
-    if np.any(n == 0.0):
+    if (n == 0.0).any():
         raise ValueError("cannot normalise a zero quaternion")
     return q / n
 

@@ -157,10 +157,14 @@ def dof_gains(model, settings):
 
 
 class ReferenceTrack:
-    """Targets (integrator.Target) on the grid of `grid` points per frame interval.
+    """Reference targets (integrator.Target) and feedforward torques on a grid of `grid`
+    points per frame interval (index k·grid + j is frame k plus j/grid of its interval).
 
-    Targets are computed in batches (FK and RNEA vectorised over time) for chunks of
-    frames as the simulation reaches them; off-grid times are computed on demand.
+    Targets come from the spline in batches for chunks of frames as the simulation
+    reaches them. The feedforward RNEA(q_ref, q̇_ref, q̈_ref) is only needed at step
+    starts, so it is batched at the starts of the default two-step frames (j = 0 and
+    grid/2) and computed on demand, once, at the starts of finer steps. Off-grid times
+    (very fine anti-tunnelling steps) are evaluated directly.
     """
 
     def __init__(self, model, reference, physics, grid, chunk_frames=64):
@@ -171,7 +175,8 @@ class ReferenceTrack:
         self.grid = grid
         self.chunk_frames = chunk_frames
         self._start = self._stop = 0
-        self._data = None
+        self._targets = self._batched_ff = None
+        self._ff = {}
 
     def grid_time(self, index):
         k, j = divmod(index, self.grid)
@@ -179,26 +184,40 @@ class ReferenceTrack:
             return self.times[-1]
         return self.times[k] + (self.times[k + 1] - self.times[k]) * (j / self.grid)
 
-    def at_index(self, index):
-        """Target at grid point `index` (frame k, fraction j/grid → index k·grid + j)."""
+    def _chunk(self, index):
+        # A chunk spans whole frame intervals including their end points, so one
+        # interval never straddles two chunks.
         if not self._start <= index < self._stop:
-            # A chunk spans whole frame intervals including their end points, so one
-            # interval never straddles two chunks.
             self._start = index - index % self.grid
             self._stop = min(self._start + self.chunk_frames * self.grid, (len(self.times) - 1) * self.grid) + 1
-            self._data = self._compute(np.array([self.grid_time(i) for i in range(self._start, self._stop)]))
-        return self._target(self._data, index - self._start)
+            self._targets = self._sample(np.array([self.grid_time(i) for i in range(self._start, self._stop)]))
+            self._batched_ff = self._feedforward(*(a[::self.grid // 2] for a in self._targets))
+            self._ff = {}
+        return index - self._start
+
+    def at_index(self, index):
+        """Target at grid point `index`."""
+        i = self._chunk(index)
+        return Target(*[a[i] for a in self._targets[:6]])
 
     def at_time(self, t):
         """Target at time t (s), computed directly."""
-        return self._target(self._compute(np.array([t])), 0)
+        return Target(*[a[0] for a in self._sample(np.array([t]))[:6]])
 
-    @staticmethod
-    def _target(data, i):
-        return Target(*(a[i] for a in data))
+    def feedforward(self, index, t):
+        """τ_ff (n_dof,) N·m at grid point `index` (a float when off the grid) or time t."""
+        if index != int(index):
+            return self._feedforward(*self._sample(np.array([t])))[0]
+        i = self._chunk(int(index))
+        if i % (self.grid // 2) == 0:
+            return self._batched_ff[i // (self.grid // 2)]
+        if i not in self._ff:
+            self._ff[i] = self._feedforward(*(a[i:i + 1] for a in self._targets))[0]
+        return self._ff[i]
 
-    def _compute(self, times):
-        model, physics = self.model, self.physics
+    def _sample(self, times):
+        """Target fields (batched over times) followed by q̈_ref (T, n_dof)."""
+        model = self.model
         s = self.spline.sample(times)
         rot = s.rotations.copy()
         # Hinges follow only the twist about local X (swing-twist decomposition).
@@ -210,13 +229,14 @@ class ReferenceTrack:
         qdd = s.omega_dot.reshape(T, -1)[:, model.dof_flat]
         bv, ba = dynamics.base_motion(s.base_position, s.base_velocity, s.base_omega,
                                       s.base_acceleration, s.base_omega_dot)
-        if physics.feedforward:
-            kin = forward_kinematics(model, rot, s.base_rotation, s.base_position)
-            spatial = dynamics.spatial_inertias(model, *dynamics.body_inertia_world(model, kin))
-            tau, _ = dynamics.rnea(model, kin, spatial, qd, qdd, bv, ba, physics.gravity)
-        else:
-            tau = np.zeros_like(qd)
-        return rot, qd, qdd, tau, s.base_rotation, s.base_position, bv, ba
+        return rot, qd, s.base_rotation, s.base_position, bv, ba, qdd
+
+    def _feedforward(self, rot, qd, base_rotation, base_position, bv, ba, qdd):
+        """RNEA(q_ref, q̇_ref, q̈_ref) (T, n_dof) N·m, batched over time (DESIGN.md §3)."""
+        model = self.model
+        kin = forward_kinematics(model, rot, base_rotation, base_position)
+        spatial = dynamics.spatial_inertias(model, *dynamics.body_inertia_world(model, kin))
+        return dynamics.rnea(model, kin, spatial, qd, qdd, bv, ba, self.physics.gravity)[0]
 
 
 def _limited_state(model, target):
@@ -249,7 +269,7 @@ def simulate(model, reference, settings=None, progress=None, face_grid=None):
         elif face_grid.bone != reference.face_bone:
             raise ValueError("face_grid is attached to a different bone than reference.face_bone")
         face = face_samples(model, face_grid)
-    physics = Physics(omega, zeta, settings.feedforward, 2.0 * np.pi * settings.limit_frequency_hz,
+    physics = Physics(omega, zeta, 2.0 * np.pi * settings.limit_frequency_hz,
                       settings.limit_damping_ratio, settings.gravity, face)
     # Steps of H/max_substeps sample the reference at their middle: grid of 2·max_substeps.
     track = ReferenceTrack(model, reference, physics, 2 * settings.max_substeps)
@@ -288,7 +308,8 @@ def simulate(model, reference, settings=None, progress=None, face_grid=None):
                 return track.at_index(int(index)) if index == int(index) else track.at_time(t)
 
             def step(e0, index, length, t, h):
-                return implicit_step(model, physics, e0, target(index, t), target(index + 0.5 * length, t + 0.5 * h),
+                tau_ff = track.feedforward(index, t) if settings.feedforward else None
+                return implicit_step(model, physics, e0, tau_ff, target(index + 0.5 * length, t + 0.5 * h),
                                      target(index + length, t + h), h, contact_k, settings.contact_damping,
                                      4.0 if soft else 1.0)
 
@@ -300,7 +321,7 @@ def simulate(model, reference, settings=None, progress=None, face_grid=None):
                     e_mid = evaluate(model, physics, step(e0, index, half, t, 0.5 * h), target(index + half, t_mid))
                     e_end = evaluate(model, physics, step(e_mid, index + half, half, t_mid, 0.5 * h),
                                      target(index + length, t + h))
-                    err = np.max(quat.angle_between(big.rotations, e_end.state.rotations))
+                    err = quat.angle_between(big.rotations, e_end.state.rotations).max()
                     crossing = tunnelling(e0, e_mid) or tunnelling(e_mid, e_end)
                     if ((err > settings.tolerance and 0.25 * h >= min_err)
                             or (crossing and 0.25 * h >= min_tunnel)):
