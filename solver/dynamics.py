@@ -116,9 +116,10 @@ def gravity_stiffness(model, kin, composite, gravity=GRAVITY):
     the Jacobian is not exactly symmetric; its symmetric part keeps A = M + h²K symmetric.
     """
     g = np.array([0.0, 0.0, -gravity])
-    comp = composite.take(model.dof_bone, axis=0)
-    mass = comp[:, 3, 3]
-    first_moment = np.stack([comp[:, 2, 4], comp[:, 0, 5], comp[:, 1, 3]], axis=-1)
+    # Subtree mass and first moment Σ m c from the composite inertia's m and m c× blocks.
+    comp = composite.reshape(-1, 36).take(model.dof_bone, axis=0)
+    mass = comp[:, 21]
+    first_moment = comp.take([16, 5, 9], axis=1)
     W = first_moment - mass[:, None] * kin.origins
     a = kin.axes
     # k1[d, e] = (g·a_d)(a_e·W_d) − (g·W_d)(a_e·a_d)

@@ -178,7 +178,10 @@ def evaluate(model, physics, state, target):
             point.append(world[near] - 0.5 * (face.radius[near] + phi[near])[:, None] * n)
             normal.append(n)
             depth.append(-face_clear[near])
-    b1, b2, point, normal, depth = (np.concatenate(x) for x in (b1, b2, point, normal, depth))
+    if len(b1) > 1:
+        b1, b2, point, normal, depth = (np.concatenate(x) for x in (b1, b2, point, normal, depth))
+    else:
+        b1, b2, point, normal, depth = b1[0], b2[0], point[0], normal[0], depth[0]
     rows = normal_jacobian(model, kin, b1, point, normal, b2)
     return Evaluation(state, kin, seg, com, spatial, M, bias, velocities, kg,
                       state.limit_x, rows, depth, cap,
@@ -268,9 +271,8 @@ def implicit_step(model, physics, ev, tau_ff, mid, end, h, contact_stiffness, co
 
 def advance_rotations(model, rotations, increment):
     """q ⊗ exp(Δ) per bone for DOF increments (n_dof,) rad in each bone's frame (the ⊕ of §6)."""
-    omega = np.zeros(model.n_bones * 3)
-    omega[model.dof_flat] = increment
-    return quat.normalize(quat.mul(rotations, quat.exp(omega.reshape(-1, 3))))
+    omega = (increment @ model.dof_scatter).reshape(-1, 3)
+    return quat.normalize(quat.mul(rotations, quat.exp(omega)))
 
 
 def face_tunnelling(physics, ev0, ev1):

@@ -84,10 +84,10 @@ def normal_jacobian(model, kin, bones, points, normals, other_bones=None):
     """Rows n·J_p (k, n_dof) for world points (k, 3) on `bones` (k,) and directions (k, 3).
 
     With other_bones (k,), the rows are relative: n·(J_p(bone) − J_p(other bone)) for the
-    same point. Uses n·(a × (p − o)) = a·(p × n) − n·(a × o): no (k, 3, n_dof) array.
+    same point. n·(a × (p − o)) = (p × n)·a + n·(o × a) is the product of the spatial
+    force (p × n, n) with the motion subspace S = (a, o × a): no (k, 3, n_dof) array.
     """
-    a_x_o = cross(kin.axes, kin.origins)
-    rows = cross(points, normals) @ kin.axes.T - normals @ a_x_o.T
+    rows = np.concatenate([cross(points, normals), normals], axis=-1) @ kin.motion.T
     mask = model.dof_ancestors.take(bones, axis=0)
     if other_bones is not None:
         mask = mask - model.dof_ancestors.take(other_bones, axis=0)

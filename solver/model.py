@@ -164,6 +164,9 @@ class SkeletonModel:
         put("dof_bone", dof_bone)
         put("dof_axis", dof_axis)
         put("dof_flat", dof_bone * 3 + dof_axis)  # index into a flattened (n, 3) array
+        scatter = np.zeros((n_dof, 3 * n))
+        scatter[np.arange(n_dof), dof_bone * 3 + dof_axis] = 1.0
+        put("dof_scatter", scatter)  # DOF vector @ dof_scatter = flattened (n, 3) rotation vectors
         put("dof_lower", lo[dof_bone, dof_axis])
         put("dof_upper", hi[dof_bone, dof_axis])
         put("hinge", np.array([t == HINGE for t in types]))
