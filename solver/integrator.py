@@ -6,11 +6,12 @@ One step solves
 
 with one Cholesky factorisation (seed §3.1). f = τ_pd + τ_ff + τ_contact + τ_limit − c;
 K and D collect −∂f/∂q and −∂f/∂v of every spring-like term: PD gains, gravity,
-joint-limit penalties, capsule and face contacts. The reference target, feedforward and
-contact forces are taken at the end of the step, as backward Euler requires; contacts
-use an active set: a contact joins when its end-of-step penetration would be positive
-and leaves when its force would pull (no adhesion). After the step the joint limits are
-enforced by projection (seed §4.3). ⊕ is q ⊗ exp(h ω) in each bone's frame.
+joint-limit penalties, capsule and face contacts, which therefore act with their
+end-of-step values, as backward Euler requires. The reference enters where each term
+lives in the step (tracking_forces). Contacts use an active set: a contact joins when
+its end-of-step penetration would be positive and leaves when its force would pull (no
+adhesion). After the step the joint limits are enforced by projection (seed §4.3).
+⊕ is q ⊗ exp(h ω) in each bone's frame.
 """
 
 from dataclasses import dataclass
@@ -95,7 +96,7 @@ def face_samples(model, grid):
 
     Capsule axes outside the grid are then always farther than a radius from the face,
     so the grid alone decides contact. Points are spaced at most one radius apart along
-    each axis, so the surface between samples sinks by at most ~r/8 before it is seen.
+    each axis, so the surface between samples sinks by at most 0.13 r before it is seen.
     """
     head = grid.bone
     related = (model.ancestors[head] > 0) | (model.ancestors[:, head] > 0)
@@ -117,10 +118,13 @@ def face_samples(model, grid):
 class Evaluation:
     """Everything about a state at time t that does not depend on the step size.
 
-    kin, segments (n_bones, 2, 3), com and spatial inertias (world), mass matrix M, bias c (RNEA at
-    q̈ = 0), bone spatial velocities, symmetric gravity stiffness, limit coordinates x
-    (n_dof,), contact rows G (k, n_dof) with depths (k,) m, the capsule contacts (contacts.CapsuleContacts), face
-    sample positions, unit outward normals (face-bone frame) and clearances (m), penetration (m).
+    kin (kinematics.Kinematics), segments (n_bones, 2, 3) m, com (n_bones, 3) m and
+    spatial inertias (n_bones, 6, 6) in world, mass_matrix M and bias c = RNEA(q, q̇, 0)
+    (n_dof,) N·m, bone spatial velocities (n_bones, 6), symmetric gravity stiffness
+    (n_dof, n_dof), contact rows G (k, n_dof) = n·(J₁ − J₂) with depths (k,) m (capsule
+    pairs, then face samples), capsules (contacts.CapsuleContacts), face sample
+    positions, unit outward normals (face-bone frame) and clearances (m), and the
+    deepest penetration (m, ≥ 0).
     """
 
     state: State
@@ -132,7 +136,6 @@ class Evaluation:
     bias: np.ndarray
     velocities: np.ndarray
     gravity_stiffness: np.ndarray
-    limit_x: np.ndarray
     rows: np.ndarray
     depth: np.ndarray
     capsules: object
@@ -183,8 +186,7 @@ def evaluate(model, physics, state, target):
     else:
         b1, b2, point, normal, depth = b1[0], b2[0], point[0], normal[0], depth[0]
     rows = normal_jacobian(model, kin, b1, point, normal, b2)
-    return Evaluation(state, kin, seg, com, spatial, M, bias, velocities, kg,
-                      state.limit_x, rows, depth, cap,
+    return Evaluation(state, kin, seg, com, spatial, M, bias, velocities, kg, rows, depth, cap,
                       face_points, face_normals, face_clear, float(max(0.0, depth.max(initial=0.0))))
 
 
@@ -287,5 +289,5 @@ def face_tunnelling(physics, ev0, ev1):
     move = ev1.face_points - ev0.face_points
     reach = np.sqrt(np.einsum("ij,ij->i", move, move))
     near = ev0.face_clearance < face.radius
-    reach[near] = -np.sum(move[near] * ev0.face_normals[near], axis=-1)
+    reach[near] = -np.einsum("ij,ij->i", move[near], ev0.face_normals[near])
     return bool(((reach > 0.5 * face.radius) & (reach > ev0.face_clearance)).any())

@@ -239,6 +239,79 @@ class ReferenceTrack:
         return dynamics.rnea(model, kin, spatial, qd, qdd, bv, ba, self.physics.gravity)[0]
 
 
+class _FrameStepper:
+    """Advances the state over one frame interval: step doubling, anti-tunnelling
+    halving and the fallback ladder (see the module docstring)."""
+
+    SOFT_CONTACT = 0.1  # contact stiffness factor on the "softer" rung
+    SOFT_DAMPING = 4.0  # PD damping factor on the "softer" rung
+    FINER = 4  # step-size divisor from the "smaller steps" rung on
+
+    def __init__(self, model, physics, track, settings):
+        self.model, self.physics, self.track, self.settings = model, physics, track, settings
+
+    def advance(self, ev, k, t, H, contact_stiffness):
+        """(Evaluation at the frame end, steps taken, deepest penetration m, ladder level)."""
+        for level in (0, LEVEL_SMALLER_STEPS, LEVEL_SOFTER):
+            soft = level >= LEVEL_SOFTER
+            self.contact_k = contact_stiffness * (self.SOFT_CONTACT if soft else 1.0)
+            self.damping = self.SOFT_DAMPING if soft else 1.0
+            finer = self.FINER if level >= LEVEL_SMALLER_STEPS else 1
+            self.min_err = H / (self.settings.max_substeps * finer) * (1.0 - 1e-9)
+            self.min_tunnel = H / (self.settings.max_tunnel_substeps * finer) * (1.0 - 1e-9)
+            try:
+                return (*self.interval(ev, k * self.track.grid, self.track.grid, t, H, None), level)
+            except StepFailure:
+                continue
+        tgt = self.track.at_index((k + 1) * self.track.grid)
+        end = evaluate(self.model, self.physics, _limited_state(self.model, tgt), tgt)
+        return end, 0, end.penetration, LEVEL_KINEMATIC
+
+    def target(self, index, t):
+        # Grid indices are exact binary fractions: integral ones are on the grid.
+        return self.track.at_index(int(index)) if index == int(index) else self.track.at_time(t)
+
+    def step(self, e0, index, length, t, h):
+        tau_ff = self.track.feedforward(index, t) if self.settings.feedforward else None
+        return implicit_step(self.model, self.physics, e0, tau_ff, self.target(index + 0.5 * length, t + 0.5 * h),
+                             self.target(index + length, t + h), h, self.contact_k,
+                             self.settings.contact_damping, self.damping)
+
+    def tunnelling(self, e0, e1):
+        return (capsule_tunnelling(self.model, e0.segments, e1.segments, e0.capsules)
+                or face_tunnelling(self.physics, e0, e1))
+
+    def interval(self, e0, index, length, t, h, big):
+        """Advance e0 (time t, grid index `index`) over h s (`length` grid cells).
+
+        `big` is the single step over the interval when already known (the parent's half
+        step). Returns (Evaluation at the end, steps taken, deepest penetration m).
+        """
+        model, physics = self.model, self.physics
+        half, t_mid = 0.5 * length, t + 0.5 * h
+        if 0.5 * h >= self.min_err:
+            big = self.step(e0, index, length, t, h) if big is None else big
+            e_mid = evaluate(model, physics, self.step(e0, index, half, t, 0.5 * h), self.target(index + half, t_mid))
+            e_end = evaluate(model, physics, self.step(e_mid, index + half, half, t_mid, 0.5 * h),
+                             self.target(index + length, t + h))
+            err = quat.angle_between(big.rotations, e_end.state.rotations).max()
+            crossing = self.tunnelling(e0, e_mid) or self.tunnelling(e_mid, e_end)
+            if ((err > self.settings.tolerance and 0.25 * h >= self.min_err)
+                    or (crossing and 0.25 * h >= self.min_tunnel)):
+                return self.split(e0, index, half, t, h, e_mid.state)
+            return e_end, 2, max(e_mid.penetration, e_end.penetration)
+        new = self.step(e0, index, length, t, h) if big is None else big
+        e_end = evaluate(model, physics, new, self.target(index + length, t + h))
+        if 0.5 * h >= self.min_tunnel and self.tunnelling(e0, e_end):
+            return self.split(e0, index, half, t, h, None)
+        return e_end, 1, e_end.penetration
+
+    def split(self, e0, index, half, t, h, first_big):
+        e1, n1, d1 = self.interval(e0, index, half, t, 0.5 * h, first_big)
+        e2, n2, d2 = self.interval(e1, index + half, half, t + 0.5 * h, 0.5 * h, None)
+        return e2, n1 + n2, max(d1, d2)
+
+
 def _limited_state(model, target):
     """The reference state at `target`, projected into the joint limits."""
     return State(*project_limits(model, target.rotations, target.qd))
@@ -289,65 +362,11 @@ def simulate(model, reference, settings=None, progress=None, face_grid=None):
     stiffness[0] = settings.contact_stiffness * multiplier[0]
     kp = settings.contact_stiffness
 
-    def tunnelling(ev0, ev1):
-        return (capsule_tunnelling(model, ev0.segments, ev1.segments, ev0.capsules)
-                or face_tunnelling(physics, ev0, ev1))
-
+    stepper = _FrameStepper(model, physics, track, settings)
     for k in range(n - 1):
-        H = reference.times[k + 1] - reference.times[k]
         k_eff = kp * multiplier[k + 1]
-        for level in (0, LEVEL_SMALLER_STEPS, LEVEL_SOFTER):
-            soft = level >= LEVEL_SOFTER
-            contact_k = k_eff * (0.1 if soft else 1.0)
-            refine = 4 if level >= LEVEL_SMALLER_STEPS else 1
-            min_err = H / (settings.max_substeps * refine) * (1.0 - 1e-9)
-            min_tunnel = H / (settings.max_tunnel_substeps * refine) * (1.0 - 1e-9)
-
-            def target(index, t):
-                # Grid indices are exact binary fractions: integral ones are on the grid.
-                return track.at_index(int(index)) if index == int(index) else track.at_time(t)
-
-            def step(e0, index, length, t, h):
-                tau_ff = track.feedforward(index, t) if settings.feedforward else None
-                return implicit_step(model, physics, e0, tau_ff, target(index + 0.5 * length, t + 0.5 * h),
-                                     target(index + length, t + h), h, contact_k, settings.contact_damping,
-                                     4.0 if soft else 1.0)
-
-            def interval(e0, index, length, t, h, big):
-                """Advance e0 (at time t, grid index `index`) over h s (`length` grid cells)."""
-                half, t_mid = 0.5 * length, t + 0.5 * h
-                if 0.5 * h >= min_err:
-                    big = step(e0, index, length, t, h) if big is None else big
-                    e_mid = evaluate(model, physics, step(e0, index, half, t, 0.5 * h), target(index + half, t_mid))
-                    e_end = evaluate(model, physics, step(e_mid, index + half, half, t_mid, 0.5 * h),
-                                     target(index + length, t + h))
-                    err = quat.angle_between(big.rotations, e_end.state.rotations).max()
-                    crossing = tunnelling(e0, e_mid) or tunnelling(e_mid, e_end)
-                    if ((err > settings.tolerance and 0.25 * h >= min_err)
-                            or (crossing and 0.25 * h >= min_tunnel)):
-                        e1, n1, d1 = interval(e0, index, half, t, 0.5 * h, e_mid.state)
-                        e2, n2, d2 = interval(e1, index + half, half, t_mid, 0.5 * h, None)
-                        return e2, n1 + n2, max(d1, d2)
-                    return e_end, 2, max(e_mid.penetration, e_end.penetration)
-                new = step(e0, index, length, t, h) if big is None else big
-                e_end = evaluate(model, physics, new, target(index + length, t + h))
-                if 0.5 * h >= min_tunnel and tunnelling(e0, e_end):
-                    e1, n1, d1 = interval(e0, index, half, t, 0.5 * h, None)
-                    e2, n2, d2 = interval(e1, index + half, half, t_mid, 0.5 * h, None)
-                    return e2, n1 + n2, max(d1, d2)
-                return e_end, 1, e_end.penetration
-
-            try:
-                ev_new, steps, d_max = interval(ev, k * track.grid, track.grid, reference.times[k], H, None)
-                break
-            except StepFailure:
-                continue
-        else:
-            level = LEVEL_KINEMATIC
-            tgt = track.at_index((k + 1) * track.grid)
-            ev_new = evaluate(model, physics, _limited_state(model, tgt), tgt)
-            steps, d_max = 0, ev_new.penetration
-        ev = ev_new
+        ev, steps, d_max, level = stepper.advance(ev, k, reference.times[k], reference.times[k + 1] - reference.times[k],
+                                                  k_eff)
         i = k + 1
         rotations[i], velocities[i] = ev.state.rotations, ev.state.velocity
         penetration[i], substeps[i], level_of[i] = d_max, steps, level
