@@ -75,11 +75,14 @@ class SkeletonModel:
         names (n,) str: optional bone names (for reports only).
         density kg/m³: tissue density for masses (default 1050).
 
-    Derived (read-only attributes): n_bones, n_dof, mass (n,), com_local (n,3),
-    inertia_local (n,3,3), dof_bone (n_dof,), dof_axis (n_dof,), dof_start (n,),
-    dof_lower/dof_upper (n_dof,), ancestors (n,n) with [i,j]=1 when j is i or an
-    ancestor, dof_ancestors (n,n_dof), jumps (pointer-jumping tables for FK),
-    pairs (n_pairs, 2) capsule pairs that may collide (see contacts.rest_filtered_pairs).
+    Derived (read-only attributes): n_bones, n_dof; mass (n,) kg, com_local (n, 3) m,
+    inertia_local (n, 3, 3) kg·m² from the capsules; the DOF layout — bone b owns DOFs
+    dof_start[b] … dof_start[b] + dof_count[b] − 1, DOF d is axis dof_axis[d] (0 = X)
+    of bone dof_bone[d], so velocities (n_dof,) are per-bone angular velocities in the
+    bone frame (ball: x, y, z; hinge: x); dof_lower/dof_upper (n_dof,) rad; hinge (n,)
+    bool; ancestors (n, n), 1 where column j is row i or its ancestor; pairs
+    (n_pairs, 2) capsule pairs that may collide (contacts.rest_filtered_pairs); and
+    precomputed index tables used by the vectorised algorithms.
 
     Raises ValueError on inconsistent shapes, NaN, unknown joint types, bad parent order.
     """
@@ -182,7 +185,6 @@ class SkeletonModel:
         onehot = np.zeros((n, n_dof))
         onehot[dof_bone, np.arange(n_dof)] = 1.0
         put("ancestors", anc)
-        put("bone_dof", onehot)
         put("dof_ancestors", anc @ onehot)
         # [d, e] = 1 when bone(e) is bone(d) or its ancestor (resp. a strict ancestor).
         put("dof_dof_ancestors", (anc @ onehot)[dof_bone])
