@@ -58,9 +58,11 @@ def forward_kinematics(model, local_rotations, base_rotation, base_position):
     n = model.n_bones
     # Pointer jumping: after round r every bone holds its transform relative to the
     # ancestor 2^r levels up, so the tree depth costs log2(depth) vectorised rounds.
-    R = np.concatenate([local, np.broadcast_to(np.eye(3), batch + (1, 3, 3))], axis=-3)
-    P = np.concatenate([np.broadcast_to(model.rest_offsets, batch + (n, 3)),
-                        np.zeros(batch + (1, 3))], axis=-2)
+    # Slot n holds the base, here the identity; offsets broadcast over the batch axes.
+    R = np.empty(batch + (n + 1, 3, 3))
+    R[..., :n, :, :] = local
+    R[..., n, :, :] = np.eye(3)
+    P = model.offsets_ext
     for jump in model.jumps:
         Rj = R.take(jump, axis=-3)
         P = P.take(jump, axis=-2) + (Rj @ P[..., None])[..., 0]

@@ -197,6 +197,7 @@ class SkeletonModel:
             jumps.append(jump)
             jump = jump[jump]
         put("jumps", tuple(jumps))
+        put("offsets_ext", np.concatenate([self.rest_offsets, np.zeros((1, 3))]))
         put("children_count", np.bincount(parents[parents >= 0], minlength=n))
 
         pairs = rest_filtered_pairs(self)

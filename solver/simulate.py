@@ -379,5 +379,6 @@ def simulate(model, reference, settings=None, progress=None, face_grid=None):
             progress(i / (n - 1))
 
     counts = np.array([np.count_nonzero(level_of == lv) for lv in (1, 2, 3)])
-    return SimResult(quat.make_continuous(rotations, reference.rotations[0]), velocities, penetration * 1e3,
+    return SimResult(quat.make_continuous(quat.normalize(rotations), reference.rotations[0]), velocities,
+                     penetration * 1e3,
                      substeps, level_of, counts, energy, stiffness)
