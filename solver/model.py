@@ -146,8 +146,8 @@ class SkeletonModel:
             if len(self.names) != n:
                 raise ValueError(f"names must have {n} entries")
             put("names", tuple(str(s) for s in self.names))
-        if not self.density > 0:
-            raise ValueError("density must be positive")
+        if not (np.isfinite(self.density) and self.density > 0):
+            raise ValueError("density must be a positive finite number")
 
         put("n_bones", n)
         mass, com, inertia = capsule_mass_properties(radius, length, self.density)

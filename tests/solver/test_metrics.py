@@ -62,8 +62,10 @@ def test_compare_reports_before_and_after(rigs):
     t = np.arange(31) / 30
     curl = np.outer(0.5 * (1 - np.cos(2 * np.pi * 2 * t)), [1.6, 1.8, 1.6])
     ref = rigs.motion_reference(rigs.fist_rotations(model, curl), 30)
-    report = metrics.compare(model, ref, simulate(model, ref))
+    report = metrics.compare(model, ref, simulate(model, ref), seams=[10, 20], bake_seconds=0.5)
     json.dumps(report)
+    assert report["effort"]["realtime_factor"] == pytest.approx(2.0)
+    assert len(report["result"]["splice_velocity_jump"]) == 2
     assert report["reference"]["penetration"]["max_mm"] > 2.0
     assert report["result"]["penetration"]["max_mm"] < 0.35
     assert set(report["tracking_error_deg"]) == {"hand", "finger"}
