@@ -107,9 +107,9 @@ def capsule_contacts(model, seg):
     dist = np.sqrt(np.einsum("ij,ij->i", delta, delta))
     depth = r.take(i) + r.take(j) - dist
     gap[pair] = -depth
-    keep = np.flatnonzero(depth > -model.pair_min_radius[pair])
-    pair, i, j, depth, dist = pair[keep], i[keep], j[keep], depth[keep], dist[keep]
-    c1, c2, delta = c1[keep], c2[keep], delta[keep]
+    keep = np.flatnonzero(depth > -model.pair_min_radius.take(pair))
+    pair, i, j, depth, dist = (a.take(keep) for a in (pair, i, j, depth, dist))
+    c1, c2, delta = (a.take(keep, axis=0) for a in (c1, c2, delta))
     # Crossing axes (dist = 0) have no closest-point direction; use the common perpendicular.
     degenerate = dist <= 1e-9
     if degenerate.any():
@@ -118,7 +118,7 @@ def capsule_contacts(model, seg):
         delta = np.where(degenerate[:, None], fallback, delta)
         dist = np.linalg.norm(delta, axis=-1)
     normal = delta / dist[:, None]
-    point = 0.5 * (c1 + c2 + (r[j] - r[i])[:, None] * normal)
+    point = 0.5 * (c1 + c2 + (r.take(j) - r.take(i))[:, None] * normal)
     return CapsuleContacts(pair, i, j, point, normal, depth, gap)
 
 
@@ -148,7 +148,7 @@ def capsule_tunnelling(model, seg0, seg1, contacts0):
     if found.any():
         along = -np.sum(rel[slot[found]] * c.normal[found][:, None, :], axis=-1)
         reach[slot[found]] = along.max(axis=1)
-    return bool(((reach > 0.5 * model.pair_min_radius[risky]) & (reach > c.gap_bound[risky])).any())
+    return bool(((reach > 0.5 * model.pair_min_radius.take(risky)) & (reach > c.gap_bound.take(risky))).any())
 
 
 def capsule_penetration(model, seg):

@@ -168,7 +168,8 @@ def evaluate(model, physics, state, target):
     if face is not None and len(face.bones):
         h = face.grid.bone
         Rh, ph = kin.rotations[h], kin.positions[h]
-        world = kin.positions[face.bones] + (kin.rotations[face.bones] @ face.local[..., None])[..., 0]
+        world = (kin.positions.take(face.bones, axis=0)
+                 + (kin.rotations.take(face.bones, axis=0) @ face.local[..., None])[..., 0])
         face_points = (world - ph) @ Rh
         phi, grad = face.grid.sample(face_points)
         face_normals = grad / np.maximum(np.sqrt(np.einsum("ij,ij->i", grad, grad)), 1e-12)[:, None]
@@ -246,8 +247,9 @@ def implicit_step(model, physics, ev, tau_ff, mid, end, h, contact_stiffness, co
     weight = h * contact_damping + h * h * contact_stiffness
     on = depth - h * u > 0.0  # contacts predicted by the current velocity: usually the final set
     for _ in range(_MAX_ACTIVE_SET_ITERATIONS):
-        Ga = G[on]
-        rhs = b + h * ((contact_stiffness * depth[on] - (contact_damping + h * contact_stiffness) * u[on]) @ Ga)
+        Ga = G.compress(on, axis=0)
+        rhs = b + h * ((contact_stiffness * depth.compress(on)
+                        - (contact_damping + h * contact_stiffness) * u.compress(on)) @ Ga)
         chol, info = dpotrf(A + weight * (Ga.T @ Ga), lower=1, clean=0)
         if info != 0:
             raise StepFailure("implicit matrix is not positive definite")
