@@ -176,7 +176,7 @@ class ReferenceTrack:
         self.chunk_frames = chunk_frames
         self._start = self._stop = 0
         self._targets = self._batched_ff = None
-        self._ff = {}
+        self._ff, self._made = {}, {}
 
     def grid_time(self, index):
         k, j = divmod(index, self.grid)
@@ -193,12 +193,16 @@ class ReferenceTrack:
             self._targets = self._sample(np.array([self.grid_time(i) for i in range(self._start, self._stop)]))
             self._batched_ff = self._feedforward(*(a[::self.grid // 2] for a in self._targets))
             self._ff = {}
+            self._made = {}
         return index - self._start
 
     def at_index(self, index):
-        """Target at grid point `index`."""
+        """Target at grid point `index` (each is built once: steps share their end points)."""
         i = self._chunk(index)
-        return Target(*[a[i] for a in self._targets[:6]])
+        target = self._made.get(i)
+        if target is None:
+            target = self._made[i] = Target(*[a[i] for a in self._targets[:6]])
+        return target
 
     def at_time(self, t):
         """Target at time t (s), computed directly."""
