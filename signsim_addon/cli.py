@@ -40,7 +40,7 @@ def _not_available(what):
 
 def _commands():
     """(name, help, add_arguments, run) for every subcommand, in --help order."""
-    from . import demo, library_cli, retarget_cli
+    from . import bake_cli, demo, library_cli, retarget_cli
     return (
         ("demo", "run the main job on the bundled sample and print a summary",
          demo.add_arguments, demo.run),
@@ -51,7 +51,7 @@ def _commands():
         ("retarget", "retarget clips onto a rig",
          retarget_cli.add_arguments, retarget_cli.run),
         ("bake", "bake the physics pass onto an armature's keyframes",
-         *_not_available("the physics bake is still being built")),
+         bake_cli.add_arguments, bake_cli.run),
         ("batch", "retarget and bake many library clips in parallel",
          *_not_available("batch baking is still being built")),
         ("compose", "splice clips into one action with transitions",

@@ -8,6 +8,69 @@ Each capability adds its fields to these groups; nothing else is stored elsewher
 """
 import bpy
 
+from .rig import GROUPS
+
+_GROUP_LABELS = {"fingers": "Fingers", "thumb": "Thumb", "wrist": "Wrist", "forearm": "Forearm",
+                 "upper_arm": "Upper Arm", "clavicle": "Clavicle", "neck_head": "Neck/Head"}
+_DEFAULT_HZ = {"fingers": 8.0, "thumb": 8.0, "wrist": 6.0, "forearm": 5.0, "upper_arm": 5.0,
+               "clavicle": 4.0, "neck_head": 4.0}
+
+
+def _physics_annotations():
+    ann = {}
+    for g in GROUPS:
+        label = _GROUP_LABELS[g]
+        ann[f"{g}_frequency"] = bpy.props.FloatProperty(
+            name=f"{label} Frequency", default=_DEFAULT_HZ[g], min=0.1, soft_max=30.0, unit='NONE',
+            description=f"Natural frequency of the {label.lower()} PD tracking, in Hz "
+                        "(Kp = I·ω², ω = 2π·f)")
+        ann[f"{g}_damping"] = bpy.props.FloatProperty(
+            name=f"{label} Damping", default=1.0, min=0.05, soft_max=3.0,
+            description=f"Damping ratio ζ of the {label.lower()} PD tracking (1 = critical; Kd = 2ζIω)")
+    ann.update(
+        feedforward=bpy.props.BoolProperty(
+            name="Feedforward", default=True,
+            description="Add the inverse-dynamics torque of the reference (RNEA), so low gains track without lag"),
+        contact_stiffness=bpy.props.FloatProperty(
+            name="Contact Stiffness", default=3e4, min=1.0, description="Penalty stiffness kp, in N/m"),
+        contact_damping=bpy.props.FloatProperty(
+            name="Contact Damping", default=20.0, min=0.0, description="Contact damping kd, in N·s/m"),
+        target_depth_mm=bpy.props.FloatProperty(
+            name="Target Depth", default=0.2, min=0.01, soft_max=2.0,
+            description="Penetration depth the adaptive stiffness schedule aims at, in mm"),
+        use_schedule=bpy.props.BoolProperty(
+            name="Adaptive Stiffness", default=True,
+            description="Adapt the contact stiffness each frame towards the target depth (seed §9.2)"),
+        contact_multiplier=bpy.props.FloatProperty(
+            name="Stiffness Multiplier", default=1.0, min=0.01, soft_max=10.0, options={'ANIMATABLE'},
+            description="Animator's multiplier on the contact stiffness; key it to make a schedule"),
+        max_substeps=bpy.props.IntProperty(
+            name="Max Substeps", default=4, min=1, max=32,
+            description="Most solver steps per frame chosen by the step-doubling error estimate (a power of two)"),
+        simulate_parts=bpy.props.EnumProperty(
+            name="Simulated", options={'ENUM_FLAG'}, default=set(GROUPS),
+            items=[(g, _GROUP_LABELS[g], f"Simulate the {_GROUP_LABELS[g].lower()} bones") for g in GROUPS],
+            description="Joint groups the physics pass simulates; the rest follows the reference"),
+        face_object=bpy.props.PointerProperty(
+            name="Face", type=bpy.types.Object, poll=lambda self, ob: ob.type == 'MESH',
+            description="Mesh used as the face for hand–face contact (default: a mesh parented to the head bone)"),
+        output_mode=bpy.props.EnumProperty(
+            name="Output", default='ASSIGN',
+            items=[('ASSIGN', "Assign", "Assign the baked action to the armature"),
+                   ('NLA', "NLA Tracks", "Stack the baked action as an NLA track over the reference")]),
+        key_tolerance_deg=bpy.props.FloatProperty(
+            name="Key Reduction", default=0.0, min=0.0, soft_max=2.0,
+            description="Thin the baked keys while staying within this angle of the every-frame bake, "
+                        "in degrees (0 keeps a key on every frame)"),
+    )
+    return ann
+
+
+SignSimPhysicsSettings = type("SignSimPhysicsSettings", (bpy.types.PropertyGroup,), {
+    "__doc__": "Physics-pass settings of one armature (joint-group gains, contacts, bake output).",
+    "__annotations__": _physics_annotations(),
+})
+
 
 class SignSimClipItem(bpy.types.PropertyGroup):
     """One row of the sidebar's library list (a mirror of a clip in the library file;
@@ -112,6 +175,7 @@ class SignSimObjectSettings(bpy.types.PropertyGroup):
     bone_map_index: bpy.props.IntProperty(name="Active Pair", default=0)
     bone_map_source: bpy.props.StringProperty(
         name="Source Armature", description="Armature whose motion is retargeted onto this one")
+    physics: bpy.props.PointerProperty(type=SignSimPhysicsSettings)
 
 
 class SignSimActionSettings(bpy.types.PropertyGroup):
@@ -141,10 +205,15 @@ class SignSimActionSettings(bpy.types.PropertyGroup):
         description="The armature the clip was captured on, in its rest pose")
     catalog: bpy.props.StringProperty(name="Catalog", description="Asset catalog path")
     warnings: bpy.props.StringProperty(name="Warnings", description="Import warnings, one per line")
+    reference_action: bpy.props.PointerProperty(
+        type=bpy.types.Action, name="Reference",
+        description="The action this physics bake tracked (never modified by the bake)")
+    bake_metrics: bpy.props.StringProperty(name="Bake Metrics", description="Metrics JSON of the bake")
+    bake_settings: bpy.props.StringProperty(name="Bake Settings", description="Settings JSON of the bake")
 
 
-classes = (SignSimClipItem, SignSimSceneSettings, SignSimBoneMapItem, SignSimObjectSettings,
-           SignSimActionSettings)
+classes = (SignSimClipItem, SignSimPhysicsSettings, SignSimSceneSettings, SignSimBoneMapItem,
+           SignSimObjectSettings, SignSimActionSettings)
 _pointers = (
     (bpy.types.Scene, SignSimSceneSettings),
     (bpy.types.Object, SignSimObjectSettings),

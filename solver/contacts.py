@@ -14,32 +14,32 @@ from .kinematics import capsule_segments, cross, forward_kinematics
 _EPS = 1e-12
 
 
+def _unit(x):
+    """Clamp to [0, 1] (plain ufuncs: np.clip's dispatch costs more than the work here)."""
+    return np.minimum(np.maximum(x, 0.0), 1.0)
+
+
 def segment_closest_points(p1, q1, p2, q2):
     """Closest points between segments [p1, q1] and [p2, q2], all (..., 3) m.
 
-    Returns (c1, c2) (..., 3). Handles degenerate (zero-length) and parallel segments
-    (Ericson, *Real-Time Collision Detection*, 2005, §5.1.9).
+    Returns (c1, c2) (..., 3). Minimises the convex quadratic over (s, t) ∈ [0, 1]²: the
+    free optimum of s (0 for parallel segments), t for that s clamped, then s for that t
+    clamped, which is exact (Ericson, *Real-Time Collision Detection*, 2005, §5.1.9).
+    Zero-length segments work because their squared length is floored at a tiny value.
     """
     d1 = q1 - p1
     d2 = q2 - p2
     # All five dot products from one batched Gram matrix of (d1, d2, p1 − p2).
     D = np.stack([d1, d2, p1 - p2], axis=-2)
     gram = D @ np.swapaxes(D, -1, -2)
-    a, b, c = gram[..., 0, 0], gram[..., 0, 1], gram[..., 0, 2]
-    e, f = gram[..., 1, 1], gram[..., 1, 2]
-    a_ok = a > _EPS
-    e_ok = e > _EPS
-    a_s = np.where(a_ok, a, 1.0)
-    e_s = np.where(e_ok, e, 1.0)
+    a = np.maximum(gram[..., 0, 0], _EPS)
+    e = np.maximum(gram[..., 1, 1], _EPS)
+    b, c, f = gram[..., 0, 1], gram[..., 0, 2], gram[..., 1, 2]
     denom = a * e - b * b
-    general = denom > 1e-12 * a_s * e_s  # not parallel
-    s = np.where(general, np.clip((b * f - c * e) / np.where(general, denom, 1.0), 0.0, 1.0), 0.0)
-    t = (b * s + f) / e_s
-    s = np.where(t < 0.0, np.clip(-c / a_s, 0.0, 1.0), np.where(t > 1.0, np.clip((b - c) / a_s, 0.0, 1.0), s))
-    t = np.clip(t, 0.0, 1.0)
-    # Degenerate segments: a point against a segment (or a point).
-    s = np.where(a_ok, np.where(e_ok, s, np.clip(-c / a_s, 0.0, 1.0)), 0.0)
-    t = np.where(e_ok, np.where(a_ok, t, np.clip(f / e_s, 0.0, 1.0)), 0.0)
+    general = denom > 1e-12 * a * e  # not parallel
+    s = np.where(general, _unit((b * f - c * e) / np.where(general, denom, 1.0)), 0.0)
+    t = _unit((b * s + f) / e)
+    s = _unit((b * t - c) / a)
     return p1 + s[..., None] * d1, p2 + t[..., None] * d2
 
 
@@ -100,23 +100,25 @@ def capsule_contacts(model, seg):
     gap = _bounding_gap(model, seg)
     r = model.capsule_radius
     pair = np.flatnonzero(gap < model.pair_min_radius)
-    i, j = model.pairs[pair, 0], model.pairs[pair, 1]
-    c1, c2 = segment_closest_points(seg[i, 0], seg[i, 1], seg[j, 0], seg[j, 1])
+    i, j = model.pairs.take(pair, axis=0).T
+    s1, s2 = seg.take(i, axis=0), seg.take(j, axis=0)
+    c1, c2 = segment_closest_points(s1[:, 0], s1[:, 1], s2[:, 0], s2[:, 1])
     delta = c1 - c2
-    dist = np.sqrt(np.sum(delta * delta, axis=-1))
-    depth = r[i] + r[j] - dist
+    dist = np.sqrt(np.einsum("ij,ij->i", delta, delta))
+    depth = r.take(i) + r.take(j) - dist
     gap[pair] = -depth
-    keep = depth > -model.pair_min_radius[pair]
-    pair, i, j, c1, c2, delta, dist, depth = (a[keep] for a in (pair, i, j, c1, c2, delta, dist, depth))
+    keep = np.flatnonzero(depth > -model.pair_min_radius.take(pair))
+    pair, i, j, depth, dist = (a.take(keep) for a in (pair, i, j, depth, dist))
+    c1, c2, delta = (a.take(keep, axis=0) for a in (c1, c2, delta))
     # Crossing axes (dist = 0) have no closest-point direction; use the common perpendicular.
     degenerate = dist <= 1e-9
-    if np.any(degenerate):
+    if degenerate.any():
         perp = cross(seg[i, 1] - seg[i, 0], seg[j, 1] - seg[j, 0])
         fallback = np.where(np.linalg.norm(perp, axis=-1, keepdims=True) > _EPS, perp, [0.0, 0.0, 1.0])
         delta = np.where(degenerate[:, None], fallback, delta)
         dist = np.linalg.norm(delta, axis=-1)
     normal = delta / dist[:, None]
-    point = 0.5 * ((c1 - r[i, None] * normal) + (c2 + r[j, None] * normal))
+    point = 0.5 * (c1 + c2 + (r.take(j) - r.take(i))[:, None] * normal)
     return CapsuleContacts(pair, i, j, point, normal, depth, gap)
 
 
@@ -130,22 +132,23 @@ def capsule_tunnelling(model, seg0, seg1, contacts0):
     most its gap bound, or half the smaller radius, towards anything.
     """
     disp = (seg1 - seg0).reshape(-1, 3)
-    end_move = np.sqrt(np.sum(disp * disp, axis=-1)).reshape(-1, 2).max(axis=1)
+    end_move = np.sqrt(np.einsum("ij,ij->i", disp, disp)).reshape(-1, 2).max(axis=1)
     # |Δx − Δy| ≤ |Δx| + |Δy|: only pairs that fail this cheap bound get the exact test.
-    bound = end_move[model.pairs[:, 0]] + end_move[model.pairs[:, 1]]
+    bound = end_move.take(model.pairs[:, 0]) + end_move.take(model.pairs[:, 1])
     risky = np.flatnonzero((bound > 0.5 * model.pair_min_radius) & (bound > contacts0.gap_bound))
     if len(risky) == 0:
         return False
     rows = (4 * risky[:, None] + np.arange(4)).reshape(-1)
-    rel = (disp[model.pair_ends[0][rows]] - disp[model.pair_ends[1][rows]]).reshape(-1, 4, 3)
-    reach = np.sqrt(np.sum(rel * rel, axis=-1)).max(axis=1)
+    rel = (disp.take(model.pair_ends[0].take(rows), axis=0)
+           - disp.take(model.pair_ends[1].take(rows), axis=0)).reshape(-1, 4, 3)
+    reach = np.sqrt(np.einsum("pkx,pkx->pk", rel, rel)).max(axis=1)
     c = contacts0
     slot = np.searchsorted(risky, c.pair)
     found = (slot < len(risky)) & (risky[np.minimum(slot, len(risky) - 1)] == c.pair)
-    if np.any(found):
+    if found.any():
         along = -np.sum(rel[slot[found]] * c.normal[found][:, None, :], axis=-1)
         reach[slot[found]] = along.max(axis=1)
-    return bool(np.any((reach > 0.5 * model.pair_min_radius[risky]) & (reach > c.gap_bound[risky])))
+    return bool(((reach > 0.5 * model.pair_min_radius.take(risky)) & (reach > c.gap_bound.take(risky))).any())
 
 
 def capsule_penetration(model, seg):

@@ -76,7 +76,7 @@ def mass_matrix(model, kin, composite):
     of the deeper bone; the other triangle follows by symmetry.
     """
     S = kin.motion
-    F = (composite[model.dof_bone] @ S[..., None])[..., 0]
+    F = (composite.take(model.dof_bone, axis=0) @ S[..., None])[..., 0]
     full = F @ S.T
     return model.dof_dof_ancestors * full + (model.dof_dof_strict * full).T
 
@@ -98,32 +98,35 @@ def rnea(model, kin, spatial, qd, qdd, base_velocity, base_acceleration, gravity
     V = base_velocity[..., None, :] + model.dof_ancestors @ s_qd
     X = motion_cross_matrices(V)
     # Ṡ = v × S for axes fixed in the child bone (world-frame spatial notation).
-    c_j = (X[..., model.dof_bone, :, :] @ s_qd[..., None])[..., 0]
+    c_j = (X.take(model.dof_bone, axis=-3) @ s_qd[..., None])[..., 0]
     A = a0[..., None, :] + model.dof_ancestors @ (S * qdd[..., None] + c_j)
     momentum = spatial @ V[..., None]
     f = (spatial @ A[..., None] - np.swapaxes(X, -1, -2) @ momentum)[..., 0]
     F = model.ancestors.T @ f
-    tau = np.sum(S * F[..., model.dof_bone, :], axis=-1)
+    tau = np.einsum("...i,...i->...", S, F.take(model.dof_bone, axis=-2))
     return tau, V
 
 
 def gravity_stiffness(model, kin, composite, gravity=GRAVITY):
-    """−∂G/∂q (n_dof, n_dof) N·m/rad, G the generalised gravity force (not symmetrised).
+    """Symmetric part of −∂G/∂q (n_dof, n_dof) N·m/rad, G the generalised gravity force.
 
     G_d = g·(a_d × W_d) with W_d = Σ_subtree m (c − o_d). Rotating DOF e on the path of d
     turns a_d and W_d together: ∂G_d/∂q_e = g·(a_e × (a_d × W_d)); a DOF e below d only
-    moves its own subtree: ∂G_d/∂q_e = g·(a_d × (a_e × W_e)).
+    moves its own subtree: ∂G_d/∂q_e = g·(a_d × (a_e × W_e)). In body-frame coordinates
+    the Jacobian is not exactly symmetric; its symmetric part keeps A = M + h²K symmetric.
     """
     g = np.array([0.0, 0.0, -gravity])
-    comp = composite[model.dof_bone]
-    mass = comp[:, 3, 3]
-    first_moment = np.stack([comp[:, 2, 4], comp[:, 0, 5], comp[:, 1, 3]], axis=-1)
+    # Subtree mass and first moment Σ m c from the composite inertia's m and m c× blocks.
+    comp = composite.reshape(-1, 36).take(model.dof_bone, axis=0)
+    mass = comp[:, 21]
+    first_moment = comp.take([16, 5, 9], axis=1)
     W = first_moment - mass[:, None] * kin.origins
     a = kin.axes
     # k1[d, e] = (g·a_d)(a_e·W_d) − (g·W_d)(a_e·a_d)
     k1 = (a @ g)[:, None] * (W @ a.T) - (W @ g)[:, None] * (a @ a.T)
-    dG = model.dof_dof_ancestors * k1 + (model.dof_dof_strict * k1).T
-    return -dG
+    # ½(dG + dGᵀ) with dG = P⊙k1 + (S⊙k1)ᵀ (P: path incl. own bone, S: strict path).
+    half = model.dof_dof_path_weight * k1
+    return -(half + half.T)
 
 
 def energy(model, com, spatial, velocities, gravity=GRAVITY):

@@ -6,11 +6,12 @@ One step solves
 
 with one Cholesky factorisation (seed §3.1). f = τ_pd + τ_ff + τ_contact + τ_limit − c;
 K and D collect −∂f/∂q and −∂f/∂v of every spring-like term: PD gains, gravity,
-joint-limit penalties, capsule and face contacts. The reference target, feedforward and
-contact forces are taken at the end of the step, as backward Euler requires; contacts
-use an active set so that a contact acts only when its end-of-step penetration is
-positive and its force pushes (no adhesion). After the step the joint limits are
-enforced by projection (seed §4.3). ⊕ is q ⊗ exp(h ω) in each bone's frame.
+joint-limit penalties, capsule and face contacts, which therefore act with their
+end-of-step values, as backward Euler requires. The reference enters where each term
+lives in the step (tracking_forces). Contacts use an active set: a contact joins when
+its end-of-step penetration would be positive and leaves when its force would pull (no
+adhesion). After the step the joint limits are enforced by projection (seed §4.3).
+⊕ is q ⊗ exp(h ω) in each bone's frame.
 """
 
 from dataclasses import dataclass
@@ -48,14 +49,12 @@ def make_state(model, rotations, velocity):
 
 @dataclass(frozen=True, eq=False)
 class Target:
-    """Reference at one time: rotations (n_bones, 4), qd (n_dof,) rad/s, qdd (n_dof,) rad/s²,
-    tau_ff (n_dof,) N·m feedforward, base pose (base_rotation (3,3), base_position (3,) m)
-    and base spatial velocity/acceleration (6,) at the world origin (dynamics.base_motion)."""
+    """Reference at one time: rotations (n_bones, 4), qd (n_dof,) rad/s, base pose
+    (base_rotation (3, 3), base_position (3,) m) and base spatial velocity/acceleration
+    (6,) at the world origin (dynamics.base_motion)."""
 
     rotations: np.ndarray
     qd: np.ndarray
-    qdd: np.ndarray
-    tau_ff: np.ndarray
     base_rotation: np.ndarray
     base_position: np.ndarray
     base_velocity: np.ndarray
@@ -67,13 +66,12 @@ class Physics:
     """Per-run constants of the step.
 
     omega, zeta (n_dof,): PD natural frequency (rad/s) and damping ratio per DOF;
-    feedforward: add τ_ff; limit_omega (rad/s), limit_zeta: joint-limit penalty;
-    gravity m/s²; face: optional FaceSamples for hand–face contact.
+    limit_omega (rad/s), limit_zeta: joint-limit penalty; gravity m/s²; face: optional
+    FaceSamples for hand–face contact.
     """
 
     omega: np.ndarray
     zeta: np.ndarray
-    feedforward: bool
     limit_omega: float
     limit_zeta: float
     gravity: float
@@ -98,7 +96,7 @@ def face_samples(model, grid):
 
     Capsule axes outside the grid are then always farther than a radius from the face,
     so the grid alone decides contact. Points are spaced at most one radius apart along
-    each axis, so the surface between samples sinks by at most ~r/8 before it is seen.
+    each axis, so the surface between samples sinks by at most 0.13 r before it is seen.
     """
     head = grid.bone
     related = (model.ancestors[head] > 0) | (model.ancestors[:, head] > 0)
@@ -120,10 +118,13 @@ def face_samples(model, grid):
 class Evaluation:
     """Everything about a state at time t that does not depend on the step size.
 
-    kin, segments (n_bones, 2, 3), com and spatial inertias (world), mass matrix M, bias c (RNEA at
-    q̈ = 0), bone spatial velocities, symmetric gravity stiffness, limit coordinates x
-    (n_dof,), contact rows G (k, n_dof) with depths (k,) m, the capsule contacts (contacts.CapsuleContacts), face
-    sample positions, unit outward normals (face-bone frame) and clearances (m), penetration (m).
+    kin (kinematics.Kinematics), segments (n_bones, 2, 3) m, com (n_bones, 3) m and
+    spatial inertias (n_bones, 6, 6) in world, mass_matrix M and bias c = RNEA(q, q̇, 0)
+    (n_dof,) N·m, bone spatial velocities (n_bones, 6), symmetric gravity stiffness
+    (n_dof, n_dof), contact rows G (k, n_dof) = n·(J₁ − J₂) with depths (k,) m (capsule
+    pairs, then face samples), capsules (contacts.CapsuleContacts), face sample
+    positions, unit outward normals (face-bone frame) and clearances (m), and the
+    deepest penetration (m, ≥ 0).
     """
 
     state: State
@@ -135,7 +136,6 @@ class Evaluation:
     bias: np.ndarray
     velocities: np.ndarray
     gravity_stiffness: np.ndarray
-    limit_x: np.ndarray
     rows: np.ndarray
     depth: np.ndarray
     capsules: object
@@ -168,46 +168,56 @@ def evaluate(model, physics, state, target):
     if face is not None and len(face.bones):
         h = face.grid.bone
         Rh, ph = kin.rotations[h], kin.positions[h]
-        world = kin.positions[face.bones] + (kin.rotations[face.bones] @ face.local[..., None])[..., 0]
+        world = (kin.positions.take(face.bones, axis=0)
+                 + (kin.rotations.take(face.bones, axis=0) @ face.local[..., None])[..., 0])
         face_points = (world - ph) @ Rh
         phi, grad = face.grid.sample(face_points)
-        face_normals = grad / np.maximum(np.sqrt(np.sum(grad * grad, axis=-1)), 1e-12)[:, None]
+        face_normals = grad / np.maximum(np.sqrt(np.einsum("ij,ij->i", grad, grad)), 1e-12)[:, None]
         face_clear = phi - face.radius
         near = face_clear < face.radius
-        if np.any(near):
+        if near.any():
             n = face_normals[near] @ Rh.T
             b1.append(face.bones[near])
             b2.append(np.full(int(near.sum()), h))
             point.append(world[near] - 0.5 * (face.radius[near] + phi[near])[:, None] * n)
             normal.append(n)
             depth.append(-face_clear[near])
-    b1, b2, point, normal, depth = (np.concatenate(x) for x in (b1, b2, point, normal, depth))
+    if len(b1) > 1:
+        b1, b2, point, normal, depth = (np.concatenate(x) for x in (b1, b2, point, normal, depth))
+    else:
+        b1, b2, point, normal, depth = b1[0], b2[0], point[0], normal[0], depth[0]
     rows = normal_jacobian(model, kin, b1, point, normal, b2)
-    return Evaluation(state, kin, seg, com, spatial, M, bias, velocities, 0.5 * (kg + kg.T),
-                      state.limit_x, rows, depth, cap,
+    return Evaluation(state, kin, seg, com, spatial, M, bias, velocities, kg, rows, depth, cap,
                       face_points, face_normals, face_clear, float(max(0.0, depth.max(initial=0.0))))
 
 
-def tracking_forces(model, physics, ev, target, h, damping_scale=1.0):
+def tracking_forces(model, physics, ev, tau_ff, mid, end, h, damping_scale=1.0):
     """Generalised force f (n_dof,) N·m without contacts, and the diagonal stiffness and
-    damping it adds to K and D (n_dof,): PD towards `target`, feedforward, joint-limit
-    penalties (active where a limit is or would be crossed within h seconds), minus the
-    bias c(q, q̇). Gains follow DESIGN.md §3: Kp = I ω², Kd = 2 ζ I ω with I = diag(M).
+    damping it adds to K and D (n_dof,), for a step of h seconds.
+
+    PD towards the reference (Kp = I ω², Kd = 2 ζ I ω with I = diag(M), DESIGN.md §3),
+    feedforward, joint-limit penalties (active where a limit is or would be crossed
+    within the step), minus the bias c(q, q̇). The reference is sampled where each term
+    lives in the step q⁺ = q ⊕ h v⁺: positions at its end (`end` Target), the velocity
+    v⁺ at its middle (`mid`: v⁺ is the secant velocity over the step) and the
+    feedforward tau_ff (n_dof,) N·m, or None for none, at its start, which makes the
+    explicit part a leapfrog step and keeps the feedforward second-order accurate
+    instead of leading the reference by h/2.
     """
     state = ev.state
     v = state.velocity
     inertia = ev.mass_matrix.diagonal()
     kp = inertia * physics.omega ** 2
     kd = (2.0 * damping_scale) * physics.zeta * physics.omega * inertia
-    err = quat.log(quat.mul(quat.conj(state.rotations), target.rotations)).reshape(-1)[model.dof_flat]
-    f = kp * err + kd * (target.qd - v) - ev.bias
-    if physics.feedforward:
-        f += target.tau_ff
+    err = quat.log(quat.mul(quat.conj(state.rotations), end.rotations)).reshape(-1).take(model.dof_flat)
+    f = kp * err + kd * (mid.qd - v) - ev.bias
+    if tau_ff is not None:
+        f += tau_ff
     x = state.limit_x
     x_end = x + h * v
     upper = x_end > model.dof_upper
     active = upper | (x_end < model.dof_lower)
-    if np.any(active):
+    if active.any():
         beyond = np.where(active, x - np.where(upper, model.dof_upper, model.dof_lower), 0.0)
         kl = np.where(active, inertia * physics.limit_omega ** 2, 0.0)
         dl = np.where(active, 2.0 * physics.limit_zeta * inertia * physics.limit_omega, 0.0)
@@ -216,8 +226,10 @@ def tracking_forces(model, physics, ev, target, h, damping_scale=1.0):
     return f, kp, kd
 
 
-def implicit_step(model, physics, ev, target, h, contact_stiffness, contact_damping, damping_scale=1.0):
-    """Advance ev.state by h (s) towards `target` (the reference at the end of the step).
+def implicit_step(model, physics, ev, tau_ff, mid, end, h, contact_stiffness, contact_damping,
+                  damping_scale=1.0):
+    """Advance ev.state by h (s) with feedforward tau_ff and the reference Targets at the
+    step's middle and end (see tracking_forces).
 
     contact_stiffness N/m and contact_damping N·s/m apply to all contacts;
     damping_scale multiplies the PD damping (fallback ladder). Returns the new State.
@@ -225,7 +237,7 @@ def implicit_step(model, physics, ev, target, h, contact_stiffness, contact_damp
     """
     v = ev.state.velocity
     n = model.n_dof
-    f, k_diag, d_diag = tracking_forces(model, physics, ev, target, h, damping_scale)
+    f, k_diag, d_diag = tracking_forces(model, physics, ev, tau_ff, mid, end, h, damping_scale)
     A = ev.mass_matrix + (h * h) * ev.gravity_stiffness
     A.flat[::n + 1] += h * d_diag + (h * h) * k_diag
     b = h * (f - h * (ev.gravity_stiffness @ v + k_diag * v))
@@ -233,10 +245,11 @@ def implicit_step(model, physics, ev, target, h, contact_stiffness, contact_damp
     G, depth = ev.rows, ev.depth
     u = G @ v
     weight = h * contact_damping + h * h * contact_stiffness
-    on = depth > 0.0
+    on = depth - h * u > 0.0  # contacts predicted by the current velocity: usually the final set
     for _ in range(_MAX_ACTIVE_SET_ITERATIONS):
-        Ga = G[on]
-        rhs = b + h * ((contact_stiffness * depth[on] - (contact_damping + h * contact_stiffness) * u[on]) @ Ga)
+        Ga = G.compress(on, axis=0)
+        rhs = b + h * ((contact_stiffness * depth.compress(on)
+                        - (contact_damping + h * contact_stiffness) * u.compress(on)) @ Ga)
         chol, info = dpotrf(A + weight * (Ga.T @ Ga), lower=1, clean=0)
         if info != 0:
             raise StepFailure("implicit matrix is not positive definite")
@@ -246,22 +259,28 @@ def implicit_step(model, physics, ev, target, h, contact_stiffness, contact_damp
             break
         u_new = G @ v_new
         end_depth = depth - h * u_new
-        now = (end_depth > 0.0) & (contact_stiffness * end_depth - contact_damping * u_new > 0.0)
-        if np.array_equal(now, on):
+        # Join when the end of the step would penetrate; leave only when the force would
+        # pull (adhesion). Leaving merely because the contact stopped the approach just
+        # short of the surface would undo that very stop (the damper acts at d = 0).
+        now = np.where(on, contact_stiffness * end_depth - contact_damping * u_new > 0.0, end_depth > 0.0)
+        if not (now != on).any():
             break
         on = now
     rotations = advance_rotations(model, ev.state.rotations, h * v_new)
     rotations, v_new, x_new = project_limits(model, rotations, v_new)
-    if not (np.all(np.isfinite(rotations)) and np.all(np.isfinite(v_new))):
+    if not (np.isfinite(rotations).all() and np.isfinite(v_new).all()):
         raise StepFailure("non-finite state")
     return State(rotations, v_new, x_new)
 
 
 def advance_rotations(model, rotations, increment):
-    """q ⊗ exp(Δ) per bone for DOF increments (n_dof,) rad in each bone's frame (the ⊕ of §6)."""
-    omega = np.zeros(model.n_bones * 3)
-    omega[model.dof_flat] = increment
-    return quat.normalize(quat.mul(rotations, quat.exp(omega.reshape(-1, 3))))
+    """q ⊗ exp(Δ) per bone for DOF increments (n_dof,) rad in each bone's frame (the ⊕ of §6).
+
+    Products of unit quaternions stay unit to rounding (~1e-16 per step), so no
+    renormalisation is needed here; simulate() normalises its output.
+    """
+    omega = (increment @ model.dof_scatter).reshape(-1, 3)
+    return quat.mul(rotations, quat.exp(omega))
 
 
 def face_tunnelling(physics, ev0, ev1):
@@ -274,7 +293,7 @@ def face_tunnelling(physics, ev0, ev1):
     if face is None or len(face.bones) == 0:
         return False
     move = ev1.face_points - ev0.face_points
-    reach = np.sqrt(np.sum(move * move, axis=-1))
+    reach = np.sqrt(np.einsum("ij,ij->i", move, move))
     near = ev0.face_clearance < face.radius
-    reach[near] = -np.sum(move[near] * ev0.face_normals[near], axis=-1)
-    return bool(np.any((reach > 0.5 * face.radius) & (reach > ev0.face_clearance)))
+    reach[near] = -np.einsum("ij,ij->i", move[near], ev0.face_normals[near])
+    return bool(((reach > 0.5 * face.radius) & (reach > ev0.face_clearance)).any())

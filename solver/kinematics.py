@@ -13,13 +13,6 @@ import numpy as np
 from . import quat
 
 
-def cross(a, b):
-    """Cross product of (..., 3) arrays; about twice as fast as np.cross on small arrays."""
-    a0, a1, a2 = a[..., 0], a[..., 1], a[..., 2]
-    b0, b1, b2 = b[..., 0], b[..., 1], b[..., 2]
-    return np.stack([a1 * b2 - a2 * b1, a2 * b0 - a0 * b2, a0 * b1 - a1 * b0], axis=-1)
-
-
 # skew(a).reshape(9) = a @ _SKEW, so a stack of skew matrices costs one matrix product.
 _SKEW = np.zeros((3, 9))
 _SKEW[2, 1], _SKEW[1, 2], _SKEW[2, 3], _SKEW[0, 5], _SKEW[1, 6], _SKEW[0, 7] = -1, 1, 1, -1, -1, 1
@@ -28,6 +21,12 @@ _SKEW[2, 1], _SKEW[1, 2], _SKEW[2, 3], _SKEW[0, 5], _SKEW[1, 6], _SKEW[0, 7] = -
 def skew(a):
     """Cross-product matrices (..., 3, 3) of vectors a (..., 3): skew(a) @ b = a × b."""
     return (a @ _SKEW).reshape(a.shape[:-1] + (3, 3))
+
+
+def cross(a, b):
+    """Cross product of broadcastable (..., 3) arrays; with few rows per call this is
+    about twice as fast as np.cross (the solver's arrays are small, overhead dominates)."""
+    return (skew(a) @ b[..., None])[..., 0]
 
 
 @dataclass(frozen=True, eq=False)
@@ -59,18 +58,20 @@ def forward_kinematics(model, local_rotations, base_rotation, base_position):
     n = model.n_bones
     # Pointer jumping: after round r every bone holds its transform relative to the
     # ancestor 2^r levels up, so the tree depth costs log2(depth) vectorised rounds.
-    R = np.concatenate([local, np.broadcast_to(np.eye(3), batch + (1, 3, 3))], axis=-3)
-    P = np.concatenate([np.broadcast_to(model.rest_offsets, batch + (n, 3)),
-                        np.zeros(batch + (1, 3))], axis=-2)
+    # Slot n holds the base, here the identity; offsets broadcast over the batch axes.
+    R = np.empty(batch + (n + 1, 3, 3))
+    R[..., :n, :, :] = local
+    R[..., n, :, :] = np.eye(3)
+    P = model.offsets_ext
     for jump in model.jumps:
-        Rj = R[..., jump, :, :]
-        P = P[..., jump, :] + (Rj @ P[..., None])[..., 0]
+        Rj = R.take(jump, axis=-3)
+        P = P.take(jump, axis=-2) + (Rj @ P[..., None])[..., 0]
         R = Rj @ R
     base_rotation = np.asarray(base_rotation)[..., None, :, :]
     R = base_rotation @ R[..., :n, :, :]
     P = np.asarray(base_position)[..., None, :] + (base_rotation @ P[..., :n, :, None])[..., 0]
-    axes = np.swapaxes(R, -1, -2)[..., model.dof_bone, model.dof_axis, :]
-    origins = P[..., model.dof_bone, :]
+    axes = np.swapaxes(R, -1, -2).reshape(batch + (3 * n, 3)).take(model.dof_flat, axis=-2)
+    origins = P.take(model.dof_bone, axis=-2)
     motion = np.concatenate([axes, cross(origins, axes)], axis=-1)
     return Kinematics(R, P, axes, origins, motion)
 
@@ -85,11 +86,11 @@ def normal_jacobian(model, kin, bones, points, normals, other_bones=None):
     """Rows n·J_p (k, n_dof) for world points (k, 3) on `bones` (k,) and directions (k, 3).
 
     With other_bones (k,), the rows are relative: n·(J_p(bone) − J_p(other bone)) for the
-    same point. Uses n·(a × (p − o)) = a·(p × n) − n·(a × o): no (k, 3, n_dof) array.
+    same point. n·(a × (p − o)) = (p × n)·a + n·(o × a) is the product of the spatial
+    force (p × n, n) with the motion subspace S = (a, o × a): no (k, 3, n_dof) array.
     """
-    a_x_o = cross(kin.axes, kin.origins)
-    rows = cross(points, normals) @ kin.axes.T - normals @ a_x_o.T
-    mask = model.dof_ancestors[bones]
+    rows = np.concatenate([cross(points, normals), normals], axis=-1) @ kin.motion.T
+    mask = model.dof_ancestors.take(bones, axis=0)
     if other_bones is not None:
-        mask = mask - model.dof_ancestors[other_bones]
+        mask = mask - model.dof_ancestors.take(other_bones, axis=0)
     return rows * mask

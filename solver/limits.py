@@ -14,7 +14,7 @@ from . import quat
 def limit_coordinates(model, rotations):
     """Limit coordinates (..., n_dof) rad of local rotations (..., n_bones, 4)."""
     r = quat.log(rotations)
-    return r.reshape(r.shape[:-2] + (-1,))[..., model.dof_flat]
+    return r.reshape(r.shape[:-2] + (-1,)).take(model.dof_flat, axis=-1)
 
 
 def limit_excess(model, rotations):
@@ -30,10 +30,10 @@ def project_limits(model, rotations, velocity):
     bones inside their limits are returned untouched.
     """
     r = quat.log(rotations)
-    x = r.reshape(-1)[model.dof_flat]
+    x = r.reshape(-1).take(model.dof_flat)
     hi = x > model.dof_upper
     lo = x < model.dof_lower
-    if not (np.any(hi) or np.any(lo)):
+    if not (hi.any() or lo.any()):
         return rotations, velocity, x
     r = np.clip(r, model.limit_lower, model.limit_upper)
     bones = np.unique(model.dof_bone[hi | lo])

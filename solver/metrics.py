@@ -107,11 +107,13 @@ def penetration_stats(penetration_mm, threshold_mm=0.5):
             "frames_above": int(np.count_nonzero(p > threshold_mm))}
 
 
-def limit_excess_stats(model, rotations):
-    """{"max_deg", "frames_violating"}: largest joint-limit excess and frames with any."""
+def limit_excess_stats(model, rotations, tolerance_deg=1e-6):
+    """{"max_deg", "frames_violating"}: largest joint-limit excess and the frames with an
+    excess above tolerance_deg (the default only ignores round-off of the projection)."""
     excess = np.degrees(limit_excess(model, rotations))
     per_frame = excess.max(axis=-1)
-    return {"max_deg": float(per_frame.max()), "frames_violating": int(np.count_nonzero(per_frame > 0))}
+    return {"max_deg": float(per_frame.max()),
+            "frames_violating": int(np.count_nonzero(per_frame > tolerance_deg))}
 
 
 def splice_velocity_jump(times, rotations, seams):
@@ -130,34 +132,44 @@ def splice_velocity_jump(times, rotations, seams):
     return np.linalg.norm(velocity(seams - 1, seams) - velocity(seams, seams + 1), axis=-1)
 
 
-def motion_metrics(model, times, rotations, base_positions, base_rotations, face_grid=None, tips=None):
-    """Metrics of one motion: {"jerk_cost", "penetration" (penetration_stats), "joint_limits"}."""
+def motion_metrics(model, times, rotations, base_positions, base_rotations, face_grid=None, tips=None,
+                   seams=()):
+    """Metrics of one motion: {"jerk_cost", "penetration" (penetration_stats),
+    "joint_limits" (limit_excess_stats), "splice_velocity_jump" (list, rad/s, per seam)}."""
     pos = tip_positions(model, rotations, base_positions, base_rotations, tips)
     return {"jerk_cost": jerk_cost(times, pos),
             "penetration": penetration_stats(motion_penetration_mm(model, rotations, base_positions,
                                                                    base_rotations, face_grid)),
-            "joint_limits": limit_excess_stats(model, rotations)}
+            "joint_limits": limit_excess_stats(model, rotations),
+            "splice_velocity_jump": splice_velocity_jump(times, rotations, seams).tolist() if len(seams) else []}
 
 
-def compare(model, reference, result, face_grid=None, tips=None):
+def compare(model, reference, result, face_grid=None, tips=None, seams=(), bake_seconds=None):
     """Before/after metrics of a physics pass (JSON-able dict).
 
-    reference: reference.Reference; result: simulate.SimResult. Keys: "reference" and
-    "result" (motion_metrics), "tracking_error_deg" (per group), "lag_ms",
-    "jerk_change_percent", "effort" (substeps mean/max, fallback counts per level).
+    reference: reference.Reference; result: simulate.SimResult; face_grid: the
+    sdf.DistanceGrid used, if any; tips: fingertip bones (default fingertips(model));
+    seams: splice frame indices; bake_seconds: wall time of the bake, if measured.
+    Keys: "reference" and "result" (motion_metrics), "tracking_error_deg" (per group),
+    "lag_ms", "jerk_change_percent", "effort" (substeps mean/max, fallback counts per
+    level 1–3, and with bake_seconds the bake time and real-time factor).
     """
     before = motion_metrics(model, reference.times, reference.rotations, reference.base_positions,
-                            reference.base_rotations, face_grid, tips)
+                            reference.base_rotations, face_grid, tips, seams)
     after = motion_metrics(model, reference.times, result.rotations, reference.base_positions,
-                           reference.base_rotations, face_grid, tips)
+                           reference.base_rotations, face_grid, tips, seams)
     tips_ref = tip_positions(model, reference.rotations, reference.base_positions, reference.base_rotations, tips)
     tips_res = tip_positions(model, result.rotations, reference.base_positions, reference.base_rotations, tips)
+    effort = {"substeps_mean": float(result.substeps[1:].mean()), "substeps_max": int(result.substeps.max()),
+              "fallbacks": result.fallback_counts.tolist()}
+    if bake_seconds is not None:
+        effort["bake_seconds"] = float(bake_seconds)
+        effort["realtime_factor"] = float((reference.times[-1] - reference.times[0]) / bake_seconds)
     return {
         "reference": before, "result": after,
         "tracking_error_deg": tracking_error_deg(model, reference.rotations, result.rotations),
         "lag_ms": lag_ms(reference.times, tips_ref, tips_res),
         "jerk_change_percent": 100.0 * (after["jerk_cost"] / before["jerk_cost"] - 1.0)
         if before["jerk_cost"] > 0 else 0.0,
-        "effort": {"substeps_mean": float(result.substeps[1:].mean()), "substeps_max": int(result.substeps.max()),
-                   "fallbacks": result.fallback_counts.tolist()},
+        "effort": effort,
     }

@@ -75,11 +75,14 @@ class SkeletonModel:
         names (n,) str: optional bone names (for reports only).
         density kg/m³: tissue density for masses (default 1050).
 
-    Derived (read-only attributes): n_bones, n_dof, mass (n,), com_local (n,3),
-    inertia_local (n,3,3), dof_bone (n_dof,), dof_axis (n_dof,), dof_start (n,),
-    dof_lower/dof_upper (n_dof,), ancestors (n,n) with [i,j]=1 when j is i or an
-    ancestor, dof_ancestors (n,n_dof), jumps (pointer-jumping tables for FK),
-    pairs (n_pairs, 2) capsule pairs that may collide (see contacts.rest_filtered_pairs).
+    Derived (read-only attributes): n_bones, n_dof; mass (n,) kg, com_local (n, 3) m,
+    inertia_local (n, 3, 3) kg·m² from the capsules; the DOF layout — bone b owns DOFs
+    dof_start[b] … dof_start[b] + dof_count[b] − 1, DOF d is axis dof_axis[d] (0 = X)
+    of bone dof_bone[d], so velocities (n_dof,) are per-bone angular velocities in the
+    bone frame (ball: x, y, z; hinge: x); dof_lower/dof_upper (n_dof,) rad; hinge (n,)
+    bool; ancestors (n, n), 1 where column j is row i or its ancestor; pairs
+    (n_pairs, 2) capsule pairs that may collide (contacts.rest_filtered_pairs); and
+    precomputed index tables used by the vectorised algorithms.
 
     Raises ValueError on inconsistent shapes, NaN, unknown joint types, bad parent order.
     """
@@ -143,8 +146,8 @@ class SkeletonModel:
             if len(self.names) != n:
                 raise ValueError(f"names must have {n} entries")
             put("names", tuple(str(s) for s in self.names))
-        if not self.density > 0:
-            raise ValueError("density must be positive")
+        if not (np.isfinite(self.density) and self.density > 0):
+            raise ValueError("density must be a positive finite number")
 
         put("n_bones", n)
         mass, com, inertia = capsule_mass_properties(radius, length, self.density)
@@ -164,6 +167,9 @@ class SkeletonModel:
         put("dof_bone", dof_bone)
         put("dof_axis", dof_axis)
         put("dof_flat", dof_bone * 3 + dof_axis)  # index into a flattened (n, 3) array
+        scatter = np.zeros((n_dof, 3 * n))
+        scatter[np.arange(n_dof), dof_bone * 3 + dof_axis] = 1.0
+        put("dof_scatter", scatter)  # DOF vector @ dof_scatter = flattened (n, 3) rotation vectors
         put("dof_lower", lo[dof_bone, dof_axis])
         put("dof_upper", hi[dof_bone, dof_axis])
         put("hinge", np.array([t == HINGE for t in types]))
@@ -179,11 +185,11 @@ class SkeletonModel:
         onehot = np.zeros((n, n_dof))
         onehot[dof_bone, np.arange(n_dof)] = 1.0
         put("ancestors", anc)
-        put("bone_dof", onehot)
         put("dof_ancestors", anc @ onehot)
         # [d, e] = 1 when bone(e) is bone(d) or its ancestor (resp. a strict ancestor).
         put("dof_dof_ancestors", (anc @ onehot)[dof_bone])
         put("dof_dof_strict", ((anc - np.eye(n)) @ onehot)[dof_bone])
+        put("dof_dof_path_weight", 0.5 * (self.dof_dof_ancestors + self.dof_dof_strict))
         # Pointer-jumping tables for FK over arrays extended by the base at slot n.
         jump = np.append(np.where(parents < 0, n, parents), n)
         jumps = []
@@ -191,6 +197,7 @@ class SkeletonModel:
             jumps.append(jump)
             jump = jump[jump]
         put("jumps", tuple(jumps))
+        put("offsets_ext", np.concatenate([self.rest_offsets, np.zeros((1, 3))]))
         put("children_count", np.bincount(parents[parents >= 0], minlength=n))
 
         pairs = rest_filtered_pairs(self)

@@ -51,37 +51,37 @@ def conj(q):
 
 def normalize(q):
     """Unit quaternions (..., 4). Raises ValueError on a zero quaternion."""
-    n = np.linalg.norm(q, axis=-1, keepdims=True)
-    if np.any(n == 0.0):
+    n = np.sqrt(np.einsum("...i,...i->...", q, q))[..., None]
+    if (n == 0.0).any():
         raise ValueError("cannot normalise a zero quaternion")
     return q / n
 
 
 def exp(r):
     """Unit quaternion of the rotation vector r (..., 3) in rad: (cos |r|/2, sin(|r|/2) r/|r|)."""
-    theta = np.linalg.norm(r, axis=-1, keepdims=True)
+    theta = np.sqrt(np.einsum("...i,...i->...", r, r))[..., None]
     half = 0.5 * theta
-    # sin(half)/theta through sinc keeps the small-angle limit exact (no 0/0).
-    return np.concatenate([np.cos(half), 0.5 * np.sinc(half / np.pi) * r], axis=-1)
+    # sin(θ/2)/θ, with its series below 1e-4 rad (error < 1e-18) to avoid 0/0.
+    scale = np.where(theta > 1e-4, np.sin(half) / np.maximum(theta, 1e-300), 0.5 - theta * theta / 48.0)
+    return np.concatenate([np.cos(half), scale * r], axis=-1)
 
 
 def log(q):
     """Rotation vector (..., 3) in rad of the unit quaternion q (..., 4), shortest arc (angle ≤ π)."""
-    q = np.where(q[..., :1] < 0.0, -q, q)
     w = q[..., :1]
     v = q[..., 1:]
-    s = np.linalg.norm(v, axis=-1, keepdims=True)
-    small = s < 1e-9
-    # 2 atan2(s, w)/s tends to 2/w as s -> 0; w ≈ 1 there.
-    factor = np.where(small, 2.0 / np.where(small, w, 1.0),
-                      2.0 * np.arctan2(s, w) / np.where(small, 1.0, s))
-    return factor * v
+    s = np.sqrt(np.einsum("...i,...i->...", v, v))[..., None]
+    aw = np.abs(w)
+    # 2 atan2(s, |w|)/s tends to 2/|w| as s -> 0; the sign of w picks the short arc.
+    factor = np.where(s > 1e-9, np.arctan2(s, aw) / np.maximum(s, 1e-300), 1.0 / aw)
+    return np.copysign(2.0 * factor, w) * v
 
 
 def angle_between(a, b):
     """Geodesic angle (...,) in rad between rotations a and b (..., 4), in [0, π]; sign-invariant."""
     d = mul(conj(a), b)
-    return 2.0 * np.arctan2(np.linalg.norm(d[..., 1:], axis=-1), np.abs(d[..., 0]))
+    v = d[..., 1:]
+    return 2.0 * np.arctan2(np.sqrt(np.einsum("...i,...i->...", v, v)), np.abs(d[..., 0]))
 
 
 def rotate(q, v):

@@ -3,7 +3,7 @@
 Each quaternion track (bones and base) is made hemisphere-continuous and interpolated
 component-wise by a cubic spline (scipy CubicSpline, C²), then renormalised; the
 derivatives of the normalised curve give angular velocity and acceleration analytically
-(seed §5.1: C² trajectory with q_ref, q̇_ref, q̈_ref as feedforward input).
+(seed §4.1: a C² trajectory with q_ref, q̇_ref, q̈_ref as feedforward input).
 """
 
 from dataclasses import dataclass

@@ -85,6 +85,28 @@ def pseudo_normals(vertices, triangles):
     return face, edge, vert
 
 
+def icosphere(level, radius=1.0):
+    """Closed, outward-wound sphere mesh: vertices (V, 3) m on the sphere of `radius`,
+    triangles (T, 3) with T = 20·4^level (a subdivided icosahedron; demos and tests)."""
+    t = (1 + 5 ** 0.5) / 2
+    v = np.array([(-1, t, 0), (1, t, 0), (-1, -t, 0), (1, -t, 0), (0, -1, t), (0, 1, t), (0, -1, -t), (0, 1, -t),
+                  (t, 0, -1), (t, 0, 1), (-t, 0, -1), (-t, 0, 1)], float)
+    faces = np.array([(0, 11, 5), (0, 5, 1), (0, 1, 7), (0, 7, 10), (0, 10, 11), (1, 5, 9), (5, 11, 4),
+                      (11, 10, 2), (10, 7, 6), (7, 1, 8), (3, 9, 4), (3, 4, 2), (3, 2, 6), (3, 6, 8), (3, 8, 9),
+                      (4, 9, 5), (2, 4, 11), (6, 2, 10), (8, 6, 7), (9, 8, 1)])
+    for _ in range(level):
+        # Split every edge once: midpoints are shared through a sorted-edge index.
+        edges = np.sort(np.stack([faces, np.roll(faces, -1, axis=1)], -1).reshape(-1, 2), axis=1)
+        unique, index = np.unique(edges, axis=0, return_inverse=True)
+        mids = len(v) + index.reshape(-1, 3)
+        v = np.concatenate([v, 0.5 * (v[unique[:, 0]] + v[unique[:, 1]])])
+        a, b, c = faces.T
+        ab, bc, ca = mids.T
+        faces = np.concatenate([np.stack(x, 1) for x in ((a, ab, ca), (b, bc, ab), (c, ca, bc), (ab, bc, ca))])
+        v /= np.linalg.norm(v, axis=1, keepdims=True)
+    return radius * v / np.linalg.norm(v, axis=1, keepdims=True), faces
+
+
 def _validate_mesh(vertices, triangles):
     vertices = np.asarray(vertices, dtype=float)
     triangles = np.asarray(triangles, dtype=np.intp)

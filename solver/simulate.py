@@ -157,10 +157,14 @@ def dof_gains(model, settings):
 
 
 class ReferenceTrack:
-    """Targets (integrator.Target) on the grid of `grid` points per frame interval.
+    """Reference targets (integrator.Target) and feedforward torques on a grid of `grid`
+    points per frame interval (index k·grid + j is frame k plus j/grid of its interval).
 
-    Targets are computed in batches (FK and RNEA vectorised over time) for chunks of
-    frames as the simulation reaches them; off-grid times are computed on demand.
+    Targets come from the spline in batches for chunks of frames as the simulation
+    reaches them. The feedforward RNEA(q_ref, q̇_ref, q̈_ref) is only needed at step
+    starts, so it is batched at the starts of the default two-step frames (j = 0 and
+    grid/2) and computed on demand, once, at the starts of finer steps. Off-grid times
+    (very fine anti-tunnelling steps) are evaluated directly.
     """
 
     def __init__(self, model, reference, physics, grid, chunk_frames=64):
@@ -169,9 +173,10 @@ class ReferenceTrack:
         self.spline = ReferenceSpline(reference)
         self.times = reference.times
         self.grid = grid
-        self.chunk = chunk_frames * grid
-        self._start = None
-        self._data = None
+        self.chunk_frames = chunk_frames
+        self._start = self._stop = 0
+        self._targets = self._batched_ff = None
+        self._ff, self._made = {}, {}
 
     def grid_time(self, index):
         k, j = divmod(index, self.grid)
@@ -179,24 +184,44 @@ class ReferenceTrack:
             return self.times[-1]
         return self.times[k] + (self.times[k + 1] - self.times[k]) * (j / self.grid)
 
+    def _chunk(self, index):
+        # A chunk spans whole frame intervals including their end points, so one
+        # interval never straddles two chunks.
+        if not self._start <= index < self._stop:
+            self._start = index - index % self.grid
+            self._stop = min(self._start + self.chunk_frames * self.grid, (len(self.times) - 1) * self.grid) + 1
+            self._targets = self._sample(np.array([self.grid_time(i) for i in range(self._start, self._stop)]))
+            self._batched_ff = self._feedforward(*(a[::self.grid // 2] for a in self._targets))
+            self._ff = {}
+            self._made = {}
+        return index - self._start
+
     def at_index(self, index):
-        """Target at grid point `index` (frame k, fraction j/grid → index k·grid + j)."""
-        if self._start is None or not self._start <= index < self._start + self.chunk:
-            self._start = index - index % self.chunk
-            last = min(self._start + self.chunk, (len(self.times) - 1) * self.grid + 1)
-            self._data = self._compute(np.array([self.grid_time(i) for i in range(self._start, last)]))
-        return self._target(self._data, index - self._start)
+        """Target at grid point `index` (each is built once: steps share their end points)."""
+        i = self._chunk(index)
+        target = self._made.get(i)
+        if target is None:
+            target = self._made[i] = Target(*[a[i] for a in self._targets[:6]])
+        return target
 
     def at_time(self, t):
         """Target at time t (s), computed directly."""
-        return self._target(self._compute(np.array([t])), 0)
+        return Target(*[a[0] for a in self._sample(np.array([t]))[:6]])
 
-    @staticmethod
-    def _target(data, i):
-        return Target(*(a[i] for a in data))
+    def feedforward(self, index, t):
+        """τ_ff (n_dof,) N·m at grid point `index` (a float when off the grid) or time t."""
+        if index != int(index):
+            return self._feedforward(*self._sample(np.array([t])))[0]
+        i = self._chunk(int(index))
+        if i % (self.grid // 2) == 0:
+            return self._batched_ff[i // (self.grid // 2)]
+        if i not in self._ff:
+            self._ff[i] = self._feedforward(*(a[i:i + 1] for a in self._targets))[0]
+        return self._ff[i]
 
-    def _compute(self, times):
-        model, physics = self.model, self.physics
+    def _sample(self, times):
+        """Target fields (batched over times) followed by q̈_ref (T, n_dof)."""
+        model = self.model
         s = self.spline.sample(times)
         rot = s.rotations.copy()
         # Hinges follow only the twist about local X (swing-twist decomposition).
@@ -208,13 +233,87 @@ class ReferenceTrack:
         qdd = s.omega_dot.reshape(T, -1)[:, model.dof_flat]
         bv, ba = dynamics.base_motion(s.base_position, s.base_velocity, s.base_omega,
                                       s.base_acceleration, s.base_omega_dot)
-        if physics.feedforward:
-            kin = forward_kinematics(model, rot, s.base_rotation, s.base_position)
-            spatial = dynamics.spatial_inertias(model, *dynamics.body_inertia_world(model, kin))
-            tau, _ = dynamics.rnea(model, kin, spatial, qd, qdd, bv, ba, physics.gravity)
-        else:
-            tau = np.zeros_like(qd)
-        return rot, qd, qdd, tau, s.base_rotation, s.base_position, bv, ba
+        return rot, qd, s.base_rotation, s.base_position, bv, ba, qdd
+
+    def _feedforward(self, rot, qd, base_rotation, base_position, bv, ba, qdd):
+        """RNEA(q_ref, q̇_ref, q̈_ref) (T, n_dof) N·m, batched over time (DESIGN.md §3)."""
+        model = self.model
+        kin = forward_kinematics(model, rot, base_rotation, base_position)
+        spatial = dynamics.spatial_inertias(model, *dynamics.body_inertia_world(model, kin))
+        return dynamics.rnea(model, kin, spatial, qd, qdd, bv, ba, self.physics.gravity)[0]
+
+
+class _FrameStepper:
+    """Advances the state over one frame interval: step doubling, anti-tunnelling
+    halving and the fallback ladder (see the module docstring)."""
+
+    SOFT_CONTACT = 0.1  # contact stiffness factor on the "softer" rung
+    SOFT_DAMPING = 4.0  # PD damping factor on the "softer" rung
+    FINER = 4  # step-size divisor from the "smaller steps" rung on
+
+    def __init__(self, model, physics, track, settings):
+        self.model, self.physics, self.track, self.settings = model, physics, track, settings
+
+    def advance(self, ev, k, t, H, contact_stiffness):
+        """(Evaluation at the frame end, steps taken, deepest penetration m, ladder level)."""
+        for level in (0, LEVEL_SMALLER_STEPS, LEVEL_SOFTER):
+            soft = level >= LEVEL_SOFTER
+            self.contact_k = contact_stiffness * (self.SOFT_CONTACT if soft else 1.0)
+            self.damping = self.SOFT_DAMPING if soft else 1.0
+            finer = self.FINER if level >= LEVEL_SMALLER_STEPS else 1
+            self.min_err = H / (self.settings.max_substeps * finer) * (1.0 - 1e-9)
+            self.min_tunnel = H / (self.settings.max_tunnel_substeps * finer) * (1.0 - 1e-9)
+            try:
+                return (*self.interval(ev, k * self.track.grid, self.track.grid, t, H, None), level)
+            except StepFailure:
+                continue
+        tgt = self.track.at_index((k + 1) * self.track.grid)
+        end = evaluate(self.model, self.physics, _limited_state(self.model, tgt), tgt)
+        return end, 0, end.penetration, LEVEL_KINEMATIC
+
+    def target(self, index, t):
+        # Grid indices are exact binary fractions: integral ones are on the grid.
+        return self.track.at_index(int(index)) if index == int(index) else self.track.at_time(t)
+
+    def step(self, e0, index, length, t, h):
+        tau_ff = self.track.feedforward(index, t) if self.settings.feedforward else None
+        return implicit_step(self.model, self.physics, e0, tau_ff, self.target(index + 0.5 * length, t + 0.5 * h),
+                             self.target(index + length, t + h), h, self.contact_k,
+                             self.settings.contact_damping, self.damping)
+
+    def tunnelling(self, e0, e1):
+        return (capsule_tunnelling(self.model, e0.segments, e1.segments, e0.capsules)
+                or face_tunnelling(self.physics, e0, e1))
+
+    def interval(self, e0, index, length, t, h, big):
+        """Advance e0 (time t, grid index `index`) over h s (`length` grid cells).
+
+        `big` is the single step over the interval when already known (the parent's half
+        step). Returns (Evaluation at the end, steps taken, deepest penetration m).
+        """
+        model, physics = self.model, self.physics
+        half, t_mid = 0.5 * length, t + 0.5 * h
+        if 0.5 * h >= self.min_err:
+            big = self.step(e0, index, length, t, h) if big is None else big
+            e_mid = evaluate(model, physics, self.step(e0, index, half, t, 0.5 * h), self.target(index + half, t_mid))
+            e_end = evaluate(model, physics, self.step(e_mid, index + half, half, t_mid, 0.5 * h),
+                             self.target(index + length, t + h))
+            err = quat.angle_between(big.rotations, e_end.state.rotations).max()
+            crossing = self.tunnelling(e0, e_mid) or self.tunnelling(e_mid, e_end)
+            if ((err > self.settings.tolerance and 0.25 * h >= self.min_err)
+                    or (crossing and 0.25 * h >= self.min_tunnel)):
+                return self.split(e0, index, half, t, h, e_mid.state)
+            return e_end, 2, max(e_mid.penetration, e_end.penetration)
+        new = self.step(e0, index, length, t, h) if big is None else big
+        e_end = evaluate(model, physics, new, self.target(index + length, t + h))
+        if 0.5 * h >= self.min_tunnel and self.tunnelling(e0, e_end):
+            return self.split(e0, index, half, t, h, None)
+        return e_end, 1, e_end.penetration
+
+    def split(self, e0, index, half, t, h, first_big):
+        e1, n1, d1 = self.interval(e0, index, half, t, 0.5 * h, first_big)
+        e2, n2, d2 = self.interval(e1, index + half, half, t + 0.5 * h, 0.5 * h, None)
+        return e2, n1 + n2, max(d1, d2)
 
 
 def _limited_state(model, target):
@@ -247,9 +346,10 @@ def simulate(model, reference, settings=None, progress=None, face_grid=None):
         elif face_grid.bone != reference.face_bone:
             raise ValueError("face_grid is attached to a different bone than reference.face_bone")
         face = face_samples(model, face_grid)
-    physics = Physics(omega, zeta, settings.feedforward, 2.0 * np.pi * settings.limit_frequency_hz,
+    physics = Physics(omega, zeta, 2.0 * np.pi * settings.limit_frequency_hz,
                       settings.limit_damping_ratio, settings.gravity, face)
-    track = ReferenceTrack(model, reference, physics, settings.max_substeps)
+    # Steps of H/max_substeps sample the reference at their middle: grid of 2·max_substeps.
+    track = ReferenceTrack(model, reference, physics, 2 * settings.max_substeps)
 
     first = track.at_index(0)
     ev = evaluate(model, physics, _limited_state(model, first), first)
@@ -266,67 +366,11 @@ def simulate(model, reference, settings=None, progress=None, face_grid=None):
     stiffness[0] = settings.contact_stiffness * multiplier[0]
     kp = settings.contact_stiffness
 
-    def tunnelling(ev0, ev1):
-        return (capsule_tunnelling(model, ev0.segments, ev1.segments, ev0.capsules)
-                or face_tunnelling(physics, ev0, ev1))
-
+    stepper = _FrameStepper(model, physics, track, settings)
     for k in range(n - 1):
-        H = reference.times[k + 1] - reference.times[k]
         k_eff = kp * multiplier[k + 1]
-        for level in (0, LEVEL_SMALLER_STEPS, LEVEL_SOFTER):
-            soft = level >= LEVEL_SOFTER
-            contact_k = k_eff * (0.1 if soft else 1.0)
-            refine = 4 if level >= LEVEL_SMALLER_STEPS else 1
-            min_err = H / (settings.max_substeps * refine) * (1.0 - 1e-9)
-            min_tunnel = H / (settings.max_tunnel_substeps * refine) * (1.0 - 1e-9)
-
-            def target(index, length, t):
-                # Intervals at least one grid cell long start and end on grid points.
-                return track.at_index(int(index)) if length >= 1 else track.at_time(t)
-
-            def step(e, tgt, h):
-                return implicit_step(model, physics, e, tgt, h, contact_k, settings.contact_damping,
-                                     4.0 if soft else 1.0)
-
-            def interval(e0, t, h, index, length, big):
-                """Advance e0 over [t, t + h]; index/length locate it on the target grid."""
-                half = length / 2
-                t_mid, t_end = t + 0.5 * h, t + h
-                tgt_end = target(index + length, length, t_end)
-                if 0.5 * h >= min_err:
-                    tgt_mid = target(index + half, half, t_mid)
-                    big = step(e0, tgt_end, h) if big is None else big
-                    mid = step(e0, tgt_mid, 0.5 * h)
-                    e_mid = evaluate(model, physics, mid, tgt_mid)
-                    e_end = evaluate(model, physics, step(e_mid, tgt_end, 0.5 * h), tgt_end)
-                    err = np.max(quat.angle_between(big.rotations, e_end.state.rotations))
-                    crossing = tunnelling(e0, e_mid) or tunnelling(e_mid, e_end)
-                    if ((err > settings.tolerance and 0.25 * h >= min_err)
-                            or (crossing and 0.25 * h >= min_tunnel)):
-                        e1, n1, d1 = interval(e0, t, 0.5 * h, index, half, mid)
-                        e2, n2, d2 = interval(e1, t_mid, 0.5 * h, index + half, half, None)
-                        return e2, n1 + n2, max(d1, d2)
-                    return e_end, 2, max(e_mid.penetration, e_end.penetration)
-                new = step(e0, tgt_end, h) if big is None else big
-                e_end = evaluate(model, physics, new, tgt_end)
-                if 0.5 * h >= min_tunnel and tunnelling(e0, e_end):
-                    e1, n1, d1 = interval(e0, t, 0.5 * h, index, half, None)
-                    e2, n2, d2 = interval(e1, t_mid, 0.5 * h, index + half, half, None)
-                    return e2, n1 + n2, max(d1, d2)
-                return e_end, 1, e_end.penetration
-
-            try:
-                ev_new, steps, d_max = interval(ev, reference.times[k], H, k * settings.max_substeps,
-                                                settings.max_substeps, None)
-                break
-            except StepFailure:
-                continue
-        else:
-            level = LEVEL_KINEMATIC
-            tgt = track.at_index((k + 1) * settings.max_substeps)
-            ev_new = evaluate(model, physics, _limited_state(model, tgt), tgt)
-            steps, d_max = 0, ev_new.penetration
-        ev = ev_new
+        ev, steps, d_max, level = stepper.advance(ev, k, reference.times[k], reference.times[k + 1] - reference.times[k],
+                                                  k_eff)
         i = k + 1
         rotations[i], velocities[i] = ev.state.rotations, ev.state.velocity
         penetration[i], substeps[i], level_of[i] = d_max, steps, level
@@ -339,5 +383,6 @@ def simulate(model, reference, settings=None, progress=None, face_grid=None):
             progress(i / (n - 1))
 
     counts = np.array([np.count_nonzero(level_of == lv) for lv in (1, 2, 3)])
-    return SimResult(quat.make_continuous(rotations, reference.rotations[0]), velocities, penetration * 1e3,
+    return SimResult(quat.make_continuous(quat.normalize(rotations), reference.rotations[0]), velocities,
+                     penetration * 1e3,
                      substeps, level_of, counts, energy, stiffness)

@@ -26,7 +26,7 @@ def empty_file():
     yield
 
 
-@pytest.fixture
+@pytest.fixture(scope="session")
 def addon():
     """The enabled SignSim add-on module (`bl_ext.signsim_dev.signsim`)."""
     return ADDON

@@ -1,0 +1,146 @@
+"""Thin operators of the Bake panel: bake the physics pass, switch reference/baked."""
+import bpy
+
+from ..signsim_addon import bake, preview
+from ..signsim_addon.errors import SignSimError
+
+_PRESETS = [('SETTINGS', "Rig Settings", "Use the gains stored on the armature")] + [
+    (p, p.title(), f"The {p} preset's natural frequencies") for p in sorted(bake.PRESET_SCALE)]
+
+
+def _armature_with_action(cls, context):
+    ob = context.active_object
+    if ob is None or ob.type != 'ARMATURE':
+        cls.poll_message_set("Select the armature to bake")
+        return None
+    if ob.animation_data is None or ob.animation_data.action is None:
+        cls.poll_message_set("The armature has no action to bake")
+        return None
+    return ob
+
+
+class SIGNSIM_OT_bake(bpy.types.Operator):
+    """Bake the physics pass of the active armature's action into a new action '<action>.physics' (the action itself is never changed)"""
+    bl_idname = "signsim.bake"
+    bl_label = "Bake Physics"
+    bl_options = {'REGISTER', 'UNDO'}
+
+    preset: bpy.props.EnumProperty(name="Gains", items=_PRESETS, default='SETTINGS')
+    frame_start: bpy.props.IntProperty(name="Start", default=0, description="First frame (0 with End 0: the whole action)")
+    frame_end: bpy.props.IntProperty(name="End", default=0, description="Last frame (0: the action's last keyed frame)")
+
+    _worker = None
+    _timer = None
+
+    @classmethod
+    def poll(cls, context):
+        return _armature_with_action(cls, context) is not None
+
+    def _prepare(self, context):
+        ob = context.active_object
+        frame_range = None
+        if self.frame_end > 0:
+            frame_range = (self.frame_start, self.frame_end)
+        return bake.prepare(context.scene, ob, preset=None if self.preset == 'SETTINGS' else self.preset,
+                            frame_range=frame_range, report=lambda m: self.report({'WARNING'}, m))
+
+    def _finish(self, context, job, solved):
+        physics = context.active_object.signsim.physics
+        new = bake.write(context.scene, job, solved, physics.output_mode, physics.key_tolerance_deg)
+        m = solved.metrics["baked"]
+        self.report({'INFO'}, f"Baked '{new.name}': tracking {m['tracking_rms_deg']:.2f}° RMS, "
+                              f"penetration max {m['penetration_max_mm']:.2f} mm")
+        return {'FINISHED'}
+
+    def execute(self, context):
+        try:
+            job = self._prepare(context)
+            return self._finish(context, job, bake.solve(job))
+        except SignSimError as ex:
+            self.report({'ERROR'}, str(ex))
+            return {'CANCELLED'}
+
+    def invoke(self, context, event):
+        if bpy.app.background:  # no event loop headless: do the work in execute
+            return self.execute(context)
+        try:
+            self._worker = bake.BakeWorker(self._prepare(context)).start()
+        except SignSimError as ex:
+            self.report({'ERROR'}, str(ex))
+            return {'CANCELLED'}
+        wm = context.window_manager
+        self._timer = wm.event_timer_add(0.1, window=context.window)
+        wm.progress_begin(0, 100)
+        wm.modal_handler_add(self)
+        return {'RUNNING_MODAL'}
+
+    def modal(self, context, event):
+        worker = self._worker
+        if event.type == 'ESC':
+            worker.cancel()
+        if event.type != 'TIMER' and not worker.done.is_set():
+            return {'PASS_THROUGH'}
+        context.window_manager.progress_update(int(100 * worker.fraction))
+        context.workspace.status_text_set(f"SignSim: baking physics {100 * worker.fraction:.0f}% (Esc to cancel)")
+        if not worker.done.is_set():
+            return {'RUNNING_MODAL'}
+        self._end(context)
+        if isinstance(worker.error, bake.BakeCancelled):
+            self.report({'WARNING'}, "Bake cancelled: nothing was written")
+            return {'CANCELLED'}
+        if worker.error is not None:
+            self.report({'ERROR'}, str(worker.error))
+            return {'CANCELLED'}
+        try:
+            return self._finish(context, worker.job, worker.result)
+        except SignSimError as ex:
+            self.report({'ERROR'}, str(ex))
+            return {'CANCELLED'}
+
+    def _end(self, context):
+        wm = context.window_manager
+        wm.event_timer_remove(self._timer)
+        wm.progress_end()
+        context.workspace.status_text_set(None)
+
+
+class SIGNSIM_OT_preview_toggle(bpy.types.Operator):
+    """Switch the armature between its reference action and the physics bake"""
+    bl_idname = "signsim.preview_toggle"
+    bl_label = "Reference / Baked"
+    bl_options = {'REGISTER', 'UNDO'}
+
+    @classmethod
+    def poll(cls, context):
+        ob = context.active_object
+        if ob is None or ob.type != 'ARMATURE':
+            cls.poll_message_set("Select a baked armature")
+            return False
+        if preview.baked_pair(ob) is None:
+            cls.poll_message_set("The armature has no physics bake to compare with")
+            return False
+        return True
+
+    def execute(self, context):
+        shown = preview.toggle(context.active_object)
+        self.report({'INFO'}, f"Showing {shown}")
+        return {'FINISHED'}
+
+
+class SIGNSIM_OT_reference_ghost(bpy.types.Operator):
+    """Show or hide a ghost skeleton playing the reference next to the baked motion"""
+    bl_idname = "signsim.reference_ghost"
+    bl_label = "Reference Ghost"
+    bl_options = {'REGISTER', 'UNDO'}
+
+    @classmethod
+    def poll(cls, context):
+        return SIGNSIM_OT_preview_toggle.poll.__func__(cls, context)
+
+    def execute(self, context):
+        ghost = preview.toggle_ghost(context.scene, context.active_object)
+        self.report({'INFO'}, "Ghost shown" if ghost else "Ghost removed")
+        return {'FINISHED'}
+
+
+classes = (SIGNSIM_OT_bake, SIGNSIM_OT_preview_toggle, SIGNSIM_OT_reference_ghost)

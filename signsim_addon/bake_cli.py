@@ -1,0 +1,76 @@
+"""`signsim bake`: bake the physics pass of one armature in a .blend file, headless."""
+import json
+import os
+
+import bpy
+
+from . import bake
+from .errors import SignSimError
+
+
+def add_arguments(parser):
+    parser.add_argument("--blend", required=True, help="the .blend file with the rig and its action")
+    parser.add_argument("--armature", required=True, help="name of the armature object")
+    parser.add_argument("--action", help="reference action (default: the armature's assigned action)")
+    parser.add_argument("--preset", choices=sorted(bake.PRESET_SCALE), help="gain preset instead of the rig's settings")
+    parser.add_argument("--out", required=True, help="the .blend file to write (never the input)")
+    parser.add_argument("--metrics", help="also write the metrics JSON to this file")
+
+
+def open_blend(path):
+    """Open a .blend file as the current file. Raises SignSimError when it cannot be read."""
+    if not os.path.isfile(path):
+        raise SignSimError(f"file not found: {path}")
+    try:
+        bpy.ops.wm.open_mainfile(filepath=os.path.abspath(path), load_ui=False)
+    except RuntimeError as ex:
+        raise SignSimError(f"{path}: Blender could not open it ({str(ex).strip().splitlines()[-1]})") from None
+
+
+def save_copy_atomic(path):
+    """Save the current file as a copy at `path` via a temp file and rename."""
+    path = os.path.abspath(path)
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    tmp = path + ".tmp.blend"
+    bpy.ops.wm.save_as_mainfile(filepath=tmp, copy=True, compress=True)
+    os.replace(tmp, path)
+
+
+def find_armature(name):
+    """The armature object called `name`. Raises SignSimError listing the armatures there are."""
+    ob = bpy.data.objects.get(name)
+    if ob is None or ob.type != 'ARMATURE':
+        there = ", ".join(o.name for o in bpy.data.objects if o.type == 'ARMATURE') or "none"
+        raise SignSimError(f"no armature named '{name}' (armatures in the file: {there})")
+    return ob
+
+
+def run(args, say) -> dict:
+    if os.path.abspath(args.out) == os.path.abspath(args.blend):
+        raise SignSimError("--out must differ from --blend: the input file is never overwritten")
+    open_blend(args.blend)
+    ob = find_armature(args.armature)
+    action = None
+    if args.action:
+        action = bpy.data.actions.get(args.action)
+        if action is None:
+            raise SignSimError(f"no action named '{args.action}' in {args.blend}")
+    scene = bpy.context.scene
+    job = bake.prepare(scene, ob, action, preset=args.preset, report=lambda m: say(f"warning: {m}"))
+    say(f"baking {len(job.frames)} frames of '{job.action_name}' on '{ob.name}' "
+        f"({len(job.rig.bone_names)} simulated bones)")
+    solved = bake.solve(job)
+    physics = ob.signsim.physics
+    new = bake.write(scene, job, solved, physics.output_mode, physics.key_tolerance_deg)
+    save_copy_atomic(args.out)
+    metrics = bake.public_metrics(solved.metrics)
+    if args.metrics:
+        with open(args.metrics, "w", encoding="utf-8") as f:
+            json.dump(metrics, f, indent=1, sort_keys=True)
+    for side in ("reference", "baked"):
+        m = metrics[side]
+        say(f"{side:>9}: tracking {m['tracking_rms_deg']:.2f}° RMS, lag {m['lag_ms']:.1f} ms, "
+            f"jerk {m['jerk_cost']:.3g} m²/s⁵, penetration max {m['penetration_max_mm']:.2f} mm "
+            f"(p95 {m['penetration_p95_mm']:.2f}), limit excess {m['joint_limit_excess_deg']:.2f}°")
+    say(f"wrote action '{new.name}' to {args.out}")
+    return {"action": new.name, "metrics": metrics, "out": os.path.abspath(args.out)}

@@ -1,0 +1,142 @@
+"""Bone animation as arrays: F-curves evaluated directly, keys written in bulk.
+
+Blender 5 actions are slotted: F-curves live in a channelbag per slot
+(bpy_extras.anim_utils.action_get_channelbag_for_slot / action_ensure_channelbag_for_slot).
+Reading evaluates each F-curve at the requested frames (no scene update per frame);
+writing adds all keyframe points of a curve at once with foreach_set, which is ~30×
+faster than keyframe_points.insert (BLENDER_NOTES.md, "Writing keys").
+"""
+from dataclasses import dataclass
+
+import bpy
+import numpy as np
+from bpy_extras import anim_utils
+
+from ..solver import quat
+from .errors import SignSimError
+
+_INTERPOLATION = {"CONSTANT": 0, "LINEAR": 1, "BEZIER": 2}
+
+
+@dataclass(frozen=True)
+class PoseChannels:
+    """Local pose channels of B bones over F frames.
+
+    locations (F, B, 3) in the bone's rest frame (armature units, m after import),
+    rotations (F, B, 4) quaternions w-first (Euler and axis-angle bones converted),
+    scales (F, B, 3).
+    """
+    locations: np.ndarray
+    rotations: np.ndarray
+    scales: np.ndarray
+
+
+def bone_path(bone_name: str, prop: str) -> str:
+    """The F-curve data path of a pose-bone property, with the name escaped."""
+    return f'pose.bones["{bpy.utils.escape_identifier(bone_name)}"].{prop}'
+
+
+def channelbag(action, slot):
+    """The channelbag of `slot` in `action`, or None when the slot has no F-curves."""
+    return anim_utils.action_get_channelbag_for_slot(action, slot)
+
+
+def keyed_frame_range(action, slot):
+    """(first, last) keyed frame of the slot's F-curves. Raises SignSimError without keys."""
+    bag = channelbag(action, slot)
+    ranges = [fc.range() for fc in (bag.fcurves if bag else ()) if len(fc.keyframe_points)]
+    if not ranges:
+        raise SignSimError(f"action '{action.name}' has no keyframes for slot '{slot.name_display if slot else '?'}'")
+    return min(r[0] for r in ranges), max(r[1] for r in ranges)
+
+
+def sample_pose(armature, action, slot, bone_names, frames) -> PoseChannels:
+    """Evaluate the action's F-curves for `bone_names` at `frames` (F,) (scene frames).
+
+    Channels without an F-curve keep the pose bone's current value. Each bone's rotation
+    is read in its own rotation_mode and returned as a quaternion. Raises SignSimError
+    when an evaluated value is not finite.
+    """
+    frames = np.asarray(frames, dtype=float)
+    F, B = len(frames), len(bone_names)
+    bag = channelbag(action, slot)
+    curves = {(fc.data_path, fc.array_index): fc for fc in (bag.fcurves if bag else ())}
+
+    def read(pb, prop, size):
+        static = np.array(getattr(pb, prop), dtype=float)
+        out = np.empty((F, size))
+        for k in range(size):
+            fc = curves.get((bone_path(pb.name, prop), k))
+            out[:, k] = [fc.evaluate(f) for f in frames] if fc else static[k]
+        return out
+
+    loc, rot, scale = np.empty((F, B, 3)), np.empty((F, B, 4)), np.empty((F, B, 3))
+    for j, name in enumerate(bone_names):
+        pb = armature.pose.bones[name]
+        loc[:, j] = read(pb, "location", 3)
+        scale[:, j] = read(pb, "scale", 3)
+        mode = pb.rotation_mode
+        if mode == 'QUATERNION':
+            rot[:, j] = read(pb, "rotation_quaternion", 4)
+        elif mode == 'AXIS_ANGLE':
+            aa = read(pb, "rotation_axis_angle", 4)
+            axis = aa[:, 1:] / np.maximum(np.linalg.norm(aa[:, 1:], axis=1, keepdims=True), 1e-12)
+            rot[:, j] = quat.exp(axis * aa[:, :1])
+        else:
+            rot[:, j] = quat.from_euler(read(pb, "rotation_euler", 3), mode)
+    if not (np.isfinite(loc).all() and np.isfinite(rot).all() and np.isfinite(scale).all()):
+        raise SignSimError(f"action '{action.name}' has NaN or infinite keys on {armature.name}")
+    rot = quat.make_continuous(quat.normalize(rot))
+    return PoseChannels(loc, rot, scale)
+
+
+def write_curves(action, slot, curves, frames, interpolation="LINEAR"):
+    """Write whole F-curves in bulk into `action`'s channelbag for `slot`.
+
+    curves: iterable of (data_path, array_index, group_name, values (F,)); frames (F,).
+    Existing F-curves with the same path and index are replaced. Source:
+    bpy.types.FCurveKeyframePoints.add + bpy.types.bpy_prop_collection.foreach_set.
+    """
+    frames = np.asarray(frames, dtype=np.float32)
+    n = len(frames)
+    bag = anim_utils.action_ensure_channelbag_for_slot(action, slot)
+    co = np.empty(2 * n, dtype=np.float32)
+    co[0::2] = frames
+    interp = np.full(n, _INTERPOLATION[interpolation], dtype=np.int32)
+    for data_path, index, group, values in curves:
+        old = bag.fcurves.find(data_path, index=index)
+        if old is not None:
+            bag.fcurves.remove(old)
+        fc = bag.fcurves.new(data_path, index=index, group_name=group)
+        fc.keyframe_points.add(n)
+        co[1::2] = values
+        fc.keyframe_points.foreach_set("co", co)
+        fc.keyframe_points.foreach_set("interpolation", interp)
+        fc.update()
+
+
+def bone_curves(bone_names, rotations=None, locations=None):
+    """(data_path, index, group, values) tuples for write_curves.
+
+    rotations (F, B, 4) w-first → rotation_quaternion; locations (F, B, 3) → location.
+    """
+    out = []
+    for j, name in enumerate(bone_names):
+        if rotations is not None:
+            out += [(bone_path(name, "rotation_quaternion"), k, name, rotations[:, j, k]) for k in range(4)]
+        if locations is not None:
+            out += [(bone_path(name, "location"), k, name, locations[:, j, k]) for k in range(3)]
+    return out
+
+
+def assign_action(ob, action, slot):
+    """Assign `action` and `slot` to `ob`, creating animation data if needed.
+
+    Compares slot handles first: re-assigning the already-assigned slot on an unevaluated
+    object crashes Blender 5.0.1 (BLENDER_NOTES.md, "Actions in Blender 5.0").
+    """
+    ad = ob.animation_data or ob.animation_data_create()
+    if ad.action != action:
+        ad.action = action
+    if ad.action_slot_handle != slot.handle:
+        ad.action_slot = slot
