@@ -25,7 +25,6 @@ never modified; on any error the source skeletons are removed and no action is l
 """
 import json
 import os
-import re
 
 import bpy
 import numpy as np
@@ -34,9 +33,9 @@ from bpy_extras import anim_utils
 from ..solver import compose as sc
 from ..solver import quat
 from . import bonemap, retarget
+from . import keys as keyio
 from .errors import SignSimError
 
-_POSE_PATH = re.compile(r'pose\.bones\["(.+)"\]\.(rotation_quaternion|rotation_euler|location)$')
 WEIGHT_PATH = "signsim.compose.layers[{}].weight"
 
 
@@ -72,31 +71,21 @@ def _rest_quats(target):
 
 def _keys_from_action(action, target, frame_range=None):
     """{"rot", "loc"} arrays of an action of the open file that keys target's pose bones,
-    evaluated at every frame of frame_range (default: the action's) — and the frames."""
+    evaluated at every frame of frame_range (default: its keyed range) by keys.sample_pose
+    (bones it does not key keep their current pose); "loc" only for bones with location
+    F-curves."""
     slot = next((s for s in action.slots if s.target_id_type == 'OBJECT'), None)
-    bag = anim_utils.action_get_channelbag_for_slot(action, slot) if slot is not None else None
-    curves = {}
-    for fc in (bag.fcurves if bag is not None else ()):
-        m = _POSE_PATH.match(fc.data_path)
-        if m and m.group(1) in target.data.bones:
-            curves.setdefault((m.group(1), m.group(2)), {})[fc.array_index] = fc
-    if not curves:
+    bag = keyio.channelbag(action, slot) if slot is not None else None
+    paths = {fc.data_path for fc in bag.fcurves} if bag is not None else set()
+    names = _bones(target)
+    if not any(keyio.bone_path(n, p) in paths for n in names
+               for p in ("rotation_quaternion", "rotation_euler", "rotation_axis_angle", "location")):
         raise SignSimError(f"action '{action.name}' keys no bone of '{target.name}'")
-    first, last = frame_range or tuple(action.frame_range)
+    first, last = frame_range or keyio.keyed_frame_range(action, slot)
     frames = np.arange(int(round(first)), int(round(last)) + 1, dtype=float)
-    rot, loc = {}, {}
-    for (bone, kind), fcs in curves.items():
-        n = 4 if kind == "rotation_quaternion" else 3
-        default = (1.0, 0.0, 0.0, 0.0) if n == 4 else (0.0, 0.0, 0.0)
-        vals = np.array([[fcs[i].evaluate(f) if i in fcs else default[i] for i in range(n)] for f in frames])
-        if kind == "location":
-            loc[bone] = vals
-        elif kind == "rotation_euler":
-            mode = target.pose.bones[bone].rotation_mode
-            rot[bone] = quat.from_euler(vals, mode if len(mode) == 3 else "XYZ")
-        else:
-            rot[bone] = quat.normalize(vals)
-    return {"rot": rot, "loc": loc}, frames
+    pose = keyio.sample_pose(target, action, slot, names, frames)
+    return {"rot": {n: pose.rotations[:, j] for j, n in enumerate(names)},
+            "loc": {n: pose.locations[:, j] for j, n in enumerate(names) if keyio.bone_path(n, "location") in paths}}
 
 
 def _clip_keys(spec, target, library_path, bone_map, maps, report):
@@ -105,8 +94,7 @@ def _clip_keys(spec, target, library_path, bone_map, maps, report):
     if not retarget.is_clip_file(clip) and clip in bpy.data.actions:
         action = bpy.data.actions[clip]
         first, last = action.frame_range
-        keys, _frames = _keys_from_action(action, target, _trim(spec, first, last))
-        return keys
+        return _keys_from_action(action, target, _trim(spec, first, last))
     with retarget.source_clip(clip, library_path, report=report) as src:
         first, last = src.action.frame_range
         skel = src.armature
@@ -208,7 +196,7 @@ def _copy_weight_curves(target, old_action, old_handle, new_action):
     if old_action is None or old_action == new_action:
         return
     slot = next((s for s in old_action.slots if s.handle == old_handle), None)
-    bag = anim_utils.action_get_channelbag_for_slot(old_action, slot) if slot is not None else None
+    bag = keyio.channelbag(old_action, slot) if slot is not None else None
     if bag is None:
         return
     new_bag = anim_utils.action_ensure_channelbag_for_slot(new_action, new_action.slots[0])
