@@ -214,6 +214,28 @@ def _copy_weight_curves(target, old_action, old_handle, new_action):
             copy.update()
 
 
+# ------------------------------------------------------------------------- joint limits
+
+def joint_limits(target):
+    """(lower, upper) (B, 3) rad on each bone's log(q_basis) from the physics rig's limits
+    (rig.read_rig: Limit Rotation constraints, else anatomical defaults; hinges only on
+    their curl axis); ±inf for bones it does not model. None when the rig cannot be read
+    (no fingers, no chest)."""
+    from . import rig
+    try:
+        model = rig.read_rig(target, face_object=None)
+    except SignSimError:
+        return None
+    names = _bones(target)
+    lower, upper = np.full((len(names), 3), -np.inf), np.full((len(names), 3), np.inf)
+    m = model.model
+    for k, name in enumerate(model.bone_names):
+        cols = [0] if m.hinge[k] else [0, 1, 2]
+        lower[names.index(name), cols] = m.limit_lower[k, cols]
+        upper[names.index(name), cols] = m.limit_upper[k, cols]
+    return lower, upper
+
+
 # ---------------------------------------------------------------------------- foot lock
 
 def _feet(target):
@@ -289,7 +311,7 @@ def compose(target, clips, layers=(), *, library_path=None, bone_map=None, thres
     try:
         track, seams = sc.compose(tracks, fps, windows=[c.window for c in clips[1:]],
                                   kinds=[c.curve for c in clips[1:]], rig=rig, threshold=threshold,
-                                  max_window=max_window)
+                                  max_window=max_window, limits=joint_limits(target))
     except ValueError as ex:
         raise SignSimError(str(ex)) from None
     first_frame = float(scene.frame_start)

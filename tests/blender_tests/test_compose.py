@@ -83,6 +83,8 @@ def test_two_clips_suggested_windows_pass_and_hard_cuts_fail(cm, quat, signer, s
     assert [s["velocity_jump"] for s in stored["seams"]] == [s["velocity_jump"] for s in result["seams"]]
     keys, frames = keyed(action, signer)
     assert [frames[0], frames[-1]] == result["frames"]
+    # joint limits from the physics rig (informational, never flags a seam)
+    assert all(s["limit_excess_deg"] is not None and s["limit_excess_deg"] >= 0 for s in result["seams"])
     assert len(frames) == sum(c["frames"] for c in result["clips"]) - sum(s["window"] for s in result["seams"])
     for bone, (rot, _loc) in keys.items():
         assert rot is not None, bone
