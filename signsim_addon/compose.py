@@ -122,16 +122,22 @@ def _frames_of(keys):
     return len(next(iter(keys["rot"].values()))) if keys["rot"] else len(next(iter(keys["loc"].values())))
 
 
+def _basis_rotations(keys, names):
+    """(F, B, 4) basis quaternions of keys for bones `names` (identity where not keyed)."""
+    rot = np.tile(quat.IDENTITY, (_frames_of(keys), len(names), 1))
+    for i, name in enumerate(names):
+        if name in keys["rot"]:
+            rot[:, i] = keys["rot"][name]
+    return rot
+
+
 def _to_track(keys, target, channels):
     """solver Track of keys: rotations (F, B, 4), positions (F, P, 3) for `channels`
     (root bones first, then bones with location keys), roots in armature space."""
     names = _bones(target)
     n = _frames_of(keys)
     rest, q_rest = _rest_quats(target)
-    rot = np.tile(quat.IDENTITY, (n, len(names), 1))
-    for i, name in enumerate(names):
-        if name in keys["rot"]:
-            rot[:, i] = keys["rot"][name]
+    rot = _basis_rotations(keys, names)
     pos = np.zeros((n, len(channels), 3))
     for c, name in enumerate(channels):
         b = names.index(name)
@@ -327,12 +333,7 @@ def compose(target, clips, layers=(), *, library_path=None, bone_map=None, thres
         rot, loc = _from_track(sc.Track(track.rotations, pos), target, channels)
 
     for i, layer in enumerate(layers):
-        lk = layer_keys[i]
-        lt = _to_track(lk, target, channels)
-        lrot = lt.rotations.copy()
-        _rest, q_rest = _rest_quats(target)
-        for b in _root_indices(target):   # layers act on basis rotations
-            lrot[:, b] = quat.mul(quat.conj(q_rest[b]), lrot[:, b])
+        lrot = _basis_rotations(layer_keys[i], names)          # layers act on basis rotations
         n = len(frames)
         full = np.tile(lrot[:1], (n, 1, 1))
         lo, hi = min(layer.start, n), min(layer.start + len(lrot), n)
