@@ -281,3 +281,20 @@ def test_foot_lock_and_actions_of_the_file_as_clips(cm, signer, shared_data):
     b, _f = keyed(bpy.data.actions[again["action"]], signer)
     for bone in ("hand.L", "f_index.02.R", "spine"):
         np.testing.assert_allclose(b[bone][0][:90], a[bone][0][:90], atol=1e-6)
+
+
+def test_library_clip_and_its_file_compose_the_same(addon, cm, shared_data, tmp_path):
+    """One way onto the rig: a library clip by name gives the keys its mocap file gives."""
+    mocap = shared_data / "mocap"
+    lib = tmp_path / "lib.blend"
+    addon.signsim_addon.library.import_paths([str(mocap / MIXAMO)], str(lib))
+    bpy.ops.wm.open_mainfile(filepath=str(SIGNER))
+    signer = bpy.data.objects["Signer"]
+    by_file = cm.compose(signer, [cm.ClipSpec(str(mocap / BYE)), cm.ClipSpec(str(mocap / MIXAMO))])
+    by_name = cm.compose(signer, [cm.ClipSpec(str(mocap / BYE)), cm.ClipSpec(MIXAMO[:-4])], library_path=str(lib))
+    assert by_name["seams"][0]["window"] == by_file["seams"][0]["window"]
+    a, _f = keyed(bpy.data.actions[by_file["action"]], signer)
+    b, _f = keyed(bpy.data.actions[by_name["action"]], signer)
+    for bone in a:
+        np.testing.assert_allclose(b[bone][0], a[bone][0], atol=1e-6)
+    assert [o.name for o in bpy.data.objects if o.type == 'ARMATURE'] == ["Signer"]
