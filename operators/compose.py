@@ -1,7 +1,7 @@
 """Thin operators of the Compose panel: edit the clip and layer lists, compose."""
 import bpy
 
-from ..signsim_addon import compose
+from ..signsim_addon import compose, library_ui
 from ..signsim_addon.errors import SignSimError
 
 
@@ -37,6 +37,7 @@ class SIGNSIM_OT_compose(bpy.types.Operator):
         warnings = []
         try:
             result = compose.compose(target, clips, layers, threshold=threshold,
+                                     library_path=library_ui.library_path(context),
                                      keep_height=settings.keep_height, foot_lock=settings.foot_lock,
                                      report=warnings.append)
         except SignSimError as ex:

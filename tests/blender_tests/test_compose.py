@@ -298,3 +298,58 @@ def test_library_clip_and_its_file_compose_the_same(addon, cm, shared_data, tmp_
     for bone in a:
         np.testing.assert_allclose(b[bone][0], a[bone][0], atol=1e-6)
     assert [o.name for o in bpy.data.objects if o.type == 'ARMATURE'] == ["Signer"]
+
+
+class _Layout:
+    """Stands in for bpy.types.UILayout (there is none without a window): checks that every
+    property and operator the panel draws exists."""
+
+    def __init__(self, log):
+        self.log = log
+
+    def __getattr__(self, name):          # row(), column(), box(), split() …
+        return lambda *a, **k: self
+
+    def prop(self, data, name, **_k):
+        assert name in data.bl_rna.properties, f"no property '{name}' on {data}"
+        self.log.append(("prop", name))
+
+    def label(self, text="", **_k):
+        self.log.append(("label", text))
+
+    def operator(self, idname, **_k):
+        module, name = idname.split(".")
+        assert name in dir(getattr(bpy.ops, module)), idname
+        self.log.append(("operator", idname))
+        return type("Props", (), {})()
+
+    def template_list(self, listtype, _id, data, coll, active_data, active, **_k):
+        assert coll in data.bl_rna.properties and active in active_data.bl_rna.properties
+        assert hasattr(bpy.types, listtype), listtype
+        self.log.append(("list", coll))
+
+
+def test_compose_panel_draws_clips_seams_and_flags(addon, signer, shared_data):
+    from types import SimpleNamespace
+    panels = importlib.import_module(addon.__name__ + ".panels.compose")
+    settings = signer.signsim.compose
+    for clip in (BYE, MIXAMO):
+        settings.clips.add().clip = str(shared_data / "mocap" / clip)
+    settings.clips[1].window = 0
+    nod_action(signer)
+    settings.layers.add().clip = "HeadNod"
+    settings.clip_index = 1
+    bpy.context.view_layer.objects.active = signer
+    assert bpy.ops.signsim.compose() == {'FINISHED'}
+    log = []
+    panel = SimpleNamespace(layout=_Layout(log))
+    panels.SIGNSIM_PT_compose.draw(panel, SimpleNamespace(active_object=signer))
+    for index, item in enumerate(settings.clips):
+        panels.SIGNSIM_UL_compose_clips.draw_item(None, None, _Layout(log), settings, item, 0, settings,
+                                                  "clip_index", index)
+    panels.SIGNSIM_UL_compose_layers.draw_item(None, None, _Layout(log), settings, settings.layers[0], 0,
+                                               settings, "layer_index", 0)
+    assert ("prop", "weight") in log
+    assert ("operator", "signsim.compose") in log and ("list", "clips") in log and ("list", "layers") in log
+    labels = " ".join(t for kind, t in log if kind == "label")
+    assert "1 flagged seam" in labels and "Seam 1 at frame" in labels and "Suggested window:" in labels
