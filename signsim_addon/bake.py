@@ -8,6 +8,7 @@ CLI and the tests:
 3. `write` (main thread, bpy): a NEW action with the baked keys, written in bulk.
 The reference action is never modified; nothing is written unless phase 3 runs.
 """
+import hashlib
 import json
 import time
 from dataclasses import dataclass
@@ -129,8 +130,8 @@ def solve(job: BakeJob, progress=None) -> Solved:
     ref = job.reference
     grid = None
     if ref.face_vertices is not None:
-        grid = build_distance_grid(ref.face_vertices, ref.face_triangles, ref.face_bone,
-                                   job.settings.sdf_spacing, job.settings.sdf_margin)
+        grid = face_grid(ref.face_vertices, ref.face_triangles, ref.face_bone,
+                         job.settings.sdf_spacing, job.settings.sdf_margin)
     result = simulate(job.rig.model, ref, job.settings, progress=progress, face_grid=grid)
     seconds = time.perf_counter() - start
     model = job.rig.model
@@ -141,6 +142,21 @@ def solve(job: BakeJob, progress=None) -> Solved:
         model, ref.rotations, ref.base_positions, ref.base_rotations, grid), 4).tolist()
     record["baked"]["per_frame_tracking_deg"] = np.round(np.sqrt(np.mean(err ** 2, axis=1)), 4).tolist()
     return Solved(result.rotations, record)
+
+
+_GRIDS = {}  # the last face distance fields, by mesh and grid parameters
+
+
+def face_grid(vertices, triangles, bone, spacing, margin):
+    """solver.sdf.build_distance_grid, remembered: re-baking the same rig reuses its face
+    field (seconds for a dense head mesh). Keeps the two most recent grids."""
+    key = (hashlib.sha256(np.ascontiguousarray(vertices).tobytes()
+                          + np.ascontiguousarray(triangles).tobytes()).hexdigest(), bone, spacing, margin)
+    if key not in _GRIDS:
+        while len(_GRIDS) >= 2:
+            _GRIDS.pop(next(iter(_GRIDS)))
+        _GRIDS[key] = build_distance_grid(vertices, triangles, bone, spacing, margin)
+    return _GRIDS[key]
 
 
 def metrics_record(cmp, result, reference, seconds, tracking_rms_deg) -> dict:
