@@ -14,6 +14,7 @@ import time
 from dataclasses import dataclass
 
 import numpy as np
+from threadpoolctl import threadpool_limits
 
 from ..solver import armature as armature_fk
 from ..solver import keyreduce, quat
@@ -132,7 +133,10 @@ def solve(job: BakeJob, progress=None) -> Solved:
     if ref.face_vertices is not None:
         grid = face_grid(ref.face_vertices, ref.face_triangles, ref.face_bone,
                          job.settings.sdf_spacing, job.settings.sdf_margin)
-    result = simulate(job.rig.model, ref, job.settings, progress=progress, face_grid=grid)
+    # The solver's matrices are small (n_dof ≈ 100): BLAS threads only add synchronisation
+    # (2× slower measured on 2 cores), and batch workers already use one core each.
+    with threadpool_limits(1, user_api="blas"):
+        result = simulate(job.rig.model, ref, job.settings, progress=progress, face_grid=grid)
     seconds = time.perf_counter() - start
     model = job.rig.model
     cmp = compare(model, ref, result, face_grid=grid, tips=job.rig.fingertips)
