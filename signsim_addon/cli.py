@@ -55,8 +55,13 @@ def _commands():
         ("batch", "retarget and bake many library clips in parallel",
          batch.add_arguments, batch.run),
         ("compose", "splice clips into one action with transitions",
-         *_not_available("composition is still being built")),
+         *_compose_cli()),
     )
+
+
+def _compose_cli():
+    from . import compose_cli
+    return compose_cli.add_arguments, compose_cli.run
 
 
 def build_parser() -> argparse.ArgumentParser:
