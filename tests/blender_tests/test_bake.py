@@ -83,19 +83,30 @@ def test_two_bakes_are_bit_identical(retargeted, mods):
     assert a.keys() == b.keys() and all(np.array_equal(a[k], b[k]) for k in a)
 
 
-def test_bake_is_one_undoable_step(retargeted):
-    """Undo of the bake is Blender's global (memfile) undo of one UNDO operator call.
+def test_undo_restores_the_files_actions(retargeted):
+    """Ctrl+Z after a bake: Blender's global undo restores the file's actions.
 
-    The bpy module runs without a window manager undo stack (ed.undo's poll fails headless),
-    so the test checks the contract undo relies on: the bake is one operator flagged UNDO
-    whose changes all live in bpy.data (the open file), nothing outside it.
+    The bpy module keeps an undo stack only for a file with UI (read_homefile()) and
+    ed.undo needs a screen in the context; opening a .blend or assigning the active
+    object directly leaves no undo step to return to, so the rig is appended instead.
     """
-    rig = _open(retargeted)
-    assert {'REGISTER', 'UNDO'} <= bpy.types.SIGNSIM_OT_bake.bl_options
-    files_before = sorted(p.name for p in retargeted.parent.iterdir())
-    assert bpy.ops.signsim.bake(frame_start=SHORT[0], frame_end=SHORT[1]) == {'FINISHED'}
-    assert sorted(p.name for p in retargeted.parent.iterdir()) == files_before
-    assert rig.animation_data.action.name.endswith(".physics")
+    bpy.ops.wm.read_homefile()
+    with bpy.data.libraries.load(str(retargeted), link=False) as (src, dst):
+        dst.objects = list(src.objects)
+    for ob in dst.objects:
+        bpy.context.scene.collection.objects.link(ob)
+    rig = bpy.data.objects["Signer"]
+    names = sorted(a.name for a in bpy.data.actions)
+    assigned = rig.animation_data.action.name
+    bpy.ops.ed.undo_push(message="before bake")
+    with bpy.context.temp_override(active_object=rig, object=rig):
+        # EXEC_DEFAULT with undo=True pushes the operator's own undo step, as the button does
+        assert bpy.ops.signsim.bake('EXEC_DEFAULT', True, frame_start=SHORT[0], frame_end=SHORT[1]) == {'FINISHED'}
+    assert sorted(a.name for a in bpy.data.actions) != names
+    with bpy.context.temp_override(screen=bpy.data.screens[0]):
+        assert bpy.ops.ed.undo() == {'FINISHED'}
+    assert sorted(a.name for a in bpy.data.actions) == names
+    assert bpy.data.objects["Signer"].animation_data.action.name == assigned
 
 
 def test_cancelled_bake_leaves_no_new_action(retargeted, mods):
@@ -249,3 +260,18 @@ def test_per_frame_metric_curves_agree_with_the_metrics_json(retargeted, mods):
         np.testing.assert_allclose(played, metrics[side][key], atol=1e-4)
     assert max(metrics["baked"]["per_frame_penetration_mm"]) == pytest.approx(
         metrics["baked"]["penetration_max_mm"], abs=1e-3)
+
+
+def test_cli_bake_renders_a_before_after_contact_sheet(retargeted, addon, tmp_path, capsys):
+    png = tmp_path / "sheet.png"
+    code = addon.signsim_addon.cli.main(["bake", "--blend", str(retargeted), "--armature", "Signer",
+                                         "--out", str(tmp_path / "baked.blend"), "--picture", str(png), "--json"])
+    assert code == 0
+    assert json.loads(capsys.readouterr().out.strip().splitlines()[-1])["picture"] == str(png)
+    img = bpy.data.images.load(str(png))
+    sheet = addon.signsim_addon.contact_sheet
+    assert tuple(img.size) == (sheet.SHEET_FRAMES * sheet.SIZE, 2 * sheet.SIZE)
+    px = np.empty(img.size[0] * img.size[1] * 4, dtype=np.float32)
+    img.pixels.foreach_get(px)
+    rgb = px.reshape(img.size[1], img.size[0], 4)[..., :3]
+    assert rgb.std() > 0.05  # a rendered figure, not an empty frame
