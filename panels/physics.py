@@ -10,7 +10,7 @@ iface_ = bpy.app.translations.pgettext_iface
 
 class SIGNSIM_MT_physics_presets(bpy.types.Menu):
     """Physics presets: soft, default, stiff and the user's own"""
-    bl_label = "Physics Presets"
+    bl_label = physics_presets.MENU_LABEL
     preset_subdir = physics_presets.SUBDIR
     preset_operator = "script.execute_preset"
     draw = bpy.types.Menu.draw_preset

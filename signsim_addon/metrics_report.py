@@ -177,7 +177,7 @@ def to_json(metrics, frames=None, action=None, reference=None, settings=None) ->
 def _fmt(value):
     if value is None:
         return "–"
-    if isinstance(value, int) or float(value).is_integer() and abs(value) < 1e6:
+    if isinstance(value, int):
         return f"{int(value)}"
     a = abs(value)
     if a >= 1e5:

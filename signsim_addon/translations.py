@@ -79,8 +79,10 @@ def ui_strings() -> set:
             if rna.description:
                 out.add((DEFAULT, rna.description))
             _rna_strings(rna, out, seen)
-        elif issubclass(cls, (bpy.types.Panel, bpy.types.Menu)):
+        elif issubclass(cls, bpy.types.Panel):
             out.add((DEFAULT, cls.bl_label))
+    from . import physics_presets
+    out.add((DEFAULT, physics_presets.MENU_LABEL))  # a preset menu's label is the preset's name
     for id_type in (bpy.types.Scene, bpy.types.Object, bpy.types.Action):
         _rna_strings(id_type.bl_rna.properties["signsim"].fixed_type, out, seen)
     addon = bpy.context.preferences.addons.get(__package__.rpartition(".")[0])
