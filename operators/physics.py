@@ -107,3 +107,41 @@ class SIGNSIM_OT_schedule_clear(bpy.types.Operator):
 
 
 classes = (SIGNSIM_OT_physics_preset_add, SIGNSIM_OT_schedule_phase, SIGNSIM_OT_schedule_clear)
+
+
+class SIGNSIM_OT_schedule_auto(bpy.types.Operator):
+    """Lay down the whole schedule from the reference motion's phases: contact where the """ \
+        """hands touch (×2), transition where fingertips move fast (×0.5), hold elsewhere (×1); """ \
+        """replaces the schedule"""
+    bl_idname = "signsim.schedule_auto"
+    bl_label = "Schedule from Motion"
+    bl_options = {'REGISTER', 'UNDO'}
+
+    speed_threshold: bpy.props.FloatProperty(
+        name="Fast Fingertips", default=0.5, min=0.01, soft_max=3.0, unit='VELOCITY',
+        description="Fingertip speed above which a frame is a transition, in m/s")
+    gap_mm: bpy.props.FloatProperty(
+        name="Contact Gap", default=1.0, min=0.0, soft_max=10.0,
+        description="Hands closer than this count as touching (hand–hand, thumb–finger), in mm")
+    min_frames: bpy.props.IntProperty(
+        name="Shortest Phase", default=3, min=1, soft_max=30,
+        description="Phases shorter than this many frames join the phase before them (frames)")
+
+    @classmethod
+    def poll(cls, context):
+        return SIGNSIM_OT_schedule_phase.poll.__func__(cls, context)
+
+    def execute(self, context):
+        ob = context.active_object
+        try:
+            segments = schedule.detect_phases(context.scene, ob, self.speed_threshold,
+                                              self.gap_mm, self.min_frames)
+            action, _keys = schedule.lay_phases(ob, segments)
+        except SignSimError as ex:
+            self.report({'ERROR'}, str(ex))
+            return {'CANCELLED'}
+        self.report({'INFO'}, rpt_("Keyed {} phases on '{}'").format(len(segments), action.name))
+        return {'FINISHED'}
+
+
+classes = (*classes, SIGNSIM_OT_schedule_auto)

@@ -106,6 +106,7 @@ class SIGNSIM_PT_schedule(bpy.types.Panel):
             op.phase = phase
             op.frame_start = s.schedule_frame_start
             op.frame_end = s.schedule_frame_end
+        layout.operator("signsim.schedule_auto", icon='AUTO')
         if rows:
             box = layout.box()
             col = box.column(align=True)

@@ -308,4 +308,14 @@ ZH_HANS = {
     "Switch to Object Mode to import clips": "请切换到物体模式以导入片段",
     "Switch to Object Mode to preview a clip": "请切换到物体模式以预览片段",
     "Name": "名称",
+    "Schedule from Motion": "根据动作生成时间表",
+    "Lay down the whole schedule from the reference motion's phases: contact where the hands touch (×2), transition where fingertips move fast (×0.5), hold elsewhere (×1); replaces the schedule":
+        "根据参考动作的阶段生成完整时间表：双手接触处为接触（×2），指尖快速移动处为过渡（×0.5），其余为保持（×1）；替换现有时间表",
+    "Fast Fingertips": "指尖快速",
+    "Fingertip speed above which a frame is a transition, in m/s": "指尖速度超过此值的帧视为过渡，单位 m/s",
+    "Contact Gap": "接触间隙",
+    "Hands closer than this count as touching (hand–hand, thumb–finger), in mm": "距离小于此值即视为接触（手–手、拇指–手指），单位毫米",
+    "Shortest Phase": "最短阶段",
+    "Phases shorter than this many frames join the phase before them (frames)": "短于此帧数的阶段并入前一阶段（帧）",
+    "Keyed {} phases on '{}'": "已在“{1}”上为 {0} 个阶段插帧",
 }

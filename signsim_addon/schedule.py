@@ -115,3 +115,90 @@ def summary(ob):
     except SignSimError:
         return None
     return [(f, v, phase_of(v)) for f, v in curve_keys(curve(action, slot))]
+
+
+def _side(name):
+    """'L', 'R' or '' from a bone name (.L/_L/-L suffixes, Left/Right words)."""
+    low = name.lower()
+    if low.endswith((".l", "_l", "-l")) or "left" in low:
+        return "L"
+    if low.endswith((".r", "_r", "-r")) or "right" in low:
+        return "R"
+    return ""
+
+
+def contact_frames(rig, reference, gap_mm=1.0):
+    """(F,) bool: frames where the hands touch — a capsule pair of bones on different sides
+    (hand–hand, hand–arm), or a thumb and a finger of one hand, closer than gap_mm.
+    Neighbouring fingers of one hand always touch, so they do not count."""
+    import numpy as np
+
+    from ..solver.contacts import capsule_contacts
+    from ..solver.kinematics import capsule_segments, forward_kinematics
+    from ..solver import quat
+
+    model = rig.model
+    sides = np.array([_side(n) for n in rig.bone_names])
+    groups = np.array(model.groups)
+    kin = forward_kinematics(model, reference.rotations, quat.to_matrix(reference.base_rotations),
+                             reference.base_positions)
+    out = np.zeros(len(reference.times), dtype=bool)
+    for f, seg in enumerate(capsule_segments(model, kin)):
+        c = capsule_contacts(model, seg)
+        close = c.depth > -gap_mm * 1e-3
+        i, j = c.bone1[close], c.bone2[close]
+        cross = (sides[i] != sides[j]) & (sides[i] != "") & (sides[j] != "")
+        gi, gj = groups[i], groups[j]
+        pinch = (sides[i] == sides[j]) & (((gi == "thumb") & (gj == "fingers"))
+                                          | ((gi == "fingers") & (gj == "thumb")))
+        out[f] = bool(np.any(cross | pinch))
+    return out
+
+
+def detect_phases(scene, ob, speed_threshold=0.5, gap_mm=1.0, min_frames=3, frame_range=None):
+    """The seed's phases of the reference motion of armature `ob`, per frame run:
+    [(phase id, first frame, last frame)] in scene frames.
+
+    contact: the hands touch (contact_frames; the face is not sampled here);
+    transition: otherwise, the fastest fingertip moves faster than speed_threshold (m/s);
+    hold: the rest. Runs shorter than min_frames join the run before them.
+    Raises SignSimError like bake.prepare (no action, rig without fingers, …).
+    """
+    import numpy as np
+
+    from ..solver.metrics import tip_positions
+    from . import bake
+
+    action, _slot = target(ob)
+    job = bake.prepare(scene, ob, action=action, frame_range=frame_range)
+    ref, model = job.reference, job.rig.model
+    touching = contact_frames(job.rig, ref, gap_mm)
+    tips = tip_positions(model, ref.rotations, ref.base_positions, ref.base_rotations,
+                         job.rig.fingertips)
+    speed = np.linalg.norm(np.gradient(tips, ref.times, axis=0), axis=-1).max(axis=1)
+    phases = np.where(touching, 'CONTACT', np.where(speed > speed_threshold, 'TRANSITION', 'HOLD'))
+    runs = []
+    for f, phase in zip(job.frames, phases):
+        if runs and runs[-1][0] == phase:
+            runs[-1][2] = f
+        else:
+            runs.append([str(phase), f, f])
+    merged = []
+    for run in runs:
+        if merged and (run[2] - run[1] + 1 < min_frames or merged[-1][0] == run[0]):
+            merged[-1][2] = run[2]
+        else:
+            merged.append(run)
+    return [(p, int(a), int(b)) for p, a, b in merged]
+
+
+def lay_phases(ob, segments):
+    """Replace the schedule of `ob` by plateaus of `segments` [(phase, first, last)];
+    returns (action, keys) as lay_phase."""
+    if not segments:
+        raise SignSimError("no phases to key")
+    clear(ob)
+    result = None
+    for phase, first, last in segments:
+        result = lay_phase(ob, phase, first, last)
+    return result

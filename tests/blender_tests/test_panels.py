@@ -131,6 +131,7 @@ def test_panels_on_a_rig_with_its_reference_action(retargeted):
     assert schedule.operator_args("signsim.schedule_phase") == [
         {"phase": p, "frame_start": 3, "frame_end": 9} for p in ("HOLD", "TRANSITION", "CONTACT")]
     assert "No schedule: the multiplier is constant" in schedule.labels
+    assert "signsim.schedule_auto" in schedule.operators
     bake = drawn["SIGNSIM_PT_bake"]
     assert bake.operator_args("signsim.bake") == [{"frame_start": 2, "frame_end": 20}]
     assert f"Reference: {rig.animation_data.action.name}" in bake.labels
@@ -187,6 +188,22 @@ def test_schedule_phases_key_the_multiplier_on_the_reference(retargeted, mods):
     assert [r[2] for r in sched.summary(rig)] == ['CONTACT', 'TRANSITION', 'TRANSITION']
     assert bpy.ops.signsim.schedule_clear() == {'FINISHED'}
     assert sched.curve(ref, rig.animation_data.action_slot) is None
+
+
+def test_schedule_from_motion_follows_the_seed_phases(retargeted, mods):
+    sched = mods.schedule
+    rig = _open(retargeted)
+    segments = sched.detect_phases(bpy.context.scene, rig)
+    phases = {p for p, _a, _b in segments}
+    assert {'CONTACT', 'HOLD'} <= phases  # fingerspelling: thumb meets fingertips, then holds
+    assert segments[0][1] == 1 and segments[-1][2] == 135
+    assert all(b + 1 == a for (_p, _x, b), (_q, a, _y) in zip(segments, segments[1:]))
+    assert all(p != q for (p, _a, _b), (q, _c, _d) in zip(segments, segments[1:]))
+    assert bpy.ops.signsim.schedule_auto() == {'FINISHED'}
+    fc = sched.curve(rig.animation_data.action, rig.animation_data.action_slot)
+    for phase, first, last in segments:
+        value = sched.PHASES[phase][1]
+        assert fc.evaluate(first) == pytest.approx(value) and fc.evaluate(last) == pytest.approx(value)
 
 
 def test_schedule_errors_are_reports(retargeted):
