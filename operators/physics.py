@@ -140,6 +140,11 @@ class SIGNSIM_OT_schedule_auto(bpy.types.Operator):
         except SignSimError as ex:
             self.report({'ERROR'}, str(ex))
             return {'CANCELLED'}
+        except Exception as ex:  # numerics on an unusual rig: a report, the trace on the console
+            import traceback
+            traceback.print_exc()
+            self.report({'ERROR'}, rpt_("Could not find the phases: {}").format(ex))
+            return {'CANCELLED'}
         self.report({'INFO'}, rpt_("Keyed {} phases on '{}'").format(len(segments), action.name))
         return {'FINISHED'}
 

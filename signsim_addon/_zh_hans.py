@@ -318,4 +318,5 @@ ZH_HANS = {
     "Shortest Phase": "最短阶段",
     "Phases shorter than this many frames join the phase before them (frames)": "短于此帧数的阶段并入前一阶段（帧）",
     "Keyed {} phases on '{}'": "已在“{1}”上为 {0} 个阶段插帧",
+    "Could not find the phases: {}": "无法识别阶段：{}",
 }
