@@ -422,6 +422,7 @@ def _hand_overlaps(kin, pose, side, radii):
     hand = f"hand.{side}"
     pairs = [(hand, f"{f}.0{k}.{side}") for f in FINGERS for k in (2, 3)]
     pairs += [(f"thumb.0{k}.{side}", f"{f}.0{j}.{side}") for k in (2, 3) for f in FINGERS[1:] for j in (1, 2, 3)]
+    pairs += [(f"thumb.01.{side}", f"{f}.0{j}.{side}") for f in FINGERS[1:] for j in (2, 3)]
     worst = (0.0, None)
     for a, b in pairs:
         c1, c2 = segment_closest_points(*seg[a], *seg[b])
@@ -429,6 +430,17 @@ def _hand_overlaps(kin, pose, side, radii):
         if depth > worst[0]:
             worst = (depth, b if a == hand else a)
     return worst
+
+
+def _thumb_crosses(kin, a, b, side, steps=16):
+    """True when slerping hand pose a → b drives a finger into the thumb or the palm."""
+    radii = {n: kin.radius[n] for n in kin.names}
+    for k in range(1, steps):
+        pose = {n: a[n].slerp(b[n], k / steps) for n in a}
+        depth, bone = _hand_overlaps(kin, pose, side, radii)
+        if depth > MAX_HAND_DEPTH:
+            return True
+    return False
 
 
 def uncurl_into_contact(kin, pose, side):
@@ -446,6 +458,37 @@ def uncurl_into_contact(kin, pose, side):
             name = f"{chain}.0{k}.{side}"
             if name in pose:
                 pose[name] = Quaternion().slerp(pose[name], 0.97)
+    return _side_by_side(kin, pose, side, radii)
+
+
+def _neighbour_depth(kin, pose, side, radii, a, b):
+    """Deepest overlap (m) between the phalanges of neighbouring fingers a and b."""
+    mats = kin.matrices(pose, only=[f"{a}.03.{side}", f"{b}.03.{side}"])
+    seg = {n: (np.array(mats[n].translation), np.array(kin.tail(mats, n))) for n in mats}
+    depth = 0.0
+    for j in (1, 2, 3):
+        for k in (1, 2, 3):
+            u, v = f"{a}.0{j}.{side}", f"{b}.0{k}.{side}"
+            c1, c2 = segment_closest_points(*seg[u], *seg[v])
+            depth = max(depth, radii[u] + radii[v] - float(np.linalg.norm(c1 - c2)))
+    return depth
+
+
+def _side_by_side(kin, pose, side, radii):
+    """Spread neighbouring fingers in 0.5° steps (about the knuckle's local Z, whichever way
+    opens the gap) until they touch rather than overlap by more than MAX_HAND_DEPTH."""
+    step = math.radians(0.5)
+    for a, b in zip(FINGERS[1:], FINGERS[2:]):
+        knuckle = f"{b}.01.{side}"
+        if knuckle not in pose:
+            continue
+        for _ in range(40):
+            depth = _neighbour_depth(kin, pose, side, radii, a, b)
+            if depth <= MAX_HAND_DEPTH:
+                break
+            trials = [pose[knuckle] @ Quaternion((0, 0, 1), sign * step) for sign in (1.0, -1.0)]
+            pose[knuckle] = min(trials, key=lambda q: _neighbour_depth(kin, {**pose, knuckle: q},
+                                                                         side, radii, a, b))
     return pose
 
 
@@ -498,13 +541,18 @@ def min_jerk(s):
 
 
 class Track:
-    """Keyed poses of some bones; between keys a minimum-jerk slerp, before/after a hold."""
+    """Keyed poses of some bones; between keys a minimum-jerk slerp, before/after a hold.
+
+    A key may carry a `via` pose (some bones): on the way into that key those bones are
+    pulled towards it by 16 w²(1 − w)², full at mid-transition and still at both keys,
+    so the motion detours without stopping.
+    """
 
     def __init__(self):
-        self.keys = []   # (time in s, pose dict)
+        self.keys = []   # (time in s, pose dict, via pose dict or None)
 
-    def key(self, t, pose):
-        self.keys.append((t, pose))
+    def key(self, t, pose, via=None):
+        self.keys.append((t, pose, via))
         return self
 
     def sample(self, t):
@@ -512,17 +560,23 @@ class Track:
         k = self.keys
         if t <= k[0][0]:
             return k[0][1]
-        for (t0, p0), (t1, p1) in zip(k, k[1:]):
+        for (t0, p0, _), (t1, p1, via) in zip(k, k[1:]):
             if t <= t1:
                 w = min_jerk((t - t0) / (t1 - t0)) if t1 > t0 else 1.0
-                return {n: p0[n].slerp(p1[n], w) for n in p0}
+                pose = {n: p0[n].slerp(p1[n], w) for n in p0}
+                if via:
+                    pull = 16.0 * w * w * (1.0 - w) ** 2
+                    pose.update({n: pose[n].slerp(q, pull) for n, q in via.items()})
+                return pose
         return k[-1][1]
 
 
-def write_action(rig, name, tracks, frames):
+def write_action(rig, name, tracks, frames, kin):
     """A new action on `rig` with a quaternion key on every bone at frames 1..frames (30 fps).
 
-    Keys are LINEAR (every frame is keyed); quaternion signs are kept continuous.
+    Keys are LINEAR (every frame is keyed); quaternion signs are kept continuous. Each
+    frame's hands are opened into contact (uncurl_into_contact): interpolating between
+    two handshapes must not pass the thumb through the fingers, as no real hand can.
     """
     from bpy_extras import anim_utils
     names = bone_names()
@@ -532,6 +586,8 @@ def write_action(rig, name, tracks, frames):
         pose = {}
         for tr in tracks:
             pose.update(tr.sample(f / FPS))
+        for side in SIDES:
+            pose = uncurl_into_contact(kin, pose, side)
         for j, n in enumerate(names):
             if n in pose:
                 q[f, j] = tuple(pose[n])
@@ -597,9 +653,13 @@ def fingerspelling_tracks(kin):
     length = round((times[-1] + 0.4) * FPS) + 1
     right = Track()
     shape_of = {letter: handshape_pose(kin, "R", letter) for letter in sorted(set(SPELLED))}
-    for t, letter in zip(times, SPELLED):
-        right.key(t - HOLD * slot / 2, shape_of[letter]).key(t + HOLD * slot / 2, shape_of[letter])
     relaxed = handshape_pose(kin, "R", "relaxed")
+    thumb_out = {n: q for n, q in relaxed.items() if n.startswith("thumb.")}
+    for i, (t, letter) in enumerate(zip(times, SPELLED)):
+        # A real thumb swings around the fingers, not through them: detour via the relaxed thumb.
+        crosses = i and _thumb_crosses(kin, shape_of[SPELLED[i - 1]], shape_of[letter], "R")
+        right.key(t - HOLD * slot / 2, shape_of[letter], via=thumb_out if crosses else None)
+        right.key(t + HOLD * slot / 2, shape_of[letter])
     start, _ = solve_arm(kin, "R", relaxed, _arm_goals("R", (-0.15, -0.25, 1.28), (0.05, -0.2, 1), (0.15, -1, 0.15)))
     end, _ = solve_arm(kin, "R", relaxed, _arm_goals("R", (-0.18, -0.24, 1.29), (0.0, -0.2, 1), (0.1, -1, 0.15)))
     arm_r = Track().key(0.0, _arm_only(start)).key(length / FPS, _arm_only(end))
@@ -745,7 +805,7 @@ def build(out):
     report = {}
     for clip, (tracks, frames) in (("fingerspelling", fingerspelling_tracks(kin)),
                                    ("chin_cheek", chin_cheek_tracks(kin, tree))):
-        action = write_action(rig, clip, tracks, frames)
+        action = write_action(rig, clip, tracks, frames, kin)
         export_bvh(rig, out / f"{clip}.bvh", frames)
         report[clip] = {"frames": frames}
         if clip == "chin_cheek":

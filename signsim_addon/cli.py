@@ -40,7 +40,7 @@ def _not_available(what):
 
 def _commands():
     """(name, help, add_arguments, run) for every subcommand, in --help order."""
-    from . import bake_cli, demo, library_cli, retarget_cli
+    from . import bake_cli, batch, demo, library_cli, retarget_cli
     return (
         ("demo", "run the main job on the bundled sample and print a summary",
          demo.add_arguments, demo.run),
@@ -53,10 +53,15 @@ def _commands():
         ("bake", "bake the physics pass onto an armature's keyframes",
          bake_cli.add_arguments, bake_cli.run),
         ("batch", "retarget and bake many library clips in parallel",
-         *_not_available("batch baking is still being built")),
+         batch.add_arguments, batch.run),
         ("compose", "splice clips into one action with transitions",
-         *_not_available("composition is still being built")),
+         *_compose_cli()),
     )
+
+
+def _compose_cli():
+    from . import compose_cli
+    return compose_cli.add_arguments, compose_cli.run
 
 
 def build_parser() -> argparse.ArgumentParser:

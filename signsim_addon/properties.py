@@ -125,8 +125,62 @@ class SignSimBoneMapItem(bpy.types.PropertyGroup):
                                         "inferred from the hierarchy or set by hand")
 
 
+_CURVES = [("linear", "Linear", "α = s: constant speed, corners at both ends"),
+           ("smoothstep", "Smoothstep", "α = 3s² − 2s³: starts and ends at rest (C¹)"),
+           ("smootherstep", "Smootherstep", "α = 6s⁵ − 15s⁴ + 10s³: also no jump in acceleration (C²)")]
+
+
+class SignSimComposeClip(bpy.types.PropertyGroup):
+    """One clip of a composition and the seam into it (compose.py)."""
+    clip: bpy.props.StringProperty(
+        name="Clip", description="Library clip name, mocap file (BVH, FBX, glTF) or an action of this file")
+    trim_in: bpy.props.IntProperty(name="In", min=0, description="First frame of the clip to use (0: its start)")
+    trim_out: bpy.props.IntProperty(name="Out", min=0, description="Last frame of the clip to use (0: its end)")
+    window: bpy.props.IntProperty(
+        name="Window", default=-1, min=-1, soft_max=120,
+        description="Blend window into this clip, in frames (-1: the suggested window, 0: a hard cut)")
+    curve: bpy.props.EnumProperty(name="Curve", items=_CURVES, default="smoothstep",
+                                  description="Blend weight curve of the seam into this clip")
+    suggested_window: bpy.props.IntProperty(
+        name="Suggested", default=-1, description="Shortest window that keeps the velocity jump under the "
+        "threshold (from the last compose; -1: not composed yet)")
+    velocity_jump: bpy.props.FloatProperty(
+        name="Velocity Jump", description="Seam velocity jump D of the last compose, in rad/s")
+    threshold: bpy.props.FloatProperty(name="Threshold", description="ε the seam was checked against, in rad/s")
+    flagged: bpy.props.BoolProperty(name="Flagged", description="The seam's velocity jump exceeds the threshold")
+
+
+class SignSimComposeLayer(bpy.types.PropertyGroup):
+    """An additive layer of a composition: q = q_base ⊗ (q_layer ⊗ q_ref⁻¹)^weight."""
+    clip: bpy.props.StringProperty(
+        name="Layer", description="Library clip name, mocap file or an action of this file")
+    bones: bpy.props.StringProperty(
+        name="Bones", description="Comma-separated bones the layer may change (empty: all)")
+    start: bpy.props.IntProperty(name="Start", min=0, description="Frame offset of the layer in the composition")
+    weight: bpy.props.FloatProperty(
+        name="Weight", default=1.0, min=0.0, soft_max=1.0, options={'ANIMATABLE'},
+        description="How much of the layer's motion is added (key it to fade the layer in and out)")
+
+
+class SignSimComposeSettings(bpy.types.PropertyGroup):
+    """The sequence the Compose panel and operator work on."""
+    clips: bpy.props.CollectionProperty(type=SignSimComposeClip)
+    clip_index: bpy.props.IntProperty(name="Clip", default=0)
+    layers: bpy.props.CollectionProperty(type=SignSimComposeLayer)
+    layer_index: bpy.props.IntProperty(name="Layer", default=0)
+    threshold: bpy.props.FloatProperty(
+        name="Threshold", default=0.0, min=0.0,
+        description="Largest seam velocity jump ε in rad/s (0: per seam, from the two clips' own "
+        "frame-to-frame velocity changes)")
+    keep_height: bpy.props.BoolProperty(
+        name="Keep Height", description="Align only floor position and heading; each clip keeps its own root height")
+    foot_lock: bpy.props.BoolProperty(
+        name="Foot Lock", description="Keep a planted foot still through each window by moving the root")
+
+
 class SignSimObjectSettings(bpy.types.PropertyGroup):
     """Per-armature settings."""
+    compose: bpy.props.PointerProperty(type=SignSimComposeSettings)
     is_preview: bpy.props.BoolProperty(
         name="Clip Preview", description="Made by the library's preview; replaced by the next one")
     bone_map: bpy.props.CollectionProperty(type=SignSimBoneMapItem, name="Bone Map")
@@ -138,6 +192,9 @@ class SignSimObjectSettings(bpy.types.PropertyGroup):
 
 class SignSimActionSettings(bpy.types.PropertyGroup):
     """Clip metadata and provenance of an action."""
+    compose_report: bpy.props.StringProperty(
+        name="Compose Report", description="JSON of the composition that made this action: clips, seams "
+        "(window, velocity jump, threshold, flagged)")
     is_clip: bpy.props.BoolProperty(name="Library Clip")
     source_path: bpy.props.StringProperty(name="Source", subtype='FILE_PATH')
     source_format: bpy.props.StringProperty(name="Format", description="BVH, FBX or GLTF")
@@ -174,6 +231,9 @@ _pointers = (
     (bpy.types.Object, SignSimObjectSettings),
     (bpy.types.Action, SignSimActionSettings),
 )
+# the compose groups register before the object settings that point to them
+_at = classes.index(SignSimObjectSettings)
+classes = classes[:_at] + (SignSimComposeClip, SignSimComposeLayer, SignSimComposeSettings) + classes[_at:]
 
 
 def register():

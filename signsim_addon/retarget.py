@@ -69,7 +69,8 @@ import bpy
 import numpy as np
 from bpy_extras import anim_utils
 
-from . import bonemap
+from ..solver import quat
+from . import bonemap, library, preferences
 from .errors import SignSimError
 
 
@@ -121,44 +122,6 @@ def _frame(aim, ref):
     return np.stack([a, n, np.cross(a, n)], axis=-1)
 
 
-def _quat(m):
-    """Unit quaternions (…, 4) as (w, x, y, z) from rotation matrices (…, 3, 3).
-
-    Shepperd's method: divide by the largest of 4w², 4x², 4y², 4z² so no component is
-    taken from a square root of a small, noisy number.
-    """
-    m = np.asarray(m)
-    tr = m[..., 0, 0] + m[..., 1, 1] + m[..., 2, 2]
-    cand = np.stack([tr, m[..., 0, 0], m[..., 1, 1], m[..., 2, 2]], axis=-1)
-    pick = np.argmax(cand, axis=-1)
-    q = np.empty(m.shape[:-2] + (4,))
-    r21, r12 = m[..., 2, 1], m[..., 1, 2]
-    r02, r20 = m[..., 0, 2], m[..., 2, 0]
-    r10, r01 = m[..., 1, 0], m[..., 0, 1]
-    # each case: one component from the diagonal, the others from off-diagonal sums/differences
-    cases = (
-        (1.0 + tr, r21 - r12, r02 - r20, r10 - r01),
-        (r21 - r12, 1.0 + 2 * m[..., 0, 0] - tr, r01 + r10, r02 + r20),
-        (r02 - r20, r01 + r10, 1.0 + 2 * m[..., 1, 1] - tr, r12 + r21),
-        (r10 - r01, r02 + r20, r12 + r21, 1.0 + 2 * m[..., 2, 2] - tr),
-    )
-    for k, case in enumerate(cases):
-        sel = pick == k
-        if np.any(sel):
-            q[sel] = np.stack([c[sel] for c in case], axis=-1)
-    q = _unit(q)
-    return np.where(q[..., :1] < 0.0, -q, q)
-
-
-def _continuous(q):
-    """Flip quaternions (F, 4) so consecutive ones lie in the same hemisphere."""
-    q = q.copy()
-    for f in range(1, len(q)):
-        if np.dot(q[f], q[f - 1]) < 0.0:
-            q[f] = -q[f]
-    return q
-
-
 def _rot(m):
     """Rotation parts (…, 3, 3) of (…, 4, 4) matrices with uniform scale removed."""
     r = np.asarray(m)[..., :3, :3]
@@ -178,7 +141,7 @@ def skeleton(ob, heads=None):
                             [index[b.parent.name] if b.parent else -1 for b in bones], heads)
 
 
-def _rest_matrices(ob):
+def rest_matrices(ob):
     """Armature-space rest matrices (N, 4, 4) of ob's bones (bone.matrix_local)."""
     out = np.empty(len(ob.data.bones) * 16)
     ob.data.bones.foreach_get("matrix_local", out)
@@ -286,7 +249,8 @@ def _usable_rest(body, rest_heads):
 class Result:
     """What `retarget` made: the action, frames and the root path, for callers and tests.
 
-    action: the new bpy Action; frames: (F,) target frames keyed; source_frames: (F,) source
+    action: the new bpy Action (None from `transfer`); keys: {"rot", "loc"} arrays (see
+    `transfer`); frames: (F,) target frames keyed; source_frames: (F,) source
     frames sampled (floats); root_path: (F, 3) target hips head in world space (m);
     scale: k = L_t / L_s; bone_map: the bonemap.BoneMap used.
     """
@@ -307,6 +271,23 @@ def retarget(source, target, bone_map, *, source_fps=None, frame_range=None, act
     target's previous action is restored. Raises SignSimError for unusable input (no
     action, no mapped bones, missing bones).
     Returns a Result.
+    """
+    report = report or (lambda *_a: None)
+    res = transfer(source, target, bone_map, source_fps=source_fps, frame_range=frame_range,
+                   report=report)
+    src_name = source.animation_data.action.name
+    res.action = _write_action(target, res.keys, res.frames,
+                               action_name or f"{src_name}_{target.name}")
+    report(f"retargeted {len(res.frames)} frames of '{src_name}' onto '{target.name}' "
+           f"({len(bone_map.as_dict())} mapped bones)")
+    return res
+
+
+def transfer(source, target, bone_map, *, source_fps=None, frame_range=None, report=None):
+    """The keys `retarget` would write, as arrays, without touching any action: a Result
+    with action None and keys = {"rot": {bone: (F, 4) local quaternions, w first,
+    hemisphere-continuous}, "loc": {bone: (F, 3) local locations, m}} for target's bones.
+    Arguments and errors as for `retarget`.
     """
     report = report or (lambda *_a: None)
     scene = bpy.context.scene
@@ -343,10 +324,7 @@ def retarget(source, target, bone_map, *, source_fps=None, frame_range=None, act
         if target.data.bones[bone].use_connect:
             report(f"warning: '{bone}' is connected to its parent, so Blender ignores its "
                    f"location keys: the root motion will not show")
-    action = _write_action(target, keys, out_frames, action_name or f"{src_action.name}_{target.name}")
-    report(f"retargeted {n_out} frames of '{src_action.name}' onto '{target.name}' "
-           f"({len(pairs)} mapped bones)")
-    return Result(action=action, frames=out_frames, source_frames=src_frames,
+    return Result(action=None, keys=keys, frames=out_frames, source_frames=src_frames,
                   root_path=keys["root_path"], scale=keys["scale"], bone_map=bone_map)
 
 
@@ -362,7 +340,7 @@ def _solve(source, target, pairs, mats, tails):
     n_frames = mats.shape[0]
 
     mo_t = _world(target)
-    rest_t = mo_t @ _rest_matrices(target)                 # (Nt, 4, 4) world rest
+    rest_t = mo_t @ rest_matrices(target)                 # (Nt, 4, 4) world rest
     T = _rot(rest_t)
     h_t = rest_t[:, :3, 3]
     tails_t = np.array([target.matrix_world @ b.tail_local for b in target.data.bones])
@@ -374,7 +352,7 @@ def _solve(source, target, pairs, mats, tails):
         body_s = bonemap.analyse(sk_s)
     except SignSimError:
         body_t = body_s = None
-    rest_s_world = _world(source) @ _rest_matrices(source)
+    rest_s_world = _world(source) @ rest_matrices(source)
     if body_s is not None and _usable_rest(body_s, rest_s_world[:, :3, 3]):
         S_ref, P_ref = _rot(rest_s_world), rest_s_world[:, :3, 3]
     else:
@@ -447,7 +425,7 @@ def _solve(source, target, pairs, mats, tails):
         else:
             basis = T[b].T @ W[b]
         basis_of[b] = basis
-        rot[sk_t.names[b]] = _continuous(_quat(basis))
+        rot[sk_t.names[b]] = quat.make_continuous(quat.from_matrix(basis))
 
     # root motion: hips height ratio, floors from the lowest points
     hips_t = body_t.hips if body_t is not None else order[0]
@@ -477,13 +455,31 @@ def _solve(source, target, pairs, mats, tails):
     k = height_t / height_s
     root = k * (P[:, hips_s] - p_ref) + p_ref_t                          # (F, 3) world
     # location basis of the hips with its parents at rest: head = L_rot · t + head_local
-    rest_local = _rest_matrices(target)[hips_t]
+    rest_local = rest_matrices(target)[hips_t]
     root_arm = (np.linalg.inv(mo_t) @ np.c_[root, np.ones(len(root))].T).T[:, :3]
     loc = {hips_t: (root_arm - rest_local[:3, 3]) @ _rot(rest_local)}
-    _follow_detached(sk_t, set(t_of), _rest_matrices(target), basis_of, loc)
-    rot.update({sk_t.names[b]: _continuous(_quat(basis_of[b])) for b in loc})
+    _follow_detached(sk_t, set(t_of), rest_matrices(target), basis_of, loc)
+    rot.update({sk_t.names[b]: quat.make_continuous(quat.from_matrix(basis_of[b])) for b in loc})
     return {"rot": rot, "loc": {sk_t.names[b]: v for b, v in loc.items()}, "root_path": root,
             "scale": k}
+
+
+def pose_matrices(sk, rest, basis, loc):
+    """Posed armature-space matrices {bone index: (F, 4, 4)}: M_b = M_p · L_p⁻¹ · L_b · B_b,
+    parents first. sk: Skeleton; rest: (N, 4, 4) armature-space rest matrices L; basis:
+    bone index → (F, 3, 3) basis rotations (every bone); loc: bone index → (F, 3) basis
+    locations (bones without one sit at their rest offset)."""
+    n_frames = next(iter(basis.values())).shape[0]
+    posed = {}
+    for b in sk.order():
+        local = np.broadcast_to(np.eye(4), (n_frames, 4, 4)).copy()
+        local[:, :3, :3] = basis[b]
+        if b in loc:
+            local[:, :3, 3] = loc[b]
+        p = sk.parents[b]
+        parent = posed[p] @ np.linalg.inv(rest[p]) if p >= 0 else np.eye(4)
+        posed[b] = parent @ rest[b] @ local
+    return posed
 
 
 def _follow_detached(sk, mapped, rest, basis, loc):
@@ -505,17 +501,7 @@ def _follow_detached(sk, mapped, rest, basis, loc):
     detached = [b for b in sk.order() if b not in under and b not in above]
     if not detached:
         return
-    # posed armature matrices M_b = M_p · L_p⁻¹ · L_b · B_b, parents first
-    n_frames = next(iter(basis.values())).shape[0]
-    posed = {}
-    for b in sk.order():
-        local = np.broadcast_to(np.eye(4), (n_frames, 4, 4)).copy()
-        local[:, :3, :3] = basis[b]
-        if b in loc:
-            local[:, :3, 3] = loc[b]
-        p = sk.parents[b]
-        parent = posed[p] @ np.linalg.inv(rest[p]) if p >= 0 else np.eye(4)
-        posed[b] = parent @ rest[b] @ local
+    posed = pose_matrices(sk, rest, basis, loc)
     sides = [bonemap.split_side(n)[0] for n in sk.names]
     for b in detached:
         candidates = [m for m in mapped if sides[m] == sides[b]] or list(mapped)
@@ -589,160 +575,103 @@ def _write_action(target, keys, frames, name):
 
 
 # ---------------------------------------------------------------------------------------
-# source clips from mocap files (to be replaced by the motion library's importer)
+# source clips: a library clip by name, or a mocap file through the library's importer
 
-_UNITS = (1.0, 0.01, 0.1, 0.0254, 0.001)   # m, cm, dm, inch, mm
+class SourceClip:
+    """A source armature with its clip assigned, in the open file until `cleanup()`.
 
-
-def bvh_header(filepath):
-    """(fps, frame count) from a BVH file's 'Frames:' and 'Frame Time:' lines (frames/s).
-
-    Raises SignSimError when the file has no MOTION header.
+    armature: the skeleton object (linked to the scene); action: the clip's action;
+    fps: the clip's true frame rate (frames/s); name: the clip's name (library name, or
+    the file's clip name); cleanup(): removes the skeleton, its armature data and the
+    action(s) brought in (safe to call twice). Also usable as a context manager.
     """
-    frames = fps = None
-    with open(filepath, "r", errors="replace") as fh:
-        for line in fh:
-            key, _sep, value = line.strip().partition(":")
-            try:
-                if key.lower() == "frames":
-                    frames = int(value)
-                elif key.lower() == "frame time":
-                    fps = 1.0 / float(value)
-                    fps = float(round(fps)) if abs(fps - round(fps)) < 0.01 else fps
-                    break
-            except (ValueError, ZeroDivisionError):
-                break
-    if frames is None or fps is None:
-        raise SignSimError(f"{filepath}: no valid 'Frames'/'Frame Time' lines; not a BVH motion file")
-    return fps, frames
+
+    def __init__(self, armature, action, fps, name, ids):
+        self.armature, self.action, self.fps, self.name = armature, action, fps, name
+        self._ids = ids
+
+    def cleanup(self):
+        ids, self._ids = self._ids, []
+        library.tracking.remove_ids([i for i in ids if _alive(i)])
+
+    def __iter__(self):   # armature, action, fps, cleanup = source_clip(...)
+        return iter((self.armature, self.action, self.fps, self.cleanup))
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.cleanup()
+        return False
 
 
-def import_bvh_clip(filepath, scene=None):
-    """Import a BVH file as a source armature in Z-up metres; returns (object, fps).
+def _alive(id_):
+    try:
+        id_.name
+    except ReferenceError:
+        return False
+    return True
 
-    Blender's BVH importer (quaternions, no fps scaling, Y-up file convention) brings the
-    file in; then the object is rotated so the *motion's* up axis (hips → head in the first
-    frame, snapped to the nearest axis) becomes +Z, and scaled so the figure is 1.2–2.2 m
-    tall in the first matching unit of m, cm, dm, inch, mm, otherwise to 1.7 m. Rest poses
-    are left as they are (some files have Y-up rests under Z-up motion).
-    Raises SignSimError for a missing file, a file without keys or without hips.
+
+def is_clip_file(clip):
+    """True when CLIP names a mocap file (an existing file, or a path with a mocap extension)
+    rather than a library clip name."""
+    return os.path.isfile(clip) or os.path.splitext(clip)[1].lower() in library.importers.SUPPORTED
+
+
+def library_file(library_path=None):
+    """The library .blend to take clip names from: library_path, else the preferences'."""
+    return os.path.abspath(os.path.expanduser(library_path)) if library_path \
+        else preferences.library_path()
+
+
+def source_clip(clip, library_path=None, scene=None, report=None):
+    """Bring one clip into the open file as an animated source armature: a SourceClip.
+
+    clip: a mocap file path (BVH, FBX, glTF/GLB: imported with every repair of the motion
+    library's importer — upright, metres, quaternions, calibration pose trimmed; a file
+    with several clips gives its first) or a library clip name (appended from
+    library_path, default: the preferences' library). The skeleton is linked to the
+    scene with the clip's action and slot assigned. report(message) gets import warnings.
+    Raises SignSimError for a missing file or clip, or a file the importer rejects.
     """
     scene = scene or bpy.context.scene
-    if not os.path.isfile(filepath):
-        raise SignSimError(f"clip not found: {filepath}")
-    fps, frames = bvh_header(filepath)
-    if frames < 2:
-        raise SignSimError(f"{filepath}: the clip has no motion keys ({frames} frame(s))")
-    before = set(bpy.data.objects)
+    say = (lambda _level, msg: report(f"warning: {msg}")) if report else None
+    if is_clip_file(clip):
+        path = os.path.abspath(clip)
+        if not os.path.isfile(path):
+            raise SignSimError(f"clip not found: {clip}")
+        clips = library.importers.import_file(path, say)
+        ids = [c.action for c in clips] + list({c.skeleton for c in clips}) + \
+            list({c.skeleton.data for c in clips})
+        first = clips[0]
+        arm, action, slot = first.skeleton, first.action, first.meta.get("_slot")
+        fps, name = first.meta["fps"], first.name
+    else:
+        path = library_file(library_path)
+        if not os.path.isfile(path):
+            raise SignSimError(f"clip not found: {clip} (not a file, and no motion library "
+                               f"at {path})")
+        action, arm = library.load_clip(path, clip)
+        ids = [action, arm, arm.data]
+        slot, fps, name = None, action.signsim.fps, clip
     try:
-        bpy.ops.import_anim.bvh(filepath=filepath, rotate_mode='QUATERNION', use_fps_scale=False,
-                                axis_forward='-Z', axis_up='Y', update_scene_fps=False,
-                                update_scene_duration=False)
-    except RuntimeError as ex:
-        last = str(ex).strip().splitlines()[-1]
-        raise SignSimError(f"{filepath}: Blender's BVH importer could not read it ({last})") from None
-    new = [o for o in bpy.data.objects if o not in before and o.type == 'ARMATURE']
-    if not new:
-        raise SignSimError(f"{filepath}: no armature was imported")
-    ob = new[0]
-    try:
-        ad = ob.animation_data
-        if ad is None or ad.action is None or ad.action.frame_range[1] <= ad.action.frame_range[0]:
-            raise SignSimError(f"{filepath}: the clip has no motion keys (one pose at most)")
-        scene.frame_set(int(ad.action.frame_range[0]))
-        mats = np.empty(len(ob.pose.bones) * 16)
-        ob.pose.bones.foreach_get("matrix", mats)
-        heads = mats.reshape(-1, 4, 4)[:, 3, :3]
-        body = bonemap.analyse(skeleton(ob, heads))
-        top = body.head if body.head is not None else body.spine[-1]
-        up = heads[top] - heads[body.hips]
-        axis = int(np.argmax(np.abs(up)))
-        direction = np.zeros(3)
-        direction[axis] = np.sign(up[axis])
-        swing = _swing(direction, np.array([0.0, 0.0, 1.0]))
-        height = float(np.ptp((heads @ swing.T)[:, 2]))
-        scale = next((u for u in _UNITS if 1.2 <= height * u <= 2.2), 1.7 / max(height, 1e-9))
-        ob.rotation_mode = 'QUATERNION'
-        ob.rotation_quaternion = tuple(_quat(swing))
-        ob.scale = (scale, scale, scale)
+        first_frame, last_frame = action.frame_range
+        if last_frame <= first_frame:
+            raise SignSimError(f"{clip}: the clip has no motion keys (one pose at most)")
+        if scene.collection.objects.get(arm.name) is None and arm.name not in scene.objects:
+            scene.collection.objects.link(arm)
+        ad = arm.animation_data or arm.animation_data_create()
+        ad.action = action
+        slot = slot or (action.slots[0] if len(action.slots) else None)
+        if slot is not None and ad.action_slot_handle != slot.handle:
+            ad.action_slot = slot
         bpy.context.view_layer.update()
     except Exception:
-        remove_clip(ob)
+        library.tracking.remove_ids(ids)
         raise
-    return ob, fps
-
-
-def import_gltf_clip(filepath, scene=None):
-    """Import a glTF/GLB file's armature as a source; returns (object, fps).
-
-    glTF is Z-up metres once imported and its animations are sampled at the scene's rate,
-    so fps is the scene's. The importer assigns the file's first animation; the other
-    animations of the file are removed. Raises SignSimError for a missing file, a file
-    without an animated armature.
-    """
-    scene = scene or bpy.context.scene
-    if not os.path.isfile(filepath):
-        raise SignSimError(f"clip not found: {filepath}")
-    before_objects, before_actions = set(bpy.data.objects), set(bpy.data.actions)
-    try:
-        bpy.ops.import_scene.gltf(filepath=filepath)
-    except RuntimeError as ex:
-        last = str(ex).strip().splitlines()[-1]
-        raise SignSimError(f"{filepath}: Blender's glTF importer could not read it ({last})") from None
-    new = [o for o in bpy.data.objects if o not in before_objects]
-    armatures = [o for o in new if o.type == 'ARMATURE']
-    ob = next((o for o in armatures if o.animation_data and o.animation_data.action), None)
-    keep = ob.animation_data.action if ob is not None else None
-    for action in [a for a in bpy.data.actions if a not in before_actions and a != keep]:
-        bpy.data.actions.remove(action)
-    # only the armature and the parents its transform hangs from are needed
-    needed, up = set(), ob
-    while up is not None:
-        needed.add(up)
-        up = up.parent
-    for o in new:
-        if o not in needed:
-            data = o.data
-            bpy.data.objects.remove(o)
-            if isinstance(data, bpy.types.Mesh) and data.users == 0:
-                bpy.data.meshes.remove(data)
-    if ob is None:
-        raise SignSimError(f"{filepath}: the file has no animated armature")
-    return ob, scene.render.fps / scene.render.fps_base
-
-
-def import_clip(filepath, scene=None):
-    """A source armature from a mocap file (.bvh, .glb, .gltf); returns (object, fps).
-
-    Raises SignSimError for other file types and for files the importers reject.
-    """
-    ext = os.path.splitext(filepath)[1].lower()
-    if ext == ".bvh":
-        return import_bvh_clip(filepath, scene)
-    if ext in (".glb", ".gltf"):
-        return import_gltf_clip(filepath, scene)
-    raise SignSimError(f"{filepath}: clips can be BVH or glTF (.glb, .gltf) files")
-
-
-def remove_clip(ob):
-    """Delete an imported source armature with the objects imported with it (its parents
-    and children: meshes, empties), their data and its action."""
-    top = ob
-    while top.parent is not None:
-        top = top.parent
-    objects = [top] + list(top.children_recursive)
-    action = ob.animation_data.action if ob.animation_data else None
-    datas = [o.data for o in objects if o.data is not None]
-    for o in objects:
-        bpy.data.objects.remove(o)
-    for data in datas:
-        if data.users == 0:
-            collection = bpy.data.armatures if isinstance(data, bpy.types.Armature) else \
-                bpy.data.meshes if isinstance(data, bpy.types.Mesh) else None
-            if collection is not None:
-                collection.remove(data)
-    if action is not None and action.users == 0:
-        bpy.data.actions.remove(action)
+    return SourceClip(arm, action, float(fps or scene.render.fps / scene.render.fps_base),
+                      name, ids)
 
 
 # ---------------------------------------------------------------------------------------

@@ -3,6 +3,9 @@
     signsim retarget --clip CLIP [--clip CLIP2 …] --rig RIG.blend [--armature NAME]
                      [--map preset.json] [--library FILE] --out OUT.blend [--json]
 
+A CLIP is a mocap file (BVH, FBX, glTF/GLB, through the motion library's importer) or the
+name of a clip in the motion library (--library, default: the preferences' library).
+
 Prints (with --json) {"armature", "action", "actions", "bone_map": {target: source},
 "coverage": [body parts], "unmapped_target": [...], "confidence": {target: 0..1},
 "frames": [first, last], "out"} (bone map and frames of the first clip). One map serves all
@@ -20,8 +23,8 @@ from .errors import SignSimError
 
 def add_arguments(parser):
     parser.add_argument("--clip", action="append", required=True, metavar="CLIP",
-                        help="mocap file to retarget (BVH, or glTF/GLB: its first animation); "
-                        "repeat for several clips")
+                        help="library clip name, or mocap file to retarget (BVH, FBX, glTF/GLB: "
+                        "its first clip); repeat for several clips")
     parser.add_argument("--rig", required=True, metavar="RIG.blend",
                         help=".blend file holding the target armature")
     parser.add_argument("--armature", metavar="NAME",
@@ -29,9 +32,44 @@ def add_arguments(parser):
     parser.add_argument("--map", metavar="PRESET.json",
                         help="bone map preset (JSON, from the Retarget panel's export)")
     parser.add_argument("--library", metavar="FILE",
-                        help="motion library to take clip names from (not available yet)")
+                        help="motion library .blend to take clip names from (default: the "
+                        "one in the preferences)")
     parser.add_argument("--out", required=True, metavar="OUT.blend",
                         help="where to write the rig with the new action(s)")
+
+
+def check_paths(rig, out):
+    """SignSimError unless the rig file exists and OUT's folder does."""
+    if not os.path.isfile(rig):
+        raise SignSimError(f"rig file not found: {rig}")
+    out_dir = os.path.dirname(os.path.abspath(out))
+    if not os.path.isdir(out_dir):
+        raise SignSimError(f"output folder does not exist: {out_dir}")
+
+
+def open_rig(path, armature):
+    """Open the rig .blend and return its target armature object (see _target)."""
+    try:
+        bpy.ops.wm.open_mainfile(filepath=os.path.abspath(path), load_ui=False)
+    except RuntimeError as ex:
+        last = str(ex).strip().splitlines()[-1]
+        raise SignSimError(f"cannot open rig file {path}: {last}") from None
+    return _target(armature)
+
+
+def save_atomically(out, say):
+    """Save the open file as OUT through a temporary file renamed into place; returns the
+    absolute path."""
+    out = os.path.abspath(out)
+    tmp = out + ".partial.blend"
+    try:
+        bpy.ops.wm.save_as_mainfile(filepath=tmp, copy=True, compress=False)
+        os.replace(tmp, out)
+    finally:
+        if os.path.exists(tmp):
+            os.remove(tmp)
+    say(f"wrote {out}")
+    return out
 
 
 def _target(name):
@@ -48,43 +86,46 @@ def _target(name):
     return bpy.data.objects[armatures[0]]
 
 
+def resolve_clips(clips, library_path):
+    """(clip specs with file paths made absolute, absolute library path or None).
+
+    Checked before the rig is opened (relative paths, one-line errors): a missing mocap
+    file, or a clip name without a library file, raise SignSimError.
+    """
+    names = [c for c in clips if not retarget.is_clip_file(c)]
+    for clip in clips:
+        if retarget.is_clip_file(clip) and not os.path.isfile(clip):
+            raise SignSimError(f"clip not found: {clip}")
+    library_file = None
+    if names:
+        library_file = retarget.library_file(library_path)
+        if not os.path.isfile(library_file):
+            raise SignSimError(f"clip not found: {names[0]} (not a file, and no motion library "
+                               f"at {library_file})")
+    return [os.path.abspath(c) if retarget.is_clip_file(c) else c for c in clips], library_file
+
+
 def run(args, say):
-    if args.library:
-        raise SignSimError("--library: retargeting clips from a motion library is not available "
-                           "yet; pass a mocap file path to --clip")
-    for clip in args.clip:
-        if not os.path.isfile(clip):
-            raise SignSimError(f"clip not found: {clip} (library clip names are not available yet)")
-    if not os.path.isfile(args.rig):
-        raise SignSimError(f"rig file not found: {args.rig}")
-    out_dir = os.path.dirname(os.path.abspath(args.out))
-    if not os.path.isdir(out_dir):
-        raise SignSimError(f"output folder does not exist: {out_dir}")
+    clips, library_file = resolve_clips(args.clip, args.library)
+    check_paths(args.rig, args.out)
     preset = retarget.load_preset(args.map) if args.map else None
 
-    try:
-        bpy.ops.wm.open_mainfile(filepath=os.path.abspath(args.rig), load_ui=False)
-    except RuntimeError as ex:
-        last = str(ex).strip().splitlines()[-1]
-        raise SignSimError(f"cannot open rig file {args.rig}: {last}") from None
-    target = _target(args.armature)
+    target = open_rig(args.rig, args.armature)
     if preset is not None:
         unknown = [t for t in preset.as_dict() if t not in target.data.bones]
         if unknown:
             raise SignSimError(f"{args.map}: bones not in '{target.name}': {', '.join(unknown[:6])}")
     results, maps = [], {}
-    for clip in args.clip:
-        source, fps = retarget.import_clip(os.path.abspath(clip))
-        try:
+    for clip in clips:
+        with retarget.source_clip(clip, library_file, report=say) as src:
             # one map for every clip of one skeleton: the preset, or the automatic map
-            skeleton_key = tuple(b.name for b in source.data.bones)
-            bone_map = preset or maps.get(skeleton_key) or retarget.auto_map(source, target)
+            skeleton_key = tuple(b.name for b in src.armature.data.bones)
+            bone_map = preset or maps.get(skeleton_key) or retarget.auto_map(src.armature, target)
             maps.setdefault(skeleton_key, bone_map)
-            name = os.path.splitext(os.path.basename(clip))[0]
-            results.append(retarget.retarget(source, target, bone_map, source_fps=fps,
+            name = os.path.splitext(os.path.basename(clip))[0] if retarget.is_clip_file(clip) \
+                else clip
+            results.append(retarget.retarget(src.armature, target, bone_map, source_fps=src.fps,
                                              action_name=f"{name}_{target.name}", report=say))
-        finally:
-            retarget.remove_clip(source)
     for res in results[1:]:
         res.action.use_fake_user = True    # kept in OUT although only the first is assigned
     first = results[0].action
@@ -97,15 +138,7 @@ def run(args, say):
     bone_map = results[0].bone_map
     retarget.store_map(target, bone_map)
 
-    out = os.path.abspath(args.out)
-    tmp = out + ".partial.blend"
-    try:
-        bpy.ops.wm.save_as_mainfile(filepath=tmp, copy=True, compress=False)
-        os.replace(tmp, out)
-    finally:
-        if os.path.exists(tmp):
-            os.remove(tmp)
-    say(f"wrote {out}")
+    out = save_atomically(args.out, say)
     sk_t = retarget.skeleton(target)
     result = {
         "armature": target.name,

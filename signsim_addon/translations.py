@@ -52,8 +52,13 @@ def _rna_strings(rna, out, seen):
         return
     seen.add(rna.identifier)
     for prop in rna.properties:
-        if prop.identifier in _BLENDER_OWN or prop.name in {"", prop.identifier}:
-            continue  # Blender's own (translated by Blender) or never shown
+        if prop.identifier in _BLENDER_OWN:
+            continue  # Blender's own, translated by Blender
+        fixed = getattr(prop, "fixed_type", None)
+        if fixed is not None and fixed.identifier.startswith("SignSim"):
+            _rna_strings(fixed, out, seen)
+        if prop.name in {"", prop.identifier}:
+            continue  # never shown by name
         for s in (prop.name, prop.description):
             if s:
                 out.add((DEFAULT, s))
@@ -61,9 +66,6 @@ def _rna_strings(rna, out, seen):
             for s in (item.name, item.description):
                 if s:
                     out.add((DEFAULT, s))
-        fixed = getattr(prop, "fixed_type", None)
-        if fixed is not None and fixed.identifier.startswith("SignSim"):
-            _rna_strings(fixed, out, seen)
 
 
 def ui_strings() -> set:

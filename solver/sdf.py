@@ -119,13 +119,16 @@ def _validate_mesh(vertices, triangles):
     return vertices, triangles
 
 
-def mesh_signed_distance(vertices, triangles, points, chunk=65536):
-    """Exact signed distance (k,) m from points (k, 3) to a closed triangle mesh; outside > 0.
+def mesh_signed_distance(vertices, triangles, points, chunk=65536, band=None):
+    """Signed distance (k,) m from points (k, 3) to a closed triangle mesh; outside > 0.
 
     Candidates come from a k-d tree over triangle centroids: the nearest few give an
     upper bound u on the distance, and every triangle's points lie within `reach`
     (largest centroid-to-corner distance) of its centroid, so all triangles that could
     be closer than u have their centroid within u + reach: the search is exact.
+    band (m, optional): exact only where |distance| ≤ band; farther points get the upper
+    bound u from the nearest few triangles (deep inside a dense head mesh the exact
+    search would visit every triangle, and contacts never look there).
     """
     vertices, triangles = _validate_mesh(vertices, triangles)
     points = np.asarray(points, dtype=float).reshape(-1, 3)
@@ -138,9 +141,15 @@ def mesh_signed_distance(vertices, triangles, points, chunk=65536):
     _, near = tree.query(points, k=k)
     near = near.reshape(len(points), k)
     q, _ = closest_point_on_triangle(points[:, None], tri[near, 0], tri[near, 1], tri[near, 2])
-    bound = np.sqrt(np.sum((q - points[:, None]) ** 2, axis=-1)).min(axis=1)
-    lists = tree.query_ball_point(points, bound + reach * (1 + 1e-9) + 1e-12)
+    near_dist = np.sqrt(np.sum((q - points[:, None]) ** 2, axis=-1))
+    bound = near_dist.min(axis=1)
+    radius = bound if band is None else np.minimum(bound, band)
+    lists = tree.query_ball_point(points, radius + reach * (1 + 1e-9) + 1e-12)
     counts = np.fromiter(map(len, lists), dtype=np.intp, count=len(points))
+    # Far points (beyond the band) without candidates keep the nearest of the few.
+    fallback = near[np.arange(len(points)), near_dist.argmin(axis=1)]
+    lists = [lst if n else [fallback[i]] for i, (lst, n) in enumerate(zip(lists, counts))]
+    counts = np.maximum(counts, 1)
     cand = np.concatenate(lists).astype(np.intp)
     owner = np.repeat(np.arange(len(points)), counts)
     dist = np.empty(len(cand))
@@ -233,6 +242,9 @@ def build_distance_grid(vertices, triangles, bone, spacing=0.005, margin=0.02):
     counts = np.maximum(np.ceil((hi - lo) / spacing).astype(int) + 1, 2)
     axes = [lo[k] + spacing * np.arange(counts[k]) for k in range(3)]
     nodes = np.stack(np.meshgrid(*axes, indexing="ij"), axis=-1).reshape(-1, 3)
-    values = mesh_signed_distance(vertices, triangles, nodes).reshape(tuple(counts))
+    # Contacts sample the field only closer than margin/2 (the thickest sampled capsule)
+    # plus one cell for the trilinear stencil: exact there, an upper bound farther in.
+    values = mesh_signed_distance(vertices, triangles, nodes, band=0.5 * margin + spacing)
+    values = values.reshape(tuple(counts))
     values.flags.writeable = False
     return DistanceGrid(lo, float(spacing), values, int(bone), float(margin))

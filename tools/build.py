@@ -18,7 +18,7 @@ import tomllib
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 # "scipy-1.17.1-cp311-cp311-win_amd64.whl" -> name, version, python tag, abi, platform tags
-WHEEL_RE = re.compile(r"^(?P<name>[^-]+)-(?P<version>[^-]+)-(?P<py>cp\d+)-(?P<abi>[^-]+)-(?P<plat>[^-]+)\.whl$")
+WHEEL_RE = re.compile(r"^(?P<name>[^-]+)-(?P<version>[^-]+)-(?P<py>(cp|py)\d+)-(?P<abi>[^-]+)-(?P<plat>[^-]+)\.whl$")
 
 
 def blender_ext_script() -> pathlib.Path:
@@ -42,12 +42,14 @@ def fetch_wheels(manifest: dict) -> None:
         m = WHEEL_RE.match(path.name)
         if not m:
             raise SystemExit(f"build: cannot parse wheel file name {path.name}")
-        py = m["py"][2:]
+        target = []
+        if m["plat"] != "any":  # a compiled wheel: ask pip for that platform and ABI
+            py = m["py"][2:]
+            target = ["--implementation", "cp", "--python-version", f"{py[0]}.{py[1:]}",
+                      "--abi", m["abi"], "--platform", m["plat"].split(".")[-1]]
         subprocess.run(
             [sys.executable, "-m", "pip", "download", "--quiet", "--disable-pip-version-check",
-             "--no-deps", "--only-binary=:all:", "--implementation", "cp",
-             "--python-version", f"{py[0]}.{py[1:]}", "--abi", m["abi"],
-             "--platform", m["plat"].split(".")[-1], "--dest", str(path.parent),
+             "--no-deps", "--only-binary=:all:", *target, "--dest", str(path.parent),
              f"{m['name']}=={m['version']}"],
             check=True)
         if not path.exists():

@@ -2,6 +2,8 @@
 
 Same handler as `blender -b -c signsim …` once the extension is installed.
 """
+import json
+import os
 import shutil
 import sys
 
@@ -9,6 +11,8 @@ import devenv
 
 
 def main() -> int:
+    # `signsim batch` starts its workers with this same launcher.
+    os.environ["SIGNSIM_CLI"] = json.dumps([sys.executable, os.path.abspath(__file__)])
     tmp = devenv.isolate_user_resources("signsim-cli-")
     try:
         import bpy  # noqa: F401  (Blender must load before the add-on is enabled)

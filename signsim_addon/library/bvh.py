@@ -13,7 +13,7 @@ import re
 import numpy as np
 
 from ..errors import SignSimError
-from . import clean
+from ...solver import quat
 
 _ROT = {"xrotation": "X", "yrotation": "Y", "zrotation": "Z"}
 _POS = {"xposition": 0, "yposition": 1, "zposition": 2}
@@ -250,11 +250,19 @@ def local_rotations(data, rows=None):
         rot = [(c, data.first_channel[j] + i) for i, c in enumerate(chans) if c in _ROT]
         if not rot:
             continue
-        q = None
-        for c, col in rot:  # BVH: R = R_first · R_second · R_third (intrinsic)
-            qi = clean.axis_quat(np.radians(m[:, col]), "XYZ".index(_ROT[c]))
-            q = qi if q is None else clean.quat_mul(q, qi)
-        out[:, j] = q
+        # BVH: R = R_first · R_second · R_third (intrinsic), i.e. the third channel's axis
+        # is applied first: Blender's Euler order is the channel order reversed
+        letters = [_ROT[c] for c, _col in rot]
+        if len(set(letters)) == len(letters):
+            angles = np.zeros((len(m), 3))
+            for (c, col), letter in zip(rot, letters):
+                angles[:, "XYZ".index(letter)] = np.radians(m[:, col])
+            out[:, j] = quat.from_euler(angles, "".join(reversed(letters)))
+        else:  # an axis repeated (legal, rare): one channel at a time
+            for (c, col), letter in zip(rot, letters):
+                angles = np.zeros((len(m), 3))
+                angles[:, "XYZ".index(letter)] = np.radians(m[:, col])
+                out[:, j] = quat.mul(out[:, j], quat.from_euler(angles, letter))
     return out
 
 
@@ -263,7 +271,7 @@ def joint_positions(data, rows=None):
     replace the OFFSET, as Blender's importer reads them)."""
     m = data.motion if rows is None else data.motion[rows]
     F, J = len(m), len(data.names)
-    mats = clean.quat_to_matrix(local_rotations(data, rows))
+    mats = quat.to_matrix(local_rotations(data, rows))
     world_r = np.zeros((F, J, 3, 3))
     world_p = np.zeros((F, J, 3))
     for j in range(J):

@@ -33,6 +33,7 @@ import numpy as np
 from bpy_extras import anim_utils
 
 from ..errors import SignSimError
+from ...solver import quat
 from . import bvh, clean, tracking
 
 SUPPORTED = {".bvh": "BVH", ".fbx": "FBX", ".glb": "GLTF", ".gltf": "GLTF"}
@@ -221,7 +222,6 @@ def _bvh_keys(arm, action, data, scale, forward, up, warnings):
       location = R⁻¹ · (p · s − offset · s)   for joints with position channels.
     Returns the number of frames trimmed."""
     from bpy_extras.io_utils import axis_conversion
-    from mathutils import Matrix
     g = np.array(axis_conversion(from_forward=forward, from_up=up))
     bag = anim_utils.action_get_channelbag_for_slot(action, arm.animation_data.action_slot)
     bag.fcurves.clear()
@@ -236,9 +236,8 @@ def _bvh_keys(arm, action, data, scale, forward, up, warnings):
         rest = g.T @ np.array(bone.matrix_local)[:3, :3]
         pos_cols, rot_cols, _axes = bvh.joint_channels(data, j)
         if rot_cols:
-            qr = np.array(Matrix(rest.tolist()).to_quaternion())
-            qr_inv = qr * np.array([1, -1, -1, -1])
-            rot_q.append(clean.quat_mul(clean.quat_mul(qr_inv, q_bvh[:, j]), qr))
+            qr = quat.from_matrix(rest)
+            rot_q.append(quat.mul(quat.mul(quat.conj(qr), q_bvh[:, j]), qr))
             rot_bones.append(bone_name)
         if pos_cols:
             p = np.zeros((n, 3))
@@ -248,7 +247,7 @@ def _bvh_keys(arm, action, data, scale, forward, up, warnings):
             p = (p - data.offsets[j]) * scale
             loc_v.append(p @ np.linalg.inv(rest).T)
             loc_bones.append(bone_name)
-    q = clean.make_continuous(np.stack(rot_q, axis=1) if rot_q else np.zeros((n, 0, 4)))
+    q = quat.make_continuous(np.stack(rot_q, axis=1) if rot_q else np.zeros((n, 0, 4)))
     root = next((i for i, b in enumerate(loc_bones) if arm.data.bones[b].parent is None), None)
     loc = loc_v[root] if root is not None else None
     trim = clean.calibration_frames(q, loc, loc_scale=0.5)
@@ -619,7 +618,7 @@ def _repair_keyed_action(arm, action, slot, warnings):
         vals = np.stack([c[1::2] for c in cos], axis=1)
         if kind == "rotation_euler":
             order = pb.rotation_mode if pb.rotation_mode not in ('QUATERNION', 'AXIS_ANGLE') else 'XYZ'
-            q = clean.make_continuous(clean.euler_to_quat(vals, order))
+            q = quat.make_continuous(quat.from_euler(vals, order))
             group = fcs[0].group.name if fcs[0].group else pb.name
             for fc in fcs.values():
                 bag.fcurves.remove(fc)
@@ -628,7 +627,8 @@ def _repair_keyed_action(arm, action, slot, warnings):
                 write_curve(bag, path, i, group, times, q[:, i])
             pb.rotation_mode = 'QUATERNION'
         else:
-            q = clean.make_continuous(vals)
+            norm = np.linalg.norm(vals, axis=1, keepdims=True)
+            q = quat.make_continuous(vals / np.where(norm > 0.0, norm, 1.0))
             for i in range(4):
                 co = cos[i]
                 co[1::2] = q[:, i]
@@ -770,7 +770,7 @@ def _max_rotation(action, slot, bone_names):
             fc.keyframe_points.foreach_get("co", co)
             q[:, i] = co[1::2]
         q /= np.linalg.norm(q, axis=1, keepdims=True)
-        best = max(best, float(clean.pair_angles(q, q[:1]).max()) if n else 0.0)
+        best = max(best, float(quat.angle_between(q[:1], q).max()) if n else 0.0)
     return best
 
 

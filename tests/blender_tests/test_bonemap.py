@@ -82,7 +82,7 @@ def test_unnamed_skeleton_maps_by_topology(bm, addon, shared_data):
     """The Mixamo skeleton with every bone renamed j00, j01, … maps like the named one."""
     rt = addon.signsim_addon.retarget
     target = stand_in_signer()
-    source, _fps = rt.import_bvh_clip(str(shared_data / "mocap" / "bvhpython_test_freebvh_mixamorig.bvh"))
+    source, _action, _fps, _cleanup = rt.source_clip(str(shared_data / "mocap" / "bvhpython_test_freebvh_mixamorig.bvh"))
     named = rt.auto_map(source, target).as_dict()
     original = [b.name for b in source.data.bones]
     for k, bone in enumerate(source.data.bones):

@@ -34,11 +34,14 @@ def test_usage_error_is_one_stderr_line_and_exit_2(cli, capsys):
     assert "invalid choice" in captured.err
 
 
-def test_demo_json_is_the_last_stdout_line(cli, capsys):
-    assert cli(["demo", "--json"]) == 0
+def test_demo_runs_the_main_job_and_json_is_the_last_stdout_line(cli, capsys, tmp_path):
+    assert cli(["demo", "--out", str(tmp_path), "--json"]) == 0
     result = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
-    assert result["finger_bones"] == 30  # thumb + four fingers, three joints, both hands
-    assert result["clips"]["fingerspelling.bvh"]["frames"] > 0
+    assert result["action"] == "fingerspelling_Signer.physics"
+    for path in result["paths"].values():
+        assert pathlib.Path(path).is_file() and pathlib.Path(path).parent == tmp_path
+    assert json.loads(pathlib.Path(result["paths"]["metrics"]).read_text()) == result["metrics"]
+    assert result["metrics"]["baked"]["fallbacks"] == 0
 
 
 def test_launcher_runs_the_same_handler_and_fails_with_one_line():

@@ -62,6 +62,7 @@ def test_zip_holds_only_what_the_extension_needs(built_zip):
     assert "blender_manifest.toml" in names and "__init__.py" in names
     assert any(n.startswith("solver/") for n in names)
     assert sum(n.startswith("wheels/scipy-") for n in names) == 4
+    assert any(n.startswith("wheels/threadpoolctl-") for n in names)
     for dev_only in ("tests/", "tools/", "bench/", ".venv/", ".git/", "Makefile", "requirements-dev.txt"):
         assert not any(n.startswith(dev_only) for n in names), dev_only
     assert not any("__pycache__" in n for n in names)

@@ -22,23 +22,29 @@ def bvh(addon):
     return addon.signsim_addon.library.bvh
 
 
+@pytest.fixture
+def quat(addon):
+    return addon.solver.quat
+
+
 @pytest.mark.parametrize("order", ["".join(p) for p in itertools.permutations("XYZ")])
-def test_euler_to_quat_matches_blender(clean, order):
+def test_from_euler_matches_blender(quat, order):
+    """The library converts Euler keys with solver.quat.from_euler: Blender's convention."""
     rng = np.random.default_rng(7)
     angles = rng.uniform(-math.pi, math.pi, (50, 3))
-    q = clean.euler_to_quat(angles, order)
+    q = quat.from_euler(angles, order)
     for a, qi in zip(angles, q):
         ref = np.array(Euler(a, order).to_quaternion())
         assert abs(abs(np.dot(ref, qi)) - 1) < 1e-6  # mathutils is float32
 
 
-def test_make_continuous_flips_only_signs(clean):
-    angles = np.radians(np.arange(0, 720, 15))
-    q = np.stack([np.cos(angles / 2), np.sin(angles / 2), 0 * angles, 0 * angles], axis=1)
-    bad = q * np.where(np.arange(len(q)) % 2, -1, 1)[:, None]
-    fixed = clean.make_continuous(bad[:, None, :])[:, 0]
-    assert np.all(np.sum(fixed[1:] * fixed[:-1], axis=1) >= 0)
-    assert np.allclose(np.abs(np.sum(fixed * q, axis=1)), 1)
+def test_bvh_channel_order_matches_blender(bvh, quat, tmp_path):
+    """BVH 'Zrotation Xrotation Yrotation' is R = Rz · Rx · Ry: Blender's Euler 'YXZ'."""
+    text = ("HIERARCHY\nROOT Hips\n{\n OFFSET 0 0 0\n CHANNELS 3 Zrotation Xrotation Yrotation\n"
+            " End Site\n {\n  OFFSET 0 1 0\n }\n}\nMOTION\nFrames: 1\nFrame Time: 0.1\n30 -50 70\n")
+    q = bvh.local_rotations(bvh.read(str(S.write(tmp_path / "o.bvh", text))))[0, 0]
+    ref = np.array(Euler(np.radians([-50, 70, 30]), "YXZ").to_quaternion())
+    assert abs(abs(np.dot(ref, q)) - 1) < 1e-6
 
 
 def test_find_spikes_and_calibration(clean):

@@ -44,7 +44,7 @@ def expected_coverage(rig, clip):
 def retarget_clip(addon, shared_data, rig, clip, seconds=SECONDS):
     rt = addon.signsim_addon.retarget
     target = target_rig(shared_data, rig)
-    source, fps = rt.import_bvh_clip(str(shared_data / "mocap" / clip))
+    source, _action, fps, _cleanup = rt.source_clip(str(shared_data / "mocap" / clip))
     first, last = source.animation_data.action.frame_range
     bone_map = rt.auto_map(source, target)
     result = rt.retarget(source, target, bone_map, source_fps=fps,
@@ -109,7 +109,7 @@ def test_retarget_follows_source_geometry(addon, shared_data, rig, clip):
 def test_new_action_leaves_the_source_untouched(addon, shared_data):
     rt = addon.signsim_addon.retarget
     target = stand_in_signer()
-    source, fps = rt.import_bvh_clip(str(shared_data / "mocap" / "bvhpython_test_freebvh_mixamorig.bvh"))
+    source, _action, fps, _cleanup = rt.source_clip(str(shared_data / "mocap" / "bvhpython_test_freebvh_mixamorig.bvh"))
     src_action = source.animation_data.action
     before = (_key_checksum(src_action), len(bpy.data.actions))
     result = rt.retarget(source, target, rt.auto_map(source, target), source_fps=fps)
@@ -135,7 +135,7 @@ def test_new_action_leaves_the_source_untouched(addon, shared_data):
 def test_failed_write_removes_the_new_action(addon, shared_data):
     rt = addon.signsim_addon.retarget
     target = stand_in_signer()
-    source, fps = rt.import_bvh_clip(str(shared_data / "mocap" / "bvhpython_test_freebvh_mixamorig.bvh"))
+    source, _action, fps, _cleanup = rt.source_clip(str(shared_data / "mocap" / "bvhpython_test_freebvh_mixamorig.bvh"))
     first = rt.retarget(source, target, rt.auto_map(source, target), source_fps=fps)
     names = {a.name for a in bpy.data.actions}
     bad = {"rot": {"hand.L": np.full((3, 4), np.nan)}, "loc": {}}
@@ -172,7 +172,7 @@ def test_rest_pose_and_bone_rolls_do_not_change_the_motion(addon, shared_data):
     bpy.ops.object.mode_set(mode='OBJECT')
     assert (apose.data.bones["hand.L"].head_local - tpose.data.bones["hand.L"].head_local).length > 0.2
 
-    source, fps = rt.import_bvh_clip(str(shared_data / "mocap" / "animdrawings_rokoko_jesse_dance.bvh"))
+    source, _action, fps, _cleanup = rt.source_clip(str(shared_data / "mocap" / "animdrawings_rokoko_jesse_dance.bvh"))
     first = source.animation_data.action.frame_range[0]
     runs = []
     for target in (tpose, apose):
@@ -190,7 +190,7 @@ def test_same_skeleton_reproduces_every_direction(addon, shared_data):
     """Onto a copy of the source's own armature (a bone-axis rest, not a T-pose), every
     parent→child direction, at branches too, is the source's."""
     rt = addon.signsim_addon.retarget
-    source, fps = rt.import_bvh_clip(str(shared_data / "mocap" / "animdrawings_rokoko_jesse_dance.bvh"))
+    source, _action, fps, _cleanup = rt.source_clip(str(shared_data / "mocap" / "animdrawings_rokoko_jesse_dance.bvh"))
     target = source.copy()
     target.data = source.data.copy()
     target.animation_data_clear()
@@ -210,7 +210,7 @@ def test_robot_ik_targets_and_poles_follow_the_legs(addon, shared_data):
     they (and the knee poles) keep their rest offset to the shins instead of staying put."""
     rt = addon.signsim_addon.retarget
     target = target_rig(shared_data, "robot")
-    source, fps = rt.import_bvh_clip(str(shared_data / "mocap" / "animdrawings_rokoko_jesse_dance.bvh"))
+    source, _action, fps, _cleanup = rt.source_clip(str(shared_data / "mocap" / "animdrawings_rokoko_jesse_dance.bvh"))
     result = rt.retarget(source, target, rt.auto_map(source, target), source_fps=fps,
                          frame_range=(1, 101))
     heads, _tails = posed_heads(target, result.frames)
@@ -230,7 +230,7 @@ def test_clip_import_brings_motion_into_z_up_metres(addon, shared_data, clip):
     """Y-up rests under Z-up motion, cm/dm/inch units: the first frame stands head over hips,
     1.2–2.2 m tall; the file's frame rate is read from its header."""
     rt = addon.signsim_addon.retarget
-    source, fps = rt.import_bvh_clip(str(shared_data / "mocap" / clip))
+    source, _action, fps, _cleanup = rt.source_clip(str(shared_data / "mocap" / clip))
     heads, tails = posed_heads(source, [source.animation_data.action.frame_range[0]])
     names = [b.name.rsplit(":", 1)[-1] for b in source.data.bones]
     head = heads[0, names.index("Head" if "Head" in names else "head")]
@@ -253,7 +253,7 @@ def test_upper_body_rig_without_legs(addon, shared_data):
     for name in [b.name for b in bones if b.name.split(".")[0] in ("pelvis", "thigh", "shin", "foot", "toe", "heel")]:
         bones.remove(bones[name])
     bpy.ops.object.mode_set(mode='OBJECT')
-    source, fps = rt.import_bvh_clip(str(shared_data / "mocap" / "animdrawings_rokoko_jesse_dance.bvh"))
+    source, _action, fps, _cleanup = rt.source_clip(str(shared_data / "mocap" / "animdrawings_rokoko_jesse_dance.bvh"))
     bone_map = rt.auto_map(source, target)
     assert bone_map.as_dict()["spine"] == "Hips" and "f_pinky.03.R" in bone_map.as_dict()
     first = source.animation_data.action.frame_range[0]
@@ -269,3 +269,27 @@ def test_upper_body_rig_without_legs(addon, shared_data):
     rest_hips = np.array(target.matrix_world @ target.data.bones["spine"].head_local)
     expected = k * (hs[:, si.index("Hips")] - hs[0, si.index("Hips")]) + rest_hips
     assert np.abs(ht[:, ti.index("spine")] - expected).max() < 0.01
+
+
+def test_source_clip_from_file_and_library_leaves_nothing_behind(addon, shared_data, tmp_path):
+    """One way in: a mocap file (library importer, with repairs) or a library clip by name;
+    cleanup removes the skeleton, its armature data and the action(s)."""
+    rt = addon.signsim_addon.retarget
+    path = str(shared_data / "mocap" / "bvhpython_test_freebvh_mixamorig.bvh")
+    lib = tmp_path / "lib.blend"
+    addon.signsim_addon.library.import_paths([path], str(lib))
+    before = ({o.name for o in bpy.data.objects}, {a.name for a in bpy.data.actions},
+              {a.name for a in bpy.data.armatures})
+    for clip, library in ((path, None), ("bvhpython_test_freebvh_mixamorig", str(lib))):
+        src = rt.source_clip(clip, library)
+        assert src.armature.name in bpy.context.scene.objects
+        assert src.armature.animation_data.action == src.action and src.fps == 30
+        assert src.armature.animation_data.action_slot is not None
+        src.cleanup()
+        src.cleanup()   # twice is harmless
+        assert ({o.name for o in bpy.data.objects}, {a.name for a in bpy.data.actions},
+                {a.name for a in bpy.data.armatures}) == before
+    with pytest.raises(addon.signsim_addon.errors.SignSimError, match="no clip named 'nope'"):
+        rt.source_clip("nope", str(lib))
+    with pytest.raises(addon.signsim_addon.errors.SignSimError, match="clip not found"):
+        rt.source_clip(str(tmp_path / "missing.bvh"))

@@ -102,22 +102,26 @@ def _bvh(tmp_path, name, frames):
     ("unknown armature", "no armature named 'Nope' in the rig file; armatures: Signer"),
     ("clip without keys", "has no motion keys"),
     ("no hips", "no hips found"),
-    ("library", "not available yet"),
+    ("library missing", "no motion library at"),
+    ("clip not in library", "no clip named 'wave_hello'"),
     ("missing preset", "bone map preset not found"),
     ("missing clip", "clip not found"),
     ("rig not a blend", "cannot open rig file"),
 ])
-def test_bad_input_is_one_line_and_writes_nothing(cli, rig, shared_data, tmp_path, capsys, case, message):
+def test_bad_input_is_one_line_and_writes_nothing(cli, rig, addon, shared_data, tmp_path, capsys, case,
+                                                  message):
     out = tmp_path / "out.blend"
     clip = str(shared_data / "mocap" / MIXAMO)
-    args = {"missing rig": ["--rig", str(tmp_path / "nope.blend")],
-            "unknown armature": ["--armature", "Nope"],
-            "clip without keys": ["--clip", str(_bvh(tmp_path, "still.bvh", 1))],
-            "no hips": ["--clip", str(_bvh(tmp_path, "stick.bvh", 3))],
-            "library": ["--library", str(tmp_path / "lib.blend")],
-            "missing preset": ["--map", str(tmp_path / "nope.json")],
-            "missing clip": ["--clip", "wave_hello"],
-            "rig not a blend": ["--rig", str(_bvh(tmp_path, "text.blend", 3))]}[case]
+    args = {"missing rig": lambda: ["--rig", str(tmp_path / "nope.blend")],
+            "unknown armature": lambda: ["--armature", "Nope"],
+            "clip without keys": lambda: ["--clip", str(_bvh(tmp_path, "still.bvh", 1))],
+            "no hips": lambda: ["--clip", str(_bvh(tmp_path, "stick.bvh", 3))],
+            "library missing": lambda: ["--clip", "wave_hello", "--library", str(tmp_path / "lib.blend")],
+            "clip not in library": lambda: ["--clip", "wave_hello",
+                                            "--library", str(_library(addon, shared_data, tmp_path))],
+            "missing preset": lambda: ["--map", str(tmp_path / "nope.json")],
+            "missing clip": lambda: ["--clip", "wave_hello"],
+            "rig not a blend": lambda: ["--rig", str(_bvh(tmp_path, "text.blend", 3))]}[case]()
     argv = ["retarget", "--rig", str(rig), "--out", str(out), "--json"]
     if "--clip" not in args:
         argv += ["--clip", clip]
@@ -127,6 +131,30 @@ def test_bad_input_is_one_line_and_writes_nothing(cli, rig, shared_data, tmp_pat
     assert len(err.strip().splitlines()) == 1 and message in err, err
     assert message in result["error"]
     assert not out.exists() and not list(tmp_path.glob("*.partial.blend"))
+
+
+def _library(addon, shared_data, tmp_path):
+    """A motion library .blend holding the Mixamo clip, under the name of its file."""
+    lib = tmp_path / "lib.blend"
+    result = addon.signsim_addon.library.import_paths([str(shared_data / "mocap" / MIXAMO)], str(lib))
+    assert [r["name"] for r in result["imported"]] == [MIXAMO[:-4]]
+    bpy.ops.wm.read_homefile(use_empty=True)
+    return lib
+
+
+def test_library_clip_by_name(cli, rig, addon, shared_data, tmp_path, capsys):
+    """--clip NAME --library FILE: the library's clip (imported with its repairs) onto the rig."""
+    lib = _library(addon, shared_data, tmp_path)
+    out = tmp_path / "out.blend"
+    code = cli(["retarget", "--clip", MIXAMO[:-4], "--library", str(lib), "--rig", str(rig),
+                "--out", str(out), "--json"])
+    result, err = _last_json(capsys)
+    assert code == 0, err
+    assert result["action"] == f"{MIXAMO[:-4]}_Signer"
+    assert result["bone_map"]["hand.L"] == "mixamorig:LeftHand"
+    bpy.ops.wm.open_mainfile(filepath=str(out))
+    assert [o.name for o in bpy.data.objects] == ["Signer"]       # the clip's skeleton is gone
+    assert [a.name for a in bpy.data.actions] == [result["action"]]
 
 
 def test_gltf_clip_robot_dance_onto_the_signer(cli, rig, shared_data, tmp_path, capsys):

@@ -1,0 +1,97 @@
+"""`signsim batch`: retarget and bake every (matching) library clip, in parallel processes.
+
+Each clip runs as two child processes of the same CLI — `retarget` then `bake` — so a
+crash or a bad clip never takes the batch down, and N workers use N cores. The child
+command is the running Blender (`blender -b -c signsim …`) or, through the bpy module,
+the `./signsim` launcher (which exports SIGNSIM_CLI).
+"""
+import json
+import os
+import subprocess
+from concurrent.futures import ThreadPoolExecutor
+
+import bpy
+
+from . import library, library_cli
+from .errors import SignSimError
+
+
+def add_arguments(parser):
+    parser.add_argument("--library", metavar="FILE", help="library .blend (default: the preferences')")
+    parser.add_argument("--rig", required=True, metavar="RIG.blend", help=".blend with the target rig")
+    parser.add_argument("--armature", metavar="NAME", help="target armature (default: the only one)")
+    parser.add_argument("--out", required=True, metavar="DIR", help="folder for one .blend and .json per clip")
+    parser.add_argument("--workers", type=int, default=max(1, (os.cpu_count() or 2) // 2),
+                        help="parallel processes (default: half the cores)")
+    parser.add_argument("--text", default="", help="only clips whose name/tags/catalog contain these words")
+    parser.add_argument("--tags", default="", metavar="a,b", help="only clips with all these tags")
+    parser.add_argument("--preset", choices=("soft", "default", "stiff"), help="gain preset for every bake")
+
+
+def cli_command():
+    """The argv prefix that runs SignSim's CLI in a child process. Raises SignSimError."""
+    if os.environ.get("SIGNSIM_CLI"):
+        return json.loads(os.environ["SIGNSIM_CLI"])
+    if bpy.app.binary_path:  # the installed extension registers `-c signsim` at startup
+        return [bpy.app.binary_path, "-b", "-c", "signsim"]
+    raise SignSimError("batch needs the blender executable or the ./signsim launcher to start workers")
+
+
+def run_clip(command, clip, args):
+    """Retarget + bake one clip in child processes; returns its result record."""
+    safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in clip)
+    retargeted = os.path.join(args.out, f"{safe}.retargeted.blend")
+    baked, metrics = os.path.join(args.out, f"{safe}.blend"), os.path.join(args.out, f"{safe}.json")
+    steps = [["retarget", "--clip", clip, "--library", args.library, "--rig", args.rig,
+              "--out", retargeted, "--json"] + (["--armature", args.armature] if args.armature else [])]
+    record = {"clip": clip}
+    for step in steps + [None]:
+        if step is None:
+            armature = record["armature"]
+            step = ["bake", "--blend", retargeted, "--armature", armature, "--out", baked,
+                    "--metrics", metrics, "--json"] + (["--preset", args.preset] if args.preset else [])
+        proc = subprocess.run(command + step, capture_output=True, text=True)
+        lines = proc.stdout.strip().splitlines()
+        try:
+            result = json.loads(lines[-1]) if lines else {}
+        except json.JSONDecodeError:
+            result = {}
+        if proc.returncode != 0:
+            err = proc.stderr.strip().splitlines()
+            record["error"] = result.get("error") or (err[-1] if err else f"{step[0]} exited {proc.returncode}")
+            break
+        record.update({k: v for k, v in result.items() if k in ("armature", "action", "metrics")})
+    if os.path.exists(retargeted):
+        os.remove(retargeted)
+    if "error" not in record:
+        record["out"], record["metrics_file"] = baked, metrics
+    return record
+
+
+def run(args, say) -> dict:
+    args.library = library_cli._library(args.library)
+    args.rig, args.out = os.path.abspath(args.rig), os.path.abspath(args.out)
+    if not os.path.isfile(args.rig):
+        raise SignSimError(f"rig file not found: {args.rig}")
+    if args.workers < 1:
+        raise SignSimError("--workers must be at least 1")
+    clips = [c["name"] for c in library.list_clips(args.library, text=args.text,
+                                                   tags=library.parse_tags(args.tags))]
+    if not clips:
+        raise SignSimError(f"no clips to bake in {args.library}")
+    os.makedirs(args.out, exist_ok=True)
+    command = cli_command()
+    say(f"baking {len(clips)} clip(s) on {args.workers} worker(s) into {args.out}")
+    with ThreadPoolExecutor(max_workers=args.workers) as pool:
+        records = list(pool.map(lambda c: run_clip(command, c, args), clips))
+    for r in records:
+        say(f"  {r['clip']}: " + (f"FAILED {r['error']}" if "error" in r else
+                                  f"{r['action']}, tracking {r['metrics']['baked']['tracking_rms_deg']:.2f}° RMS"))
+    failed = [r for r in records if "error" in r]
+    result = {"clips": records, "out": args.out}
+    if failed:
+        import sys
+        print(f"signsim: {len(records) - len(failed)} clip(s) baked, {len(failed)} failed",
+              file=sys.stderr, flush=True)
+        result["_exit"] = 1
+    return result
