@@ -6,6 +6,7 @@ from ..signsim_addon.properties import _GROUP_LABELS
 from ..signsim_addon.rig import GROUPS
 
 iface_ = bpy.app.translations.pgettext_iface
+MAX_ROWS = 12  # schedule keys listed in the panel
 
 
 class SIGNSIM_MT_physics_presets(bpy.types.Menu):
@@ -110,9 +111,12 @@ class SIGNSIM_PT_schedule(bpy.types.Panel):
         if rows:
             box = layout.box()
             col = box.column(align=True)
-            for frame, value, phase in rows:
+            for frame, value, phase in rows[:MAX_ROWS]:
                 name = iface_(schedule.PHASES[phase][0]) if phase else ""
                 col.label(text=f"{frame:g}: ×{value:.2f} {name}", icon='KEYFRAME', translate=False)
+            if len(rows) > MAX_ROWS:
+                col.label(text=iface_("… {} more keys (Graph Editor)").format(len(rows) - MAX_ROWS),
+                          translate=False)
             layout.operator("signsim.schedule_clear", icon='X')
         else:
             layout.label(text="No schedule: the multiplier is constant", icon='INFO')

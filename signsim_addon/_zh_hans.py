@@ -369,4 +369,5 @@ ZH_HANS = {
     "α = 6s⁵ − 15s⁴ + 10s³: also no jump in acceleration (C²)": "α = 6s⁵ − 15s⁴ + 10s³：加速度也无跳变（C²）",
     "α = s: constant speed, corners at both ends": "α = s：匀速，两端有拐角",
     "ε the seam was checked against, in rad/s": "检查接缝所用的 ε，单位 rad/s",
+    "… {} more keys (Graph Editor)": "… 另有 {} 个关键帧（曲线编辑器）",
 }

@@ -52,8 +52,8 @@ def shipped_files() -> dict:
 
 
 def write_shipped():
-    """(Re)generate the shipped preset files (a development tool: `python -m` is not
-    needed, tests call it when the files are missing)."""
+    """(Re)generate the shipped preset files after changing the presets' values (a
+    development tool; test_shipped_presets_are_up_to_date fails until it is run)."""
     os.makedirs(FOLDER, exist_ok=True)
     for path, text in shipped_files().items():
         with open(path, "w", encoding="utf-8") as f:

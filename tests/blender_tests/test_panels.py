@@ -4,6 +4,7 @@ import csv
 import json
 import os
 import pathlib
+import re
 import sys
 
 import bpy
@@ -200,6 +201,10 @@ def test_schedule_from_motion_follows_the_seed_phases(retargeted, mods):
     assert all(b + 1 == a for (_p, _x, b), (_q, a, _y) in zip(segments, segments[1:]))
     assert all(p != q for (p, _a, _b), (q, _c, _d) in zip(segments, segments[1:]))
     assert bpy.ops.signsim.schedule_auto() == {'FINISHED'}
+    drawn = draw(bpy.types.SIGNSIM_PT_schedule)
+    keyed = [d for d in drawn.kinds("label") if d["icon"] == 'KEYFRAME']
+    assert len(keyed) == min(len(sched.summary(rig)), 12)
+    assert "signsim.schedule_clear" in drawn.operators
     fc = sched.curve(rig.animation_data.action, rig.animation_data.action_slot)
     for phase, first, last in segments:
         value = sched.PHASES[phase][1]
@@ -247,6 +252,14 @@ def test_gains_and_schedule_set_in_the_properties_change_the_next_bake(retargete
                                               frame_end=SHORT[1]) == {'FINISHED'}
     scheduled = _bake_with(retargeted, key_schedule)
     assert not _same(base, scheduled)
+
+    def key_by_hand(rig):  # the animator's own keys on the property (I key in the sidebar)
+        p = rig.signsim.physics
+        for frame, value in ((SHORT[0], 0.3), (SHORT[1], 3.0)):
+            p.contact_multiplier = value
+            assert p.keyframe_insert("contact_multiplier", frame=frame)
+    by_hand = _bake_with(retargeted, key_by_hand)
+    assert not _same(base, by_hand) and not _same(scheduled, by_hand)
     # and the bake recorded which settings it used
     rig = bpy.data.objects["Signer"]
     settings = json.loads(rig.animation_data.action.signsim.bake_settings)
@@ -356,17 +369,41 @@ def _signsim_operator_classes():
     return [getattr(bpy.types, n) for n in dir(bpy.types) if n.startswith("SIGNSIM_OT_")]
 
 
-def test_new_operators_poll_with_a_message_and_flag_undo():
-    import inspect
-    mine = ["SIGNSIM_OT_schedule_phase", "SIGNSIM_OT_schedule_clear", "SIGNSIM_OT_physics_preset_add",
-            "SIGNSIM_OT_metrics_worst_frame", "SIGNSIM_OT_metrics_export_csv",
-            "SIGNSIM_OT_metrics_export_json"]
-    for name in mine:
-        cls = getattr(bpy.types, name)
-        assert "poll_message_set" in inspect.getsource(inspect.getmodule(cls)), name
-        assert cls.poll(bpy.context) is False, name  # empty scene: nothing to act on
-        assert cls.__doc__, name  # the tooltip
-    for name in ("SIGNSIM_OT_schedule_phase", "SIGNSIM_OT_schedule_clear"):
+# operator → poll message in an empty scene, then on an armature without an action
+POLL_MESSAGES = {
+    "schedule_phase": ("Select the armature to key a schedule on",
+                       "The armature has no action to key the schedule on"),
+    "schedule_auto": ("Select the armature to key a schedule on",
+                      "The armature has no action to key the schedule on"),
+    "schedule_clear": ("Select the armature whose schedule to clear",
+                       "The armature's action has no schedule keys"),
+    "physics_preset_add": ("Select the armature whose physics settings to store", None),
+    "metrics_worst_frame": ("Select a baked armature", "The armature has no physics bake with metrics"),
+    "metrics_export_csv": ("Select a baked armature", "The armature has no physics bake with metrics"),
+    "metrics_export_json": ("Select a baked armature", "The armature has no physics bake with metrics"),
+}
+
+
+def test_new_operators_explain_why_they_are_disabled():
+    for name, (empty, _rig) in POLL_MESSAGES.items():
+        with pytest.raises(RuntimeError, match=re.escape(empty)):
+            getattr(bpy.ops.signsim, name)()
+    _fresh_armature()
+    for name, (_empty, rig) in POLL_MESSAGES.items():
+        if rig is not None:
+            with pytest.raises(RuntimeError, match=re.escape(rig)):
+                getattr(bpy.ops.signsim, name)()
+
+
+def test_new_operators_have_tooltips_and_undo_where_they_change_data():
+    for name in POLL_MESSAGES:
+        rna = getattr(bpy.ops.signsim, name).get_rna_type()
+        assert rna.description, name
+        for prop in rna.properties:
+            if prop.identifier not in {"rna_type", "filepath", "filter_glob", "check_existing",
+                                       "name", "remove_name", "remove_active"}:
+                assert prop.description, (name, prop.identifier)
+    for name in ("SIGNSIM_OT_schedule_phase", "SIGNSIM_OT_schedule_clear", "SIGNSIM_OT_schedule_auto"):
         assert 'UNDO' in getattr(bpy.types, name).bl_options
 
 
