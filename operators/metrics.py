@@ -98,5 +98,31 @@ class SIGNSIM_OT_metrics_export_json(_Export, bpy.types.Operator):
         return metrics_report.to_json(metrics, frames, action.name, ref.name if ref else None, settings)
 
 
-classes = (SIGNSIM_OT_metrics_worst_frame, SIGNSIM_OT_metrics_export_csv,
+class SIGNSIM_OT_metrics_show_curves(bpy.types.Operator):
+    """Plot the per-frame metrics (penetration in mm, tracking error in °) in the Graph Editor: """ \
+        """only the metric curves of the armature, framed"""
+    bl_idname = "signsim.metrics_show_curves"
+    bl_label = "Show Metric Curves"
+    bl_options = {'REGISTER'}
+
+    @classmethod
+    def poll(cls, context):
+        if _baked_action(cls, context) is None:
+            return False
+        if metrics_report.graph_editor(context.screen) is None:
+            cls.poll_message_set("Open a Graph Editor to plot the per-frame metrics")
+            return False
+        return True
+
+    def execute(self, context):
+        try:
+            n = metrics_report.show_curves(context, context.active_object)
+        except SignSimError as ex:
+            self.report({'ERROR'}, str(ex))
+            return {'CANCELLED'}
+        self.report({'INFO'}, rpt_("Showing {} metric curves").format(n))
+        return {'FINISHED'}
+
+
+classes = (SIGNSIM_OT_metrics_worst_frame, SIGNSIM_OT_metrics_show_curves, SIGNSIM_OT_metrics_export_csv,
            SIGNSIM_OT_metrics_export_json)

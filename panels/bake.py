@@ -97,7 +97,9 @@ class SIGNSIM_PT_metrics(bpy.types.Panel):
         row.operator("signsim.metrics_export_csv", text="CSV", icon='EXPORT')
         row.operator("signsim.metrics_export_json", text="JSON", icon='EXPORT')
         col = layout.column(align=True)
-        col.label(text="Per-frame curves (Graph Editor):", icon='GRAPH')
+        row = col.row(align=True)
+        row.label(text="Per-frame curves (Graph Editor):")
+        row.operator("signsim.metrics_show_curves", text="", icon='GRAPH')
         for prop, _side, _key in bake.METRIC_CURVES:
             if prop in ob:
                 col.prop(ob, f'["{prop}"]', text=prop)

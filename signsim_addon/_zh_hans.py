@@ -370,4 +370,9 @@ ZH_HANS = {
     "α = s: constant speed, corners at both ends": "α = s：匀速，两端有拐角",
     "ε the seam was checked against, in rad/s": "检查接缝所用的 ε，单位 rad/s",
     "… {} more keys (Graph Editor)": "… 另有 {} 个关键帧（曲线编辑器）",
+    "Show Metric Curves": "显示指标曲线",
+    "Plot the per-frame metrics (penetration in mm, tracking error in °) in the Graph Editor: only the metric curves of the armature, framed":
+        "在曲线编辑器中绘制逐帧指标（穿透，单位毫米；跟踪误差，单位 °）：仅显示骨架的指标曲线并适配视图",
+    "Open a Graph Editor to plot the per-frame metrics": "请打开曲线编辑器以绘制逐帧指标",
+    "Showing {} metric curves": "正在显示 {} 条指标曲线",
 }

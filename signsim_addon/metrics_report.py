@@ -227,3 +227,34 @@ def action_report(action):
     m = parse(action.signsim.bake_metrics)
     n = len(m.get("baked", {}).get("per_frame_penetration_mm", ()))
     return m, metric_frames(action, n) if n else None
+
+
+def graph_editor(screen):
+    """(area, window region) of the first Graph Editor of `screen`, or None."""
+    for area in (screen.areas if screen else ()):
+        if area.type == 'GRAPH_EDITOR':
+            region = next((r for r in area.regions if r.type == 'WINDOW'), None)
+            if region is not None:
+                return area, region
+    return None
+
+
+def show_curves(context, ob):
+    """Show only the per-frame metric curves of `ob` in the screen's Graph Editor and frame
+    them; returns the number of curves shown. Raises SignSimError without a Graph Editor."""
+    import bpy
+
+    from . import bake
+    found = graph_editor(context.screen)
+    if found is None:
+        raise SignSimError("open a Graph Editor to plot the per-frame metrics")
+    area, region = found
+    space = area.spaces.active
+    space.dopesheet.show_only_selected = True
+    space.dopesheet.filter_text = "signsim_"
+    for other in context.view_layer.objects:
+        other.select_set(other == ob)
+    context.view_layer.objects.active = ob
+    with context.temp_override(area=area, region=region):
+        bpy.ops.graph.view_all()
+    return sum(1 for prop, _s, _k in bake.METRIC_CURVES if prop in ob)

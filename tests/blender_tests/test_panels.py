@@ -148,12 +148,12 @@ def test_every_panel_draws_after_a_bake(baked, mods):
     for label in ("Metric", "Before", "After", "Tracking Error (RMS)", "Penetration Max",
                   "Jerk Cost", "Tracking per Group (°)", "Fingers", "Thumb"):
         assert label in m.labels, label
-    pen = metrics["baked"]["penetration_max_mm"]
-    assert any(t.endswith(" mm") and t.startswith(f"{pen:.3f}"[:3]) for t in m.labels)
     icons = {d["icon"] for d in m.kinds("label")}
     assert icons & {"CHECKMARK", "ERROR"}  # better/worse marks
     assert m.operators == ["signsim.metrics_worst_frame", "signsim.metrics_export_csv",
-                           "signsim.metrics_export_json"]
+                           "signsim.metrics_export_json", "signsim.metrics_show_curves"]
+    for r in mods.metrics_report.table_rows(metrics):
+        assert r.text(r.before) in m.labels and r.text(r.after) in m.labels, r.key
     assert {f'["{p}"]' for p, _s, _k in mods.bake.METRIC_CURVES} <= m.props
     bake = drawn["SIGNSIM_PT_bake"]
     assert any(t.startswith("Showing the bake") for t in bake.labels)
@@ -357,6 +357,12 @@ def test_csv_and_json_exports_agree_with_the_metrics_and_the_curves(baked, mods,
         np.testing.assert_allclose([fc.evaluate(f) for f in back["frames"]], back[side][key], atol=1e-4)
 
 
+def test_metric_curves_need_a_graph_editor(baked):
+    _open(baked)  # the bpy module has no window, hence no Graph Editor
+    with pytest.raises(RuntimeError, match="Open a Graph Editor"):
+        bpy.ops.signsim.metrics_show_curves()
+
+
 def test_export_to_an_unwritable_path_is_a_report(baked, tmp_path):
     _open(baked)
     with pytest.raises(RuntimeError, match="Error"):
@@ -381,6 +387,7 @@ POLL_MESSAGES = {
     "metrics_worst_frame": ("Select a baked armature", "The armature has no physics bake with metrics"),
     "metrics_export_csv": ("Select a baked armature", "The armature has no physics bake with metrics"),
     "metrics_export_json": ("Select a baked armature", "The armature has no physics bake with metrics"),
+    "metrics_show_curves": ("Select a baked armature", "The armature has no physics bake with metrics"),
 }
 
 
