@@ -359,6 +359,9 @@ def test_csv_and_json_exports_agree_with_the_metrics_and_the_curves(baked, mods,
 
 def test_metric_curves_need_a_graph_editor(baked):
     _open(baked)  # the bpy module has no window, hence no Graph Editor
+    # what show_curves sets on a Graph Editor exists in Blender's RNA
+    assert {"show_only_selected", "filter_text"} <= set(bpy.types.DopeSheet.bl_rna.properties.keys())
+    assert "dopesheet" in bpy.types.SpaceGraphEditor.bl_rna.properties
     with pytest.raises(RuntimeError, match="Open a Graph Editor"):
         bpy.ops.signsim.metrics_show_curves()
 
