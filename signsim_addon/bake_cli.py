@@ -1,10 +1,12 @@
 """`signsim bake`: bake the physics pass of one armature in a .blend file, headless."""
 import json
 import os
+import subprocess
+import sys
 
 import bpy
 
-from . import bake
+from . import bake, contact_sheet
 from .errors import SignSimError
 
 
@@ -15,6 +17,8 @@ def add_arguments(parser):
     parser.add_argument("--preset", choices=sorted(bake.PRESET_SCALE), help="gain preset instead of the rig's settings")
     parser.add_argument("--out", required=True, help="the .blend file to write (never the input)")
     parser.add_argument("--metrics", help="also write the metrics JSON to this file")
+    parser.add_argument("--picture", metavar="PNG",
+                        help="also render a before/after contact sheet (Workbench, in a subprocess)")
 
 
 def open_blend(path):
@@ -73,4 +77,30 @@ def run(args, say) -> dict:
             f"jerk {m['jerk_cost']:.3g} m²/s⁵, penetration max {m['penetration_max_mm']:.2f} mm "
             f"(p95 {m['penetration_p95_mm']:.2f}), limit excess {m['joint_limit_excess_deg']:.2f}°")
     say(f"wrote action '{new.name}' to {args.out}")
-    return {"action": new.name, "metrics": metrics, "out": os.path.abspath(args.out)}
+    result = {"action": new.name, "metrics": metrics, "out": os.path.abspath(args.out)}
+    if getattr(args, "picture", None):
+        frames = contact_sheet.pick_frames(solved.metrics["reference"]["per_frame_penetration_mm"],
+                                           int(job.frames[0]))
+        result["picture"] = render_contact_sheet(os.path.abspath(args.out), ob.name, job.action_name,
+                                                 new.name, frames, args.picture)
+        say(f"wrote contact sheet {result['picture']}")
+    return result
+
+
+def render_contact_sheet(blend, armature, reference, baked, frames, png):
+    """Render contact_sheet.py in a child process; returns the PNG path.
+
+    Raises SignSimError with the child's last line when rendering fails.
+    """
+    png = os.path.abspath(png)
+    args = [blend, armature, reference, baked, ",".join(map(str, frames)), png]
+    script = contact_sheet.__file__
+    if bpy.app.binary_path:
+        cmd = [bpy.app.binary_path, "-b", "--factory-startup", "--python", script, "--", *args]
+    else:  # the bpy module: the same Python runs the script
+        cmd = [sys.executable, script, *args]
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    if proc.returncode != 0 or not os.path.isfile(png):
+        lines = (proc.stderr or proc.stdout).strip().splitlines()
+        raise SignSimError(f"contact sheet failed: {lines[-1] if lines else f'exit {proc.returncode}'}")
+    return png

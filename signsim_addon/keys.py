@@ -90,29 +90,35 @@ def sample_pose(armature, action, slot, bone_names, frames) -> PoseChannels:
     return PoseChannels(loc, rot, scale)
 
 
+def write_curve(bag, data_path, index, group, frames, values, interpolation="LINEAR"):
+    """One whole F-curve (frames (F,), values (F,)) written in bulk into channelbag `bag`.
+
+    An existing F-curve with the same path and index is replaced. Returns the F-curve.
+    Source: bpy.types.FCurveKeyframePoints.add + bpy.types.bpy_prop_collection.foreach_set.
+    """
+    old = bag.fcurves.find(data_path, index=index)
+    if old is not None:
+        bag.fcurves.remove(old)
+    fc = bag.fcurves.new(data_path, index=index, group_name=group or "")
+    n = len(frames)
+    fc.keyframe_points.add(n)
+    co = np.empty(2 * n, dtype=np.float32)  # Blender stores float32: the fast path
+    co[0::2] = frames
+    co[1::2] = values
+    fc.keyframe_points.foreach_set("co", co)
+    fc.keyframe_points.foreach_set("interpolation", np.full(n, _INTERPOLATION[interpolation], dtype=np.int32))
+    fc.update()
+    return fc
+
+
 def write_curves(action, slot, curves, frames, interpolation="LINEAR"):
     """Write whole F-curves in bulk into `action`'s channelbag for `slot`.
 
     curves: iterable of (data_path, array_index, group_name, values (F,)); frames (F,).
-    Existing F-curves with the same path and index are replaced. Source:
-    bpy.types.FCurveKeyframePoints.add + bpy.types.bpy_prop_collection.foreach_set.
     """
-    frames = np.asarray(frames, dtype=np.float32)
-    n = len(frames)
     bag = anim_utils.action_ensure_channelbag_for_slot(action, slot)
-    co = np.empty(2 * n, dtype=np.float32)
-    co[0::2] = frames
-    interp = np.full(n, _INTERPOLATION[interpolation], dtype=np.int32)
     for data_path, index, group, values in curves:
-        old = bag.fcurves.find(data_path, index=index)
-        if old is not None:
-            bag.fcurves.remove(old)
-        fc = bag.fcurves.new(data_path, index=index, group_name=group)
-        fc.keyframe_points.add(n)
-        co[1::2] = values
-        fc.keyframe_points.foreach_set("co", co)
-        fc.keyframe_points.foreach_set("interpolation", interp)
-        fc.update()
+        write_curve(bag, data_path, index, group, frames, values, interpolation)
 
 
 def bone_curves(bone_names, rotations=None, locations=None):

@@ -71,6 +71,7 @@ from bpy_extras import anim_utils
 
 from ..solver import quat
 from . import bonemap, library, preferences
+from . import keys as key_io  # `keys` names the solved key arrays below
 from .errors import SignSimError
 
 
@@ -529,30 +530,14 @@ def _write_action(target, keys, frames, name):
     try:
         slot = action.slots.new(id_type='OBJECT', name=target.name)
         bag = anim_utils.action_ensure_channelbag_for_slot(action, slot)
-        n = len(frames)
-        co = np.empty(2 * n)
-        co[0::2] = frames
-        linear = np.full(n, bpy.types.Keyframe.bl_rna.properties["interpolation"]
-                         .enum_items["LINEAR"].value)
-
-        def write(path, index, values, group):
-            fc = bag.fcurves.new(path, index=index)
-            fc.group = group
-            fc.keyframe_points.add(n)
-            co[1::2] = values
-            fc.keyframe_points.foreach_set("co", co)
-            fc.keyframe_points.foreach_set("interpolation", linear)
-            fc.update()
-
         for bone, q in keys["rot"].items():
             target.pose.bones[bone].rotation_mode = 'QUATERNION'
-            group = bag.groups.new(bone)
-            path = f'pose.bones["{bone}"].rotation_quaternion'
             for i in range(4):
-                write(path, i, q[:, i], group)
+                key_io.write_curve(bag, key_io.bone_path(bone, "rotation_quaternion"), i, bone, frames, q[:, i])
             if bone in keys["loc"]:
                 for i in range(3):
-                    write(f'pose.bones["{bone}"].location', i, keys["loc"][bone][:, i], group)
+                    key_io.write_curve(bag, key_io.bone_path(bone, "location"), i, bone, frames,
+                                       keys["loc"][bone][:, i])
         if not np.all([np.isfinite(v).all() for v in keys["rot"].values()]):
             raise SignSimError(f"retargeting produced non-finite keys for '{target.name}'")
         # channels the new action does not key (location, scale of most bones) would keep

@@ -33,6 +33,7 @@ import numpy as np
 from bpy_extras import anim_utils
 
 from ..errors import SignSimError
+from ..keys import write_curve
 from ...solver import quat
 from . import bvh, clean, tracking
 
@@ -267,20 +268,6 @@ def _bvh_keys(arm, action, data, scale, forward, up, warnings):
         for i in range(4):
             write_curve(bag, path, i, b, times, q[:, b_i, i])
     return trim
-
-
-def write_curve(bag, data_path, index, group, times, values):
-    """A new LINEAR F-curve with keys (times, values), written in bulk."""
-    fc = bag.fcurves.new(data_path=data_path, index=index, group_name=group or "")
-    n = len(times)
-    fc.keyframe_points.add(n)
-    co = np.empty(2 * n, dtype=np.float32)   # Blender stores float32: the fast path
-    co[0::2] = times
-    co[1::2] = values
-    fc.keyframe_points.foreach_set("co", co)
-    fc.keyframe_points.foreach_set("interpolation", np.full(n, 1, dtype=np.int32))  # LINEAR
-    fc.update()
-    return fc
 
 
 def _report_spikes(q, names, warnings, first_frame):

@@ -249,3 +249,18 @@ def test_per_frame_metric_curves_agree_with_the_metrics_json(retargeted, mods):
         np.testing.assert_allclose(played, metrics[side][key], atol=1e-4)
     assert max(metrics["baked"]["per_frame_penetration_mm"]) == pytest.approx(
         metrics["baked"]["penetration_max_mm"], abs=1e-3)
+
+
+def test_cli_bake_renders_a_before_after_contact_sheet(retargeted, addon, tmp_path, capsys):
+    png = tmp_path / "sheet.png"
+    code = addon.signsim_addon.cli.main(["bake", "--blend", str(retargeted), "--armature", "Signer",
+                                         "--out", str(tmp_path / "baked.blend"), "--picture", str(png), "--json"])
+    assert code == 0
+    assert json.loads(capsys.readouterr().out.strip().splitlines()[-1])["picture"] == str(png)
+    img = bpy.data.images.load(str(png))
+    sheet = addon.signsim_addon.contact_sheet
+    assert tuple(img.size) == (sheet.SHEET_FRAMES * sheet.SIZE, 2 * sheet.SIZE)
+    px = np.empty(img.size[0] * img.size[1] * 4, dtype=np.float32)
+    img.pixels.foreach_get(px)
+    rgb = px.reshape(img.size[1], img.size[0], 4)[..., :3]
+    assert rgb.std() > 0.05  # a rendered figure, not an empty frame
