@@ -49,10 +49,14 @@ class SIGNSIM_PT_physics(bpy.types.Panel):
         grid.label(text="Group")
         grid.label(text="Frequency (Hz)")
         grid.label(text="Damping (ζ)")
-        for g in GROUPS:
-            grid.label(text=_GROUP_LABELS[g])
-            grid.prop(p, f"{g}_frequency", text="")
-            grid.prop(p, f"{g}_damping", text="")
+        simulated = set(p.simulate_parts)
+        for g in GROUPS:  # groups that only follow the reference are greyed out
+            cells = [grid.row() for _ in range(3)]
+            for cell in cells:
+                cell.active = g in simulated
+            cells[0].label(text=_GROUP_LABELS[g])
+            cells[1].prop(p, f"{g}_frequency", text="")
+            cells[2].prop(p, f"{g}_damping", text="")
         box.prop(p, "feedforward")
 
         box = layout.box()
