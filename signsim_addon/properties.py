@@ -101,6 +101,18 @@ class SignSimSceneSettings(bpy.types.PropertyGroup):
         options={'TEXTEDIT_UPDATE'})
     filter_any: bpy.props.BoolProperty(
         name="Any Tag", description="Show clips with any of the tags instead of all of them")
+    # Bake and Stiffness Schedule panels (the operators take these as arguments)
+    bake_use_range: bpy.props.BoolProperty(
+        name="Frame Range", description="Bake only the frames from Start to End "
+        "(off: every keyed frame of the action)")
+    bake_frame_start: bpy.props.IntProperty(
+        name="Start", default=1, min=0, description="First frame to bake (scene frame)")
+    bake_frame_end: bpy.props.IntProperty(
+        name="End", default=250, min=0, description="Last frame to bake (scene frame)")
+    schedule_frame_start: bpy.props.IntProperty(
+        name="From", default=1, description="First frame of the phase to key (scene frame)")
+    schedule_frame_end: bpy.props.IntProperty(
+        name="To", default=10, description="Last frame of the phase to key (scene frame)")
 
 
 class SignSimBoneMapItem(bpy.types.PropertyGroup):
