@@ -21,13 +21,13 @@ from ..solver import keyreduce, quat
 from ..solver.metrics import compare, motion_penetration_mm
 from ..solver.reference import Reference
 from ..solver.sdf import build_distance_grid
-from ..solver.simulate import GroupGains, SimSettings, simulate
+from ..solver.simulate import PRESET_FREQUENCY_SCALE, GroupGains, SimSettings, simulate
 from . import keys, rig as rig_reader
 from .errors import SignSimError
 
 SUFFIX = ".physics"
 TRACK_REFERENCE, TRACK_PHYSICS = "SignSim reference", "SignSim physics"
-PRESET_SCALE = {"soft": 0.6, "default": 1.0, "stiff": 1.6}  # natural-frequency multipliers
+PRESET_SCALE = PRESET_FREQUENCY_SCALE  # soft/default/stiff natural-frequency multipliers
 DEFAULT_FREQUENCY_HZ = {"fingers": 8.0, "thumb": 8.0, "wrist": 6.0, "forearm": 5.0,
                         "upper_arm": 5.0, "clavicle": 4.0, "neck_head": 4.0}
 

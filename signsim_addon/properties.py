@@ -8,12 +8,11 @@ Each capability adds its fields to these groups; nothing else is stored elsewher
 """
 import bpy
 
+from .bake import DEFAULT_FREQUENCY_HZ
 from .rig import GROUPS
 
 _GROUP_LABELS = {"fingers": "Fingers", "thumb": "Thumb", "wrist": "Wrist", "forearm": "Forearm",
                  "upper_arm": "Upper Arm", "clavicle": "Clavicle", "neck_head": "Neck/Head"}
-_DEFAULT_HZ = {"fingers": 8.0, "thumb": 8.0, "wrist": 6.0, "forearm": 5.0, "upper_arm": 5.0,
-               "clavicle": 4.0, "neck_head": 4.0}
 
 
 def _physics_annotations():
@@ -21,7 +20,7 @@ def _physics_annotations():
     for g in GROUPS:
         label = _GROUP_LABELS[g]
         ann[f"{g}_frequency"] = bpy.props.FloatProperty(
-            name=f"{label} Frequency", default=_DEFAULT_HZ[g], min=0.1, soft_max=30.0, unit='NONE',
+            name=f"{label} Frequency", default=DEFAULT_FREQUENCY_HZ[g], min=0.1, soft_max=30.0, unit='NONE',
             description=f"Natural frequency of the {label.lower()} PD tracking, in Hz "
                         "(Kp = I·ω², ω = 2π·f)")
         ann[f"{g}_damping"] = bpy.props.FloatProperty(
