@@ -3,7 +3,7 @@ import bpy
 
 from ..signsim_addon import samples
 from ..signsim_addon.errors import SignSimError
-from . import bake, compose, library, retarget
+from . import bake, compose, library, metrics, physics, retarget
 
 
 class SIGNSIM_OT_append_sample(bpy.types.Operator):
@@ -29,5 +29,6 @@ class SIGNSIM_OT_append_sample(bpy.types.Operator):
         return {'FINISHED'}
 
 
-classes = (SIGNSIM_OT_append_sample, *library.classes, *retarget.classes, *bake.classes, *compose.classes)
+classes = (SIGNSIM_OT_append_sample, *library.classes, *retarget.classes, *compose.classes,
+           *bake.classes, *physics.classes, *metrics.classes)
 register, unregister = bpy.utils.register_classes_factory(classes)

@@ -1,7 +1,7 @@
 """Sidebar panels of the SignSim tab: drawing only."""
 import bpy
 
-from . import compose, library, retarget
+from . import bake, compose, library, physics, retarget
 
 
 class SIGNSIM_PT_main(bpy.types.Panel):
@@ -15,5 +15,6 @@ class SIGNSIM_PT_main(bpy.types.Panel):
         self.layout.operator("signsim.append_sample", icon='OUTLINER_OB_ARMATURE')
 
 
-classes = (SIGNSIM_PT_main, *library.classes, *retarget.classes, *compose.classes)
+classes = (SIGNSIM_PT_main, *library.classes, *retarget.classes, *compose.classes,
+           *physics.classes, *bake.classes)
 register, unregister = bpy.utils.register_classes_factory(classes)

@@ -1,7 +1,7 @@
 """The Blender side of SignSim: data model, drivers of each capability, the CLI."""
-from . import cli, library, preferences, properties  # noqa: F401 (library: API for operators)
+from . import cli, library, physics_presets, preferences, properties, translations  # noqa: F401 (library: API for operators)
 
-_modules = (preferences, properties, cli)
+_modules = (preferences, properties, physics_presets, translations, cli)
 
 
 def register():

@@ -21,13 +21,13 @@ from ..solver import keyreduce, quat
 from ..solver.metrics import compare, motion_penetration_mm
 from ..solver.reference import Reference
 from ..solver.sdf import build_distance_grid
-from ..solver.simulate import GroupGains, SimSettings, simulate
+from ..solver.simulate import PRESET_FREQUENCY_SCALE, GroupGains, SimSettings, simulate
 from . import keys, rig as rig_reader
 from .errors import SignSimError
 
 SUFFIX = ".physics"
 TRACK_REFERENCE, TRACK_PHYSICS = "SignSim reference", "SignSim physics"
-PRESET_SCALE = {"soft": 0.6, "default": 1.0, "stiff": 1.6}  # natural-frequency multipliers
+PRESET_SCALE = PRESET_FREQUENCY_SCALE  # soft/default/stiff natural-frequency multipliers
 DEFAULT_FREQUENCY_HZ = {"fingers": 8.0, "thumb": 8.0, "wrist": 6.0, "forearm": 5.0,
                         "upper_arm": 5.0, "clavicle": 4.0, "neck_head": 4.0}
 
@@ -52,7 +52,7 @@ class Solved:
     metrics: dict
 
 
-def sim_settings(physics, n_frames, multiplier=None, preset=None) -> tuple:
+def sim_settings(physics, multiplier=None, preset=None) -> tuple:
     """(SimSettings, JSON-able record) from an Object.signsim.physics PropertyGroup.
 
     preset: optional 'soft'|'default'|'stiff' scaling the default natural frequencies
@@ -88,8 +88,7 @@ def prepare(scene, armature, action=None, preset=None, frame_range=None, report=
     """
     if armature is None or armature.type != 'ARMATURE':
         raise SignSimError(f"'{getattr(armature, 'name', armature)}' is not an armature")
-    ad = armature.animation_data
-    action = action or (ad.action if ad else None)
+    action = action or reference_of(armature)
     if action is None:
         raise SignSimError(f"armature '{armature.name}' has no action to bake")
     slot = _slot_for(armature, action)
@@ -117,7 +116,7 @@ def prepare(scene, armature, action=None, preset=None, frame_range=None, report=
                           base_positions=chest[:, :3, 3], base_rotations=quat.from_matrix(rot),
                           face_vertices=face[0], face_triangles=face[1], face_bone=face[2])
     multiplier = _schedule(armature, action, slot, frames)
-    settings, record = sim_settings(physics, len(frames), multiplier, preset)
+    settings, record = sim_settings(physics, multiplier, preset)
     return BakeJob(armature.name, action.name, slot.identifier, frames, rig, reference,
                    settings, record)
 
@@ -196,7 +195,8 @@ def write(scene, job: BakeJob, solved: Solved, output="ASSIGN", key_tolerance_de
 
     output: 'ASSIGN' (the new action becomes the armature's action) or 'NLA' (reference
     and baked actions stacked as NLA tracks, baked on top). key_tolerance_deg > 0 thins
-    the keys while staying within that angle of the every-frame bake.
+    the keys while staying within that angle of the every-frame bake (exactly so for
+    bones in quaternion mode; Euler curves interpolate their angles instead).
     """
     import bpy
     ob = bpy.data.objects[job.armature_name]
@@ -290,10 +290,26 @@ def _bone_of(data_path):
     return data_path[len('pose.bones["'):].split('"]', 1)[0].replace('\\"', '"').replace("\\\\", "\\")
 
 
+def reference_of(ob):
+    """The action a bake of `ob` tracks: the assigned action, or — when `ob` shows a bake
+    (assigned, or on the NLA physics track) — that bake's reference, so re-baking with new
+    settings starts again from the original motion. None without animation."""
+    ad = ob.animation_data
+    if ad is None:
+        return None
+    track = ad.nla_tracks.get(TRACK_PHYSICS)
+    shown = ad.action or (track.strips[0].action if track is not None and len(track.strips) else None)
+    if shown is not None and shown.signsim.reference_action is not None:
+        return shown.signsim.reference_action
+    return shown
+
+
 def _slot_for(ob, action):
     ad = ob.animation_data
     if ad and ad.action == action and ad.action_slot:
         return ad.action_slot
+    if ad and ad.action_slot and ad.action_slot.identifier in action.slots:
+        return action.slots[ad.action_slot.identifier]  # a bake's reference shares its slot
     slots = [s for s in action.slots if s.target_id_type in ('OBJECT', 'UNSPECIFIED')]
     if not slots:
         raise SignSimError(f"action '{action.name}' has no object slot")

@@ -8,12 +8,11 @@ Each capability adds its fields to these groups; nothing else is stored elsewher
 """
 import bpy
 
+from .bake import DEFAULT_FREQUENCY_HZ
 from .rig import GROUPS
 
 _GROUP_LABELS = {"fingers": "Fingers", "thumb": "Thumb", "wrist": "Wrist", "forearm": "Forearm",
                  "upper_arm": "Upper Arm", "clavicle": "Clavicle", "neck_head": "Neck/Head"}
-_DEFAULT_HZ = {"fingers": 8.0, "thumb": 8.0, "wrist": 6.0, "forearm": 5.0, "upper_arm": 5.0,
-               "clavicle": 4.0, "neck_head": 4.0}
 
 
 def _physics_annotations():
@@ -21,7 +20,7 @@ def _physics_annotations():
     for g in GROUPS:
         label = _GROUP_LABELS[g]
         ann[f"{g}_frequency"] = bpy.props.FloatProperty(
-            name=f"{label} Frequency", default=_DEFAULT_HZ[g], min=0.1, soft_max=30.0, unit='NONE',
+            name=f"{label} Frequency", default=DEFAULT_FREQUENCY_HZ[g], min=0.1, soft_max=30.0, unit='NONE',
             description=f"Natural frequency of the {label.lower()} PD tracking, in Hz "
                         "(Kp = I·ω², ω = 2π·f)")
         ann[f"{g}_damping"] = bpy.props.FloatProperty(
@@ -101,6 +100,18 @@ class SignSimSceneSettings(bpy.types.PropertyGroup):
         options={'TEXTEDIT_UPDATE'})
     filter_any: bpy.props.BoolProperty(
         name="Any Tag", description="Show clips with any of the tags instead of all of them")
+    # Bake and Stiffness Schedule panels (the operators take these as arguments)
+    bake_use_range: bpy.props.BoolProperty(
+        name="Frame Range", description="Bake only the frames from Start to End "
+        "(off: every keyed frame of the action)")
+    bake_frame_start: bpy.props.IntProperty(
+        name="Start", default=1, min=0, description="First frame to bake (scene frame)")
+    bake_frame_end: bpy.props.IntProperty(
+        name="End", default=250, min=0, description="Last frame to bake (scene frame)")
+    schedule_frame_start: bpy.props.IntProperty(
+        name="From", default=1, description="First frame of the phase to key (scene frame)")
+    schedule_frame_end: bpy.props.IntProperty(
+        name="To", default=10, description="Last frame of the phase to key (scene frame)")
 
 
 class SignSimBoneMapItem(bpy.types.PropertyGroup):

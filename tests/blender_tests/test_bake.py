@@ -275,3 +275,19 @@ def test_cli_bake_renders_a_before_after_contact_sheet(retargeted, addon, tmp_pa
     img.pixels.foreach_get(px)
     rgb = px.reshape(img.size[1], img.size[0], 4)[..., :3]
     assert rgb.std() > 0.05  # a rendered figure, not an empty frame
+
+
+def test_baking_again_starts_from_the_reference_not_the_bake(retargeted, mods):
+    bake, _, _ = mods
+    rig = _open(retargeted)
+    ref = rig.animation_data.action
+    assert bpy.ops.signsim.bake(frame_start=SHORT[0], frame_end=SHORT[1]) == {'FINISHED'}
+    assert bake.reference_of(rig) == ref
+    rig.signsim.physics.fingers_frequency *= 2.0
+    assert bpy.ops.signsim.bake(frame_start=SHORT[0], frame_end=SHORT[1]) == {'FINISHED'}
+    second = rig.animation_data.action
+    assert second.signsim.reference_action == ref and second.name.startswith(ref.name + ".physics")
+    rig.signsim.physics.output_mode = 'NLA'
+    assert bpy.ops.signsim.bake(frame_start=SHORT[0], frame_end=SHORT[1]) == {'FINISHED'}
+    assert rig.animation_data.nla_tracks[bake.TRACK_REFERENCE].strips[0].action == ref
+    assert bake.reference_of(rig) == ref

@@ -1,0 +1,108 @@
+"""Bake and Metrics panels of the SignSim tab (drawing only)."""
+import bpy
+
+from ..signsim_addon import bake, metrics_report
+from ..signsim_addon.errors import SignSimError
+from ..signsim_addon.properties import _GROUP_LABELS
+
+iface_ = bpy.app.translations.pgettext_iface
+VERDICT_ICONS = {'BETTER': 'CHECKMARK', 'WORSE': 'ERROR', 'SAME': 'REMOVE', '': 'BLANK1'}
+
+
+class SIGNSIM_PT_bake(bpy.types.Panel):
+    bl_label = "Bake"
+    bl_idname = "SIGNSIM_PT_bake"
+    bl_space_type = 'VIEW_3D'
+    bl_region_type = 'UI'
+    bl_category = "SignSim"
+
+    def draw(self, context):
+        layout = self.layout
+        ob = context.active_object
+        if ob is None or ob.type != 'ARMATURE':
+            layout.label(text="Select an armature", icon='INFO')
+            return
+        p = ob.signsim.physics
+        s = context.scene.signsim
+        ad = ob.animation_data
+        action = ad.action if ad else None
+        if action is None:
+            layout.label(text="The armature has no action to bake", icon='INFO')
+        elif action.signsim.reference_action is not None:
+            layout.label(text=iface_("Showing the bake '{}': switch to the reference to bake again")
+                         .format(action.name), icon='ERROR', translate=False)
+        else:
+            layout.label(text=iface_("Reference: {}").format(action.name), icon='ACTION',
+                         translate=False)
+        col = layout.column(align=True)
+        col.prop(s, "bake_use_range")
+        sub = col.row(align=True)
+        sub.active = s.bake_use_range
+        sub.prop(s, "bake_frame_start")
+        sub.prop(s, "bake_frame_end")
+        layout.prop(p, "output_mode")
+        layout.prop(p, "key_tolerance_deg", text="Key Reduction (°)")
+        op = layout.operator("signsim.bake", icon='PHYSICS')
+        if s.bake_use_range:
+            op.frame_start, op.frame_end = s.bake_frame_start, s.bake_frame_end
+        row = layout.row(align=True)
+        row.operator("signsim.preview_toggle", icon='FILE_REFRESH')
+        row.operator("signsim.reference_ghost", icon='GHOST_ENABLED')
+
+
+class SIGNSIM_PT_metrics(bpy.types.Panel):
+    bl_label = "Metrics"
+    bl_idname = "SIGNSIM_PT_metrics"
+    bl_space_type = 'VIEW_3D'
+    bl_region_type = 'UI'
+    bl_category = "SignSim"
+
+    def draw(self, context):
+        layout = self.layout
+        ob = context.active_object
+        action = metrics_report.metrics_action(ob) if ob is not None else None
+        if action is None:
+            layout.label(text="Bake an armature to see its metrics", icon='INFO')
+            return
+        try:
+            metrics = metrics_report.parse(action.signsim.bake_metrics)
+        except SignSimError as ex:
+            layout.label(text=str(ex), icon='ERROR', translate=False)
+            return
+        layout.label(text=action.name, icon='ACTION', translate=False)
+        box = layout.box()
+        split = box.split(factor=0.45, align=True)
+        names, before, after, marks = (split.column(align=True) for _ in range(4))
+        names.label(text="Metric")
+        before.label(text="Before")
+        after.label(text="After")
+        marks.label(text="")
+        for r in metrics_report.table_rows(metrics):
+            names.label(text=r.label)
+            before.label(text=r.text(r.before), translate=False)
+            after.label(text=r.text(r.after), translate=False)
+            marks.label(text="", icon=VERDICT_ICONS[r.verdict])
+        groups = metrics_report.group_rows(metrics)
+        if groups:
+            box = layout.box()
+            box.label(text="Tracking per Group (°)")
+            col = box.column(align=True)
+            for g, value in groups:
+                row = col.row()
+                row.label(text=_GROUP_LABELS.get(g, g))
+                row.label(text=f"{value:.2f}", translate=False)
+        row = layout.row(align=True)
+        row.operator("signsim.metrics_worst_frame", icon='FRAME_NEXT')
+        row = layout.row(align=True)
+        row.operator("signsim.metrics_export_csv", text="CSV", icon='EXPORT')
+        row.operator("signsim.metrics_export_json", text="JSON", icon='EXPORT')
+        col = layout.column(align=True)
+        row = col.row(align=True)
+        row.label(text="Per-frame curves (Graph Editor):")
+        row.operator("signsim.metrics_show_curves", text="", icon='GRAPH')
+        for prop, _side, _key in bake.METRIC_CURVES:
+            if prop in ob:
+                col.prop(ob, f'["{prop}"]', text=prop)
+
+
+classes = (SIGNSIM_PT_bake, SIGNSIM_PT_metrics)
