@@ -11,7 +11,7 @@ def _target(context):
 
 
 class SIGNSIM_OT_compose(bpy.types.Operator):
-    """Splice the listed clips into one new action on the active armature and check every seam"""
+    """Splice the listed clips into one new action on the active armature, with blend windows, root alignment, layers and a check of every seam"""
     bl_idname = "signsim.compose"
     bl_label = "Compose"
     bl_options = {'REGISTER', 'UNDO'}
