@@ -3,10 +3,14 @@ a head-nod layer, the CLI and the operator."""
 import importlib
 import json
 import pathlib
+import sys
 
 import bpy
 import numpy as np
 import pytest
+
+sys.path.insert(0, str(pathlib.Path(__file__).parent))   # --import-mode=importlib: helpers
+from ui_recorder import Layout, draw  # noqa: E402
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent.parent
 SIGNER = ROOT / "sample_blends" / "signer.blend"
@@ -300,35 +304,6 @@ def test_library_clip_and_its_file_compose_the_same(addon, cm, shared_data, tmp_
     assert [o.name for o in bpy.data.objects if o.type == 'ARMATURE'] == ["Signer"]
 
 
-class _Layout:
-    """Stands in for bpy.types.UILayout (there is none without a window): checks that every
-    property and operator the panel draws exists."""
-
-    def __init__(self, log):
-        self.log = log
-
-    def __getattr__(self, name):          # row(), column(), box(), split() …
-        return lambda *a, **k: self
-
-    def prop(self, data, name, **_k):
-        assert name in data.bl_rna.properties, f"no property '{name}' on {data}"
-        self.log.append(("prop", name))
-
-    def label(self, text="", **_k):
-        self.log.append(("label", text))
-
-    def operator(self, idname, **_k):
-        module, name = idname.split(".")
-        assert name in dir(getattr(bpy.ops, module)), idname
-        self.log.append(("operator", idname))
-        return type("Props", (), {})()
-
-    def template_list(self, listtype, _id, data, coll, active_data, active, **_k):
-        assert coll in data.bl_rna.properties and active in active_data.bl_rna.properties
-        assert hasattr(bpy.types, listtype), listtype
-        self.log.append(("list", coll))
-
-
 def test_compose_panel_draws_clips_seams_and_flags(addon, signer, shared_data):
     from types import SimpleNamespace
     panels = importlib.import_module(addon.__name__ + ".panels.compose")
@@ -341,15 +316,17 @@ def test_compose_panel_draws_clips_seams_and_flags(addon, signer, shared_data):
     settings.clip_index = 1
     bpy.context.view_layer.objects.active = signer
     assert bpy.ops.signsim.compose() == {'FINISHED'}
-    log = []
-    panel = SimpleNamespace(layout=_Layout(log))
-    panels.SIGNSIM_PT_compose.draw(panel, SimpleNamespace(active_object=signer))
-    for index, item in enumerate(settings.clips):
-        panels.SIGNSIM_UL_compose_clips.draw_item(None, None, _Layout(log), settings, item, 0, settings,
-                                                  "clip_index", index)
-    panels.SIGNSIM_UL_compose_layers.draw_item(None, None, _Layout(log), settings, settings.layers[0], 0,
-                                               settings, "layer_index", 0)
-    assert ("prop", "weight") in log
-    assert ("operator", "signsim.compose") in log and ("list", "clips") in log and ("list", "layers") in log
-    labels = " ".join(t for kind, t in log if kind == "label")
+    drawn = draw(panels.SIGNSIM_PT_compose, SimpleNamespace(active_object=signer))
+    assert "signsim.compose" in drawn.operators
+    assert {"clips", "layers"} <= {d["property"] for d in drawn.kinds("template_list")}
+    assert {"trim_in", "trim_out", "window", "curve", "threshold", "keep_height", "foot_lock"} <= drawn.props
+    labels = " ".join(drawn.labels)
     assert "1 flagged seam" in labels and "Seam 1 at frame" in labels and "Suggested window:" in labels
+    for index, item in enumerate(settings.clips):      # the list rows: window, suggestion, flag
+        row = Layout()
+        panels.SIGNSIM_UL_compose_clips.draw_item(None, None, row, settings, item, 0, settings, "clip_index", index)
+        assert ("window" in row.drawn.props) == (index > 0)
+    row = Layout()
+    panels.SIGNSIM_UL_compose_layers.draw_item(None, None, row, settings, settings.layers[0], 0, settings,
+                                               "layer_index", 0)
+    assert row.drawn.props == {"clip", "weight"}
