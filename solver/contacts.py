@@ -82,13 +82,25 @@ class CapsuleContacts:
     gap_bound: np.ndarray
 
 
+# seg.reshape(n, 6) @ _HALF = capsule centres; (p1, q1, p2, q2) (k, 12) @ _AXES = (d1, d2, p1 − p2).
+_HALF = np.vstack([0.5 * np.eye(3), 0.5 * np.eye(3)])
+_AXES = np.zeros((12, 9))
+_AXES[3:6, 0:3], _AXES[0:3, 0:3] = np.eye(3), -np.eye(3)
+_AXES[9:12, 3:6], _AXES[6:9, 3:6] = np.eye(3), -np.eye(3)
+_AXES[0:3, 6:9], _AXES[6:9, 6:9] = np.eye(3), -np.eye(3)
+_AXES_T = np.ascontiguousarray(_AXES.T)
+_ONES3 = np.ones(3)
+# Rows of the pairwise dot products a = d1·d1, e = d2·d2, b = d1·d2, c = d1·w, f = d2·w.
+_GRAM_A = np.array([0, 1, 2, 3, 4, 5, 0, 1, 2, 0, 1, 2, 3, 4, 5])
+_GRAM_B = np.array([0, 1, 2, 3, 4, 5, 3, 4, 5, 6, 7, 8, 6, 7, 8])
+_GRAM_SUM = np.kron(np.eye(5), np.ones(3))
+
+
 def _bounding_gap(model, seg):
     """Lower bound (n_pairs,) of each pair's surface gap from bounding spheres (m)."""
-    centre = 0.5 * (seg[:, 0] + seg[:, 1])
-    gram = centre @ centre.T
-    sq = gram.diagonal()
-    dist2 = (sq[:, None] + sq[None, :] - 2.0 * gram).reshape(-1)[model.pair_flat]
-    return np.sqrt(np.maximum(dist2, 0.0)) - model.pair_reach
+    centre = seg.reshape(-1, 6) @ _HALF
+    diff = centre.take(model.pair_i, axis=0) - centre.take(model.pair_j, axis=0)
+    return np.sqrt((diff * diff) @ _ONES3) - model.pair_reach
 
 
 def capsule_contacts(model, seg):
@@ -97,28 +109,44 @@ def capsule_contacts(model, seg):
     A pair is a candidate when its gap is below the smaller radius; capsule_tunnelling
     keeps every other pair from closing such a gap within one step.
     """
+    # Few ufunc calls on small arrays: the cost here is numpy's per-call overhead.
+    flat = seg.reshape(-1, 6)
     gap = _bounding_gap(model, seg)
-    r = model.capsule_radius
-    pair = np.flatnonzero(gap < model.pair_min_radius)
-    i, j = model.pairs.take(pair, axis=0).T
-    s1, s2 = seg.take(i, axis=0), seg.take(j, axis=0)
-    c1, c2 = segment_closest_points(s1[:, 0], s1[:, 1], s2[:, 0], s2[:, 1])
-    delta = c1 - c2
-    dist = np.sqrt(np.einsum("ij,ij->i", delta, delta))
-    depth = r.take(i) + r.take(j) - dist
+    pair = (gap < model.pair_min_radius).nonzero()[0]
+    ends = flat.take(model.pairs.take(pair, axis=0).reshape(-1), axis=0).reshape(-1, 12)
+    # Component-major layout (rows x, y, z of d1, d2, w = p1 − p2; one column per pair):
+    # row operations on contiguous memory instead of batched 3×3 products.
+    D = _AXES_T @ ends.T
+    g = _GRAM_SUM @ (D.take(_GRAM_A, axis=0) * D.take(_GRAM_B, axis=0))
+    a = np.maximum(g[0], _EPS)
+    e = np.maximum(g[1], _EPS)
+    b, c, f = g[2], g[3], g[4]
+    # Closest points as in segment_closest_points (Ericson §5.1.9).
+    ae = a * e
+    denom = ae - b * b
+    general = denom > 1e-12 * ae
+    s = _unit((b * f - c * e) / np.where(general, denom, 1.0)) * general
+    t = _unit((b * s + f) / e)
+    s = _unit((b * t - c) / a)
+    delta = D[6:9] + s * D[0:3] - t * D[3:6]  # c1 − c2
+    dist = np.sqrt(_ONES3 @ (delta * delta))
+    depth = model.pair_radius_sum.take(pair) - dist
     gap[pair] = -depth
-    keep = np.flatnonzero(depth > -model.pair_min_radius.take(pair))
-    pair, i, j, depth, dist = (a.take(keep) for a in (pair, i, j, depth, dist))
-    c1, c2, delta = (a.take(keep, axis=0) for a in (c1, c2, delta))
+    keep = (depth > -model.pair_min_radius.take(pair)).nonzero()[0]
+    pair, depth, dist = pair.take(keep), depth.take(keep), dist.take(keep)
+    i, j = model.pair_i.take(pair), model.pair_j.take(pair)
+    delta = delta.take(keep, axis=1).T
+    c2 = ends.take(keep, axis=0)[:, 6:9] + t.take(keep)[:, None] * D[3:6].take(keep, axis=1).T
     # Crossing axes (dist = 0) have no closest-point direction; use the common perpendicular.
     degenerate = dist <= 1e-9
-    if degenerate.any():
+    if np.count_nonzero(degenerate):
         perp = cross(seg[i, 1] - seg[i, 0], seg[j, 1] - seg[j, 0])
         fallback = np.where(np.linalg.norm(perp, axis=-1, keepdims=True) > _EPS, perp, [0.0, 0.0, 1.0])
         delta = np.where(degenerate[:, None], fallback, delta)
         dist = np.linalg.norm(delta, axis=-1)
     normal = delta / dist[:, None]
-    point = 0.5 * (c1 + c2 + (r.take(j) - r.take(i))[:, None] * normal)
+    # Midpoint of the overlap: ½(c1 + c2 + (r2 − r1) n) with c1 − c2 = dist·n.
+    point = c2 + (0.5 * (dist + model.pair_radius_diff.take(pair)))[:, None] * normal
     return CapsuleContacts(pair, i, j, point, normal, depth, gap)
 
 

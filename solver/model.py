@@ -203,6 +203,10 @@ class SkeletonModel:
         pairs = rest_filtered_pairs(self)
         put("pairs", pairs)
         put("pair_min_radius", np.minimum(radius[pairs[:, 0]], radius[pairs[:, 1]]))
+        put("pair_i", np.ascontiguousarray(pairs[:, 0]))
+        put("pair_j", np.ascontiguousarray(pairs[:, 1]))
+        put("pair_radius_sum", radius[pairs[:, 0]] + radius[pairs[:, 1]])
+        put("pair_radius_diff", radius[pairs[:, 1]] - radius[pairs[:, 0]])
         put("pair_flat", pairs[:, 0] * n + pairs[:, 1])
         put("pair_reach", (0.5 * length + radius)[pairs].sum(axis=1))
         # Rows of the flattened (n, 2, 3) capsule end points for the 4 end combinations of each pair.
