@@ -14,9 +14,11 @@ adhesion). After the step the joint limits are enforced by projection (seed §4.
 ⊕ is q ⊗ exp(h ω) in each bone's frame.
 """
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
+from scipy.linalg.blas import dsyrk
 from scipy.linalg.lapack import dpotrf, dpotrs
 
 from . import dynamics, quat
@@ -76,6 +78,11 @@ class Physics:
     limit_zeta: float
     gravity: float
     face: object = None
+
+    def __post_init__(self):
+        # Per-DOF constants of the PD law, computed once per run (frozen dataclass).
+        object.__setattr__(self, "omega_sq", np.asarray(self.omega) ** 2)
+        object.__setattr__(self, "kd_factor", 2.0 * np.asarray(self.zeta) * np.asarray(self.omega))
 
 
 @dataclass(frozen=True, eq=False)
@@ -143,6 +150,14 @@ class Evaluation:
     face_normals: np.ndarray
     face_clearance: np.ndarray
     penetration: float
+    gravity_velocity: np.ndarray = None
+    normal_velocity: np.ndarray = None
+
+    def __post_init__(self):
+        # Products with the state velocity shared by every step from this state.
+        v = self.state.velocity
+        object.__setattr__(self, "gravity_velocity", self.gravity_stiffness @ v)
+        object.__setattr__(self, "normal_velocity", self.rows @ v)
 
     def energy(self, model, gravity):
         """Total mechanical energy (J) at this state (dynamics.energy)."""
@@ -207,9 +222,9 @@ def tracking_forces(model, physics, ev, tau_ff, mid, end, h, damping_scale=1.0):
     state = ev.state
     v = state.velocity
     inertia = ev.mass_matrix.diagonal()
-    kp = inertia * physics.omega ** 2
-    kd = (2.0 * damping_scale) * physics.zeta * physics.omega * inertia
-    err = quat.log(quat.mul(quat.conj(state.rotations), end.rotations)).reshape(-1).take(model.dof_flat)
+    kp = inertia * physics.omega_sq
+    kd = inertia * (physics.kd_factor if damping_scale == 1.0 else damping_scale * physics.kd_factor)
+    err = quat.log(quat.conj_mul(state.rotations, end.rotations)).reshape(-1).take(model.dof_flat)
     f = kp * err + kd * (mid.qd - v) - ev.bias
     if tau_ff is not None:
         f += tau_ff
@@ -217,7 +232,7 @@ def tracking_forces(model, physics, ev, tau_ff, mid, end, h, damping_scale=1.0):
     x_end = x + h * v
     upper = x_end > model.dof_upper
     active = upper | (x_end < model.dof_lower)
-    if active.any():
+    if np.count_nonzero(active):
         beyond = np.where(active, x - np.where(upper, model.dof_upper, model.dof_lower), 0.0)
         kl = np.where(active, inertia * physics.limit_omega ** 2, 0.0)
         dl = np.where(active, 2.0 * physics.limit_zeta * inertia * physics.limit_omega, 0.0)
@@ -238,19 +253,28 @@ def implicit_step(model, physics, ev, tau_ff, mid, end, h, contact_stiffness, co
     v = ev.state.velocity
     n = model.n_dof
     f, k_diag, d_diag = tracking_forces(model, physics, ev, tau_ff, mid, end, h, damping_scale)
-    A = ev.mass_matrix + (h * h) * ev.gravity_stiffness
-    A.flat[::n + 1] += h * d_diag + (h * h) * k_diag
-    b = h * (f - h * (ev.gravity_stiffness @ v + k_diag * v))
+    hh = h * h
+    # A is symmetric: it is built in Fortran order (A.T of a C array is the same matrix) so
+    # that LAPACK/BLAS update and factor it in place, and only its lower triangle is read.
+    A = (hh * ev.gravity_stiffness).T
+    A += ev.mass_matrix
+    A.flat[::n + 1] += h * d_diag + hh * k_diag
+    b = h * (f - h * (ev.gravity_velocity + k_diag * v))
 
     G, depth = ev.rows, ev.depth
-    u = G @ v
-    weight = h * contact_damping + h * h * contact_stiffness
+    u = ev.normal_velocity
+    weight = h * contact_damping + hh * contact_stiffness
     on = depth - h * u > 0.0  # contacts predicted by the current velocity: usually the final set
     for _ in range(_MAX_ACTIVE_SET_ITERATIONS):
-        Ga = G.compress(on, axis=0)
-        rhs = b + h * ((contact_stiffness * depth.compress(on)
-                        - (contact_damping + h * contact_stiffness) * u.compress(on)) @ Ga)
-        chol, info = dpotrf(A + weight * (Ga.T @ Ga), lower=1, clean=0)
+        if np.count_nonzero(on):
+            Ga = G.compress(on, axis=0)
+            rhs = b + h * ((contact_stiffness * depth.compress(on)
+                            - (contact_damping + h * contact_stiffness) * u.compress(on)) @ Ga)
+            C = dsyrk(weight, Ga.T, beta=1.0, c=A, trans=0, lower=1)  # A + w GaᵀGa (lower)
+            chol, info = dpotrf(C, lower=1, clean=0, overwrite_a=1)
+        else:
+            rhs = b
+            chol, info = dpotrf(A, lower=1, clean=0)
         if info != 0:
             raise StepFailure("implicit matrix is not positive definite")
         dv, _ = dpotrs(chol, rhs, lower=1)
@@ -263,12 +287,12 @@ def implicit_step(model, physics, ev, tau_ff, mid, end, h, contact_stiffness, co
         # pull (adhesion). Leaving merely because the contact stopped the approach just
         # short of the surface would undo that very stop (the damper acts at d = 0).
         now = np.where(on, contact_stiffness * end_depth - contact_damping * u_new > 0.0, end_depth > 0.0)
-        if not (now != on).any():
+        if not np.count_nonzero(now != on):
             break
         on = now
     rotations = advance_rotations(model, ev.state.rotations, h * v_new)
     rotations, v_new, x_new = project_limits(model, rotations, v_new)
-    if not (np.isfinite(rotations).all() and np.isfinite(v_new).all()):
+    if not math.isfinite(rotations.sum() + v_new @ v_new):
         raise StepFailure("non-finite state")
     return State(rotations, v_new, x_new)
 
@@ -279,8 +303,9 @@ def advance_rotations(model, rotations, increment):
     Products of unit quaternions stay unit to rounding (~1e-16 per step), so no
     renormalisation is needed here; simulate() normalises its output.
     """
-    omega = (increment @ model.dof_scatter).reshape(-1, 3)
-    return quat.mul(rotations, quat.exp(omega))
+    omega = np.zeros(3 * model.n_bones)
+    omega[model.dof_flat] = increment
+    return quat.mul(rotations, quat.exp(omega.reshape(-1, 3)))
 
 
 def face_tunnelling(physics, ev0, ev1):

@@ -44,6 +44,15 @@ def mul(a, b):
     return (left @ b[..., None])[..., 0]
 
 
+_CONJ_MUL = _CONJ[:, None] * _MUL
+
+
+def conj_mul(a, b):
+    """conj(a) ⊗ b of quaternions (..., 4): the rotation from a to b in a's frame."""
+    left = (a @ _CONJ_MUL).reshape(a.shape[:-1] + (4, 4))
+    return (left @ b[..., None])[..., 0]
+
+
 def conj(q):
     """Conjugate (the inverse of a unit quaternion), shape (..., 4)."""
     return q * _CONJ
