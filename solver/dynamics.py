@@ -77,8 +77,8 @@ def mass_matrix(model, kin, composite):
     """
     S = kin.motion
     F = (composite.take(model.dof_bone, axis=0) @ S[..., None])[..., 0]
-    full = F @ S.T
-    return model.dof_dof_ancestors * full + (model.dof_dof_strict * full).T
+    # (P ⊙ F Sᵀ)ᵀ = Pᵀ ⊙ S Fᵀ: two small products instead of a strided transpose.
+    return model.dof_dof_ancestors * (F @ S.T) + model.dof_dof_strict_t * (S @ F.T)
 
 
 def rnea(model, kin, spatial, qd, qdd, base_velocity, base_acceleration, gravity=GRAVITY):
@@ -107,6 +107,9 @@ def rnea(model, kin, spatial, qd, qdd, base_velocity, base_acceleration, gravity
     return tau, V
 
 
+_FIRST_MOMENT = np.array([16, 5, 9])  # Σ m c from the m c× block of a flattened 6×6 inertia
+
+
 def gravity_stiffness(model, kin, composite, gravity=GRAVITY):
     """Symmetric part of −∂G/∂q (n_dof, n_dof) N·m/rad, G the generalised gravity force.
 
@@ -115,18 +118,15 @@ def gravity_stiffness(model, kin, composite, gravity=GRAVITY):
     moves its own subtree: ∂G_d/∂q_e = g·(a_d × (a_e × W_e)). In body-frame coordinates
     the Jacobian is not exactly symmetric; its symmetric part keeps A = M + h²K symmetric.
     """
-    g = np.array([0.0, 0.0, -gravity])
     # Subtree mass and first moment Σ m c from the composite inertia's m and m c× blocks.
     comp = composite.reshape(-1, 36).take(model.dof_bone, axis=0)
-    mass = comp[:, 21]
-    first_moment = comp.take([16, 5, 9], axis=1)
-    W = first_moment - mass[:, None] * kin.origins
+    W = comp.take(_FIRST_MOMENT, axis=1) - comp[:, 21:22] * kin.origins
     a = kin.axes
-    # k1[d, e] = (g·a_d)(a_e·W_d) − (g·W_d)(a_e·a_d)
-    k1 = (a @ g)[:, None] * (W @ a.T) - (W @ g)[:, None] * (a @ a.T)
-    # ½(dG + dGᵀ) with dG = P⊙k1 + (S⊙k1)ᵀ (P: path incl. own bone, S: strict path).
-    half = model.dof_dof_path_weight * k1
-    return -(half + half.T)
+    # k1[d, e] = (g·a_d)(a_e·W_d) − (g·W_d)(a_e·a_d) = L_d·a_e with g = (0, 0, −gravity):
+    # a rank-3 product. L is negated here so that the result needs no final negation.
+    L = gravity * (a[:, 2:3] * W - W[:, 2:3] * a)
+    # −½(dG + dGᵀ) with dG = P⊙k1 + (S⊙k1)ᵀ (P: path incl. own bone, S: strict path).
+    return model.dof_dof_path_weight * (L @ a.T) + model.dof_dof_path_weight_t * (a @ L.T)
 
 
 def energy(model, com, spatial, velocities, gravity=GRAVITY):

@@ -27,6 +27,7 @@ from .kinematics import capsule_segments, forward_kinematics, normal_jacobian
 from .limits import limit_coordinates, project_limits
 
 _MAX_ACTIVE_SET_ITERATIONS = 8
+_ONES3 = np.ones(3)
 
 
 class StepFailure(RuntimeError):
@@ -95,6 +96,12 @@ class FaceSamples:
     bones: np.ndarray
     local: np.ndarray
     radius: np.ndarray
+
+    def __post_init__(self):
+        # Points on the bones' Y axes (as face_samples places them) take a cheaper path.
+        local = np.asarray(self.local)
+        on_axis = len(local) > 0 and not np.any(local[:, [0, 2]])
+        object.__setattr__(self, "axial", np.ascontiguousarray(local[:, 1:2]) if on_axis else None)
 
 
 def face_samples(model, grid):
@@ -183,18 +190,24 @@ def evaluate(model, physics, state, target):
     if face is not None and len(face.bones):
         h = face.grid.bone
         Rh, ph = kin.rotations[h], kin.positions[h]
-        world = (kin.positions.take(face.bones, axis=0)
-                 + (kin.rotations.take(face.bones, axis=0) @ face.local[..., None])[..., 0])
-        face_points = (world - ph) @ Rh
+        if face.axial is not None:
+            # Sample points p = head + s·Y of their bone, in the face bone's frame.
+            face_points = (((kin.positions - ph) @ Rh).take(face.bones, axis=0)
+                           + (kin.rotations[:, :, 1] @ Rh).take(face.bones, axis=0) * face.axial)
+        else:
+            world = (kin.positions.take(face.bones, axis=0)
+                     + (kin.rotations.take(face.bones, axis=0) @ face.local[..., None])[..., 0])
+            face_points = (world - ph) @ Rh
         phi, grad = face.grid.sample(face_points)
-        face_normals = grad / np.maximum(np.sqrt(np.einsum("ij,ij->i", grad, grad)), 1e-12)[:, None]
+        face_normals = grad / np.maximum(np.sqrt((grad * grad) @ _ONES3), 1e-12)[:, None]
         face_clear = phi - face.radius
         near = face_clear < face.radius
-        if near.any():
+        if np.count_nonzero(near):
+            world = face_points[near] @ Rh.T + ph
             n = face_normals[near] @ Rh.T
             b1.append(face.bones[near])
             b2.append(np.full(int(near.sum()), h))
-            point.append(world[near] - 0.5 * (face.radius[near] + phi[near])[:, None] * n)
+            point.append(world - 0.5 * (face.radius[near] + phi[near])[:, None] * n)
             normal.append(n)
             depth.append(-face_clear[near])
     if len(b1) > 1:
@@ -318,7 +331,8 @@ def face_tunnelling(physics, ev0, ev1):
     if face is None or len(face.bones) == 0:
         return False
     move = ev1.face_points - ev0.face_points
-    reach = np.sqrt(np.einsum("ij,ij->i", move, move))
+    reach = np.sqrt((move * move) @ _ONES3)
     near = ev0.face_clearance < face.radius
-    reach[near] = -np.einsum("ij,ij->i", move[near], ev0.face_normals[near])
-    return bool(((reach > 0.5 * face.radius) & (reach > ev0.face_clearance)).any())
+    if np.count_nonzero(near):
+        reach[near] = -((move[near] * ev0.face_normals[near]) @ _ONES3)
+    return bool(np.count_nonzero((reach > 0.5 * face.radius) & (reach > ev0.face_clearance)))

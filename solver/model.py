@@ -190,6 +190,8 @@ class SkeletonModel:
         put("dof_dof_ancestors", (anc @ onehot)[dof_bone])
         put("dof_dof_strict", ((anc - np.eye(n)) @ onehot)[dof_bone])
         put("dof_dof_path_weight", 0.5 * (self.dof_dof_ancestors + self.dof_dof_strict))
+        put("dof_dof_strict_t", np.ascontiguousarray(self.dof_dof_strict.T))
+        put("dof_dof_path_weight_t", np.ascontiguousarray(self.dof_dof_path_weight.T))
         # Pointer-jumping tables for FK over arrays extended by the base at slot n.
         jump = np.append(np.where(parents < 0, n, parents), n)
         jumps = []

@@ -16,6 +16,7 @@ from scipy.spatial import cKDTree
 # Closest-feature codes returned by closest_point_on_triangle.
 FACE, EDGE0, EDGE1, EDGE2, VERT0, VERT1, VERT2 = range(7)
 # Offsets (x, y, z) of the 8 corners of a grid cell, in the order the interpolation uses.
+_ONES3 = np.ones(3)
 _CORNERS = np.array([[0, 1, 0, 1, 0, 1, 0, 1], [0, 0, 1, 1, 0, 0, 1, 1], [0, 0, 0, 0, 1, 1, 1, 1]])
 
 
@@ -192,12 +193,12 @@ class DistanceGrid:
         """
         shape = np.array(self.values.shape)
         u = (points - self.origin) / self.spacing
-        uc = np.clip(u, 0.0, shape - 1)
+        uc = np.minimum(np.maximum(u, 0.0), shape - 1.0)
         out = (u - uc) * self.spacing
-        outside = np.sqrt(np.sum(out * out, axis=-1))
+        outside = np.sqrt((out * out) @ _ONES3)
         phi = self.margin + outside
         grad = out / np.maximum(outside, 1e-300)[:, None]
-        inside = np.flatnonzero(outside == 0.0)
+        inside = (outside == 0.0).nonzero()[0]
         if len(inside) == 0:
             return phi, grad
         uc = uc[inside]
