@@ -294,14 +294,19 @@ class _FrameStepper:
         model, physics = self.model, self.physics
         half, t_mid = 0.5 * length, t + 0.5 * h
         if 0.5 * h >= self.min_err:
-            big = self.step(e0, index, length, t, h) if big is None else big
             e_mid = evaluate(model, physics, self.step(e0, index, half, t, 0.5 * h), self.target(index + half, t_mid))
+            # Tunnelling in the first half step splits the interval whatever the error
+            # estimate says, so neither the second half step nor the single step is needed.
+            may_split = 0.25 * h >= self.min_tunnel
+            if may_split and self.tunnelling(e0, e_mid):
+                return self.split(e0, index, half, t, h, e_mid.state)
+            big = self.step(e0, index, length, t, h) if big is None else big
             e_end = evaluate(model, physics, self.step(e_mid, index + half, half, t_mid, 0.5 * h),
                              self.target(index + length, t + h))
             err = quat.angle_between(big.rotations, e_end.state.rotations).max()
-            crossing = self.tunnelling(e0, e_mid) or self.tunnelling(e_mid, e_end)
-            if ((err > self.settings.tolerance and 0.25 * h >= self.min_err)
-                    or (crossing and 0.25 * h >= self.min_tunnel)):
+            if err > self.settings.tolerance and 0.25 * h >= self.min_err:
+                return self.split(e0, index, half, t, h, e_mid.state)
+            if may_split and self.tunnelling(e_mid, e_end):
                 return self.split(e0, index, half, t, h, e_mid.state)
             return e_end, 2, max(e_mid.penetration, e_end.penetration)
         new = self.step(e0, index, length, t, h) if big is None else big
