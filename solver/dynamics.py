@@ -12,6 +12,7 @@ import numpy as np
 from .kinematics import cross, skew
 
 GRAVITY = 9.81  # m/s², along −Z in world
+_ONES6 = np.ones(6)
 
 
 def base_motion(position, linear_velocity, angular_velocity, linear_acceleration,
@@ -44,22 +45,25 @@ def motion_cross_matrices(v):
 def body_inertia_world(model, kin):
     """World centres of mass (..., n_bones, 3) m and rotational inertias about them (..., n_bones, 3, 3)."""
     R = kin.rotations
-    com = kin.positions + (R @ model.com_local[..., None])[..., 0]
-    inertia = R @ model.inertia_local @ np.swapaxes(R, -1, -2)
+    y = R[..., :, 1]
+    # Capsules have their centre of mass on the bone's Y axis and the inertia
+    # diag(i⊥, i_axial, i⊥) in the bone frame, so R I Rᵀ = i⊥ 1 + (i_axial − i⊥) y yᵀ.
+    com = kin.positions + y * model.com_local[:, 1:2]
+    inertia = model.inertia_perp_eye + model.inertia_axial_excess * (y[..., :, None] * y[..., None, :])
     return com, inertia
 
 
 def spatial_inertias(model, com, inertia):
     """6×6 spatial inertias (..., n_bones, 6, 6) at the world origin:
     [[Ī + m c×c×ᵀ, m c×], [m c×ᵀ, m 1]] with c the centre of mass, Ī the inertia about it."""
-    m = model.mass[:, None, None]
     cx = skew(com)
-    mcx = m * cx
+    mcx = model.mass[:, None, None] * cx
     out = np.empty(com.shape[:-1] + (6, 6))
-    out[..., :3, :3] = inertia + mcx @ np.swapaxes(cx, -1, -2)
+    # Skew matrices are antisymmetric: c×ᵀ = −c×.
+    np.subtract(inertia, mcx @ cx, out=out[..., :3, :3])
     out[..., :3, 3:] = mcx
-    out[..., 3:, :3] = np.swapaxes(mcx, -1, -2)
-    out[..., 3:, 3:] = m * np.eye(3)
+    np.negative(mcx, out=out[..., 3:, :3])
+    out[..., 3:, 3:] = model.mass_eye
     return out
 
 
@@ -99,11 +103,17 @@ def rnea(model, kin, spatial, qd, qdd, base_velocity, base_acceleration, gravity
     X = motion_cross_matrices(V)
     # Ṡ = v × S for axes fixed in the child bone (world-frame spatial notation).
     c_j = (X.take(model.dof_bone, axis=-3) @ s_qd[..., None])[..., 0]
-    A = a0[..., None, :] + model.dof_ancestors @ (S * qdd[..., None] + c_j)
-    momentum = spatial @ V[..., None]
-    f = (spatial @ A[..., None] - np.swapaxes(X, -1, -2) @ momentum)[..., 0]
-    F = model.ancestors.T @ f
-    tau = np.einsum("...i,...i->...", S, F.take(model.dof_bone, axis=-2))
+    if qdd is not None:  # None: q̈ = 0 (the bias c(q, q̇))
+        c_j += S * qdd[..., None]
+    A = a0[..., None, :] + model.dof_ancestors @ c_j
+    # I a and I v in one batched product.
+    AV = np.empty(V.shape + (2,))
+    AV[..., 0] = A
+    AV[..., 1] = V
+    IAV = spatial @ AV
+    f = IAV[..., 0] - (X.swapaxes(-1, -2) @ IAV[..., 1:])[..., 0]
+    F = model.ancestors_t @ f
+    tau = (S * F.take(model.dof_bone, axis=-2)) @ _ONES6
     return tau, V
 
 

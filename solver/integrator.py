@@ -178,8 +178,7 @@ def evaluate(model, physics, state, target):
     spatial = dynamics.spatial_inertias(model, com, inertia)
     composite = dynamics.composite_inertias(model, spatial)
     M = dynamics.mass_matrix(model, kin, composite)
-    zero = np.zeros(model.n_dof)
-    bias, velocities = dynamics.rnea(model, kin, spatial, state.velocity, zero,
+    bias, velocities = dynamics.rnea(model, kin, spatial, state.velocity, None,
                                      target.base_velocity, target.base_acceleration, physics.gravity)
     kg = dynamics.gravity_stiffness(model, kin, composite, physics.gravity)
     seg = capsule_segments(model, kin)

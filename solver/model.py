@@ -155,6 +155,10 @@ class SkeletonModel:
         put("com_local", com)
         put("inertia_local", inertia)
         put("rest_matrices", quat.to_matrix(rr))
+        # Derived for the vectorised dynamics: m·1 (n, 3, 3), i⊥·1 (n, 3, 3), i_axial − i⊥ (n, 1, 1).
+        put("mass_eye", mass[:, None, None] * np.eye(3))
+        put("inertia_perp_eye", inertia[:, 0, 0, None, None] * np.eye(3))
+        put("inertia_axial_excess", (inertia[:, 1, 1] - inertia[:, 0, 0])[:, None, None])
 
         counts = np.array([3 if t == BALL else 1 for t in types], dtype=np.intp)
         start = np.concatenate([[0], np.cumsum(counts)[:-1]])
@@ -185,6 +189,7 @@ class SkeletonModel:
         onehot = np.zeros((n, n_dof))
         onehot[dof_bone, np.arange(n_dof)] = 1.0
         put("ancestors", anc)
+        put("ancestors_t", np.ascontiguousarray(anc.T))
         put("dof_ancestors", anc @ onehot)
         # [d, e] = 1 when bone(e) is bone(d) or its ancestor (resp. a strict ancestor).
         put("dof_dof_ancestors", (anc @ onehot)[dof_bone])
