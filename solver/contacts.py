@@ -160,23 +160,26 @@ def capsule_tunnelling(model, seg0, seg1, contacts0):
     most its gap bound, or half the smaller radius, towards anything.
     """
     disp = (seg1 - seg0).reshape(-1, 3)
-    end_move = np.sqrt(np.einsum("ij,ij->i", disp, disp)).reshape(-1, 2).max(axis=1)
+    sq = (disp * disp) @ _ONES3
+    end_move = np.sqrt(np.maximum(sq[0::2], sq[1::2]))
     # |Δx − Δy| ≤ |Δx| + |Δy|: only pairs that fail this cheap bound get the exact test.
-    bound = end_move.take(model.pairs[:, 0]) + end_move.take(model.pairs[:, 1])
-    risky = np.flatnonzero((bound > 0.5 * model.pair_min_radius) & (bound > contacts0.gap_bound))
+    bound = end_move.take(model.pair_i) + end_move.take(model.pair_j)
+    risky = (bound > np.maximum(model.pair_half_min_radius, contacts0.gap_bound)).nonzero()[0]
     if len(risky) == 0:
         return False
-    rows = (4 * risky[:, None] + np.arange(4)).reshape(-1)
-    rel = (disp.take(model.pair_ends[0].take(rows), axis=0)
-           - disp.take(model.pair_ends[1].take(rows), axis=0)).reshape(-1, 4, 3)
-    reach = np.sqrt(np.einsum("pkx,pkx->pk", rel, rel)).max(axis=1)
+    ends = model.pair_ends_4.take(risky, axis=0)  # (r, 2, 4) end-point rows of both bones
+    rel = disp.take(ends[:, 0].reshape(-1), axis=0) - disp.take(ends[:, 1].reshape(-1), axis=0)
+    sq = ((rel * rel) @ _ONES3).reshape(-1, 4)
+    reach = np.sqrt(np.maximum(np.maximum(sq[:, 0], sq[:, 1]), np.maximum(sq[:, 2], sq[:, 3])))
     c = contacts0
     slot = np.searchsorted(risky, c.pair)
     found = (slot < len(risky)) & (risky[np.minimum(slot, len(risky) - 1)] == c.pair)
-    if found.any():
-        along = -np.sum(rel[slot[found]] * c.normal[found][:, None, :], axis=-1)
-        reach[slot[found]] = along.max(axis=1)
-    return bool(((reach > 0.5 * model.pair_min_radius.take(risky)) & (reach > c.gap_bound.take(risky))).any())
+    if np.count_nonzero(found):
+        at = slot[found]
+        along = -((rel.reshape(-1, 4, 3)[at] * c.normal[found][:, None, :]) @ _ONES3)
+        reach[at] = np.maximum(np.maximum(along[:, 0], along[:, 1]), np.maximum(along[:, 2], along[:, 3]))
+    limit = np.maximum(model.pair_half_min_radius.take(risky), c.gap_bound.take(risky))
+    return bool(np.count_nonzero(reach > limit))
 
 
 def capsule_penetration(model, seg):

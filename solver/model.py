@@ -220,6 +220,8 @@ class SkeletonModel:
         ends = np.arange(2 * n).reshape(n, 2)
         put("pair_ends", (np.repeat(ends[pairs[:, 0]], 2, axis=1).reshape(-1),
                           np.tile(ends[pairs[:, 1]], (1, 2)).reshape(-1)))
+        put("pair_ends_4", np.stack([self.pair_ends[0].reshape(-1, 4), self.pair_ends[1].reshape(-1, 4)], axis=1))
+        put("pair_half_min_radius", 0.5 * self.pair_min_radius)
 
     def bones_in_group(self, group):
         """Indices (k,) of the bones whose label is `group`."""
