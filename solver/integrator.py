@@ -266,11 +266,12 @@ def implicit_step(model, physics, ev, tau_ff, mid, end, h, contact_stiffness, co
     n = model.n_dof
     f, k_diag, d_diag = tracking_forces(model, physics, ev, tau_ff, mid, end, h, damping_scale)
     hh = h * h
-    # A is symmetric: it is built in Fortran order (A.T of a C array is the same matrix) so
-    # that LAPACK/BLAS update and factor it in place, and only its lower triangle is read.
-    A = (hh * ev.gravity_stiffness).T
+    A = hh * ev.gravity_stiffness
     A += ev.mass_matrix
     A.flat[::n + 1] += h * d_diag + hh * k_diag
+    # A is symmetric, so its transpose is a Fortran-ordered view of the same matrix that
+    # BLAS/LAPACK take without reordering; only its lower triangle is read.
+    A = A.T
     b = h * (f - h * (ev.gravity_velocity + k_diag * v))
 
     G, depth = ev.rows, ev.depth
@@ -283,10 +284,10 @@ def implicit_step(model, physics, ev, tau_ff, mid, end, h, contact_stiffness, co
             rhs = b + h * ((contact_stiffness * depth.compress(on)
                             - (contact_damping + h * contact_stiffness) * u.compress(on)) @ Ga)
             C = dsyrk(weight, Ga.T, beta=1.0, c=A, trans=0, lower=1)  # A + w GaᵀGa (lower)
-            chol, info = dpotrf(C, lower=1, clean=0, overwrite_a=1)
         else:
             rhs = b
-            chol, info = dpotrf(A, lower=1, clean=0)
+            C = A
+        chol, info = dpotrf(C, lower=1, clean=0)
         if info != 0:
             raise StepFailure("implicit matrix is not positive definite")
         dv, _ = dpotrs(chol, rhs, lower=1)

@@ -18,6 +18,9 @@ _SKEW = np.zeros((3, 9))
 _SKEW[2, 1], _SKEW[1, 2], _SKEW[2, 3], _SKEW[0, 5], _SKEW[1, 6], _SKEW[0, 7] = -1, 1, 1, -1, -1, 1
 
 
+_EYE3 = np.eye(3)
+
+
 def skew(a):
     """Cross-product matrices (..., 3, 3) of vectors a (..., 3): skew(a) @ b = a × b."""
     return (a @ _SKEW).reshape(a.shape[:-1] + (3, 3))
@@ -61,7 +64,7 @@ def forward_kinematics(model, local_rotations, base_rotation, base_position):
     # Slot n holds the base, here the identity; offsets broadcast over the batch axes.
     R = np.empty(batch + (n + 1, 3, 3))
     R[..., :n, :, :] = local
-    R[..., n, :, :] = np.eye(3)
+    R[..., n, :, :] = _EYE3
     P = model.offsets_ext
     for jump in model.jumps:
         Rj = R.take(jump, axis=-3)
@@ -78,8 +81,10 @@ def forward_kinematics(model, local_rotations, base_rotation, base_position):
 
 def capsule_segments(model, kin):
     """Capsule axis end points (..., n_bones, 2, 3) m: bone head and head + length·Y."""
-    tail = kin.positions + kin.rotations[..., :, 1] * model.capsule_length[:, None]
-    return np.stack([kin.positions, tail], axis=-2)
+    out = np.empty(kin.positions.shape[:-1] + (2, 3))
+    out[..., 0, :] = kin.positions
+    np.add(kin.positions, kin.rotations[..., :, 1] * model.capsule_length[:, None], out=out[..., 1, :])
+    return out
 
 
 def normal_jacobian(model, kin, bones, points, normals, other_bones=None):
