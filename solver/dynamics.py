@@ -96,6 +96,11 @@ def rnea(model, kin, spatial, qd, qdd, base_velocity, base_acceleration, gravity
     over its subtree. Returns (tau, bone spatial velocities (..., n_bones, 6)).
     Works with any leading batch axes shared by kin and the inputs.
     """
+    return _rnea(model, kin, spatial, qd, qdd, base_velocity, base_acceleration, gravity)[:2]
+
+
+def _rnea(model, kin, spatial, qd, qdd, base_velocity, base_acceleration, gravity=GRAVITY):
+    """rnea() that also returns the bone momenta I v (..., n_bones, 6)."""
     S = kin.motion
     a0 = base_acceleration + np.array([0.0, 0.0, 0.0, 0.0, 0.0, gravity])
     s_qd = S * qd[..., None]
@@ -114,7 +119,7 @@ def rnea(model, kin, spatial, qd, qdd, base_velocity, base_acceleration, gravity
     f = IAV[..., 0] - (X.swapaxes(-1, -2) @ IAV[..., 1:])[..., 0]
     F = model.ancestors_t @ f
     tau = (S * F.take(model.dof_bone, axis=-2)) @ _ONES6
-    return tau, V
+    return tau, V, IAV[..., 1]
 
 
 _FIRST_MOMENT = np.array([16, 5, 9])  # Σ m c from the m c× block of a flattened 6×6 inertia

@@ -159,6 +159,7 @@ class Evaluation:
     penetration: float
     gravity_velocity: np.ndarray = None
     normal_velocity: np.ndarray = None
+    momentum: np.ndarray = None
 
     def __post_init__(self):
         # Products with the state velocity shared by every step from this state.
@@ -168,7 +169,10 @@ class Evaluation:
 
     def energy(self, model, gravity):
         """Total mechanical energy (J) at this state (dynamics.energy)."""
-        return dynamics.energy(model, self.com, self.spatial, self.velocities, gravity)
+        if self.momentum is None:
+            return dynamics.energy(model, self.com, self.spatial, self.velocities, gravity)
+        # The same sum from the bone momenta I v that the RNEA already formed.
+        return 0.5 * np.vdot(self.velocities, self.momentum) + gravity * (model.mass @ self.com[:, 2])
 
 
 def evaluate(model, physics, state, target):
@@ -178,8 +182,8 @@ def evaluate(model, physics, state, target):
     spatial = dynamics.spatial_inertias(model, com, inertia)
     composite = dynamics.composite_inertias(model, spatial)
     M = dynamics.mass_matrix(model, kin, composite)
-    bias, velocities = dynamics.rnea(model, kin, spatial, state.velocity, None,
-                                     target.base_velocity, target.base_acceleration, physics.gravity)
+    bias, velocities, momentum = dynamics._rnea(model, kin, spatial, state.velocity, None,
+                                                target.base_velocity, target.base_acceleration, physics.gravity)
     kg = dynamics.gravity_stiffness(model, kin, composite, physics.gravity)
     seg = capsule_segments(model, kin)
     cap = capsule_contacts(model, seg)
@@ -215,7 +219,8 @@ def evaluate(model, physics, state, target):
         b1, b2, point, normal, depth = b1[0], b2[0], point[0], normal[0], depth[0]
     rows = normal_jacobian(model, kin, b1, point, normal, b2)
     return Evaluation(state, kin, seg, com, spatial, M, bias, velocities, kg, rows, depth, cap,
-                      face_points, face_normals, face_clear, float(max(0.0, depth.max(initial=0.0))))
+                      face_points, face_normals, face_clear, float(max(0.0, depth.max(initial=0.0))),
+                      momentum=momentum)
 
 
 def tracking_forces(model, physics, ev, tau_ff, mid, end, h, damping_scale=1.0):

@@ -185,15 +185,20 @@ class DistanceGrid:
     bone: int
     margin: float
 
+    def __post_init__(self):
+        shape = np.array(np.shape(self.values))
+        object.__setattr__(self, "_shape", shape)
+        object.__setattr__(self, "_top", shape - 1.0)
+
     def sample(self, points):
         """Distance (k,) m and gradient (k, 3) at bone-local points (k, 3), trilinear.
 
         Outside the grid the value is a lower bound of the distance (margin + distance
         to the grid box) with the gradient pointing away from the box.
         """
-        shape = np.array(self.values.shape)
+        shape = self._shape
         u = (points - self.origin) / self.spacing
-        uc = np.minimum(np.maximum(u, 0.0), shape - 1.0)
+        uc = np.minimum(np.maximum(u, 0.0), self._top)
         out = (u - uc) * self.spacing
         outside = np.sqrt((out * out) @ _ONES3)
         phi = self.margin + outside
