@@ -90,11 +90,13 @@ class ReferenceSample:
 
 def _normalised_derivatives(q, dq, ddq):
     """Unit quaternion q/|q| and its first two time derivatives (quotient rule)."""
-    n = np.linalg.norm(q, axis=-1, keepdims=True)
+    # einsum: reductions over a short last axis are several times faster than np.sum's.
+    n = np.sqrt(np.einsum("...i,...i->...", q, q))[..., None]
     u = q / n
-    nd = np.sum(u * dq, axis=-1, keepdims=True)
+    nd = np.einsum("...i,...i->...", u, dq)[..., None]
     ud = (dq - u * nd) / n
-    ndd = (np.sum(dq * dq, axis=-1, keepdims=True) + np.sum(q * ddq, axis=-1, keepdims=True) - nd ** 2) / n
+    ndd = (np.einsum("...i,...i->...", dq, dq) + np.einsum("...i,...i->...", q, ddq))[..., None]
+    ndd = (ndd - nd ** 2) / n
     udd = (ddq - 2.0 * ud * nd - u * ndd) / n
     return u, ud, udd
 
@@ -125,9 +127,8 @@ class ReferenceSpline:
         shape = (len(t), self.n_bones, 4)
         q, qd, qdd = _normalised_derivatives(y[:, :nb4].reshape(shape), yd[:, :nb4].reshape(shape),
                                              ydd[:, :nb4].reshape(shape))
-        qc = quat.conj(q)
-        omega = 2.0 * quat.mul(qc, qd)[..., 1:]
-        omega_dot = 2.0 * quat.mul(qc, qdd)[..., 1:]
+        omega = 2.0 * quat.conj_mul(q, qd)[..., 1:]
+        omega_dot = 2.0 * quat.conj_mul(q, qdd)[..., 1:]
         b, bd, bdd = _normalised_derivatives(y[:, nb4:nb4 + 4], yd[:, nb4:nb4 + 4], ydd[:, nb4:nb4 + 4])
         bc = quat.conj(b)
         return ReferenceSample(
