@@ -172,7 +172,7 @@ def capsule_tunnelling(model, seg0, seg1, contacts0):
     sq = ((rel * rel) @ _ONES3).reshape(-1, 4)
     reach = np.sqrt(np.maximum(np.maximum(sq[:, 0], sq[:, 1]), np.maximum(sq[:, 2], sq[:, 3])))
     c = contacts0
-    slot = np.searchsorted(risky, c.pair)
+    slot = risky.searchsorted(c.pair)
     found = (slot < len(risky)) & (risky[np.minimum(slot, len(risky) - 1)] == c.pair)
     if np.count_nonzero(found):
         at = slot[found]

@@ -137,8 +137,9 @@ class Evaluation:
     (n_dof,) N·m, bone spatial velocities (n_bones, 6), symmetric gravity stiffness
     (n_dof, n_dof), contact rows G (k, n_dof) = n·(J₁ − J₂) with depths (k,) m (capsule
     pairs, then face samples), capsules (contacts.CapsuleContacts), face sample
-    positions, unit outward normals (face-bone frame) and clearances (m), and the
-    deepest penetration (m, ≥ 0).
+    positions, unit outward normals (face-bone frame; when no sample is within its
+    radius of the face, which is when normals are read, the raw grid gradient) and
+    clearances (m), and the deepest penetration (m, ≥ 0).
     """
 
     state: State
@@ -201,11 +202,13 @@ def evaluate(model, physics, state, target):
             world = (kin.positions.take(face.bones, axis=0)
                      + (kin.rotations.take(face.bones, axis=0) @ face.local[..., None])[..., 0])
             face_points = (world - ph) @ Rh
-        phi, grad = face.grid.sample(face_points)
-        face_normals = grad / np.maximum(np.sqrt((grad * grad) @ _ONES3), 1e-12)[:, None]
+        phi, face_normals = face.grid.sample(face_points)
         face_clear = phi - face.radius
         near = face_clear < face.radius
         if np.count_nonzero(near):
+            # Normals are only read where a sample is near the face (here and in face_tunnelling).
+            grad = face_normals
+            face_normals = grad / np.maximum(np.sqrt((grad * grad) @ _ONES3), 1e-12)[:, None]
             world = face_points[near] @ Rh.T + ph
             n = face_normals[near] @ Rh.T
             b1.append(face.bones[near])

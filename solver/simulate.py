@@ -216,7 +216,16 @@ class ReferenceTrack:
         if i % (self.grid // 2) == 0:
             return self._batched_ff[i // (self.grid // 2)]
         if i not in self._ff:
-            self._ff[i] = self._feedforward(*(a[i:i + 1] for a in self._targets))[0]
+            quarter = self.grid // 4
+            if quarter and i % quarter == 0:
+                # Quarter-frame starts come in pairs (a frame split into four steps needs
+                # both), so both are computed in one batch.
+                first = i - i % self.grid + quarter
+                both = [first, first + 2 * quarter]
+                ff = self._feedforward(*(a[both] for a in self._targets))
+                self._ff.update(zip(both, ff))
+            else:
+                self._ff[i] = self._feedforward(*(a[i:i + 1] for a in self._targets))[0]
         return self._ff[i]
 
     def _sample(self, times):
