@@ -270,10 +270,67 @@ def implicit_step(model, physics, ev, tau_ff, mid, end, h, contact_stiffness, co
     damping_scale multiplies the PD damping (fallback ladder). Returns the new State.
     Raises StepFailure when A is not positive definite or the result is not finite.
     """
+    f, k_diag, d_diag = tracking_forces(model, physics, ev, tau_ff, mid, end, h, damping_scale)
+    v_new = _solve_velocity(model, ev, f, k_diag, d_diag, h, contact_stiffness, contact_damping)
+    rotations = advance_rotations(model, ev.state.rotations, h * v_new)
+    rotations, v_new, x_new = project_limits(model, rotations, v_new)
+    if not math.isfinite(rotations.sum() + v_new @ v_new):
+        raise StepFailure("non-finite state")
+    return State(rotations, v_new, x_new)
+
+
+def implicit_step_pair(model, physics, ev, tau_ff, mids, ends, hs, contact_stiffness, contact_damping,
+                       damping_scale=1.0):
+    """Two implicit_step()s from the same evaluation (step doubling's first half step and
+    single step): mids, ends and hs are pairs of Targets and step sizes. Returns the two
+    States, exactly as two implicit_step calls would (which is what happens when a joint
+    limit is involved); the per-bone quaternion work of both is done in one batch.
+    """
+    state = ev.state
+    v, x = state.velocity, state.limit_x
+    h2 = np.array(hs)[:, None]
+    x_end = x + h2 * v
+    if np.count_nonzero((x_end > model.dof_upper) | (x_end < model.dof_lower)):
+        return tuple(implicit_step(model, physics, ev, tau_ff, mids[k], ends[k], hs[k], contact_stiffness,
+                                   contact_damping, damping_scale) for k in range(2))
+    # tracking_forces for both steps (no limit is active in either).
+    inertia = ev.mass_matrix.diagonal()
+    kp = inertia * physics.omega_sq
+    kd = inertia * (physics.kd_factor if damping_scale == 1.0 else damping_scale * physics.kd_factor)
+    n_bones, n = model.n_bones, model.n_dof
+    pair = np.empty((2, n_bones, 4))
+    pair[0], pair[1] = ends[0].rotations, ends[1].rotations
+    err = quat.log(quat.conj_mul(state.rotations, pair)).reshape(2, -1).take(model.dof_flat, axis=1)
+    qd = np.empty((2, n))
+    qd[0], qd[1] = mids[0].qd, mids[1].qd
+    f = kp * err + kd * (qd - v) - ev.bias
+    if tau_ff is not None:
+        f += tau_ff
+    velocity = np.empty((2, n))
+    for k in range(2):
+        velocity[k] = _solve_velocity(model, ev, f[k], kp, kd, hs[k], contact_stiffness, contact_damping)
+    omega = np.zeros((2, 3 * n_bones))
+    omega[:, model.dof_flat] = h2 * velocity
+    rotations = quat.mul(state.rotations, quat.exp(omega.reshape(2, n_bones, 3)))
+    limit_x = quat.log(rotations).reshape(2, -1).take(model.dof_flat, axis=1)
+    outside = (limit_x > model.dof_upper) | (limit_x < model.dof_lower)
+    out = []
+    for k in range(2):
+        r, vk, xk = rotations[k], velocity[k], limit_x[k]
+        if np.count_nonzero(outside[k]):
+            r, vk, xk = project_limits(model, r, vk)
+        if not math.isfinite(r.sum() + vk @ vk):
+            raise StepFailure("non-finite state")
+        out.append(State(r, vk, xk))
+    return tuple(out)
+
+
+def _solve_velocity(model, ev, f, k_diag, d_diag, h, contact_stiffness, contact_damping):
+    """v⁺ (n_dof,) of the implicit step with the contact active set (see implicit_step)."""
     v = ev.state.velocity
     n = model.n_dof
-    f, k_diag, d_diag = tracking_forces(model, physics, ev, tau_ff, mid, end, h, damping_scale)
     hh = h * h
+
     A = hh * ev.gravity_stiffness
     A += ev.mass_matrix
     A.flat[::n + 1] += h * d_diag + hh * k_diag
@@ -311,11 +368,7 @@ def implicit_step(model, physics, ev, tau_ff, mid, end, h, contact_stiffness, co
         if not np.count_nonzero(now != on):
             break
         on = now
-    rotations = advance_rotations(model, ev.state.rotations, h * v_new)
-    rotations, v_new, x_new = project_limits(model, rotations, v_new)
-    if not math.isfinite(rotations.sum() + v_new @ v_new):
-        raise StepFailure("non-finite state")
-    return State(rotations, v_new, x_new)
+    return v_new
 
 
 def advance_rotations(model, rotations, increment):

@@ -19,7 +19,7 @@ import numpy as np
 from . import dynamics, quat
 from .contacts import capsule_tunnelling
 from .integrator import (Physics, State, StepFailure, Target, evaluate, face_samples, face_tunnelling,
-                         implicit_step)
+                         implicit_step, implicit_step_pair)
 from .kinematics import forward_kinematics
 from .limits import project_limits
 from .reference import ReferenceSpline
@@ -290,6 +290,15 @@ class _FrameStepper:
                              self.target(index + length, t + h), h, self.contact_k,
                              self.settings.contact_damping, self.damping)
 
+    def step_pair(self, e0, index, length, t, h):
+        """(First half step, single step) over h from e0, as two step() calls would give."""
+        tau_ff = self.track.feedforward(index, t) if self.settings.feedforward else None
+        half = 0.5 * length
+        mids = (self.target(index + 0.5 * half, t + 0.25 * h), self.target(index + half, t + 0.5 * h))
+        ends = (self.target(index + half, t + 0.5 * h), self.target(index + length, t + h))
+        return implicit_step_pair(self.model, self.physics, e0, tau_ff, mids, ends, (0.5 * h, h), self.contact_k,
+                                  self.settings.contact_damping, self.damping)
+
     def tunnelling(self, e0, e1):
         return (capsule_tunnelling(self.model, e0.segments, e1.segments, e0.capsules)
                 or face_tunnelling(self.physics, e0, e1))
@@ -303,13 +312,16 @@ class _FrameStepper:
         model, physics = self.model, self.physics
         half, t_mid = 0.5 * length, t + 0.5 * h
         if 0.5 * h >= self.min_err:
-            e_mid = evaluate(model, physics, self.step(e0, index, half, t, 0.5 * h), self.target(index + half, t_mid))
+            if big is None:  # both steps from e0 at once
+                first, big = self.step_pair(e0, index, length, t, h)
+            else:
+                first = self.step(e0, index, half, t, 0.5 * h)
+            e_mid = evaluate(model, physics, first, self.target(index + half, t_mid))
             # Tunnelling in the first half step splits the interval whatever the error
-            # estimate says, so neither the second half step nor the single step is needed.
+            # estimate says, so the second half step is not needed.
             may_split = 0.25 * h >= self.min_tunnel
             if may_split and self.tunnelling(e0, e_mid):
                 return self.split(e0, index, half, t, h, e_mid.state)
-            big = self.step(e0, index, length, t, h) if big is None else big
             e_end = evaluate(model, physics, self.step(e_mid, index + half, half, t_mid, 0.5 * h),
                              self.target(index + length, t + h))
             err = quat.angle_between(big.rotations, e_end.state.rotations).max()
