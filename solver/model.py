@@ -205,6 +205,13 @@ class SkeletonModel:
             jump = jump[jump]
         put("jumps", tuple(jumps))
         put("offsets_ext", np.concatenate([self.rest_offsets, np.zeros((1, 3))]))
+        # The same with the base at slot n and the world at slot n + 1 (kinematics.forward_kinematics).
+        jump = np.concatenate([np.where(parents < 0, n, parents), [n + 1, n + 1]])
+        jumps = []
+        while not np.all(jump == n + 1):
+            jumps.append(jump)
+            jump = jump[jump]
+        put("jumps_base", tuple(jumps))
         put("children_count", np.bincount(parents[parents >= 0], minlength=n))
 
         pairs = rest_filtered_pairs(self)
