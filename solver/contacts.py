@@ -88,7 +88,7 @@ _AXES = np.zeros((12, 9))
 _AXES[3:6, 0:3], _AXES[0:3, 0:3] = np.eye(3), -np.eye(3)
 _AXES[9:12, 3:6], _AXES[6:9, 3:6] = np.eye(3), -np.eye(3)
 _AXES[0:3, 6:9], _AXES[6:9, 6:9] = np.eye(3), -np.eye(3)
-_AXES_T = np.ascontiguousarray(_AXES.T)
+_AXES_T = np.ascontiguousarray(np.concatenate([_AXES, np.eye(12)[:, 6:9]], axis=1).T)  # + rows of p2
 _ONES3 = np.ones(3)
 # Rows of the pairwise dot products a = d1·d1, e = d2·d2, b = d1·d2, c = d1·w, f = d2·w.
 _GRAM_A = np.array([0, 1, 2, 3, 4, 5, 0, 1, 2, 0, 1, 2, 3, 4, 5])
@@ -114,7 +114,7 @@ def capsule_contacts(model, seg):
     gap = _bounding_gap(model, seg)
     pair = (gap < model.pair_min_radius).nonzero()[0]
     ends = flat.take(model.pairs.take(pair, axis=0).reshape(-1), axis=0).reshape(-1, 12)
-    # Component-major layout (rows x, y, z of d1, d2, w = p1 − p2; one column per pair):
+    # Component-major layout (rows x, y, z of d1, d2, w = p1 − p2, p2; one column per pair):
     # row operations on contiguous memory instead of batched 3×3 products.
     D = _AXES_T @ ends.T
     g = _GRAM_SUM @ (D.take(_GRAM_A, axis=0) * D.take(_GRAM_B, axis=0))
@@ -125,7 +125,8 @@ def capsule_contacts(model, seg):
     ae = a * e
     denom = ae - b * b
     general = denom > 1e-12 * ae
-    s = _unit((b * f - c * e) / np.where(general, denom, 1.0)) * general
+    # Where not general the floored divisor only keeps the (discarded) quotient finite.
+    s = _unit((b * f - c * e) / np.maximum(denom, 1e-300)) * general
     t = _unit((b * s + f) / e)
     s = _unit((b * t - c) / a)
     delta = D[6:9] + s * D[0:3] - t * D[3:6]  # c1 − c2
@@ -136,7 +137,7 @@ def capsule_contacts(model, seg):
     pair, depth, dist = pair.take(keep), depth.take(keep), dist.take(keep)
     i, j = model.pair_i.take(pair), model.pair_j.take(pair)
     delta = delta.take(keep, axis=1).T
-    c2 = ends.take(keep, axis=0)[:, 6:9] + t.take(keep)[:, None] * D[3:6].take(keep, axis=1).T
+    c2 = (D[9:12] + t * D[3:6]).take(keep, axis=1).T
     # Crossing axes (dist = 0) have no closest-point direction; use the common perpendicular.
     degenerate = dist <= 1e-9
     if np.count_nonzero(degenerate):

@@ -344,7 +344,8 @@ def _solve_velocity(model, ev, f, k_diag, d_diag, h, contact_stiffness, contact_
     weight = h * contact_damping + hh * contact_stiffness
     on = depth - h * u > 0.0  # contacts predicted by the current velocity: usually the final set
     for _ in range(_MAX_ACTIVE_SET_ITERATIONS):
-        if np.count_nonzero(on):
+        n_on = np.count_nonzero(on)
+        if n_on:
             Ga = G.compress(on, axis=0)
             rhs = b + h * ((contact_stiffness * depth.compress(on)
                             - (contact_damping + h * contact_stiffness) * u.compress(on)) @ Ga)
@@ -364,9 +365,14 @@ def _solve_velocity(model, ev, f, k_diag, d_diag, h, contact_stiffness, contact_
         # Join when the end of the step would penetrate; leave only when the force would
         # pull (adhesion). Leaving merely because the contact stopped the approach just
         # short of the surface would undo that very stop (the damper acts at d = 0).
-        now = np.where(on, contact_stiffness * end_depth - contact_damping * u_new > 0.0, end_depth > 0.0)
-        if not np.count_nonzero(now != on):
-            break
+        if n_on:
+            now = np.where(on, contact_stiffness * end_depth - contact_damping * u_new > 0.0, end_depth > 0.0)
+            if not np.count_nonzero(now != on):
+                break
+        else:
+            now = end_depth > 0.0
+            if not np.count_nonzero(now):
+                break
         on = now
     return v_new
 

@@ -102,7 +102,7 @@ def log(q):
 
 def angle_between(a, b):
     """Geodesic angle (...,) in rad between rotations a and b (..., 4), in [0, π]; sign-invariant."""
-    d = mul(conj(a), b)
+    d = conj_mul(a, b)
     v = d[..., 1:]
     return 2.0 * np.arctan2(np.sqrt(np.einsum("...i,...i->...", v, v)), np.abs(d[..., 0]))
 
