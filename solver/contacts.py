@@ -173,12 +173,14 @@ def capsule_tunnelling(model, seg0, seg1, contacts0):
     sq = ((rel * rel) @ _ONES3).reshape(-1, 4)
     reach = np.sqrt(np.maximum(np.maximum(sq[:, 0], sq[:, 1]), np.maximum(sq[:, 2], sq[:, 3])))
     c = contacts0
-    slot = risky.searchsorted(c.pair)
-    found = (slot < len(risky)) & (risky[np.minimum(slot, len(risky) - 1)] == c.pair)
+    slot = np.full(len(model.pairs), -1)  # position of each pair in `risky`
+    slot[risky] = np.arange(len(risky))
+    slot = slot.take(c.pair)
+    found = slot >= 0
     if np.count_nonzero(found):
-        at = slot[found]
-        along = -((rel.reshape(-1, 4, 3)[at] * c.normal[found][:, None, :]) @ _ONES3)
-        reach[at] = np.maximum(np.maximum(along[:, 0], along[:, 1]), np.maximum(along[:, 2], along[:, 3]))
+        at = slot.compress(found)
+        along = -(rel.reshape(-1, 4, 3).take(at, axis=0) @ c.normal.compress(found, axis=0)[:, :, None])
+        reach[at] = np.maximum(np.maximum(along[:, 0, 0], along[:, 1, 0]), np.maximum(along[:, 2, 0], along[:, 3, 0]))
     limit = np.maximum(model.pair_half_min_radius.take(risky), c.gap_bound.take(risky))
     return bool(np.count_nonzero(reach > limit))
 
