@@ -38,17 +38,8 @@ def _product_tensors():
 _MUL, _MAT = _product_tensors()
 
 
-# Many products at once: (a ⊗ b) = (a bᵀ).reshape(16) @ _MUL_OUTER is one large matrix
-# product, where stacks of 4×4 products would loop over tiny matrices.
-_MUL_OUTER = _MUL.reshape(4, 4, 4).transpose(0, 2, 1).reshape(16, 4)
-_CONJ_MUL_OUTER = (_CONJ[:, None, None] * _MUL.reshape(4, 4, 4)).transpose(0, 2, 1).reshape(16, 4)
-_BATCH = 256  # quaternions from which the outer-product form is faster
-
-
 def mul(a, b):
     """Hamilton product a ⊗ b of quaternions (..., 4); a is applied after b."""
-    if a.size >= 4 * _BATCH and a.shape == b.shape:
-        return (a[..., :, None] * b[..., None, :]).reshape(a.shape[:-1] + (16,)) @ _MUL_OUTER
     left = (a @ _MUL).reshape(a.shape[:-1] + (4, 4))
     return (left @ b[..., None])[..., 0]
 
@@ -58,8 +49,6 @@ _CONJ_MUL = _CONJ[:, None] * _MUL
 
 def conj_mul(a, b):
     """conj(a) ⊗ b of quaternions (..., 4): the rotation from a to b in a's frame."""
-    if a.size >= 4 * _BATCH and a.shape == b.shape:
-        return (a[..., :, None] * b[..., None, :]).reshape(a.shape[:-1] + (16,)) @ _CONJ_MUL_OUTER
     left = (a @ _CONJ_MUL).reshape(a.shape[:-1] + (4, 4))
     return (left @ b[..., None])[..., 0]
 
