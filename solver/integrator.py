@@ -306,9 +306,15 @@ def implicit_step_pair(model, physics, ev, tau_ff, mids, ends, hs, contact_stiff
     f = kp * err + kd * (qd - v) - ev.bias
     if tau_ff is not None:
         f += tau_ff
+    # Both implicit matrices and right-hand sides at once (as _solve_velocity builds them).
+    hh2 = h2 * h2
+    A2 = hh2[:, :, None] * ev.gravity_stiffness
+    A2 += ev.mass_matrix
+    A2.reshape(2, -1)[:, ::n + 1] += h2 * kd + hh2 * kp
+    b2 = h2 * (f - h2 * (ev.gravity_velocity + kp * v))
     velocity = np.empty((2, n))
     for k in range(2):
-        velocity[k] = _solve_velocity(model, ev, f[k], kp, kd, hs[k], contact_stiffness, contact_damping)
+        velocity[k] = _active_set_solve(ev, A2[k], b2[k], hs[k], contact_stiffness, contact_damping)
     omega = np.zeros((2, 3 * n_bones))
     omega[:, model.dof_flat] = h2 * velocity
     rotations = quat.mul(state.rotations, quat.exp(omega.reshape(2, n_bones, 3)))
@@ -330,15 +336,20 @@ def _solve_velocity(model, ev, f, k_diag, d_diag, h, contact_stiffness, contact_
     v = ev.state.velocity
     n = model.n_dof
     hh = h * h
-
     A = hh * ev.gravity_stiffness
     A += ev.mass_matrix
     A.flat[::n + 1] += h * d_diag + hh * k_diag
+    b = h * (f - h * (ev.gravity_velocity + k_diag * v))
+    return _active_set_solve(ev, A, b, h, contact_stiffness, contact_damping)
+
+
+def _active_set_solve(ev, A, b, h, contact_stiffness, contact_damping):
+    """Solve A Δv = b plus the active contacts' terms (A symmetric, C order); returns v⁺."""
+    v = ev.state.velocity
+    hh = h * h
     # A is symmetric, so its transpose is a Fortran-ordered view of the same matrix that
     # BLAS/LAPACK take without reordering; only its lower triangle is read.
     A = A.T
-    b = h * (f - h * (ev.gravity_velocity + k_diag * v))
-
     G, depth = ev.rows, ev.depth
     u = ev.normal_velocity
     weight = h * contact_damping + hh * contact_stiffness
