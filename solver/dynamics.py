@@ -12,6 +12,7 @@ import numpy as np
 from .kinematics import cross, skew
 
 GRAVITY = 9.81  # m/s², along −Z in world
+_ONES6 = np.ones(6)
 
 
 def base_motion(position, linear_velocity, angular_velocity, linear_acceleration,
@@ -44,22 +45,25 @@ def motion_cross_matrices(v):
 def body_inertia_world(model, kin):
     """World centres of mass (..., n_bones, 3) m and rotational inertias about them (..., n_bones, 3, 3)."""
     R = kin.rotations
-    com = kin.positions + (R @ model.com_local[..., None])[..., 0]
-    inertia = R @ model.inertia_local @ np.swapaxes(R, -1, -2)
+    y = R[..., :, 1]
+    # Capsules have their centre of mass on the bone's Y axis and the inertia
+    # diag(i⊥, i_axial, i⊥) in the bone frame, so R I Rᵀ = i⊥ 1 + (i_axial − i⊥) y yᵀ.
+    com = kin.positions + y * model.com_local[:, 1:2]
+    inertia = model.inertia_perp_eye + model.inertia_axial_excess * (y[..., :, None] * y[..., None, :])
     return com, inertia
 
 
 def spatial_inertias(model, com, inertia):
     """6×6 spatial inertias (..., n_bones, 6, 6) at the world origin:
     [[Ī + m c×c×ᵀ, m c×], [m c×ᵀ, m 1]] with c the centre of mass, Ī the inertia about it."""
-    m = model.mass[:, None, None]
     cx = skew(com)
-    mcx = m * cx
+    mcx = model.mass[:, None, None] * cx
     out = np.empty(com.shape[:-1] + (6, 6))
-    out[..., :3, :3] = inertia + mcx @ np.swapaxes(cx, -1, -2)
+    # Skew matrices are antisymmetric: c×ᵀ = −c×.
+    np.subtract(inertia, mcx @ cx, out=out[..., :3, :3])
     out[..., :3, 3:] = mcx
-    out[..., 3:, :3] = np.swapaxes(mcx, -1, -2)
-    out[..., 3:, 3:] = m * np.eye(3)
+    np.negative(mcx, out=out[..., 3:, :3])
+    out[..., 3:, 3:] = model.mass_eye
     return out
 
 
@@ -77,8 +81,8 @@ def mass_matrix(model, kin, composite):
     """
     S = kin.motion
     F = (composite.take(model.dof_bone, axis=0) @ S[..., None])[..., 0]
-    full = F @ S.T
-    return model.dof_dof_ancestors * full + (model.dof_dof_strict * full).T
+    # (P ⊙ F Sᵀ)ᵀ = Pᵀ ⊙ S Fᵀ: two small products instead of a strided transpose.
+    return model.dof_dof_ancestors * (F @ S.T) + model.dof_dof_strict_t * (S @ F.T)
 
 
 def rnea(model, kin, spatial, qd, qdd, base_velocity, base_acceleration, gravity=GRAVITY):
@@ -92,6 +96,11 @@ def rnea(model, kin, spatial, qd, qdd, base_velocity, base_acceleration, gravity
     over its subtree. Returns (tau, bone spatial velocities (..., n_bones, 6)).
     Works with any leading batch axes shared by kin and the inputs.
     """
+    return _rnea(model, kin, spatial, qd, qdd, base_velocity, base_acceleration, gravity)[:2]
+
+
+def _rnea(model, kin, spatial, qd, qdd, base_velocity, base_acceleration, gravity=GRAVITY):
+    """rnea() that also returns the bone momenta I v (..., n_bones, 6)."""
     S = kin.motion
     a0 = base_acceleration + np.array([0.0, 0.0, 0.0, 0.0, 0.0, gravity])
     s_qd = S * qd[..., None]
@@ -99,12 +108,21 @@ def rnea(model, kin, spatial, qd, qdd, base_velocity, base_acceleration, gravity
     X = motion_cross_matrices(V)
     # Ṡ = v × S for axes fixed in the child bone (world-frame spatial notation).
     c_j = (X.take(model.dof_bone, axis=-3) @ s_qd[..., None])[..., 0]
-    A = a0[..., None, :] + model.dof_ancestors @ (S * qdd[..., None] + c_j)
-    momentum = spatial @ V[..., None]
-    f = (spatial @ A[..., None] - np.swapaxes(X, -1, -2) @ momentum)[..., 0]
-    F = model.ancestors.T @ f
-    tau = np.einsum("...i,...i->...", S, F.take(model.dof_bone, axis=-2))
-    return tau, V
+    if qdd is not None:  # None: q̈ = 0 (the bias c(q, q̇))
+        c_j += S * qdd[..., None]
+    A = a0[..., None, :] + model.dof_ancestors @ c_j
+    # I a and I v in one batched product.
+    AV = np.empty(V.shape + (2,))
+    AV[..., 0] = A
+    AV[..., 1] = V
+    IAV = spatial @ AV
+    f = IAV[..., 0] - (X.swapaxes(-1, -2) @ IAV[..., 1:])[..., 0]
+    F = model.ancestors_t @ f
+    tau = (S * F.take(model.dof_bone, axis=-2)) @ _ONES6
+    return tau, V, IAV[..., 1]
+
+
+_FIRST_MOMENT = np.array([16, 5, 9])  # Σ m c from the m c× block of a flattened 6×6 inertia
 
 
 def gravity_stiffness(model, kin, composite, gravity=GRAVITY):
@@ -115,18 +133,15 @@ def gravity_stiffness(model, kin, composite, gravity=GRAVITY):
     moves its own subtree: ∂G_d/∂q_e = g·(a_d × (a_e × W_e)). In body-frame coordinates
     the Jacobian is not exactly symmetric; its symmetric part keeps A = M + h²K symmetric.
     """
-    g = np.array([0.0, 0.0, -gravity])
     # Subtree mass and first moment Σ m c from the composite inertia's m and m c× blocks.
     comp = composite.reshape(-1, 36).take(model.dof_bone, axis=0)
-    mass = comp[:, 21]
-    first_moment = comp.take([16, 5, 9], axis=1)
-    W = first_moment - mass[:, None] * kin.origins
+    W = comp.take(_FIRST_MOMENT, axis=1) - comp[:, 21:22] * kin.origins
     a = kin.axes
-    # k1[d, e] = (g·a_d)(a_e·W_d) − (g·W_d)(a_e·a_d)
-    k1 = (a @ g)[:, None] * (W @ a.T) - (W @ g)[:, None] * (a @ a.T)
-    # ½(dG + dGᵀ) with dG = P⊙k1 + (S⊙k1)ᵀ (P: path incl. own bone, S: strict path).
-    half = model.dof_dof_path_weight * k1
-    return -(half + half.T)
+    # k1[d, e] = (g·a_d)(a_e·W_d) − (g·W_d)(a_e·a_d) = L_d·a_e with g = (0, 0, −gravity):
+    # a rank-3 product. L is negated here so that the result needs no final negation.
+    L = gravity * (a[:, 2:3] * W - W[:, 2:3] * a)
+    # −½(dG + dGᵀ) with dG = P⊙k1 + (S⊙k1)ᵀ (P: path incl. own bone, S: strict path).
+    return model.dof_dof_path_weight * (L @ a.T) + model.dof_dof_path_weight_t * (a @ L.T)
 
 
 def energy(model, com, spatial, velocities, gravity=GRAVITY):

@@ -14,9 +14,11 @@ adhesion). After the step the joint limits are enforced by projection (seed §4.
 ⊕ is q ⊗ exp(h ω) in each bone's frame.
 """
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
+from scipy.linalg.blas import dsyrk
 from scipy.linalg.lapack import dpotrf, dpotrs
 
 from . import dynamics, quat
@@ -25,6 +27,7 @@ from .kinematics import capsule_segments, forward_kinematics, normal_jacobian
 from .limits import limit_coordinates, project_limits
 
 _MAX_ACTIVE_SET_ITERATIONS = 8
+_ONES3 = np.ones(3)
 
 
 class StepFailure(RuntimeError):
@@ -77,6 +80,11 @@ class Physics:
     gravity: float
     face: object = None
 
+    def __post_init__(self):
+        # Per-DOF constants of the PD law, computed once per run (frozen dataclass).
+        object.__setattr__(self, "omega_sq", np.asarray(self.omega) ** 2)
+        object.__setattr__(self, "kd_factor", 2.0 * np.asarray(self.zeta) * np.asarray(self.omega))
+
 
 @dataclass(frozen=True, eq=False)
 class FaceSamples:
@@ -88,6 +96,12 @@ class FaceSamples:
     bones: np.ndarray
     local: np.ndarray
     radius: np.ndarray
+
+    def __post_init__(self):
+        # Points on the bones' Y axes (as face_samples places them) take a cheaper path.
+        local = np.asarray(self.local)
+        on_axis = len(local) > 0 and not np.any(local[:, [0, 2]])
+        object.__setattr__(self, "axial", np.ascontiguousarray(local[:, 1:2]) if on_axis else None)
 
 
 def face_samples(model, grid):
@@ -123,8 +137,9 @@ class Evaluation:
     (n_dof,) N·m, bone spatial velocities (n_bones, 6), symmetric gravity stiffness
     (n_dof, n_dof), contact rows G (k, n_dof) = n·(J₁ − J₂) with depths (k,) m (capsule
     pairs, then face samples), capsules (contacts.CapsuleContacts), face sample
-    positions, unit outward normals (face-bone frame) and clearances (m), and the
-    deepest penetration (m, ≥ 0).
+    positions, unit outward normals (face-bone frame; when no sample is within its
+    radius of the face, which is when normals are read, the raw grid gradient) and
+    clearances (m), and the deepest penetration (m, ≥ 0).
     """
 
     state: State
@@ -143,10 +158,22 @@ class Evaluation:
     face_normals: np.ndarray
     face_clearance: np.ndarray
     penetration: float
+    gravity_velocity: np.ndarray = None
+    normal_velocity: np.ndarray = None
+    momentum: np.ndarray = None
+
+    def __post_init__(self):
+        # Products with the state velocity shared by every step from this state.
+        v = self.state.velocity
+        object.__setattr__(self, "gravity_velocity", self.gravity_stiffness @ v)
+        object.__setattr__(self, "normal_velocity", self.rows @ v)
 
     def energy(self, model, gravity):
         """Total mechanical energy (J) at this state (dynamics.energy)."""
-        return dynamics.energy(model, self.com, self.spatial, self.velocities, gravity)
+        if self.momentum is None:
+            return dynamics.energy(model, self.com, self.spatial, self.velocities, gravity)
+        # The same sum from the bone momenta I v that the RNEA already formed.
+        return 0.5 * np.vdot(self.velocities, self.momentum) + gravity * (model.mass @ self.com[:, 2])
 
 
 def evaluate(model, physics, state, target):
@@ -156,9 +183,8 @@ def evaluate(model, physics, state, target):
     spatial = dynamics.spatial_inertias(model, com, inertia)
     composite = dynamics.composite_inertias(model, spatial)
     M = dynamics.mass_matrix(model, kin, composite)
-    zero = np.zeros(model.n_dof)
-    bias, velocities = dynamics.rnea(model, kin, spatial, state.velocity, zero,
-                                     target.base_velocity, target.base_acceleration, physics.gravity)
+    bias, velocities, momentum = dynamics._rnea(model, kin, spatial, state.velocity, None,
+                                                target.base_velocity, target.base_acceleration, physics.gravity)
     kg = dynamics.gravity_stiffness(model, kin, composite, physics.gravity)
     seg = capsule_segments(model, kin)
     cap = capsule_contacts(model, seg)
@@ -168,18 +194,26 @@ def evaluate(model, physics, state, target):
     if face is not None and len(face.bones):
         h = face.grid.bone
         Rh, ph = kin.rotations[h], kin.positions[h]
-        world = (kin.positions.take(face.bones, axis=0)
-                 + (kin.rotations.take(face.bones, axis=0) @ face.local[..., None])[..., 0])
-        face_points = (world - ph) @ Rh
-        phi, grad = face.grid.sample(face_points)
-        face_normals = grad / np.maximum(np.sqrt(np.einsum("ij,ij->i", grad, grad)), 1e-12)[:, None]
+        if face.axial is not None:
+            # Sample points p = head + s·Y of their bone, in the face bone's frame.
+            face_points = (((kin.positions - ph) @ Rh).take(face.bones, axis=0)
+                           + (kin.rotations[:, :, 1] @ Rh).take(face.bones, axis=0) * face.axial)
+        else:
+            world = (kin.positions.take(face.bones, axis=0)
+                     + (kin.rotations.take(face.bones, axis=0) @ face.local[..., None])[..., 0])
+            face_points = (world - ph) @ Rh
+        phi, face_normals = face.grid.sample(face_points)
         face_clear = phi - face.radius
         near = face_clear < face.radius
-        if near.any():
+        if np.count_nonzero(near):
+            # Normals are only read where a sample is near the face (here and in face_tunnelling).
+            grad = face_normals
+            face_normals = grad / np.maximum(np.sqrt((grad * grad) @ _ONES3), 1e-12)[:, None]
+            world = face_points[near] @ Rh.T + ph
             n = face_normals[near] @ Rh.T
             b1.append(face.bones[near])
             b2.append(np.full(int(near.sum()), h))
-            point.append(world[near] - 0.5 * (face.radius[near] + phi[near])[:, None] * n)
+            point.append(world - 0.5 * (face.radius[near] + phi[near])[:, None] * n)
             normal.append(n)
             depth.append(-face_clear[near])
     if len(b1) > 1:
@@ -188,7 +222,8 @@ def evaluate(model, physics, state, target):
         b1, b2, point, normal, depth = b1[0], b2[0], point[0], normal[0], depth[0]
     rows = normal_jacobian(model, kin, b1, point, normal, b2)
     return Evaluation(state, kin, seg, com, spatial, M, bias, velocities, kg, rows, depth, cap,
-                      face_points, face_normals, face_clear, float(max(0.0, depth.max(initial=0.0))))
+                      face_points, face_normals, face_clear, float(max(0.0, depth.max(initial=0.0))),
+                      momentum=momentum)
 
 
 def tracking_forces(model, physics, ev, tau_ff, mid, end, h, damping_scale=1.0):
@@ -207,9 +242,9 @@ def tracking_forces(model, physics, ev, tau_ff, mid, end, h, damping_scale=1.0):
     state = ev.state
     v = state.velocity
     inertia = ev.mass_matrix.diagonal()
-    kp = inertia * physics.omega ** 2
-    kd = (2.0 * damping_scale) * physics.zeta * physics.omega * inertia
-    err = quat.log(quat.mul(quat.conj(state.rotations), end.rotations)).reshape(-1).take(model.dof_flat)
+    kp = inertia * physics.omega_sq
+    kd = inertia * (physics.kd_factor if damping_scale == 1.0 else damping_scale * physics.kd_factor)
+    err = quat.log(quat.conj_mul(state.rotations, end.rotations)).reshape(-1).take(model.dof_flat)
     f = kp * err + kd * (mid.qd - v) - ev.bias
     if tau_ff is not None:
         f += tau_ff
@@ -217,7 +252,7 @@ def tracking_forces(model, physics, ev, tau_ff, mid, end, h, damping_scale=1.0):
     x_end = x + h * v
     upper = x_end > model.dof_upper
     active = upper | (x_end < model.dof_lower)
-    if active.any():
+    if np.count_nonzero(active):
         beyond = np.where(active, x - np.where(upper, model.dof_upper, model.dof_lower), 0.0)
         kl = np.where(active, inertia * physics.limit_omega ** 2, 0.0)
         dl = np.where(active, 2.0 * physics.limit_zeta * inertia * physics.limit_omega, 0.0)
@@ -235,22 +270,101 @@ def implicit_step(model, physics, ev, tau_ff, mid, end, h, contact_stiffness, co
     damping_scale multiplies the PD damping (fallback ladder). Returns the new State.
     Raises StepFailure when A is not positive definite or the result is not finite.
     """
+    f, k_diag, d_diag = tracking_forces(model, physics, ev, tau_ff, mid, end, h, damping_scale)
+    v_new = _solve_velocity(model, ev, f, k_diag, d_diag, h, contact_stiffness, contact_damping)
+    rotations = advance_rotations(model, ev.state.rotations, h * v_new)
+    rotations, v_new, x_new = project_limits(model, rotations, v_new)
+    if not math.isfinite(rotations.sum() + v_new @ v_new):
+        raise StepFailure("non-finite state")
+    return State(rotations, v_new, x_new)
+
+
+def implicit_step_pair(model, physics, ev, tau_ff, mids, ends, hs, contact_stiffness, contact_damping,
+                       damping_scale=1.0):
+    """Two implicit_step()s from the same evaluation (step doubling's first half step and
+    single step): mids, ends and hs are pairs of Targets and step sizes. Returns the two
+    States, exactly as two implicit_step calls would (which is what happens when a joint
+    limit is involved); the per-bone quaternion work of both is done in one batch.
+    """
+    state = ev.state
+    v, x = state.velocity, state.limit_x
+    h2 = np.array(hs)[:, None]
+    x_end = x + h2 * v
+    if np.count_nonzero((x_end > model.dof_upper) | (x_end < model.dof_lower)):
+        return tuple(implicit_step(model, physics, ev, tau_ff, mids[k], ends[k], hs[k], contact_stiffness,
+                                   contact_damping, damping_scale) for k in range(2))
+    # tracking_forces for both steps (no limit is active in either).
+    inertia = ev.mass_matrix.diagonal()
+    kp = inertia * physics.omega_sq
+    kd = inertia * (physics.kd_factor if damping_scale == 1.0 else damping_scale * physics.kd_factor)
+    n_bones, n = model.n_bones, model.n_dof
+    pair = np.empty((2, n_bones, 4))
+    pair[0], pair[1] = ends[0].rotations, ends[1].rotations
+    err = quat.log(quat.conj_mul(state.rotations, pair)).reshape(2, -1).take(model.dof_flat, axis=1)
+    qd = np.empty((2, n))
+    qd[0], qd[1] = mids[0].qd, mids[1].qd
+    f = kp * err + kd * (qd - v) - ev.bias
+    if tau_ff is not None:
+        f += tau_ff
+    # Both implicit matrices and right-hand sides at once (as _solve_velocity builds them).
+    hh2 = h2 * h2
+    A2 = hh2[:, :, None] * ev.gravity_stiffness
+    A2 += ev.mass_matrix
+    A2.reshape(2, -1)[:, ::n + 1] += h2 * kd + hh2 * kp
+    b2 = h2 * (f - h2 * (ev.gravity_velocity + kp * v))
+    velocity = np.empty((2, n))
+    for k in range(2):
+        velocity[k] = _active_set_solve(ev, A2[k], b2[k], hs[k], contact_stiffness, contact_damping)
+    omega = np.zeros((2, 3 * n_bones))
+    omega[:, model.dof_flat] = h2 * velocity
+    rotations = quat.mul(state.rotations, quat.exp(omega.reshape(2, n_bones, 3)))
+    limit_x = quat.log(rotations).reshape(2, -1).take(model.dof_flat, axis=1)
+    outside = (limit_x > model.dof_upper) | (limit_x < model.dof_lower)
+    out = []
+    for k in range(2):
+        r, vk, xk = rotations[k], velocity[k], limit_x[k]
+        if np.count_nonzero(outside[k]):
+            r, vk, xk = project_limits(model, r, vk)
+        if not math.isfinite(r.sum() + vk @ vk):
+            raise StepFailure("non-finite state")
+        out.append(State(r, vk, xk))
+    return tuple(out)
+
+
+def _solve_velocity(model, ev, f, k_diag, d_diag, h, contact_stiffness, contact_damping):
+    """v⁺ (n_dof,) of the implicit step with the contact active set (see implicit_step)."""
     v = ev.state.velocity
     n = model.n_dof
-    f, k_diag, d_diag = tracking_forces(model, physics, ev, tau_ff, mid, end, h, damping_scale)
-    A = ev.mass_matrix + (h * h) * ev.gravity_stiffness
-    A.flat[::n + 1] += h * d_diag + (h * h) * k_diag
-    b = h * (f - h * (ev.gravity_stiffness @ v + k_diag * v))
+    hh = h * h
+    A = hh * ev.gravity_stiffness
+    A += ev.mass_matrix
+    A.flat[::n + 1] += h * d_diag + hh * k_diag
+    b = h * (f - h * (ev.gravity_velocity + k_diag * v))
+    return _active_set_solve(ev, A, b, h, contact_stiffness, contact_damping)
 
+
+def _active_set_solve(ev, A, b, h, contact_stiffness, contact_damping):
+    """Solve A Δv = b plus the active contacts' terms (A symmetric, C order); returns v⁺."""
+    v = ev.state.velocity
+    hh = h * h
+    # A is symmetric, so its transpose is a Fortran-ordered view of the same matrix that
+    # BLAS/LAPACK take without reordering; only its lower triangle is read.
+    A = A.T
     G, depth = ev.rows, ev.depth
-    u = G @ v
-    weight = h * contact_damping + h * h * contact_stiffness
+    u = ev.normal_velocity
+    weight = h * contact_damping + hh * contact_stiffness
     on = depth - h * u > 0.0  # contacts predicted by the current velocity: usually the final set
     for _ in range(_MAX_ACTIVE_SET_ITERATIONS):
-        Ga = G.compress(on, axis=0)
-        rhs = b + h * ((contact_stiffness * depth.compress(on)
-                        - (contact_damping + h * contact_stiffness) * u.compress(on)) @ Ga)
-        chol, info = dpotrf(A + weight * (Ga.T @ Ga), lower=1, clean=0)
+        n_on = np.count_nonzero(on)
+        if n_on:
+            Ga = G.compress(on, axis=0)
+            rhs = b + h * ((contact_stiffness * depth.compress(on)
+                            - (contact_damping + h * contact_stiffness) * u.compress(on)) @ Ga)
+            C = dsyrk(weight, Ga.T, beta=1.0, c=A, trans=0, lower=1)  # A + w GaᵀGa (lower)
+        else:
+            rhs = b
+            C = A
+        chol, info = dpotrf(C, lower=1, clean=0)
         if info != 0:
             raise StepFailure("implicit matrix is not positive definite")
         dv, _ = dpotrs(chol, rhs, lower=1)
@@ -262,15 +376,16 @@ def implicit_step(model, physics, ev, tau_ff, mid, end, h, contact_stiffness, co
         # Join when the end of the step would penetrate; leave only when the force would
         # pull (adhesion). Leaving merely because the contact stopped the approach just
         # short of the surface would undo that very stop (the damper acts at d = 0).
-        now = np.where(on, contact_stiffness * end_depth - contact_damping * u_new > 0.0, end_depth > 0.0)
-        if not (now != on).any():
-            break
+        if n_on:
+            now = np.where(on, contact_stiffness * end_depth - contact_damping * u_new > 0.0, end_depth > 0.0)
+            if not np.count_nonzero(now != on):
+                break
+        else:
+            now = end_depth > 0.0
+            if not np.count_nonzero(now):
+                break
         on = now
-    rotations = advance_rotations(model, ev.state.rotations, h * v_new)
-    rotations, v_new, x_new = project_limits(model, rotations, v_new)
-    if not (np.isfinite(rotations).all() and np.isfinite(v_new).all()):
-        raise StepFailure("non-finite state")
-    return State(rotations, v_new, x_new)
+    return v_new
 
 
 def advance_rotations(model, rotations, increment):
@@ -279,8 +394,9 @@ def advance_rotations(model, rotations, increment):
     Products of unit quaternions stay unit to rounding (~1e-16 per step), so no
     renormalisation is needed here; simulate() normalises its output.
     """
-    omega = (increment @ model.dof_scatter).reshape(-1, 3)
-    return quat.mul(rotations, quat.exp(omega))
+    omega = np.zeros(3 * model.n_bones)
+    omega[model.dof_flat] = increment
+    return quat.mul(rotations, quat.exp(omega.reshape(-1, 3)))
 
 
 def face_tunnelling(physics, ev0, ev1):
@@ -293,7 +409,8 @@ def face_tunnelling(physics, ev0, ev1):
     if face is None or len(face.bones) == 0:
         return False
     move = ev1.face_points - ev0.face_points
-    reach = np.sqrt(np.einsum("ij,ij->i", move, move))
+    reach = np.sqrt((move * move) @ _ONES3)
     near = ev0.face_clearance < face.radius
-    reach[near] = -np.einsum("ij,ij->i", move[near], ev0.face_normals[near])
-    return bool(((reach > 0.5 * face.radius) & (reach > ev0.face_clearance)).any())
+    if np.count_nonzero(near):
+        reach[near] = -((move[near] * ev0.face_normals[near]) @ _ONES3)
+    return bool(np.count_nonzero((reach > 0.5 * face.radius) & (reach > ev0.face_clearance)))

@@ -18,6 +18,16 @@ _SKEW = np.zeros((3, 9))
 _SKEW[2, 1], _SKEW[1, 2], _SKEW[2, 3], _SKEW[0, 5], _SKEW[1, 6], _SKEW[0, 7] = -1, 1, 1, -1, -1, 1
 
 
+_EYE3 = np.eye(3)
+_EYE34 = np.eye(3, 4)
+
+
+# (p @ _LIFT + _LIFT0).reshape(6, 3) = [1; p×]: maps a bone's frame to its motion subspaces.
+_LIFT = np.zeros((3, 18))
+_LIFT[:, 9:] = _SKEW
+_LIFT0 = np.concatenate([np.eye(3).reshape(9), np.zeros(9)])
+
+
 def skew(a):
     """Cross-product matrices (..., 3, 3) of vectors a (..., 3): skew(a) @ b = a × b."""
     return (a @ _SKEW).reshape(a.shape[:-1] + (3, 3))
@@ -53,33 +63,44 @@ def forward_kinematics(model, local_rotations, base_rotation, base_position):
     Returns Kinematics. Ball-joint axes are the bone's own frame columns because their
     velocities are angular velocities in the bone frame; hinges use the bone's X column.
     """
-    local = model.rest_matrices @ quat.to_matrix(local_rotations)
-    batch = local.shape[:-3]
+    local_rotations = np.asarray(local_rotations)
+    base_rotation = np.asarray(base_rotation)
+    base_position = np.asarray(base_position)
+    batch = local_rotations.shape[:-2]
+    if base_rotation.ndim > 2 or base_position.ndim > 1:
+        batch = np.broadcast_shapes(batch, base_rotation.shape[:-2], base_position.shape[:-1])
     n = model.n_bones
-    # Pointer jumping: after round r every bone holds its transform relative to the
-    # ancestor 2^r levels up, so the tree depth costs log2(depth) vectorised rounds.
-    # Slot n holds the base, here the identity; offsets broadcast over the batch axes.
-    R = np.empty(batch + (n + 1, 3, 3))
-    R[..., :n, :, :] = local
-    R[..., n, :, :] = np.eye(3)
-    P = model.offsets_ext
-    for jump in model.jumps:
-        Rj = R.take(jump, axis=-3)
-        P = P.take(jump, axis=-2) + (Rj @ P[..., None])[..., 0]
-        R = Rj @ R
-    base_rotation = np.asarray(base_rotation)[..., None, :, :]
-    R = base_rotation @ R[..., :n, :, :]
-    P = np.asarray(base_position)[..., None, :] + (base_rotation @ P[..., :n, :, None])[..., 0]
-    axes = np.swapaxes(R, -1, -2).reshape(batch + (3 * n, 3)).take(model.dof_flat, axis=-2)
+    # Rigid transforms [R | p] (3×4), bones in slots 0..n−1, the base in slot n and the
+    # world (identity) in slot n + 1. Pointer jumping: after round r every slot holds its
+    # transform relative to the slot 2^r links up, so the depth costs log2(depth + 1)
+    # vectorised rounds and the base is composed on the way.
+    T = np.empty(batch + (n + 2, 3, 4))
+    np.matmul(model.rest_matrices, quat.to_matrix(local_rotations), out=T[..., :n, :, :3])
+    T[..., :n, :, 3] = model.rest_offsets
+    T[..., n, :, :3] = base_rotation
+    T[..., n, :, 3] = base_position
+    T[..., n + 1, :, :] = _EYE34
+    for jump in model.jumps_base:
+        Tj = T.take(jump, axis=-3)
+        T = Tj[..., :3] @ T
+        T[..., 3] += Tj[..., 3]
+    T = T[..., :n, :, :]
+    R = np.ascontiguousarray(T[..., :3])
+    P = np.ascontiguousarray(T[..., 3])
+    # Motion subspaces of all three axes of every bone at once: [R; p× R] (6×3) per bone.
+    W = (P @ _LIFT + _LIFT0).reshape(batch + (n, 6, 3)) @ R
+    motion = W.swapaxes(-1, -2).reshape(batch + (3 * n, 6)).take(model.dof_flat, axis=-2)
+    axes = motion[..., :3]
     origins = P.take(model.dof_bone, axis=-2)
-    motion = np.concatenate([axes, cross(origins, axes)], axis=-1)
     return Kinematics(R, P, axes, origins, motion)
 
 
 def capsule_segments(model, kin):
     """Capsule axis end points (..., n_bones, 2, 3) m: bone head and head + length·Y."""
-    tail = kin.positions + kin.rotations[..., :, 1] * model.capsule_length[:, None]
-    return np.stack([kin.positions, tail], axis=-2)
+    out = np.empty(kin.positions.shape[:-1] + (2, 3))
+    out[..., 0, :] = kin.positions
+    np.add(kin.positions, kin.rotations[..., :, 1] * model.capsule_length[:, None], out=out[..., 1, :])
+    return out
 
 
 def normal_jacobian(model, kin, bones, points, normals, other_bones=None):

@@ -33,7 +33,7 @@ def project_limits(model, rotations, velocity):
     x = r.reshape(-1).take(model.dof_flat)
     hi = x > model.dof_upper
     lo = x < model.dof_lower
-    if not (hi.any() or lo.any()):
+    if not np.count_nonzero(hi | lo):
         return rotations, velocity, x
     r = np.clip(r, model.limit_lower, model.limit_upper)
     bones = np.unique(model.dof_bone[hi | lo])

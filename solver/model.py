@@ -155,6 +155,10 @@ class SkeletonModel:
         put("com_local", com)
         put("inertia_local", inertia)
         put("rest_matrices", quat.to_matrix(rr))
+        # Derived for the vectorised dynamics: m·1 (n, 3, 3), i⊥·1 (n, 3, 3), i_axial − i⊥ (n, 1, 1).
+        put("mass_eye", mass[:, None, None] * np.eye(3))
+        put("inertia_perp_eye", inertia[:, 0, 0, None, None] * np.eye(3))
+        put("inertia_axial_excess", (inertia[:, 1, 1] - inertia[:, 0, 0])[:, None, None])
 
         counts = np.array([3 if t == BALL else 1 for t in types], dtype=np.intp)
         start = np.concatenate([[0], np.cumsum(counts)[:-1]])
@@ -185,11 +189,14 @@ class SkeletonModel:
         onehot = np.zeros((n, n_dof))
         onehot[dof_bone, np.arange(n_dof)] = 1.0
         put("ancestors", anc)
+        put("ancestors_t", np.ascontiguousarray(anc.T))
         put("dof_ancestors", anc @ onehot)
         # [d, e] = 1 when bone(e) is bone(d) or its ancestor (resp. a strict ancestor).
         put("dof_dof_ancestors", (anc @ onehot)[dof_bone])
         put("dof_dof_strict", ((anc - np.eye(n)) @ onehot)[dof_bone])
         put("dof_dof_path_weight", 0.5 * (self.dof_dof_ancestors + self.dof_dof_strict))
+        put("dof_dof_strict_t", np.ascontiguousarray(self.dof_dof_strict.T))
+        put("dof_dof_path_weight_t", np.ascontiguousarray(self.dof_dof_path_weight.T))
         # Pointer-jumping tables for FK over arrays extended by the base at slot n.
         jump = np.append(np.where(parents < 0, n, parents), n)
         jumps = []
@@ -198,17 +205,30 @@ class SkeletonModel:
             jump = jump[jump]
         put("jumps", tuple(jumps))
         put("offsets_ext", np.concatenate([self.rest_offsets, np.zeros((1, 3))]))
+        # The same with the base at slot n and the world at slot n + 1 (kinematics.forward_kinematics).
+        jump = np.concatenate([np.where(parents < 0, n, parents), [n + 1, n + 1]])
+        jumps = []
+        while not np.all(jump == n + 1):
+            jumps.append(jump)
+            jump = jump[jump]
+        put("jumps_base", tuple(jumps))
         put("children_count", np.bincount(parents[parents >= 0], minlength=n))
 
         pairs = rest_filtered_pairs(self)
         put("pairs", pairs)
         put("pair_min_radius", np.minimum(radius[pairs[:, 0]], radius[pairs[:, 1]]))
+        put("pair_i", np.ascontiguousarray(pairs[:, 0]))
+        put("pair_j", np.ascontiguousarray(pairs[:, 1]))
+        put("pair_radius_sum", radius[pairs[:, 0]] + radius[pairs[:, 1]])
+        put("pair_radius_diff", radius[pairs[:, 1]] - radius[pairs[:, 0]])
         put("pair_flat", pairs[:, 0] * n + pairs[:, 1])
         put("pair_reach", (0.5 * length + radius)[pairs].sum(axis=1))
         # Rows of the flattened (n, 2, 3) capsule end points for the 4 end combinations of each pair.
         ends = np.arange(2 * n).reshape(n, 2)
         put("pair_ends", (np.repeat(ends[pairs[:, 0]], 2, axis=1).reshape(-1),
                           np.tile(ends[pairs[:, 1]], (1, 2)).reshape(-1)))
+        put("pair_ends_4", np.stack([self.pair_ends[0].reshape(-1, 4), self.pair_ends[1].reshape(-1, 4)], axis=1))
+        put("pair_half_min_radius", 0.5 * self.pair_min_radius)
 
     def bones_in_group(self, group):
         """Indices (k,) of the bones whose label is `group`."""

@@ -44,6 +44,15 @@ def mul(a, b):
     return (left @ b[..., None])[..., 0]
 
 
+_CONJ_MUL = _CONJ[:, None] * _MUL
+
+
+def conj_mul(a, b):
+    """conj(a) ⊗ b of quaternions (..., 4): the rotation from a to b in a's frame."""
+    left = (a @ _CONJ_MUL).reshape(a.shape[:-1] + (4, 4))
+    return (left @ b[..., None])[..., 0]
+
+
 def conj(q):
     """Conjugate (the inverse of a unit quaternion), shape (..., 4)."""
     return q * _CONJ
@@ -61,9 +70,12 @@ def exp(r):
     """Unit quaternion of the rotation vector r (..., 3) in rad: (cos |r|/2, sin(|r|/2) r/|r|)."""
     theta = np.sqrt(np.einsum("...i,...i->...", r, r))[..., None]
     half = 0.5 * theta
-    # sin(θ/2)/θ, with its series below 1e-4 rad (error < 1e-18) to avoid 0/0.
-    scale = np.where(theta > 1e-4, np.sin(half) / np.maximum(theta, 1e-300), 0.5 - theta * theta / 48.0)
-    return np.concatenate([np.cos(half), scale * r], axis=-1)
+    out = np.empty(r.shape[:-1] + (4,))
+    np.cos(half, out=out[..., :1])
+    # sin(θ/2)/θ: floating-point sin is exact to rounding for tiny θ (sin x = x), so only
+    # θ = 0 needs care, where the floored divisor gives 0 and r = 0 anyway.
+    np.multiply(np.sin(half) / np.maximum(theta, 1e-300), r, out=out[..., 1:])
+    return out
 
 
 def log(q):
@@ -71,15 +83,15 @@ def log(q):
     w = q[..., :1]
     v = q[..., 1:]
     s = np.sqrt(np.einsum("...i,...i->...", v, v))[..., None]
-    aw = np.abs(w)
-    # 2 atan2(s, |w|)/s tends to 2/|w| as s -> 0; the sign of w picks the short arc.
-    factor = np.where(s > 1e-9, np.arctan2(s, aw) / np.maximum(s, 1e-300), 1.0 / aw)
-    return np.copysign(2.0 * factor, w) * v
+    # 2 atan2(s, |w|)/s; the sign of w picks the short arc. atan2(s, |w|) = s/|w| to
+    # rounding for tiny s, so only s = 0 needs care: the floored divisor gives 0, v = 0.
+    factor = np.arctan2(s, np.abs(w)) / np.maximum(s, 1e-300)
+    return np.copysign(factor, w) * (2.0 * v)
 
 
 def angle_between(a, b):
     """Geodesic angle (...,) in rad between rotations a and b (..., 4), in [0, π]; sign-invariant."""
-    d = mul(conj(a), b)
+    d = conj_mul(a, b)
     v = d[..., 1:]
     return 2.0 * np.arctan2(np.sqrt(np.einsum("...i,...i->...", v, v)), np.abs(d[..., 0]))
 

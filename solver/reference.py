@@ -90,11 +90,13 @@ class ReferenceSample:
 
 def _normalised_derivatives(q, dq, ddq):
     """Unit quaternion q/|q| and its first two time derivatives (quotient rule)."""
-    n = np.linalg.norm(q, axis=-1, keepdims=True)
+    # einsum: reductions over a short last axis are several times faster than np.sum's.
+    n = np.sqrt(np.einsum("...i,...i->...", q, q))[..., None]
     u = q / n
-    nd = np.sum(u * dq, axis=-1, keepdims=True)
+    nd = np.einsum("...i,...i->...", u, dq)[..., None]
     ud = (dq - u * nd) / n
-    ndd = (np.sum(dq * dq, axis=-1, keepdims=True) + np.sum(q * ddq, axis=-1, keepdims=True) - nd ** 2) / n
+    ndd = (np.einsum("...i,...i->...", dq, dq) + np.einsum("...i,...i->...", q, ddq))[..., None]
+    ndd = (ndd - nd ** 2) / n
     udd = (ddq - 2.0 * ud * nd - u * ndd) / n
     return u, ud, udd
 
@@ -123,11 +125,14 @@ class ReferenceSpline:
         y, yd, ydd = self._spline(t), self._spline(t, 1), self._spline(t, 2)
         nb4 = 4 * self.n_bones
         shape = (len(t), self.n_bones, 4)
-        q, qd, qdd = _normalised_derivatives(y[:, :nb4].reshape(shape), yd[:, :nb4].reshape(shape),
-                                             ydd[:, :nb4].reshape(shape))
-        qc = quat.conj(q)
-        omega = 2.0 * quat.mul(qc, qd)[..., 1:]
-        omega_dot = 2.0 * quat.mul(qc, qdd)[..., 1:]
+        # For u = p/|p|: ω = 2 vec(u* u̇) = 2 vec(p* ṗ)/|p|² and ω̇ = 2 vec(u* ü)
+        # = 2 vec(p* p̈)/|p|² − 2 (p·ṗ)/|p|² ω (vec(u* u) = 0), without forming u̇ and ü.
+        p, pd, pdd = y[:, :nb4].reshape(shape), yd[:, :nb4].reshape(shape), ydd[:, :nb4].reshape(shape)
+        inv_sq = 1.0 / np.einsum("...i,...i->...", p, p)[..., None]
+        q = p * np.sqrt(inv_sq)
+        omega = (2.0 * inv_sq) * quat.conj_mul(p, pd)[..., 1:]
+        omega_dot = ((2.0 * inv_sq) * quat.conj_mul(p, pdd)[..., 1:]
+                     - (2.0 * inv_sq * np.einsum("...i,...i->...", p, pd)[..., None]) * omega)
         b, bd, bdd = _normalised_derivatives(y[:, nb4:nb4 + 4], yd[:, nb4:nb4 + 4], ydd[:, nb4:nb4 + 4])
         bc = quat.conj(b)
         return ReferenceSample(

@@ -16,6 +16,7 @@ from scipy.spatial import cKDTree
 # Closest-feature codes returned by closest_point_on_triangle.
 FACE, EDGE0, EDGE1, EDGE2, VERT0, VERT1, VERT2 = range(7)
 # Offsets (x, y, z) of the 8 corners of a grid cell, in the order the interpolation uses.
+_ONES3 = np.ones(3)
 _CORNERS = np.array([[0, 1, 0, 1, 0, 1, 0, 1], [0, 0, 1, 1, 0, 0, 1, 1], [0, 0, 0, 0, 1, 1, 1, 1]])
 
 
@@ -184,20 +185,25 @@ class DistanceGrid:
     bone: int
     margin: float
 
+    def __post_init__(self):
+        shape = np.array(np.shape(self.values))
+        object.__setattr__(self, "_shape", shape)
+        object.__setattr__(self, "_top", shape - 1.0)
+
     def sample(self, points):
         """Distance (k,) m and gradient (k, 3) at bone-local points (k, 3), trilinear.
 
         Outside the grid the value is a lower bound of the distance (margin + distance
         to the grid box) with the gradient pointing away from the box.
         """
-        shape = np.array(self.values.shape)
+        shape = self._shape
         u = (points - self.origin) / self.spacing
-        uc = np.clip(u, 0.0, shape - 1)
+        uc = np.minimum(np.maximum(u, 0.0), self._top)
         out = (u - uc) * self.spacing
-        outside = np.sqrt(np.sum(out * out, axis=-1))
+        outside = np.sqrt((out * out) @ _ONES3)
         phi = self.margin + outside
         grad = out / np.maximum(outside, 1e-300)[:, None]
-        inside = np.flatnonzero(outside == 0.0)
+        inside = (outside == 0.0).nonzero()[0]
         if len(inside) == 0:
             return phi, grad
         uc = uc[inside]

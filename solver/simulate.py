@@ -19,7 +19,7 @@ import numpy as np
 from . import dynamics, quat
 from .contacts import capsule_tunnelling
 from .integrator import (Physics, State, StepFailure, Target, evaluate, face_samples, face_tunnelling,
-                         implicit_step)
+                         implicit_step, implicit_step_pair)
 from .kinematics import forward_kinematics
 from .limits import project_limits
 from .reference import ReferenceSpline
@@ -216,7 +216,16 @@ class ReferenceTrack:
         if i % (self.grid // 2) == 0:
             return self._batched_ff[i // (self.grid // 2)]
         if i not in self._ff:
-            self._ff[i] = self._feedforward(*(a[i:i + 1] for a in self._targets))[0]
+            quarter = self.grid // 4
+            if quarter and i % quarter == 0:
+                # Quarter-frame starts come in pairs (a frame split into four steps needs
+                # both), so both are computed in one batch.
+                first = i - i % self.grid + quarter
+                both = [first, first + 2 * quarter]
+                ff = self._feedforward(*(a[both] for a in self._targets))
+                self._ff.update(zip(both, ff))
+            else:
+                self._ff[i] = self._feedforward(*(a[i:i + 1] for a in self._targets))[0]
         return self._ff[i]
 
     def _sample(self, times):
@@ -281,6 +290,15 @@ class _FrameStepper:
                              self.target(index + length, t + h), h, self.contact_k,
                              self.settings.contact_damping, self.damping)
 
+    def step_pair(self, e0, index, length, t, h):
+        """(First half step, single step) over h from e0, as two step() calls would give."""
+        tau_ff = self.track.feedforward(index, t) if self.settings.feedforward else None
+        half = 0.5 * length
+        mids = (self.target(index + 0.5 * half, t + 0.25 * h), self.target(index + half, t + 0.5 * h))
+        ends = (self.target(index + half, t + 0.5 * h), self.target(index + length, t + h))
+        return implicit_step_pair(self.model, self.physics, e0, tau_ff, mids, ends, (0.5 * h, h), self.contact_k,
+                                  self.settings.contact_damping, self.damping)
+
     def tunnelling(self, e0, e1):
         return (capsule_tunnelling(self.model, e0.segments, e1.segments, e0.capsules)
                 or face_tunnelling(self.physics, e0, e1))
@@ -294,14 +312,22 @@ class _FrameStepper:
         model, physics = self.model, self.physics
         half, t_mid = 0.5 * length, t + 0.5 * h
         if 0.5 * h >= self.min_err:
-            big = self.step(e0, index, length, t, h) if big is None else big
-            e_mid = evaluate(model, physics, self.step(e0, index, half, t, 0.5 * h), self.target(index + half, t_mid))
+            if big is None:  # both steps from e0 at once
+                first, big = self.step_pair(e0, index, length, t, h)
+            else:
+                first = self.step(e0, index, half, t, 0.5 * h)
+            e_mid = evaluate(model, physics, first, self.target(index + half, t_mid))
+            # Tunnelling in the first half step splits the interval whatever the error
+            # estimate says, so the second half step is not needed.
+            may_split = 0.25 * h >= self.min_tunnel
+            if may_split and self.tunnelling(e0, e_mid):
+                return self.split(e0, index, half, t, h, e_mid.state)
             e_end = evaluate(model, physics, self.step(e_mid, index + half, half, t_mid, 0.5 * h),
                              self.target(index + length, t + h))
             err = quat.angle_between(big.rotations, e_end.state.rotations).max()
-            crossing = self.tunnelling(e0, e_mid) or self.tunnelling(e_mid, e_end)
-            if ((err > self.settings.tolerance and 0.25 * h >= self.min_err)
-                    or (crossing and 0.25 * h >= self.min_tunnel)):
+            if err > self.settings.tolerance and 0.25 * h >= self.min_err:
+                return self.split(e0, index, half, t, h, e_mid.state)
+            if may_split and self.tunnelling(e_mid, e_end):
                 return self.split(e0, index, half, t, h, e_mid.state)
             return e_end, 2, max(e_mid.penetration, e_end.penetration)
         new = self.step(e0, index, length, t, h) if big is None else big
