@@ -6,7 +6,7 @@ import sys
 
 import bpy
 
-from . import bake, contact_sheet
+from . import bake, contact_sheet, files
 from .errors import SignSimError
 
 
@@ -21,25 +21,6 @@ def add_arguments(parser):
                         help="also render a before/after contact sheet (Workbench, in a subprocess)")
 
 
-def open_blend(path):
-    """Open a .blend file as the current file. Raises SignSimError when it cannot be read."""
-    if not os.path.isfile(path):
-        raise SignSimError(f"file not found: {path}")
-    try:
-        bpy.ops.wm.open_mainfile(filepath=os.path.abspath(path), load_ui=False)
-    except RuntimeError as ex:
-        raise SignSimError(f"{path}: Blender could not open it ({str(ex).strip().splitlines()[-1]})") from None
-
-
-def save_copy_atomic(path):
-    """Save the current file as a copy at `path` via a temp file and rename."""
-    path = os.path.abspath(path)
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    tmp = path + ".tmp.blend"
-    bpy.ops.wm.save_as_mainfile(filepath=tmp, copy=True, compress=True)
-    os.replace(tmp, path)
-
-
 def find_armature(name):
     """The armature object called `name`. Raises SignSimError listing the armatures there are."""
     ob = bpy.data.objects.get(name)
@@ -50,9 +31,8 @@ def find_armature(name):
 
 
 def run(args, say) -> dict:
-    if os.path.abspath(args.out) == os.path.abspath(args.blend):
-        raise SignSimError("--out must differ from --blend: the input file is never overwritten")
-    open_blend(args.blend)
+    files.check_files([args.blend], [args.out, args.metrics, getattr(args, "picture", None)])
+    files.open_blend(args.blend)
     ob = find_armature(args.armature)
     action = None
     if args.action:
@@ -66,7 +46,7 @@ def run(args, say) -> dict:
     solved = bake.solve(job)
     physics = ob.signsim.physics
     new = bake.write(scene, job, solved, physics.output_mode, physics.key_tolerance_deg)
-    save_copy_atomic(args.out)
+    files.save_atomically(args.out)
     metrics = bake.public_metrics(solved.metrics)
     if args.metrics:
         with open(args.metrics, "w", encoding="utf-8") as f:

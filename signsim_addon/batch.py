@@ -79,6 +79,8 @@ def run(args, say) -> dict:
                                                    tags=library.parse_tags(args.tags))]
     if not clips:
         raise SignSimError(f"no clips to bake in {args.library}")
+    if os.path.exists(args.out) and not os.path.isdir(args.out):
+        raise SignSimError(f"--out must be a folder: {args.out} is a file")
     os.makedirs(args.out, exist_ok=True)
     command = cli_command()
     say(f"baking {len(clips)} clip(s) on {args.workers} worker(s) into {args.out}")

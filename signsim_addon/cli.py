@@ -95,13 +95,15 @@ def main(argv) -> int:
             return int(ex.code or 0)
         if args.command is None:
             parser.print_help()
-            return EXIT_USAGE
+            return _fail("signsim: a subcommand is required (see --help)", EXIT_USAGE, want_json)
         say = (lambda *a: None) if args.json else (lambda *a: print(*a, flush=True))
         result = args.run(args, say)
     except _UsageError as ex:
         return _fail(str(ex), EXIT_USAGE, want_json)
     except (SignSimError, OSError, ValueError) as ex:
         return _fail(f"signsim: error: {ex}", EXIT_ERROR, want_json)
+    except KeyboardInterrupt:
+        return _fail("signsim: interrupted", 130, want_json)
     except Exception as ex:  # a bug: still one line unless --debug asks for more
         if "--debug" in argv:
             traceback.print_exc()

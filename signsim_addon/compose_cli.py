@@ -22,7 +22,7 @@ import os
 
 import bpy
 
-from . import compose, retarget, retarget_cli
+from . import compose, files, retarget, retarget_cli
 from .errors import SignSimError
 from ..solver.compose import CURVES
 
@@ -101,7 +101,7 @@ def run(args, say):
     for clip in args.clips + ([args.layer] if args.layer else []):
         if retarget.is_clip_file(clip) and not os.path.isfile(clip):
             raise SignSimError(f"clip not found: {clip}")
-    retarget_cli.check_paths(args.rig, args.out)
+    files.check_files([args.rig], [args.out])
     library_file = retarget.library_file(args.library) if args.library else None
     if library_file and not os.path.isfile(library_file):
         raise SignSimError(f"no motion library at {library_file}")
@@ -128,7 +128,7 @@ def run(args, say):
                              keep_height=args.keep_height, foot_lock=args.foot_lock, report=say)
     scene = bpy.context.scene
     scene.frame_start, scene.frame_end = int(result["frames"][0]), int(result["frames"][1])
-    result["out"] = retarget_cli.save_atomically(args.out, say)
+    result["out"] = files.save_atomically(args.out, say)
     for seam in result["seams"]:
         say(f"seam {seam['index']}: window {seam['window']} ({seam['curve']}), velocity jump "
             f"{seam['velocity_jump']:.2f} rad/s (ε {seam['threshold']:.2f}){'  FLAGGED' if seam['flagged'] else ''}")

@@ -17,7 +17,7 @@ import os
 
 import bpy
 
-from . import bonemap, retarget
+from . import bonemap, files, retarget
 from .errors import SignSimError
 
 
@@ -38,38 +38,10 @@ def add_arguments(parser):
                         help="where to write the rig with the new action(s)")
 
 
-def check_paths(rig, out):
-    """SignSimError unless the rig file exists and OUT's folder does."""
-    if not os.path.isfile(rig):
-        raise SignSimError(f"rig file not found: {rig}")
-    out_dir = os.path.dirname(os.path.abspath(out))
-    if not os.path.isdir(out_dir):
-        raise SignSimError(f"output folder does not exist: {out_dir}")
-
-
 def open_rig(path, armature):
     """Open the rig .blend and return its target armature object (see _target)."""
-    try:
-        bpy.ops.wm.open_mainfile(filepath=os.path.abspath(path), load_ui=False)
-    except RuntimeError as ex:
-        last = str(ex).strip().splitlines()[-1]
-        raise SignSimError(f"cannot open rig file {path}: {last}") from None
+    files.open_blend(path)
     return _target(armature)
-
-
-def save_atomically(out, say):
-    """Save the open file as OUT through a temporary file renamed into place; returns the
-    absolute path."""
-    out = os.path.abspath(out)
-    tmp = out + ".partial.blend"
-    try:
-        bpy.ops.wm.save_as_mainfile(filepath=tmp, copy=True, compress=False)
-        os.replace(tmp, out)
-    finally:
-        if os.path.exists(tmp):
-            os.remove(tmp)
-    say(f"wrote {out}")
-    return out
 
 
 def _target(name):
@@ -107,7 +79,7 @@ def resolve_clips(clips, library_path):
 
 def run(args, say):
     clips, library_file = resolve_clips(args.clip, args.library)
-    check_paths(args.rig, args.out)
+    files.check_files([args.rig], [args.out])
     preset = retarget.load_preset(args.map) if args.map else None
 
     target = open_rig(args.rig, args.armature)
@@ -138,7 +110,7 @@ def run(args, say):
     bone_map = results[0].bone_map
     retarget.store_map(target, bone_map)
 
-    out = save_atomically(args.out, say)
+    out = files.save_atomically(args.out, say)
     sk_t = retarget.skeleton(target)
     result = {
         "armature": target.name,

@@ -232,12 +232,16 @@ class DistanceGrid:
         return np.stack([self.origin, self.origin + self.spacing * (np.array(self.values.shape) - 1)])
 
 
-def build_distance_grid(vertices, triangles, bone, spacing=0.005, margin=0.02):
+MAX_GRID_NODES = 1_000_000  # ~8 MB of values; a head at 5 mm needs ~0.1 M
+
+
+def build_distance_grid(vertices, triangles, bone, spacing=0.005, margin=0.02, max_nodes=MAX_GRID_NODES):
     """DistanceGrid of a closed mesh given in `bone`'s local frame (vertices (V, 3) m, triangles (T, 3)).
 
     The grid covers the mesh bounds plus `margin` (m) at `spacing` (m). Build cost grows
     with the node count; at the default 5 mm spacing the trilinear error on a face-like
     surface (curvature radius ≥ 3 cm) stays below h²/(8ρ) ≈ 0.1 mm.
+    The spacing grows beyond `spacing` when the grid would exceed `max_nodes` nodes.
     Raises ValueError on malformed meshes or non-positive spacing/margin.
     """
     if not spacing > 0 or not margin > 0:
@@ -245,6 +249,8 @@ def build_distance_grid(vertices, triangles, bone, spacing=0.005, margin=0.02):
     vertices, triangles = _validate_mesh(vertices, triangles)
     lo = vertices.min(axis=0) - margin
     hi = vertices.max(axis=0) + margin
+    # A huge "face" (a whole stylised head metres wide) would need 10⁸ nodes: coarsen instead.
+    spacing = max(spacing, float(np.cbrt(np.prod(hi - lo) / max_nodes)))
     counts = np.maximum(np.ceil((hi - lo) / spacing).astype(int) + 1, 2)
     axes = [lo[k] + spacing * np.arange(counts[k]) for k in range(3)]
     nodes = np.stack(np.meshgrid(*axes, indexing="ij"), axis=-1).reshape(-1, 3)

@@ -2,11 +2,12 @@
 
 Used by the `./signsim` launcher and the Blender test tier, so both run exactly the code
 a user installs. The repository root *is* the extension's source folder; it is exposed to
-Blender as a local extension repository (a temp folder holding a `signsim` symlink), so
+Blender as a local extension repository (a temp folder of symlinks to the source), so
 the add-on imports as `bl_ext.signsim_dev.signsim` with its relative imports intact.
 """
 import os
 import pathlib
+import re
 import sys
 import tempfile
 
@@ -39,10 +40,9 @@ def enable_from_source(tmp: pathlib.Path):
     import bpy
 
     repo_dir = tmp / "extensions"
-    repo_dir.mkdir(parents=True, exist_ok=True)
-    link = repo_dir / "signsim"
-    if not link.exists():
-        link.symlink_to(ROOT, target_is_directory=True)
+    package = repo_dir / "signsim"
+    if not package.exists():
+        _link_package(package)
     repos = bpy.context.preferences.extensions.repos
     if REPO_MODULE not in {r.module for r in repos}:
         repos.new(name=REPO_MODULE, module=REPO_MODULE, custom_directory=str(repo_dir), source='USER')
@@ -50,6 +50,19 @@ def enable_from_source(tmp: pathlib.Path):
     if mod is None:
         raise RuntimeError(f"Blender could not enable {ADDON_MODULE}")
     return mod
+
+
+def _link_package(package):
+    """The source tree as an extension folder: a symlink per entry, and a manifest without
+    the `wheels` list — the virtualenv already has them, and Blender would otherwise unpack
+    ~110 MB of scipy into the temporary user folder on every run."""
+    package.mkdir(parents=True)
+    for entry in ROOT.iterdir():
+        if entry.name not in {"blender_manifest.toml", "wheels", ".git", ".venv"}:
+            (package / entry.name).symlink_to(entry, target_is_directory=entry.is_dir())
+    manifest = (ROOT / "blender_manifest.toml").read_text(encoding="utf-8")
+    manifest = re.sub(r"^wheels = \[.*?\]\n", "", manifest, flags=re.S | re.M)
+    (package / "blender_manifest.toml").write_text(manifest, encoding="utf-8")
 
 
 def _raise(ex):

@@ -295,14 +295,19 @@ def open_library(path, must_exist=False, guard=None):
             try:
                 with tracking.quiet():
                     with bpy.data.libraries.load(path, link=False) as (src, dst):
-                        names = {"actions": list(src.actions), "objects": list(src.objects),
-                                 "armatures": list(src.armatures)}
+                        scenes = list(src.scenes)
+                        names = {"actions": [], "objects": [], "armatures": []} if scenes else {
+                            "actions": list(src.actions), "objects": list(src.objects),
+                            "armatures": list(src.armatures)}
                         # (copies: Blender swaps the names in these lists for the IDs)
                         dst.actions = list(names["actions"])
                         dst.objects = list(names["objects"])
                         dst.armatures = list(names["armatures"])
             except (OSError, RuntimeError) as ex:
                 raise SignSimError(f"cannot read the library {path}: {str(ex).splitlines()[-1]}") from ex
+            if scenes:  # a library holds clips and skeletons only: never overwrite a scene file
+                raise SignSimError(f"{path} is a scene file, not a SignSim motion library: "
+                                   "choose another library file")
             for kind, wanted in names.items():  # appended next to the file's names: claim
                 for id_, name in zip(getattr(dst, kind), wanted):
                     if id_ is not None:

@@ -291,3 +291,21 @@ def test_baking_again_starts_from_the_reference_not_the_bake(retargeted, mods):
     assert bpy.ops.signsim.bake(frame_start=SHORT[0], frame_end=SHORT[1]) == {'FINISHED'}
     assert rig.animation_data.nla_tracks[bake.TRACK_REFERENCE].strips[0].action == ref
     assert bake.reference_of(rig) == ref
+
+
+def test_cli_outputs_never_overwrite_inputs_or_each_other(retargeted, addon, tmp_path, capsys):
+    cli = addon.signsim_addon.cli.main
+    before = retargeted.read_bytes()
+    out = tmp_path / "baked.blend"
+    for extra in (["--metrics", str(retargeted)], ["--picture", str(retargeted)], ["--metrics", str(out)],
+                  ["--metrics", str(tmp_path / "missing" / "m.json")]):
+        code = cli(["bake", "--blend", str(retargeted), "--armature", "Signer", "--out", str(out), *extra])
+        assert code == 1 and len(capsys.readouterr().err.strip().splitlines()) == 1
+    assert retargeted.read_bytes() == before and not out.exists()
+    rig = SAMPLES / "signer.blend"
+    rig_bytes = rig.read_bytes()
+    for cmd in (["retarget", "--clip", str(SAMPLES / "chin_cheek.bvh")],
+                ["compose", "--clips", str(SAMPLES / "chin_cheek.bvh"), str(SAMPLES / "fingerspelling.bvh")]):
+        assert cli([*cmd, "--rig", str(rig), "--out", str(rig)]) == 1
+        assert "overwrite" in capsys.readouterr().err
+    assert rig.read_bytes() == rig_bytes

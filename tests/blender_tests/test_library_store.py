@@ -320,3 +320,15 @@ def test_load_clip_for_scripts_and_bad_library_paths(lib, three, tmp_path):
     (tmp_path / "junk.blend").write_text("not a blend file")
     with pytest.raises(Exception, match="cannot read the library"):
         lib.list_clips(str(tmp_path / "junk.blend"))
+
+
+def test_a_scene_file_is_never_taken_for_a_library(addon, tmp_path):
+    """Pointing --library at a rig or scene .blend must not replace its contents."""
+    import shutil
+    scene_file = tmp_path / "signer_copy.blend"
+    shutil.copy(pathlib.Path(__file__).resolve().parent.parent.parent / "sample_blends" / "signer.blend", scene_file)
+    before = scene_file.read_bytes()
+    clip = pathlib.Path(__file__).resolve().parent.parent.parent / "sample_blends" / "chin_cheek.bvh"
+    code = addon.signsim_addon.cli.main(["import", str(clip), "--library", str(scene_file)])
+    assert code == 1
+    assert scene_file.read_bytes() == before

@@ -100,3 +100,11 @@ def test_bad_meshes_are_rejected():
         sdf.build_distance_grid(VERTS, np.array([[0, 0, 1]]), bone=0)
     with pytest.raises(ValueError):
         sdf.build_distance_grid(VERTS, TRIS, bone=0, spacing=0.0)
+
+
+def test_grid_of_a_huge_mesh_stays_within_the_node_budget():
+    big = VERTS * (2.6 / np.ptp(VERTS[:, 0]))  # a 2.6 m "head", as a stylised robot has
+    grid = sdf.build_distance_grid(big, TRIS, bone=0, spacing=0.005, margin=0.02, max_nodes=200_000)
+    assert grid.values.size <= 200_000 * 1.1 and grid.spacing > 0.005
+    phi, _ = grid.sample(np.zeros((1, 3)))
+    assert phi[0] < 0  # the centre is still inside

@@ -1,0 +1,53 @@
+"""Files of the command line: check paths first, open .blend files, write atomically.
+
+Every subcommand checks all its paths before any work, so a bad path costs nothing and
+never leaves half a result behind, and no output may overwrite an input or another output.
+"""
+import os
+
+import bpy
+
+from .errors import SignSimError
+
+
+def check_files(inputs, outputs):
+    """SignSimError unless every input file exists, every output's folder exists, and no
+    output is an input or another output. None entries are skipped."""
+    inputs = [os.path.abspath(p) for p in inputs if p]
+    outputs = [os.path.abspath(p) for p in outputs if p]
+    for p in inputs:
+        if not os.path.isfile(p):
+            raise SignSimError(f"file not found: {p}")
+    for p in outputs:
+        if not os.path.isdir(os.path.dirname(p)):
+            raise SignSimError(f"output folder does not exist: {os.path.dirname(p)}")
+        if os.path.isdir(p):
+            raise SignSimError(f"output is a folder, not a file: {p}")
+        if p in inputs:
+            raise SignSimError(f"an output would overwrite the input {p}: choose another path")
+    if len(set(outputs)) != len(outputs):
+        raise SignSimError("two outputs name the same file: give each its own path")
+
+
+def open_blend(path):
+    """Open a .blend file as the current file. Raises SignSimError when it cannot be read."""
+    try:
+        bpy.ops.wm.open_mainfile(filepath=os.path.abspath(path), load_ui=False)
+    except RuntimeError as ex:
+        raise SignSimError(f"cannot open {path}: {str(ex).strip().splitlines()[-1]}") from None
+
+
+def save_atomically(out, say=None):
+    """Save the open file as a copy at OUT through a temporary file renamed into place;
+    returns the absolute path."""
+    out = os.path.abspath(out)
+    tmp = out + ".partial.blend"
+    try:
+        bpy.ops.wm.save_as_mainfile(filepath=tmp, copy=True, compress=True)
+        os.replace(tmp, out)
+    finally:
+        if os.path.exists(tmp):
+            os.remove(tmp)
+    if say:
+        say(f"wrote {out}")
+    return out
