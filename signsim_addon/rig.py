@@ -151,10 +151,6 @@ def read_rig(armature, simulate_parts=GROUPS, face_object=None, report=None) -> 
     if defaulted:
         warnings.append(f"no capsule radius from a skin for {len(defaulted)} bones of "
                         f"'{armature.name}' (e.g. '{defaulted[0]}'): default radii by bone kind")
-    model = SkeletonModel(parents=parents, rest_offsets=offsets, rest_rotations=rotations,
-                          joint_types=types, capsule_radius=radius, capsule_length=length,
-                          groups=groups, limit_lower=lower, limit_upper=upper,
-                          names=[sk.names[i] for i in order])
     tips = np.array([pos[b[-1]] for b in body.fingers.values() if b and b[-1] in pos], dtype=np.intp)
     face = None
     if "neck_head" in simulate_parts and body.head is not None and body.head in pos:
@@ -162,6 +158,13 @@ def read_rig(armature, simulate_parts=GROUPS, face_object=None, report=None) -> 
         face = None if mesh is None else (*mesh, pos[body.head])
     else:
         warnings.append("the head is not simulated: no hand–face contact")
+    # With a face mesh its distance field is the head's surface: the neck and head capsules
+    # (fat cylinders around the face) would push away fingertips that touch the chin.
+    collide = [face is None or g != "neck_head" for g in groups]
+    model = SkeletonModel(parents=parents, rest_offsets=offsets, rest_rotations=rotations,
+                          joint_types=types, capsule_radius=radius, capsule_length=length,
+                          groups=groups, limit_lower=lower, limit_upper=upper, collide=collide,
+                          names=[sk.names[i] for i in order])
     chain = [sk.names[a] for a in reversed(sk.ancestors(chest))] + [sk.names[chest]]
     for w in warnings:
         say(w)
