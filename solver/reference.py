@@ -88,6 +88,18 @@ class ReferenceSample:
     base_omega_dot: np.ndarray
 
 
+def _vec_conj_mul(p, b):
+    """vec(p* ⊗ b) (..., 3) of quaternions (..., 4): component arithmetic on whole
+    columns, faster than quat.conj_mul's stacked 4×4 products for long batches."""
+    w, x, y, z = p.reshape(-1, 4).T
+    bw, bx, by, bz = b.reshape(-1, 4).T
+    out = np.empty((3, w.size))
+    out[0] = w * bx - bw * x - (y * bz - z * by)
+    out[1] = w * by - bw * y - (z * bx - x * bz)
+    out[2] = w * bz - bw * z - (x * by - y * bx)
+    return out.T.reshape(p.shape[:-1] + (3,))
+
+
 def _normalised_derivatives(q, dq, ddq):
     """Unit quaternion q/|q| and its first two time derivatives (quotient rule)."""
     # einsum: reductions over a short last axis are several times faster than np.sum's.
@@ -130,8 +142,8 @@ class ReferenceSpline:
         p, pd, pdd = y[:, :nb4].reshape(shape), yd[:, :nb4].reshape(shape), ydd[:, :nb4].reshape(shape)
         inv_sq = 1.0 / np.einsum("...i,...i->...", p, p)[..., None]
         q = p * np.sqrt(inv_sq)
-        omega = (2.0 * inv_sq) * quat.conj_mul(p, pd)[..., 1:]
-        omega_dot = ((2.0 * inv_sq) * quat.conj_mul(p, pdd)[..., 1:]
+        omega = (2.0 * inv_sq) * _vec_conj_mul(p, pd)
+        omega_dot = ((2.0 * inv_sq) * _vec_conj_mul(p, pdd)
                      - (2.0 * inv_sq * np.einsum("...i,...i->...", p, pd)[..., None]) * omega)
         b, bd, bdd = _normalised_derivatives(y[:, nb4:nb4 + 4], yd[:, nb4:nb4 + 4], ydd[:, nb4:nb4 + 4])
         bc = quat.conj(b)
