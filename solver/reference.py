@@ -129,12 +129,23 @@ class ReferenceSpline:
         base = quat.make_continuous(reference.base_rotations)
         self.n_bones = rot.shape[1]
         data = np.concatenate([rot.reshape(n, -1), base, reference.base_positions], axis=1)
-        self._spline = CubicSpline(reference.times, data, axis=0)
+        spline = CubicSpline(reference.times, data, axis=0)
+        # Piecewise coefficients per interval (n − 1, 4, m), highest power first, so that
+        # value and both derivatives come from one interval lookup (sample()).
+        self._breaks = np.asarray(spline.x)
+        self._coef = np.ascontiguousarray(np.moveaxis(spline.c, 0, 1))
 
     def sample(self, times):
         """ReferenceSample at times (T,) s."""
         t = np.clip(np.atleast_1d(np.asarray(times, dtype=float)), self.t0, self.t1)
-        y, yd, ydd = self._spline(t), self._spline(t, 1), self._spline(t, 2)
+        x = self._breaks
+        i = np.clip(np.searchsorted(x, t, side="right") - 1, 0, len(x) - 2)
+        dx = (t - x.take(i))[:, None]
+        c = self._coef.take(i, axis=0)
+        c0, c1, c2 = c[:, 0], c[:, 1], c[:, 2]
+        y = ((c0 * dx + c1) * dx + c2) * dx + c[:, 3]
+        yd = ((3.0 * dx) * c0 + 2.0 * c1) * dx + c2
+        ydd = (6.0 * dx) * c0 + 2.0 * c1
         nb4 = 4 * self.n_bones
         shape = (len(t), self.n_bones, 4)
         # For u = p/|p|: ω = 2 vec(u* u̇) = 2 vec(p* ṗ)/|p|² and ω̇ = 2 vec(u* ü)
