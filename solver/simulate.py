@@ -187,13 +187,22 @@ class ReferenceTrack:
             return self.times[-1]
         return self.times[k] + (self.times[k + 1] - self.times[k]) * (j / self.grid)
 
+    def grid_times(self, start, stop):
+        """grid_time(i) for i in range(start, stop), as an array (same arithmetic)."""
+        k, j = np.divmod(np.arange(start, stop), self.grid)
+        last = len(self.times) - 1
+        kc = np.minimum(k, last - 1)
+        t0 = self.times.take(kc)
+        out = t0 + (self.times.take(kc + 1) - t0) * (j / self.grid)
+        return np.where(k >= last, self.times[-1], out)
+
     def _chunk(self, index):
         # A chunk spans whole frame intervals including their end points, so one
         # interval never straddles two chunks.
         if not self._start <= index < self._stop:
             self._start = index - index % self.grid
             self._stop = min(self._start + self.chunk_frames * self.grid, (len(self.times) - 1) * self.grid) + 1
-            self._targets = self._sample(np.array([self.grid_time(i) for i in range(self._start, self._stop)]))
+            self._targets = self._sample(self.grid_times(self._start, self._stop))
             self._batched_ff = self._feedforward(*(a[::self.grid // 2] for a in self._targets))
             self._ff = {}
             self._made = {}
