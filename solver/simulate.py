@@ -210,7 +210,9 @@ class ReferenceTrack:
 
     def at_index(self, index):
         """Target at grid point `index` (each is built once: steps share their end points)."""
-        i = self._chunk(index)
+        i = index - self._start
+        if not 0 <= i < self._stop - self._start:
+            i = self._chunk(index)
         target = self._made.get(i)
         if target is None:
             target = self._made[i] = Target(*[a[i] for a in self._targets[:6]])
