@@ -165,7 +165,8 @@ def capsule_tunnelling(model, seg0, seg1, contacts0):
     end_move = np.sqrt(np.maximum(sq[0::2], sq[1::2]))
     # |Δx − Δy| ≤ |Δx| + |Δy|: only pairs that fail this cheap bound get the exact test.
     bound = end_move.take(model.pair_i) + end_move.take(model.pair_j)
-    risky = (bound > np.maximum(model.pair_half_min_radius, contacts0.gap_bound)).nonzero()[0]
+    allowed = np.maximum(model.pair_half_min_radius, contacts0.gap_bound)
+    risky = (bound > allowed).nonzero()[0]
     if len(risky) == 0:
         return False
     ends = model.pair_ends_4.take(risky, axis=0)  # (r, 2, 4) end-point rows of both bones
@@ -181,8 +182,7 @@ def capsule_tunnelling(model, seg0, seg1, contacts0):
         at = slot.compress(found)
         along = -(rel.reshape(-1, 4, 3).take(at, axis=0) @ c.normal.compress(found, axis=0)[:, :, None])
         reach[at] = np.maximum(np.maximum(along[:, 0, 0], along[:, 1, 0]), np.maximum(along[:, 2, 0], along[:, 3, 0]))
-    limit = np.maximum(model.pair_half_min_radius.take(risky), c.gap_bound.take(risky))
-    return bool(np.count_nonzero(reach > limit))
+    return bool(np.count_nonzero(reach > allowed.take(risky)))
 
 
 def capsule_penetration(model, seg):

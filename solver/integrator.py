@@ -102,6 +102,10 @@ class FaceSamples:
         local = np.asarray(self.local)
         on_axis = len(local) > 0 and not np.any(local[:, [0, 2]])
         object.__setattr__(self, "axial", np.ascontiguousarray(local[:, 1:2]) if on_axis else None)
+        # Samples outside the grid are at least margin − r from the face, so with every
+        # r ≤ margin/2 none of them is near it and their normals are never read.
+        radius = np.asarray(self.radius)
+        object.__setattr__(self, "outside_normals", bool(len(radius) and radius.max() > 0.5 * self.grid.margin))
 
 
 def face_samples(model, grid):
@@ -138,8 +142,9 @@ class Evaluation:
     (n_dof, n_dof), contact rows G (k, n_dof) = n·(J₁ − J₂) with depths (k,) m (capsule
     pairs, then face samples), capsules (contacts.CapsuleContacts), face sample
     positions, unit outward normals (face-bone frame; when no sample is within its
-    radius of the face, which is when normals are read, the raw grid gradient) and
-    clearances (m), and the deepest penetration (m, ≥ 0).
+    radius of the face, which is when normals are read, the raw grid gradient, zero
+    outside the grid unless FaceSamples.outside_normals) and clearances (m), and the
+    deepest penetration (m, ≥ 0).
     """
 
     state: State
@@ -202,7 +207,7 @@ def evaluate(model, physics, state, target):
             world = (kin.positions.take(face.bones, axis=0)
                      + (kin.rotations.take(face.bones, axis=0) @ face.local[..., None])[..., 0])
             face_points = (world - ph) @ Rh
-        phi, face_normals = face.grid.sample(face_points)
+        phi, face_normals = face.grid.sample(face_points, face.outside_normals)
         face_clear = phi - face.radius
         near = face_clear < face.radius
         if np.count_nonzero(near):

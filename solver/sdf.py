@@ -190,11 +190,12 @@ class DistanceGrid:
         object.__setattr__(self, "_shape", shape)
         object.__setattr__(self, "_top", shape - 1.0)
 
-    def sample(self, points):
+    def sample(self, points, outside_gradient=True):
         """Distance (k,) m and gradient (k, 3) at bone-local points (k, 3), trilinear.
 
         Outside the grid the value is a lower bound of the distance (margin + distance
-        to the grid box) with the gradient pointing away from the box.
+        to the grid box) with the gradient pointing away from the box (zero when
+        outside_gradient is False, for callers that never read it there).
         """
         shape = self._shape
         u = (points - self.origin) / self.spacing
@@ -202,7 +203,10 @@ class DistanceGrid:
         out = (u - uc) * self.spacing
         outside = np.sqrt((out * out) @ _ONES3)
         phi = self.margin + outside
-        grad = out / np.maximum(outside, 1e-300)[:, None]
+        if outside_gradient:
+            grad = out / np.maximum(outside, 1e-300)[:, None]
+        else:
+            grad = np.zeros(out.shape)
         inside = (outside == 0.0).nonzero()[0]
         if len(inside) == 0:
             return phi, grad

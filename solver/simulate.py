@@ -3,7 +3,10 @@
 Per frame interval the state is advanced by implicit steps (integrator.py) chosen by
 step doubling (seed §3.3): one step of size h against two of h/2 from the same
 evaluation; the two half steps are kept, and an interval whose estimate exceeds the
-tolerance is halved again, up to `max_substeps` steps per frame. Independently, an
+tolerance is halved again, up to `max_substeps` steps per frame. The estimate (the
+single step) is skipped when the previous frame was taken as one step pair at level 0
+and no contact penetrates at the frame start: that frame is then two half steps (still
+halved against tunnelling). Independently, an
 interval is halved while contact points move more than half a capsule radius within a
 step (anti-tunnelling), up to `max_tunnel_substeps`. The contact stiffness follows the
 seed's schedule (§9.2) times the animator's per-frame multiplier, and failures walk
@@ -184,13 +187,22 @@ class ReferenceTrack:
             return self.times[-1]
         return self.times[k] + (self.times[k + 1] - self.times[k]) * (j / self.grid)
 
+    def grid_times(self, start, stop):
+        """grid_time(i) for i in range(start, stop), as an array (same arithmetic)."""
+        k, j = np.divmod(np.arange(start, stop), self.grid)
+        last = len(self.times) - 1
+        kc = np.minimum(k, last - 1)
+        t0 = self.times.take(kc)
+        out = t0 + (self.times.take(kc + 1) - t0) * (j / self.grid)
+        return np.where(k >= last, self.times[-1], out)
+
     def _chunk(self, index):
         # A chunk spans whole frame intervals including their end points, so one
         # interval never straddles two chunks.
         if not self._start <= index < self._stop:
             self._start = index - index % self.grid
             self._stop = min(self._start + self.chunk_frames * self.grid, (len(self.times) - 1) * self.grid) + 1
-            self._targets = self._sample(np.array([self.grid_time(i) for i in range(self._start, self._stop)]))
+            self._targets = self._sample(self.grid_times(self._start, self._stop))
             self._batched_ff = self._feedforward(*(a[::self.grid // 2] for a in self._targets))
             self._ff = {}
             self._made = {}
@@ -198,7 +210,9 @@ class ReferenceTrack:
 
     def at_index(self, index):
         """Target at grid point `index` (each is built once: steps share their end points)."""
-        i = self._chunk(index)
+        i = index - self._start
+        if not 0 <= i < self._stop - self._start:
+            i = self._chunk(index)
         target = self._made.get(i)
         if target is None:
             target = self._made[i] = Target(*[a[i] for a in self._targets[:6]])
@@ -262,6 +276,14 @@ class _FrameStepper:
 
     def __init__(self, model, physics, track, settings):
         self.model, self.physics, self.track, self.settings = model, physics, track, settings
+        self.calm = False  # the previous frame took one step pair at level 0
+
+    def _skip_estimate(self, ev):
+        # Step doubling's error estimate (the single step over the frame) is skipped
+        # when the previous frame needed no refinement and no contact penetrates at the
+        # frame start: the frame is then taken as two half steps, still refined
+        # against tunnelling.
+        return self.calm and not np.count_nonzero(ev.depth > 0.0)
 
     def advance(self, ev, k, t, H, contact_stiffness):
         """(Evaluation at the frame end, steps taken, deepest penetration m, ladder level)."""
@@ -272,10 +294,14 @@ class _FrameStepper:
             finer = self.FINER if level >= LEVEL_SMALLER_STEPS else 1
             self.min_err = H / (self.settings.max_substeps * finer) * (1.0 - 1e-9)
             self.min_tunnel = H / (self.settings.max_tunnel_substeps * finer) * (1.0 - 1e-9)
+            estimate = level > 0 or not self._skip_estimate(ev)
             try:
-                return (*self.interval(ev, k * self.track.grid, self.track.grid, t, H, None), level)
+                end, steps, depth = self.interval(ev, k * self.track.grid, self.track.grid, t, H, None, estimate)
             except StepFailure:
                 continue
+            self.calm = level == 0 and steps == 2
+            return end, steps, depth, level
+        self.calm = False
         tgt = self.track.at_index((k + 1) * self.track.grid)
         end = evaluate(self.model, self.physics, _limited_state(self.model, tgt), tgt)
         return end, 0, end.penetration, LEVEL_KINEMATIC
@@ -303,16 +329,19 @@ class _FrameStepper:
         return (capsule_tunnelling(self.model, e0.segments, e1.segments, e0.capsules)
                 or face_tunnelling(self.physics, e0, e1))
 
-    def interval(self, e0, index, length, t, h, big):
+    def interval(self, e0, index, length, t, h, big, estimate=True):
         """Advance e0 (time t, grid index `index`) over h s (`length` grid cells).
 
         `big` is the single step over the interval when already known (the parent's half
-        step). Returns (Evaluation at the end, steps taken, deepest penetration m).
+        step). estimate=False takes the two half steps without the error estimate.
+        Returns (Evaluation at the end, steps taken, deepest penetration m).
         """
         model, physics = self.model, self.physics
         half, t_mid = 0.5 * length, t + 0.5 * h
         if 0.5 * h >= self.min_err:
-            if big is None:  # both steps from e0 at once
+            if not estimate:
+                first = self.step(e0, index, half, t, 0.5 * h)
+            elif big is None:  # both steps from e0 at once
                 first, big = self.step_pair(e0, index, length, t, h)
             else:
                 first = self.step(e0, index, half, t, 0.5 * h)
@@ -324,8 +353,8 @@ class _FrameStepper:
                 return self.split(e0, index, half, t, h, e_mid.state)
             e_end = evaluate(model, physics, self.step(e_mid, index + half, half, t_mid, 0.5 * h),
                              self.target(index + length, t + h))
-            err = quat.angle_between(big.rotations, e_end.state.rotations).max()
-            if err > self.settings.tolerance and 0.25 * h >= self.min_err:
+            if estimate and 0.25 * h >= self.min_err and (
+                    quat.angle_between(big.rotations, e_end.state.rotations).max() > self.settings.tolerance):
                 return self.split(e0, index, half, t, h, e_mid.state)
             if may_split and self.tunnelling(e_mid, e_end):
                 return self.split(e0, index, half, t, h, e_mid.state)
