@@ -2,14 +2,12 @@
 import bpy
 
 from . import bake, compose, library, physics, retarget
+from .sidebar import SidebarPanel
 
 
-class SIGNSIM_PT_main(bpy.types.Panel):
+class SIGNSIM_PT_main(SidebarPanel, bpy.types.Panel):
     bl_label = "SignSim"
     bl_idname = "SIGNSIM_PT_main"
-    bl_space_type = 'VIEW_3D'
-    bl_region_type = 'UI'
-    bl_category = "SignSim"
 
     def draw(self, context):
         self.layout.operator("signsim.append_sample", icon='OUTLINER_OB_ARMATURE')

@@ -4,17 +4,15 @@ import bpy
 from ..signsim_addon import bake, metrics_report
 from ..signsim_addon.errors import SignSimError
 from ..signsim_addon.properties import _GROUP_LABELS
+from .sidebar import SidebarPanel
 
 iface_ = bpy.app.translations.pgettext_iface
 VERDICT_ICONS = {'BETTER': 'CHECKMARK', 'WORSE': 'ERROR', 'SAME': 'REMOVE', '': 'BLANK1'}
 
 
-class SIGNSIM_PT_bake(bpy.types.Panel):
+class SIGNSIM_PT_bake(SidebarPanel, bpy.types.Panel):
     bl_label = "Bake"
     bl_idname = "SIGNSIM_PT_bake"
-    bl_space_type = 'VIEW_3D'
-    bl_region_type = 'UI'
-    bl_category = "SignSim"
 
     def draw(self, context):
         layout = self.layout
@@ -50,12 +48,9 @@ class SIGNSIM_PT_bake(bpy.types.Panel):
         row.operator("signsim.reference_ghost", icon='GHOST_ENABLED')
 
 
-class SIGNSIM_PT_metrics(bpy.types.Panel):
+class SIGNSIM_PT_metrics(SidebarPanel, bpy.types.Panel):
     bl_label = "Metrics"
     bl_idname = "SIGNSIM_PT_metrics"
-    bl_space_type = 'VIEW_3D'
-    bl_region_type = 'UI'
-    bl_category = "SignSim"
 
     def draw(self, context):
         layout = self.layout

@@ -2,6 +2,7 @@
 import bpy
 
 from ..signsim_addon import compose
+from .sidebar import SidebarPanel
 
 
 class SIGNSIM_UL_compose_clips(bpy.types.UIList):
@@ -36,12 +37,9 @@ def _list(layout, settings, kind, listtype, collection, index):
     op.kind, op.remove = kind, True
 
 
-class SIGNSIM_PT_compose(bpy.types.Panel):
+class SIGNSIM_PT_compose(SidebarPanel, bpy.types.Panel):
     bl_label = "Compose"
     bl_idname = "SIGNSIM_PT_compose"
-    bl_space_type = 'VIEW_3D'
-    bl_region_type = 'UI'
-    bl_category = "SignSim"
     bl_options = {'DEFAULT_CLOSED'}
 
     def draw(self, context):

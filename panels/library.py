@@ -2,6 +2,7 @@
 import bpy
 
 from ..signsim_addon import library, library_ui
+from .sidebar import SidebarPanel
 
 
 class SIGNSIM_UL_clips(bpy.types.UIList):
@@ -30,10 +31,7 @@ class SIGNSIM_UL_clips(bpy.types.UIList):
         return flags, []
 
 
-class SIGNSIM_PT_library(bpy.types.Panel):
-    bl_space_type = 'VIEW_3D'
-    bl_region_type = 'UI'
-    bl_category = "SignSim"
+class SIGNSIM_PT_library(SidebarPanel, bpy.types.Panel):
     bl_label = "Motion Library"
 
     def draw(self, context):

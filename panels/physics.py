@@ -4,6 +4,7 @@ import bpy
 from ..signsim_addon import physics_presets, schedule
 from ..signsim_addon.properties import _GROUP_LABELS
 from ..signsim_addon.rig import GROUPS
+from .sidebar import SidebarPanel
 
 iface_ = bpy.app.translations.pgettext_iface
 MAX_ROWS = 12  # schedule keys listed in the panel
@@ -25,12 +26,9 @@ def _armature(layout, context):
     return ob
 
 
-class SIGNSIM_PT_physics(bpy.types.Panel):
+class SIGNSIM_PT_physics(SidebarPanel, bpy.types.Panel):
     bl_label = "Physics"
     bl_idname = "SIGNSIM_PT_physics"
-    bl_space_type = 'VIEW_3D'
-    bl_region_type = 'UI'
-    bl_category = "SignSim"
 
     def draw(self, context):
         layout = self.layout
@@ -78,12 +76,9 @@ class SIGNSIM_PT_physics(bpy.types.Panel):
         box.column(align=True).prop(p, "simulate_parts", expand=True)
 
 
-class SIGNSIM_PT_schedule(bpy.types.Panel):
+class SIGNSIM_PT_schedule(SidebarPanel, bpy.types.Panel):
     bl_label = "Stiffness Schedule"
     bl_idname = "SIGNSIM_PT_schedule"
-    bl_space_type = 'VIEW_3D'
-    bl_region_type = 'UI'
-    bl_category = "SignSim"
 
     def draw(self, context):
         layout = self.layout

@@ -1,6 +1,8 @@
 """Retarget panel: source armature, bone map list, map tools (drawing only)."""
 import bpy
 
+from .sidebar import SidebarPanel
+
 
 class SIGNSIM_UL_bone_map(bpy.types.UIList):
     """One row per target bone: target ← source, with the pair's confidence."""
@@ -16,12 +18,9 @@ class SIGNSIM_UL_bone_map(bpy.types.UIList):
         row.label(text=f"{item.confidence:.1f}" if item.source else "–")
 
 
-class SIGNSIM_PT_retarget(bpy.types.Panel):
+class SIGNSIM_PT_retarget(SidebarPanel, bpy.types.Panel):
     bl_label = "Retarget"
     bl_idname = "SIGNSIM_PT_retarget"
-    bl_space_type = 'VIEW_3D'
-    bl_region_type = 'UI'
-    bl_category = "SignSim"
 
     def draw(self, context):
         layout = self.layout
