@@ -1,10 +1,14 @@
 """The physics bake on the bundled signer: a new action, the reference untouched, metrics."""
 import json
 import pathlib
+import sys
 
 import bpy
 import numpy as np
 import pytest
+
+sys.path.insert(0, str(pathlib.Path(__file__).parent))  # --import-mode=importlib: helpers
+from action_keys import all_keys  # noqa: E402
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent.parent
 SAMPLES = ROOT / "sample_blends"
@@ -34,28 +38,15 @@ def _open(path):
     return rig
 
 
-def _all_keys(action):
-    """{(slot, data_path, index): keyframe co array} of every F-curve of `action`."""
-    out = {}
-    for slot in action.slots:
-        from bpy_extras import anim_utils
-        bag = anim_utils.action_get_channelbag_for_slot(action, slot)
-        for fc in bag.fcurves if bag else ():
-            co = np.empty(2 * len(fc.keyframe_points))
-            fc.keyframe_points.foreach_get("co", co)
-            out[(slot.identifier, fc.data_path, fc.array_index)] = co
-    return out
-
-
 def test_bake_writes_a_new_action_and_never_modifies_the_reference(retargeted, mods):
     bake, keys, _ = mods
     rig = _open(retargeted)
     ref = rig.animation_data.action
-    before = _all_keys(ref)
+    before = all_keys(ref)
     assert bpy.ops.signsim.bake(frame_start=SHORT[0], frame_end=SHORT[1]) == {'FINISHED'}
     new = rig.animation_data.action
     assert new.name == ref.name + ".physics" and new != ref
-    after = _all_keys(bpy.data.actions[ref.name])
+    after = all_keys(bpy.data.actions[ref.name])
     assert before.keys() == after.keys()
     assert all(np.array_equal(before[k], after[k]) for k in before)
     assert new.signsim.reference_action == ref
@@ -79,7 +70,7 @@ def test_two_bakes_are_bit_identical(retargeted, mods):
         runs.append(bake.solve(job).rotations)
     assert runs[0].tobytes() == runs[1].tobytes()
     new = [bake.write(bpy.context.scene, job, bake.Solved(r, {"baked": {}, "reference": {}})) for r in runs]
-    a, b = (_all_keys(n) for n in new)
+    a, b = (all_keys(n) for n in new)
     assert a.keys() == b.keys() and all(np.array_equal(a[k], b[k]) for k in a)
 
 

@@ -6,6 +6,9 @@ import sys
 import bpy
 import numpy as np
 
+sys.path.insert(0, str(pathlib.Path(__file__).parent))  # --import-mode=importlib: helpers
+from action_keys import all_keys  # noqa: E402
+
 ROOT = pathlib.Path(__file__).resolve().parent.parent.parent
 SAMPLES = ROOT / "sample_blends"
 
@@ -21,15 +24,7 @@ def _short_clip(src, dst, frames):
 def _baked_keys(path):
     bpy.ops.wm.open_mainfile(filepath=str(path), load_ui=False)
     act = bpy.data.objects["Signer"].animation_data.action
-    from bpy_extras import anim_utils
-    out = {}
-    for slot in act.slots:
-        bag = anim_utils.action_get_channelbag_for_slot(act, slot)
-        for fc in bag.fcurves:
-            co = np.empty(2 * len(fc.keyframe_points))
-            fc.keyframe_points.foreach_get("co", co)
-            out[(fc.data_path, fc.array_index)] = co
-    return act.name, out
+    return act.name, all_keys(act)
 
 
 def test_batch_of_four_clips_on_two_workers_equals_serial(addon, tmp_path, monkeypatch, capsys):

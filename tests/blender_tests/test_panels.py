@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+from action_keys import all_keys  # noqa: E402
 from ui_recorder import draw, signsim_panels  # noqa: E402
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent.parent
@@ -64,20 +65,6 @@ def _fresh_armature():
     bpy.context.scene.collection.objects.link(ob)
     bpy.context.view_layer.objects.active = ob
     return ob
-
-
-def _rotations(action):
-    """{(data_path, index): key values} of the rotation F-curves of `action`."""
-    from bpy_extras import anim_utils
-    out = {}
-    for slot in action.slots:
-        bag = anim_utils.action_get_channelbag_for_slot(action, slot)
-        for fc in bag.fcurves if bag else ():
-            if ".rotation_" in fc.data_path:
-                co = np.empty(2 * len(fc.keyframe_points))
-                fc.keyframe_points.foreach_get("co", co)
-                out[(fc.data_path, fc.array_index)] = co
-    return out
 
 
 # --- drawing --------------------------------------------------------------------------
@@ -233,7 +220,7 @@ def _bake_with(path, change=None):
     if change is not None:
         change(rig)
     assert bpy.ops.signsim.bake(frame_start=SHORT[0], frame_end=SHORT[1]) == {'FINISHED'}
-    return _rotations(rig.animation_data.action)
+    return all_keys(rig.animation_data.action, ".rotation_")
 
 
 def _same(a, b):
