@@ -23,7 +23,6 @@ from . import dynamics, quat
 from .contacts import capsule_tunnelling
 from .integrator import (Physics, State, StepFailure, Target, evaluate, face_samples, face_tunnelling,
                          implicit_step, implicit_step_pair)
-from .kinematics import forward_kinematics
 from .limits import project_limits
 from .reference import ReferenceSpline, fit_reference
 from .sdf import build_distance_grid
