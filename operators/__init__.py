@@ -1,7 +1,7 @@
 """Thin operators: read properties, call signsim_addon, report."""
 import bpy
 
-from ..signsim_addon import samples
+from ..signsim_addon.demo import samples
 from ..signsim_addon.errors import SignSimError
 from . import bake, compose, library, metrics, physics, retarget
 

@@ -1,7 +1,7 @@
 """Thin operators of the Bake panel: bake the physics pass, switch reference/baked."""
 import bpy
 
-from ..signsim_addon import bake, preview
+from ..signsim_addon.bake import job as bake, preview
 from ..signsim_addon.errors import SignSimError
 
 _PRESETS = [('SETTINGS', "Rig Settings", "Use the gains stored on the armature")] + [

@@ -1,7 +1,8 @@
 """Thin operators of the Compose panel: edit the clip and layer lists, compose."""
 import bpy
 
-from ..signsim_addon import compose, library_ui
+from ..signsim_addon.compose import api as compose
+from ..signsim_addon.library import ui as library_ui
 from ..signsim_addon.errors import SignSimError
 
 

@@ -5,7 +5,7 @@ import os
 import bpy
 from bpy_extras.io_utils import ImportHelper
 
-from ..signsim_addon import library, library_ui
+from ..signsim_addon.library import api as library, ui as library_ui
 from ..signsim_addon.errors import SignSimError
 
 

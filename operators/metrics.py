@@ -2,7 +2,7 @@
 import bpy
 from bpy_extras.io_utils import ExportHelper
 
-from ..signsim_addon import metrics_report
+from ..signsim_addon.bake import metrics_report
 from ..signsim_addon.errors import SignSimError
 
 rpt_ = bpy.app.translations.pgettext_rpt

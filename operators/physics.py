@@ -2,7 +2,7 @@
 import bpy
 from bl_operators.presets import AddPresetBase
 
-from ..signsim_addon import physics_presets, schedule
+from ..signsim_addon.bake import physics_presets, schedule
 from ..signsim_addon.errors import SignSimError
 
 rpt_ = bpy.app.translations.pgettext_rpt

@@ -2,7 +2,7 @@
 import bpy
 from bpy_extras.io_utils import ExportHelper, ImportHelper
 
-from ..signsim_addon import retarget
+from ..signsim_addon.retarget import transfer as retarget
 from ..signsim_addon.errors import SignSimError
 
 

@@ -1,7 +1,7 @@
 """Bake and Metrics panels of the SignSim tab (drawing only)."""
 import bpy
 
-from ..signsim_addon import bake, metrics_report
+from ..signsim_addon.bake import job as bake, metrics_report
 from ..signsim_addon.errors import SignSimError
 from ..signsim_addon.properties import _GROUP_LABELS
 from .sidebar import SidebarPanel

@@ -1,7 +1,7 @@
 """The Motion Library panel of the SignSim sidebar tab, and its clip list. Drawing only."""
 import bpy
 
-from ..signsim_addon import library, library_ui
+from ..signsim_addon.library import api as library, ui as library_ui
 from .sidebar import SidebarPanel
 
 

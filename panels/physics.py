@@ -1,9 +1,9 @@
 """Physics and Stiffness Schedule panels of the SignSim tab (drawing only)."""
 import bpy
 
-from ..signsim_addon import physics_presets, schedule
+from ..signsim_addon.bake import physics_presets, schedule
 from ..signsim_addon.properties import _GROUP_LABELS
-from ..signsim_addon.rig import GROUPS
+from ..signsim_addon.bake.rig import GROUPS
 from .sidebar import SidebarPanel
 
 iface_ = bpy.app.translations.pgettext_iface

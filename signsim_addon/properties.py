@@ -8,8 +8,8 @@ Each capability adds its fields to these groups; nothing else is stored elsewher
 """
 import bpy
 
-from .bake import DEFAULT_FREQUENCY_HZ
-from .rig import GROUPS
+from .bake.job import DEFAULT_FREQUENCY_HZ
+from .bake.rig import GROUPS
 
 _GROUP_LABELS = {"fingers": "Fingers", "thumb": "Thumb", "wrist": "Wrist", "forearm": "Forearm",
                  "upper_arm": "Upper Arm", "clavicle": "Clavicle", "neck_head": "Neck/Head"}

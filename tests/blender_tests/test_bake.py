@@ -28,7 +28,7 @@ def retargeted(tmp_path_factory, addon):
 @pytest.fixture
 def mods(addon):
     a = addon.signsim_addon
-    return a.bake, a.keys, a.errors.SignSimError
+    return a.bake.job, a.keys, a.errors.SignSimError
 
 
 def _open(path):
@@ -260,7 +260,7 @@ def test_cli_bake_renders_a_before_after_contact_sheet(retargeted, addon, tmp_pa
     assert code == 0
     assert json.loads(capsys.readouterr().out.strip().splitlines()[-1])["picture"] == str(png)
     img = bpy.data.images.load(str(png))
-    sheet = addon.signsim_addon.contact_sheet
+    sheet = addon.signsim_addon.bake.contact_sheet
     assert tuple(img.size) == (sheet.SHEET_FRAMES * sheet.SIZE, 2 * sheet.SIZE)
     px = np.empty(img.size[0] * img.size[1] * 4, dtype=np.float32)
     img.pixels.foreach_get(px)

@@ -55,7 +55,7 @@ NAMES = [  # (name, joint_named skeleton, expected (part, side, number))
 
 @pytest.fixture
 def bm(addon):
-    return addon.signsim_addon.bonemap
+    return addon.signsim_addon.retarget.bonemap
 
 
 @pytest.mark.parametrize("name,joint_named,expected", NAMES)
@@ -80,7 +80,7 @@ def test_chains_of_different_length_map_their_ends(bm):
 
 def test_unnamed_skeleton_maps_by_topology(bm, addon, shared_data):
     """The Mixamo skeleton with every bone renamed j00, j01, … maps like the named one."""
-    rt = addon.signsim_addon.retarget
+    rt = addon.signsim_addon.retarget.transfer
     target = stand_in_signer()
     source, _action, _fps, _cleanup = rt.source_clip(str(shared_data / "mocap" / "bvhpython_test_freebvh_mixamorig.bvh"))
     named = rt.auto_map(source, target).as_dict()

@@ -20,7 +20,7 @@ MIXAMO = "bvhpython_test_freebvh_mixamorig.bvh"   # 30 fps, full hands
 
 @pytest.fixture
 def cm(addon):
-    return importlib.import_module(addon.__name__ + ".signsim_addon.compose")
+    return importlib.import_module(addon.__name__ + ".signsim_addon.compose.api")
 
 
 @pytest.fixture
@@ -181,7 +181,7 @@ def test_head_nod_layer_changes_only_the_masked_bones(cm, quat, signer):
 
 
 def test_errors_leave_nothing_behind(cm, signer, shared_data, tmp_path):
-    err = importlib.import_module(cm.__name__.rpartition(".")[0] + ".errors").SignSimError
+    err = importlib.import_module(cm.__name__.split(".signsim_addon.")[0] + ".signsim_addon.errors").SignSimError
     mocap = shared_data / "mocap"
     before = (set(bpy.data.objects), set(bpy.data.actions), set(bpy.data.armatures))
     for clips, message in (
@@ -252,7 +252,7 @@ def test_operator_stores_seams_for_the_panel(addon, signer, shared_data):
     item.window = 0
     assert bpy.ops.signsim.compose() == {'FINISHED'}
     assert settings.clips[1].flagged
-    flagged = importlib.import_module(addon.__name__ + ".signsim_addon.compose").flagged_seams(
+    flagged = importlib.import_module(addon.__name__ + ".signsim_addon.compose.api").flagged_seams(
         signer.animation_data.action)
     assert [s["index"] for s in flagged] == [1]
     bpy.ops.signsim.compose_list_edit(kind='CLIP', remove=True)
@@ -291,7 +291,7 @@ def test_library_clip_and_its_file_compose_the_same(addon, cm, shared_data, tmp_
     """One way onto the rig: a library clip by name gives the keys its mocap file gives."""
     mocap = shared_data / "mocap"
     lib = tmp_path / "lib.blend"
-    addon.signsim_addon.library.import_paths([str(mocap / MIXAMO)], str(lib))
+    addon.signsim_addon.library.api.import_paths([str(mocap / MIXAMO)], str(lib))
     bpy.ops.wm.open_mainfile(filepath=str(SIGNER))
     signer = bpy.data.objects["Signer"]
     by_file = cm.compose(signer, [cm.ClipSpec(str(mocap / BYE)), cm.ClipSpec(str(mocap / MIXAMO))])

@@ -136,7 +136,7 @@ def test_operator_imports_every_real_file(addon, tmp_path, shared_data):
         directory=str(shared_data / "mocap"), files=[{"name": p.name} for p in files],
         library_path=str(lib))
     assert result == {'FINISHED'}
-    names = sorted(c["name"] for c in addon.signsim_addon.library.list_clips(str(lib)))
+    names = sorted(c["name"] for c in addon.signsim_addon.library.api.list_clips(str(lib)))
     assert names == sorted(p.stem for p in files)
     # the sidebar list shows them
     assert sorted(i.name for i in bpy.context.scene.signsim.clips) == names
@@ -220,7 +220,7 @@ def _user_scene():
 
 @pytest.mark.parametrize("kind", BAD_KINDS)
 def test_bad_input_one_clear_error_and_nothing_changes(addon, tmp_path, kind):
-    lib = addon.signsim_addon.library
+    lib = addon.signsim_addon.library.api
     library = tmp_path / "lib.blend"
     lib.import_paths([str(_good(tmp_path))], str(library))
     lib_bytes = hashlib.sha256(library.read_bytes()).hexdigest()
@@ -258,7 +258,7 @@ def test_folder_import_good_and_broken_files(addon, tmp_path, shared_data, capsy
     assert sorted(r["name"] for r in result["imported"]) == sorted(p.stem for p in mocap_files(shared_data))
     assert sorted(pathlib.Path(f["path"]).name for f in result["failed"]) == sorted(p.name for p in bad_files)
     assert [pathlib.Path(p).name for p in result["skipped"]] == ["textures.png"]
-    lib = addon.signsim_addon.library
+    lib = addon.signsim_addon.library.api
     listing = lib.list_clips(str(library))
     assert sorted(c["name"] for c in listing) == sorted(p.stem for p in mocap_files(shared_data))
     # a second folder import of only broken files changes nothing

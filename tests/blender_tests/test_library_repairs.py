@@ -14,7 +14,7 @@ import library_samples as S  # noqa: E402
 
 @pytest.fixture
 def lib(addon):
-    return addon.signsim_addon.library
+    return addon.signsim_addon.library.api
 
 
 def import_one(lib, path, tmp_path, **kw):

@@ -14,7 +14,7 @@ import library_samples as S  # noqa: E402
 
 @pytest.fixture
 def lib(addon):
-    return addon.signsim_addon.library
+    return addon.signsim_addon.library.api
 
 
 @pytest.fixture
@@ -260,7 +260,7 @@ def test_import_operator_whole_folder_recursive(addon, tmp_path):
     assert bpy.ops.signsim.import_clips(directory=str(tmp_path / "in"), whole_folder=True,
                                         tags="style:test", catalog="tests/folder",
                                         library_path=str(lib)) == {'FINISHED'}
-    clips = addon.signsim_addon.library.list_clips(str(lib), catalog="tests")
+    clips = addon.signsim_addon.library.api.list_clips(str(lib), catalog="tests")
     assert names(clips) == ["one", "two"]
     assert all("style:test" in c["tags"] for c in clips)
 

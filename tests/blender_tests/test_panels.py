@@ -5,6 +5,7 @@ import json
 import os
 import pathlib
 import re
+import types
 import sys
 
 import bpy
@@ -44,7 +45,11 @@ def baked(retargeted):
 
 @pytest.fixture
 def mods(addon):
-    return addon.signsim_addon
+    a = addon.signsim_addon
+    return types.SimpleNamespace(bake=a.bake.job, rig=a.bake.rig, schedule=a.bake.schedule,
+                                 metrics_report=a.bake.metrics_report,
+                                 physics_presets=a.bake.physics_presets, keys=a.keys,
+                                 errors=a.errors, translations=a.translations)
 
 
 def _open(path):

@@ -42,7 +42,7 @@ def expected_coverage(rig, clip):
 
 
 def retarget_clip(addon, shared_data, rig, clip, seconds=SECONDS):
-    rt = addon.signsim_addon.retarget
+    rt = addon.signsim_addon.retarget.transfer
     target = target_rig(shared_data, rig)
     source, _action, fps, _cleanup = rt.source_clip(str(shared_data / "mocap" / clip))
     first, last = source.animation_data.action.frame_range
@@ -68,8 +68,8 @@ def _key_checksum(action):
 @pytest.mark.parametrize("clip", sorted(CLIPS))
 def test_retarget_follows_source_geometry(addon, shared_data, rig, clip):
     source, target, bone_map, result = retarget_clip(addon, shared_data, rig, clip)
-    rt = addon.signsim_addon.retarget
-    bm = addon.signsim_addon.bonemap
+    rt = addon.signsim_addon.retarget.transfer
+    bm = addon.signsim_addon.retarget.bonemap
 
     assert bm.coverage(bone_map, rt.skeleton(target)) == expected_coverage(rig, clip)
 
@@ -107,7 +107,7 @@ def test_retarget_follows_source_geometry(addon, shared_data, rig, clip):
 
 
 def test_new_action_leaves_the_source_untouched(addon, shared_data):
-    rt = addon.signsim_addon.retarget
+    rt = addon.signsim_addon.retarget.transfer
     target = stand_in_signer()
     source, _action, fps, _cleanup = rt.source_clip(str(shared_data / "mocap" / "bvhpython_test_freebvh_mixamorig.bvh"))
     src_action = source.animation_data.action
@@ -133,7 +133,7 @@ def test_new_action_leaves_the_source_untouched(addon, shared_data):
 
 
 def test_failed_write_removes_the_new_action(addon, shared_data):
-    rt = addon.signsim_addon.retarget
+    rt = addon.signsim_addon.retarget.transfer
     target = stand_in_signer()
     source, _action, fps, _cleanup = rt.source_clip(str(shared_data / "mocap" / "bvhpython_test_freebvh_mixamorig.bvh"))
     first = rt.retarget(source, target, rt.auto_map(source, target), source_fps=fps)
@@ -147,7 +147,7 @@ def test_failed_write_removes_the_new_action(addon, shared_data):
 
 def test_rest_pose_and_bone_rolls_do_not_change_the_motion(addon, shared_data):
     """A copy of the rig in an A-pose (arms 45° down) with other bone rolls moves the same."""
-    rt = addon.signsim_addon.retarget
+    rt = addon.signsim_addon.retarget.transfer
     tpose = stand_in_signer()
     apose = tpose.copy()
     apose.data = tpose.data.copy()
@@ -189,7 +189,7 @@ def test_rest_pose_and_bone_rolls_do_not_change_the_motion(addon, shared_data):
 def test_same_skeleton_reproduces_every_direction(addon, shared_data):
     """Onto a copy of the source's own armature (a bone-axis rest, not a T-pose), every
     parent→child direction, at branches too, is the source's."""
-    rt = addon.signsim_addon.retarget
+    rt = addon.signsim_addon.retarget.transfer
     source, _action, fps, _cleanup = rt.source_clip(str(shared_data / "mocap" / "animdrawings_rokoko_jesse_dance.bvh"))
     target = source.copy()
     target.data = source.data.copy()
@@ -208,7 +208,7 @@ def test_same_skeleton_reproduces_every_direction(addon, shared_data):
 def test_robot_ik_targets_and_poles_follow_the_legs(addon, shared_data):
     """The robot's feet are IK target bones hanging from its root, beside the leg chains:
     they (and the knee poles) keep their rest offset to the shins instead of staying put."""
-    rt = addon.signsim_addon.retarget
+    rt = addon.signsim_addon.retarget.transfer
     target = target_rig(shared_data, "robot")
     source, _action, fps, _cleanup = rt.source_clip(str(shared_data / "mocap" / "animdrawings_rokoko_jesse_dance.bvh"))
     result = rt.retarget(source, target, rt.auto_map(source, target), source_fps=fps,
@@ -229,7 +229,7 @@ def test_robot_ik_targets_and_poles_follow_the_legs(addon, shared_data):
 def test_clip_import_brings_motion_into_z_up_metres(addon, shared_data, clip):
     """Y-up rests under Z-up motion, cm/dm/inch units: the first frame stands head over hips,
     1.2–2.2 m tall; the file's frame rate is read from its header."""
-    rt = addon.signsim_addon.retarget
+    rt = addon.signsim_addon.retarget.transfer
     source, _action, fps, _cleanup = rt.source_clip(str(shared_data / "mocap" / clip))
     heads, tails = posed_heads(source, [source.animation_data.action.frame_range[0]])
     names = [b.name.rsplit(":", 1)[-1] for b in source.data.bones]
@@ -246,7 +246,7 @@ def test_clip_import_brings_motion_into_z_up_metres(addon, shared_data, clip):
 def test_upper_body_rig_without_legs(addon, shared_data):
     """A signer cut at the hips still maps (hips = its root) and moves: directions follow the
     source, the hips path is the source's scaled by the hips → chest lengths."""
-    rt = addon.signsim_addon.retarget
+    rt = addon.signsim_addon.retarget.transfer
     target = stand_in_signer()
     bpy.ops.object.mode_set(mode='EDIT')
     bones = target.data.edit_bones
@@ -274,10 +274,10 @@ def test_upper_body_rig_without_legs(addon, shared_data):
 def test_source_clip_from_file_and_library_leaves_nothing_behind(addon, shared_data, tmp_path):
     """One way in: a mocap file (library importer, with repairs) or a library clip by name;
     cleanup removes the skeleton, its armature data and the action(s)."""
-    rt = addon.signsim_addon.retarget
+    rt = addon.signsim_addon.retarget.transfer
     path = str(shared_data / "mocap" / "bvhpython_test_freebvh_mixamorig.bvh")
     lib = tmp_path / "lib.blend"
-    addon.signsim_addon.library.import_paths([path], str(lib))
+    addon.signsim_addon.library.api.import_paths([path], str(lib))
     before = ({o.name for o in bpy.data.objects}, {a.name for a in bpy.data.actions},
               {a.name for a in bpy.data.armatures})
     for clip, library in ((path, None), ("bvhpython_test_freebvh_mixamorig", str(lib))):

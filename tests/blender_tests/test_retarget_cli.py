@@ -75,7 +75,7 @@ def test_two_clips_one_call(cli, rig, shared_data, tmp_path, capsys):
 
 
 def test_preset_map_is_used_for_the_clip(cli, rig, shared_data, tmp_path, capsys, addon):
-    bm = addon.signsim_addon.bonemap
+    bm = addon.signsim_addon.retarget.bonemap
     preset = tmp_path / "map.json"
     preset.write_text(bm.BoneMap([("spine", "mixamorig:Hips", 1.0), ("spine.001", "mixamorig:Spine", 1.0),
                                   ("thigh.L", "mixamorig:LeftUpLeg", 1.0),
@@ -136,7 +136,7 @@ def test_bad_input_is_one_line_and_writes_nothing(cli, rig, addon, shared_data, 
 def _library(addon, shared_data, tmp_path):
     """A motion library .blend holding the Mixamo clip, under the name of its file."""
     lib = tmp_path / "lib.blend"
-    result = addon.signsim_addon.library.import_paths([str(shared_data / "mocap" / MIXAMO)], str(lib))
+    result = addon.signsim_addon.library.api.import_paths([str(shared_data / "mocap" / MIXAMO)], str(lib))
     assert [r["name"] for r in result["imported"]] == [MIXAMO[:-4]]
     bpy.ops.wm.read_homefile(use_empty=True)
     return lib

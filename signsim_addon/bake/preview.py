@@ -1,8 +1,8 @@
 """Compare a physics bake with its reference in the viewport: switch, or show a ghost."""
 import bpy
 
-from . import keys
-from .bake import TRACK_PHYSICS
+from .. import keys
+from .job import TRACK_PHYSICS
 
 GHOST_SUFFIX = ".reference_ghost"
 

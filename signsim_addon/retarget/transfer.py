@@ -69,10 +69,12 @@ import bpy
 import numpy as np
 from bpy_extras import anim_utils
 
-from ..solver import quat
-from . import bonemap, library, preferences
-from . import keys as key_io  # `keys` names the solved key arrays below
-from .errors import SignSimError
+from ...solver import quat
+from . import bonemap
+from ..library import api as library
+from .. import preferences
+from .. import keys as key_io  # `keys` names the solved key arrays below
+from ..errors import SignSimError
 
 
 # ---------------------------------------------------------------------------------------

@@ -17,8 +17,10 @@ import os
 
 import bpy
 
-from . import bonemap, files, retarget
-from .errors import SignSimError
+from . import bonemap
+from .. import files
+from . import transfer as retarget
+from ..errors import SignSimError
 
 
 def add_arguments(parser):

@@ -30,11 +30,12 @@ import bpy
 import numpy as np
 from bpy_extras import anim_utils
 
-from ..solver import compose as sc
-from ..solver import quat
-from . import bonemap, retarget
-from . import keys as keyio
-from .errors import SignSimError
+from ...solver import compose as sc
+from ...solver import quat
+from ..retarget import bonemap
+from ..retarget import transfer as retarget
+from .. import keys as keyio
+from ..errors import SignSimError
 
 WEIGHT_PATH = "signsim.compose.layers[{}].weight"
 
@@ -227,7 +228,7 @@ def joint_limits(target):
     (rig.read_rig: Limit Rotation constraints, else anatomical defaults; hinges only on
     their curl axis); ±inf for bones it does not model. None when the rig cannot be read
     (no fingers, no chest)."""
-    from . import rig
+    from ..bake import rig
     try:
         model = rig.read_rig(target, face_object=None)
     except SignSimError:

@@ -3,9 +3,9 @@ import pathlib
 
 import bpy
 
-from .errors import SignSimError
+from ..errors import SignSimError
 
-SAMPLES = pathlib.Path(__file__).resolve().parent.parent / "sample_blends"
+SAMPLES = pathlib.Path(__file__).resolve().parents[2] / "sample_blends"
 SIGNER_BLEND = SAMPLES / "signer.blend"
 
 

@@ -8,8 +8,8 @@ by a plateau: a key at the first and at the last frame with the phase's multipli
 """
 from bpy_extras import anim_utils
 
-from . import keys
-from .errors import SignSimError
+from .. import keys
+from ..errors import SignSimError
 
 DATA_PATH = "signsim.physics.contact_multiplier"
 GROUP = "SignSim schedule"
@@ -133,9 +133,9 @@ def contact_frames(rig, reference, gap_mm=1.0):
     Neighbouring fingers of one hand always touch, so they do not count."""
     import numpy as np
 
-    from ..solver.contacts import capsule_contacts
-    from ..solver.kinematics import capsule_segments, forward_kinematics
-    from ..solver import quat
+    from ...solver.contacts import capsule_contacts
+    from ...solver.kinematics import capsule_segments, forward_kinematics
+    from ...solver import quat
 
     model = rig.model
     sides = np.array([_side(n) for n in rig.bone_names])
@@ -166,8 +166,8 @@ def detect_phases(scene, ob, speed_threshold=0.5, gap_mm=1.0, min_frames=3, fram
     """
     import numpy as np
 
-    from ..solver.metrics import tip_positions
-    from . import bake
+    from ...solver.metrics import tip_positions
+    from . import job as bake
 
     action, _slot = target(ob)
     job = bake.prepare(scene, ob, action=action, frame_range=frame_range)

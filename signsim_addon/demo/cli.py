@@ -7,8 +7,11 @@ signer rig → physics bake → saved .blend → metrics. The same functions as 
 import argparse
 import os
 
-from . import bake_cli, library, retarget_cli, samples
-from .errors import SignSimError
+from ..bake import cli as bake_cli
+from ..library import api as library
+from ..retarget import cli as retarget_cli
+from . import samples
+from ..errors import SignSimError
 
 CLIP = "fingerspelling.bvh"
 

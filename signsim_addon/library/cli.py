@@ -2,8 +2,9 @@
 import os
 import sys
 
-from . import library, preferences
-from .errors import SignSimError
+from . import api as library
+from .. import preferences
+from ..errors import SignSimError
 
 
 def add_import_arguments(parser):

@@ -5,7 +5,8 @@ import os
 
 import bpy
 
-from . import library, preferences
+from . import api as library
+from .. import preferences
 
 
 def library_path(context, override=""):

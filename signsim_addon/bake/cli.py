@@ -6,8 +6,10 @@ import sys
 
 import bpy
 
-from . import bake, contact_sheet, files
-from .errors import SignSimError
+from . import job as bake
+from . import contact_sheet
+from .. import files
+from ..errors import SignSimError
 
 
 def add_arguments(parser):

@@ -10,10 +10,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..solver import capsules, quat
-from ..solver.model import BALL, HINGE, SkeletonModel
-from . import bonemap
-from .errors import SignSimError
+from ...solver import capsules, quat
+from ...solver.model import BALL, HINGE, SkeletonModel
+from ..retarget import bonemap
+from ..errors import SignSimError
 
 CAPSULE_PROP = "signsim_capsule_radius"  # per Bone, metres (sample_blends/make_samples.py)
 

@@ -12,8 +12,9 @@ from concurrent.futures import ThreadPoolExecutor
 
 import bpy
 
-from . import library, library_cli
-from .errors import SignSimError
+from ..library import api as library
+from ..library import cli as library_cli
+from ..errors import SignSimError
 
 
 def add_arguments(parser):

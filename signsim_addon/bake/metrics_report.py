@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .errors import SignSimError
+from ..errors import SignSimError
 
 # (key, label, unit, lower is better: True/False, or None for no verdict: tracking, lag and
 # fallbacks are 0 for the reference by definition, so a comparison would say nothing)
@@ -210,7 +210,8 @@ def metrics_action(ob):
 def metric_frames(action, n):
     """The scene frames of the per-frame lists of `action` (length n): the keys of its
     per-frame metric F-curve, else n frames from the action's first frame."""
-    from . import bake, keys
+    from . import job as bake
+    from .. import keys
     for slot in action.slots:
         bag = keys.channelbag(action, slot)
         fc = bag.fcurves.find(f'["{bake.METRIC_CURVES[0][0]}"]') if bag else None
@@ -244,7 +245,7 @@ def show_curves(context, ob):
     them; returns the number of curves shown. Raises SignSimError without a Graph Editor."""
     import bpy
 
-    from . import bake
+    from . import job as bake
     found = graph_editor(context.screen)
     if found is None:
         raise SignSimError("open a Graph Editor to plot the per-frame metrics")

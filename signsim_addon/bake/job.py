@@ -16,14 +16,15 @@ from dataclasses import dataclass
 import numpy as np
 from threadpoolctl import threadpool_limits
 
-from ..solver import armature as armature_fk
-from ..solver import keyreduce, quat
-from ..solver.metrics import compare, motion_penetration_mm
-from ..solver.reference import Reference
-from ..solver.sdf import build_distance_grid
-from ..solver.simulate import PRESET_FREQUENCY_SCALE, GroupGains, SimSettings, simulate
-from . import keys, rig as rig_reader
-from .errors import SignSimError
+from ...solver import armature as armature_fk
+from ...solver import keyreduce, quat
+from ...solver.metrics import compare, motion_penetration_mm
+from ...solver.reference import Reference
+from ...solver.sdf import build_distance_grid
+from ...solver.simulate import PRESET_FREQUENCY_SCALE, GroupGains, SimSettings, simulate
+from .. import keys
+from . import rig as rig_reader
+from ..errors import SignSimError
 
 SUFFIX = ".physics"
 TRACK_REFERENCE, TRACK_PHYSICS = "SignSim reference", "SignSim physics"

@@ -22,9 +22,12 @@ import os
 
 import bpy
 
-from . import compose, files, retarget, retarget_cli
-from .errors import SignSimError
-from ..solver.compose import CURVES
+from . import api as compose
+from .. import files
+from ..retarget import transfer as retarget
+from ..retarget import cli as retarget_cli
+from ..errors import SignSimError
+from ...solver.compose import CURVES
 
 
 def add_arguments(parser):

@@ -31,7 +31,7 @@ import re
 
 import numpy as np
 
-from .errors import SignSimError
+from ..errors import SignSimError
 
 FINGERS = ("thumb", "index", "middle", "ring", "pinky")
 SIDES = ("L", "R")

@@ -10,13 +10,13 @@ import os
 
 import bpy
 
-from .bake import DEFAULT_FREQUENCY_HZ, PRESET_SCALE
+from .job import DEFAULT_FREQUENCY_HZ, PRESET_SCALE
 from .rig import GROUPS
 
 SUBDIR = "signsim/physics"
 MENU = "SIGNSIM_MT_physics_presets"
 MENU_LABEL = "Physics Presets"  # the menu's bl_label becomes the last applied preset's name
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # has presets/
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # has presets/
 FOLDER = os.path.join(ROOT, "presets", *SUBDIR.split("/"))
 DEFINES = ["physics = bpy.context.active_object.signsim.physics"]
 # the settings a preset stores (the bake's output options and the face are per shot, not presets)
