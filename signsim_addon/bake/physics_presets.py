@@ -4,7 +4,7 @@ The three shipped presets are Python preset files in the extension's `presets/si
 folder (found through bpy.utils.register_preset_path); the Physics panel's preset menu
 applies them with `script.execute_preset`, and `signsim.physics_preset_add` writes the
 user's own next to Blender's user presets. `preset_text` generates the shipped files
-(tests/blender_tests/test_panels.py checks they are up to date).
+(tests/addon/test_panels.py checks they are up to date).
 """
 import os
 

@@ -11,7 +11,6 @@ import numpy as np
 import pytest
 from bpy_extras import anim_utils
 
-sys.path.insert(0, str(pathlib.Path(__file__).parent))
 import library_samples as S  # noqa: E402
 
 HEAD = re.compile(r"(^|[:_])head$", re.I)

@@ -8,7 +8,6 @@ import numpy as np
 import pytest
 from mathutils import Euler
 
-sys.path.insert(0, str(pathlib.Path(__file__).parent))
 import library_samples as S  # noqa: E402
 
 

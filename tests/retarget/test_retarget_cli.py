@@ -6,7 +6,6 @@ import sys
 import bpy
 import pytest
 
-sys.path.insert(0, str(pathlib.Path(__file__).parent))   # --import-mode=importlib: helpers
 from retarget_rigs import stand_in_signer  # noqa: E402
 
 MIXAMO = "bvhpython_test_freebvh_mixamorig.bvh"

@@ -57,6 +57,7 @@ def built_zip(tmp_path_factory):
     return pathlib.Path(proc.stdout.strip().splitlines()[-1])
 
 
+@pytest.mark.slow
 def test_zip_holds_only_what_the_extension_needs(built_zip):
     names = zipfile.ZipFile(built_zip).namelist()
     assert "blender_manifest.toml" in names and "__init__.py" in names
@@ -68,6 +69,7 @@ def test_zip_holds_only_what_the_extension_needs(built_zip):
     assert not any("__pycache__" in n for n in names)
 
 
+@pytest.mark.slow
 def test_zip_installs_enables_and_uninstalls_cleanly(built_zip):
     proc = subprocess.run([sys.executable, "-c", INSTALL_SCRIPT, str(built_zip), str(ROOT / "tools")],
                           capture_output=True, text=True, timeout=300)

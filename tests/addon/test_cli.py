@@ -44,6 +44,7 @@ def test_demo_runs_the_main_job_and_json_is_the_last_stdout_line(cli, capsys, tm
     assert result["metrics"]["baked"]["fallbacks"] == 0
 
 
+@pytest.mark.slow
 def test_launcher_runs_the_same_handler_and_fails_with_one_line():
     proc = subprocess.run([str(ROOT / "signsim"), "no-such-command", "--json"],
                           capture_output=True, text=True, timeout=120)

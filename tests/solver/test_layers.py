@@ -1,9 +1,11 @@
-"""The solver layer must never depend on Blender (DESIGN.md "Layers")."""
+"""The solver layer must never depend on Blender."""
 
 import ast
 import subprocess
 import sys
 from pathlib import Path
+
+import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 FORBIDDEN = {"bpy", "mathutils", "bmesh"}
@@ -25,6 +27,7 @@ def test_solver_sources_do_not_import_blender():
     assert offenders == []
 
 
+@pytest.mark.slow
 def test_importing_every_solver_module_leaves_bpy_unloaded():
     code = ("import importlib, sys\n"
             f"for m in {MODULES!r}:\n"

@@ -9,7 +9,6 @@ import bpy
 import numpy as np
 import pytest
 
-sys.path.insert(0, str(pathlib.Path(__file__).parent))   # --import-mode=importlib: helpers
 from ui_recorder import Layout, draw  # noqa: E402
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent.parent

@@ -7,22 +7,11 @@ import bpy
 import numpy as np
 import pytest
 
-sys.path.insert(0, str(pathlib.Path(__file__).parent))  # --import-mode=importlib: helpers
 from action_keys import all_keys  # noqa: E402
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent.parent
 SAMPLES = ROOT / "sample_blends"
 SHORT = (1, 12)  # frames: enough for every code path, quick to solve
-
-
-@pytest.fixture(scope="module")
-def retargeted(tmp_path_factory, addon):
-    """A .blend with the signer and the sample fingerspelling clip retargeted onto it."""
-    out = tmp_path_factory.mktemp("bake") / "fingerspelling_on_signer.blend"
-    code = addon.signsim_addon.cli.main(["retarget", "--clip", str(SAMPLES / "fingerspelling.bvh"),
-                                         "--rig", str(SAMPLES / "signer.blend"), "--out", str(out)])
-    assert code == 0
-    return out
 
 
 @pytest.fixture
@@ -253,6 +242,7 @@ def test_per_frame_metric_curves_agree_with_the_metrics_json(retargeted, mods):
         metrics["baked"]["penetration_max_mm"], abs=1e-3)
 
 
+@pytest.mark.slow
 def test_cli_bake_renders_a_before_after_contact_sheet(retargeted, addon, tmp_path, capsys):
     png = tmp_path / "sheet.png"
     code = addon.signsim_addon.cli.main(["bake", "--blend", str(retargeted), "--armature", "Signer",

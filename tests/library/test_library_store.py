@@ -8,7 +8,6 @@ import types
 import bpy
 import pytest
 
-sys.path.insert(0, str(pathlib.Path(__file__).parent))
 import library_samples as S  # noqa: E402
 
 
@@ -265,6 +264,7 @@ def test_import_operator_whole_folder_recursive(addon, tmp_path):
     assert all("style:test" in c["tags"] for c in clips)
 
 
+@pytest.mark.slow
 def test_launcher_import_and_list(tmp_path):
     """`./signsim import … --json` and `./signsim list … --json` in a fresh process."""
     import json

@@ -13,7 +13,6 @@ import bpy
 import numpy as np
 import pytest
 from mathutils import Matrix
-sys.path.insert(0, str(pathlib.Path(__file__).parent))   # --import-mode=importlib: helpers
 from retarget_rigs import direction_cosines, mapped_pairs, posed_heads, stand_in_signer, target_rig
 
 CLIPS = {  # file → finger chains the clip has (CMU: one thumb + one block of fingers)

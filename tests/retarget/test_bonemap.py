@@ -5,7 +5,6 @@ import sys
 
 import pytest
 
-sys.path.insert(0, str(pathlib.Path(__file__).parent))   # --import-mode=importlib: helpers
 from retarget_rigs import stand_in_signer  # noqa: E402
 
 NAMES = [  # (name, joint_named skeleton, expected (part, side, number))

@@ -12,7 +12,6 @@ import bpy
 import numpy as np
 import pytest
 
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 from action_keys import all_keys  # noqa: E402
 from ui_recorder import draw, signsim_panels  # noqa: E402
 
@@ -23,21 +22,11 @@ MY_PANELS = {"SIGNSIM_PT_physics", "SIGNSIM_PT_schedule", "SIGNSIM_PT_bake", "SI
 
 
 @pytest.fixture(scope="module")
-def retargeted(tmp_path_factory, addon):
-    """A .blend with the signer and the sample fingerspelling clip retargeted onto it."""
-    out = tmp_path_factory.mktemp("panels") / "fingerspelling_on_signer.blend"
-    code = addon.signsim_addon.cli.main(["retarget", "--clip", str(SAMPLES / "fingerspelling.bvh"),
-                                         "--rig", str(SAMPLES / "signer.blend"), "--out", str(out)])
-    assert code == 0
-    return out
-
-
-@pytest.fixture(scope="module")
-def baked(retargeted):
+def baked(retargeted, tmp_path_factory):
     """The retargeted file after `signsim.bake` of frames 1–12 (saved once per module)."""
     rig = _open(retargeted)
     assert bpy.ops.signsim.bake(frame_start=SHORT[0], frame_end=SHORT[1]) == {'FINISHED'}
-    out = retargeted.parent / "baked.blend"
+    out = tmp_path_factory.mktemp("panels") / "baked.blend"
     bpy.ops.wm.save_as_mainfile(filepath=str(out), copy=True)
     assert rig.animation_data.action.name.endswith(".physics")
     return out

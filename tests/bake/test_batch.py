@@ -3,10 +3,11 @@ import json
 import pathlib
 import sys
 
+import pytest
+
 import bpy
 import numpy as np
 
-sys.path.insert(0, str(pathlib.Path(__file__).parent))  # --import-mode=importlib: helpers
 from action_keys import all_keys  # noqa: E402
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent.parent
@@ -27,6 +28,7 @@ def _baked_keys(path):
     return act.name, all_keys(act)
 
 
+@pytest.mark.slow
 def test_batch_of_four_clips_on_two_workers_equals_serial(addon, tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("SIGNSIM_CLI", json.dumps([sys.executable, str(ROOT / "tools" / "launch.py")]))
     clips = tmp_path / "clips"
