@@ -30,7 +30,7 @@ class _Parser(argparse.ArgumentParser):
 
 def _commands():
     """(name, help, add_arguments, run) for every subcommand, in --help order."""
-    from .bake import batch, cli as bake_cli
+    from .bake import cli as bake_cli
     from .compose import cli as compose_cli
     from .demo import cli as demo
     from .library import cli as library_cli
@@ -47,7 +47,7 @@ def _commands():
         ("bake", "bake the physics pass onto an armature's keyframes",
          bake_cli.add_arguments, bake_cli.run),
         ("batch", "retarget and bake many library clips in parallel",
-         batch.add_arguments, batch.run),
+         bake_cli.add_batch_arguments, bake_cli.run_batch),
         ("compose", "splice clips into one action with transitions",
          compose_cli.add_arguments, compose_cli.run),
     )

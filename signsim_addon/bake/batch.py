@@ -1,4 +1,4 @@
-"""`signsim batch`: retarget and bake every (matching) library clip, in parallel processes.
+"""Batch: retarget and bake every (matching) library clip, in parallel processes.
 
 Each clip runs as two child processes of the same CLI — `retarget` then `bake` — so a
 crash or a bad clip never takes the batch down, and N workers use N cores. The child
@@ -9,24 +9,27 @@ import json
 import os
 import subprocess
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, replace
 
 import bpy
 
 from ..library import api as library
-from ..library import cli as library_cli
-from ..errors import SignSimError
+from ..errors import INFO, SignSimError, silent
 
 
-def add_arguments(parser):
-    parser.add_argument("--library", metavar="FILE", help="library .blend (default: the preferences')")
-    parser.add_argument("--rig", required=True, metavar="RIG.blend", help=".blend with the target rig")
-    parser.add_argument("--armature", metavar="NAME", help="target armature (default: the only one)")
-    parser.add_argument("--out", required=True, metavar="DIR", help="folder for one .blend and .json per clip")
-    parser.add_argument("--workers", type=int, default=max(1, (os.cpu_count() or 2) // 2),
-                        help="parallel processes (default: half the cores)")
-    parser.add_argument("--text", default="", help="only clips whose name/tags/catalog contain these words")
-    parser.add_argument("--tags", default="", metavar="a,b", help="only clips with all these tags")
-    parser.add_argument("--preset", choices=("soft", "default", "stiff"), help="gain preset for every bake")
+@dataclass(frozen=True)
+class BatchRequest:
+    """Retarget and bake library clips onto one rig: rig .blend, out folder, library
+    (None: the preferences'), armature (None: the only one in rig), workers ≥ 1, text and
+    tags (comma-separated) filters of the clips, preset (None or 'soft'|'default'|'stiff')."""
+    rig: str
+    out: str
+    library: str = None
+    armature: str = None
+    workers: int = 1
+    text: str = ""
+    tags: str = ""
+    preset: str = None
 
 
 def cli_command():
@@ -38,7 +41,7 @@ def cli_command():
     raise SignSimError("batch needs the blender executable or the ./signsim launcher to start workers")
 
 
-def run_clip(command, clip, args):
+def run_clip(command, clip, args: BatchRequest):
     """Retarget + bake one clip in child processes; returns its result record."""
     safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in clip)
     retargeted = os.path.join(args.out, f"{safe}.retargeted.blend")
@@ -69,9 +72,13 @@ def run_clip(command, clip, args):
     return record
 
 
-def run(args, say) -> dict:
-    args.library = library_cli._library(args.library)
-    args.rig, args.out = os.path.abspath(args.rig), os.path.abspath(args.out)
+def bake_many(request: BatchRequest, report=silent) -> dict:
+    """Retarget + bake every matching library clip, request.workers at a time, each clip
+    in its own child processes. Returns {"clips": [record], "out": folder}; a record has
+    "clip" and either "error" or "armature", "action", "metrics", "out", "metrics_file".
+    Raises SignSimError for a missing rig or library, no matching clip, a bad --out."""
+    args = replace(request, library=library.library_file(request.library), rig=os.path.abspath(request.rig),
+                   out=os.path.abspath(request.out))
     if not os.path.isfile(args.rig):
         raise SignSimError(f"rig file not found: {args.rig}")
     if args.workers < 1:
@@ -84,17 +91,7 @@ def run(args, say) -> dict:
         raise SignSimError(f"--out must be a folder: {args.out} is a file")
     os.makedirs(args.out, exist_ok=True)
     command = cli_command()
-    say(f"baking {len(clips)} clip(s) on {args.workers} worker(s) into {args.out}")
+    report(INFO, f"baking {len(clips)} clip(s) on {args.workers} worker(s) into {args.out}")
     with ThreadPoolExecutor(max_workers=args.workers) as pool:
         records = list(pool.map(lambda c: run_clip(command, c, args), clips))
-    for r in records:
-        say(f"  {r['clip']}: " + (f"FAILED {r['error']}" if "error" in r else
-                                  f"{r['action']}, tracking {r['metrics']['baked']['tracking_rms_deg']:.2f}° RMS"))
-    failed = [r for r in records if "error" in r]
-    result = {"clips": records, "out": args.out}
-    if failed:
-        import sys
-        print(f"signsim: {len(records) - len(failed)} clip(s) baked, {len(failed)} failed",
-              file=sys.stderr, flush=True)
-        result["_exit"] = 1
-    return result
+    return {"clips": records, "out": args.out}

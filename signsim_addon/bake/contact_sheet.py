@@ -7,7 +7,7 @@ REFERENCE and BAKED are action names, FRAMES comma-separated scene frames (the c
 picks them; the child needs no SignSim registration).
 
 Rendering is kept out of the calling process: Workbench needs EGL and aborts the whole
-process where it is missing (BLENDER_NOTES.md, "Background mode"). The sheet has two rows
+process where it is missing. The sheet has two rows
 (top: reference, bottom: baked) and SHEET_FRAMES columns at the frames where the
 reference penetrates most, each 256×256 px, seen from the front of the hands.
 """

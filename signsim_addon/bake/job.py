@@ -16,21 +16,23 @@ from dataclasses import dataclass
 import numpy as np
 from threadpoolctl import threadpool_limits
 
+from .. import compat
 from ...solver import armature as armature_fk
 from ...solver import keyreduce, quat
 from ...solver.metrics import compare, motion_penetration_mm
 from ...solver.reference import Reference
 from ...solver.sdf import build_distance_grid
-from ...solver.simulate import PRESET_FREQUENCY_SCALE, GroupGains, SimSettings, simulate
+from ...solver import settings as table
+from ...solver.simulate import SimSettings, simulate
 from .. import keys
 from . import rig as rig_reader
 from ..errors import SignSimError
 
 SUFFIX = ".physics"
 TRACK_REFERENCE, TRACK_PHYSICS = "SignSim reference", "SignSim physics"
-PRESET_SCALE = PRESET_FREQUENCY_SCALE  # soft/default/stiff natural-frequency multipliers
-DEFAULT_FREQUENCY_HZ = {"fingers": 8.0, "thumb": 8.0, "wrist": 6.0, "forearm": 5.0,
-                        "upper_arm": 5.0, "clavicle": 4.0, "neck_head": 4.0}
+PRESETS = tuple(table.PRESETS)  # 'soft', 'default', 'stiff'
+# the Physics settings a preset sets (solver.settings.preset_values' names)
+VALUE_NAMES = tuple(table.preset_values("default"))
 
 
 @dataclass(frozen=True)
@@ -53,29 +55,37 @@ class Solved:
     metrics: dict
 
 
-def sim_settings(physics, multiplier=None, preset=None) -> tuple:
+def physics_values(physics) -> dict:
+    """{name: value} of an Object.signsim.physics PropertyGroup for VALUE_NAMES."""
+    return {k: getattr(physics, k) for k in VALUE_NAMES}
+
+
+def _as_stored(values):
+    """Values as the Physics properties store them (single-precision floats), so a preset
+    bakes identically whether applied in the Physics panel or named on the command line."""
+    return {k: float(np.float32(v)) if isinstance(v, float) else v for k, v in values.items()}
+
+
+def sim_settings(physics, multiplier=None, preset=None, n_frames=None) -> tuple:
     """(SimSettings, JSON-able record) from an Object.signsim.physics PropertyGroup.
 
-    preset: optional 'soft'|'default'|'stiff' scaling the default natural frequencies
-    instead of the stored ones. multiplier: (F,) contact stiffness schedule or None.
-    Raises SignSimError for an unknown preset.
+    preset: optional 'soft'|'default'|'stiff': the preset's values (solver.settings, the
+    same as the Physics panel's preset of that name) instead of the stored ones.
+    multiplier: (F,) contact stiffness schedule or None. n_frames: when given, the
+    settings are validated for that many frames.
+    Raises SignSimError for an unknown preset or a setting the solver rejects.
     """
-    if preset is not None and preset not in PRESET_SCALE:
-        raise SignSimError(f"unknown preset '{preset}': choose soft, default or stiff")
-    gains = {}
-    for g in rig_reader.GROUPS:
-        hz = (DEFAULT_FREQUENCY_HZ[g] * PRESET_SCALE[preset] if preset
-              else getattr(physics, f"{g}_frequency"))
-        gains[g] = GroupGains(float(hz), float(getattr(physics, f"{g}_damping")))
-    s = SimSettings(group_gains=gains, feedforward=physics.feedforward,
-                    contact_stiffness=physics.contact_stiffness,
-                    contact_damping=physics.contact_damping, schedule=physics.use_schedule,
-                    d_target=physics.target_depth_mm * 1e-3, max_substeps=int(physics.max_substeps),
-                    stiffness_multiplier=multiplier)
-    record = {"gains": {g: [v.frequency_hz, v.damping_ratio] for g, v in gains.items()},
+    try:
+        values = _as_stored(table.preset_values(preset)) if preset is not None else physics_values(physics)
+        s = SimSettings.from_values(values, multiplier)
+        if n_frames is not None:
+            s.validate(n_frames)
+    except ValueError as ex:  # the solver's check, reported at the add-on boundary
+        raise SignSimError(f"invalid physics setting: {ex}") from None
+    record = {"gains": {g: [v.frequency_hz, v.damping_ratio] for g, v in s.group_gains.items()},
               "feedforward": s.feedforward, "contact_stiffness": s.contact_stiffness,
               "contact_damping": s.contact_damping, "schedule": s.schedule,
-              "target_depth_mm": physics.target_depth_mm, "max_substeps": s.max_substeps,
+              "target_depth_mm": float(values["target_depth_mm"]), "max_substeps": s.max_substeps,
               "preset": preset}
     return s, record
 
@@ -117,7 +127,7 @@ def prepare(scene, armature, action=None, preset=None, frame_range=None, report=
                           base_positions=chest[:, :3, 3], base_rotations=quat.from_matrix(rot),
                           face_vertices=face[0], face_triangles=face[1], face_bone=face[2])
     multiplier = _schedule(armature, action, slot, frames)
-    settings, record = sim_settings(physics, multiplier, preset)
+    settings, record = sim_settings(physics, multiplier, preset, len(frames))
     return BakeJob(armature.name, action.name, slot.identifier, frames, rig, reference,
                    settings, record)
 
@@ -126,6 +136,7 @@ def solve(job: BakeJob, progress=None) -> Solved:
     """Run the physics pass and the before/after metrics (no bpy; thread-safe).
 
     progress: callable(fraction in [0, 1]); raising from it aborts the bake.
+    Raises SignSimError when the solver rejects the settings or the rig.
     """
     start = time.perf_counter()
     ref = job.reference
@@ -135,8 +146,11 @@ def solve(job: BakeJob, progress=None) -> Solved:
                          job.settings.sdf_spacing, job.settings.sdf_margin)
     # The solver's matrices are small (n_dof ≈ 100): BLAS threads only add synchronisation
     # (2× slower measured on 2 cores), and batch workers already use one core each.
-    with threadpool_limits(1, user_api="blas"):
-        result = simulate(job.rig.model, ref, job.settings, progress=progress, face_grid=grid)
+    try:
+        with threadpool_limits(1, user_api="blas"):
+            result = simulate(job.rig.model, ref, job.settings, progress=progress, face_grid=grid)
+    except ValueError as ex:  # the solver's checks, reported at the add-on boundary
+        raise SignSimError(f"invalid physics setting: {ex}") from None
     seconds = time.perf_counter() - start
     model = job.rig.model
     cmp = compare(model, ref, result, face_grid=grid, tips=job.rig.fingertips)
@@ -165,7 +179,7 @@ def face_grid(vertices, triangles, bone, spacing, margin):
 
 def metrics_record(cmp, result, reference, seconds, tracking_rms_deg) -> dict:
     """The bake's metrics JSON: {"reference": {...}, "baked": {...}} with the keys of the
-    issue's contract (units in the key names; tracking and lag are 0 for the reference).
+    `signsim bake --json` output (units in the key names; tracking and lag are 0 for the reference).
 
     tracking_rms_deg: RMS geodesic angle over every simulated bone and frame (deg); the
     per-group values come from solver.metrics.compare.
@@ -272,7 +286,7 @@ def _write_metric_curves(ob, action, slot, frames, metrics):
 
 def _hook_up(ob, ref, new, slot, output):
     if output == 'ASSIGN':
-        keys.assign_action(ob, new, slot)
+        compat.assign_action(ob, new, slot)
         return
     ad = ob.animation_data or ob.animation_data_create()
     for name, act in ((TRACK_REFERENCE, ref), (TRACK_PHYSICS, new)):

@@ -10,8 +10,8 @@ import os
 
 import bpy
 
-from .job import DEFAULT_FREQUENCY_HZ, PRESET_SCALE
-from .rig import GROUPS
+from ...solver import settings as table
+from .job import VALUE_NAMES
 
 SUBDIR = "signsim/physics"
 MENU = "SIGNSIM_MT_physics_presets"
@@ -20,22 +20,14 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 FOLDER = os.path.join(ROOT, "presets", *SUBDIR.split("/"))
 DEFINES = ["physics = bpy.context.active_object.signsim.physics"]
 # the settings a preset stores (the bake's output options and the face are per shot, not presets)
-VALUES = ([f"physics.{g}_{k}" for g in GROUPS for k in ("frequency", "damping")]
-          + [f"physics.{p}" for p in ("feedforward", "contact_stiffness", "contact_damping",
-                                      "target_depth_mm", "use_schedule", "max_substeps")])
-# the shipped presets: natural frequencies scaled as bake's presets, the rest at the defaults
-DAMPING = {"soft": 1.0, "default": 1.0, "stiff": 1.0}
-CONTACT_STIFFNESS = {"soft": 1.5e4, "default": 3e4, "stiff": 6e4}
+VALUES = [f"physics.{k}" for k in VALUE_NAMES]
 
 
 def shipped_values(name) -> dict:
-    """{property: value} of a shipped preset ('soft', 'default', 'stiff')."""
-    v = {}
-    for g in GROUPS:
-        v[f"{g}_frequency"] = round(DEFAULT_FREQUENCY_HZ[g] * PRESET_SCALE[name], 4)
-        v[f"{g}_damping"] = DAMPING[name]
-    v.update(feedforward=True, contact_stiffness=CONTACT_STIFFNESS[name], contact_damping=20.0,
-             target_depth_mm=0.2, use_schedule=True, max_substeps=4)
+    """{property: value} of a shipped preset ('soft', 'default', 'stiff'): the table's
+    values (solver.settings.preset_values) as the properties take them."""
+    v = table.preset_values(name)
+    v["max_substeps"] = str(v["max_substeps"])  # an EnumProperty of powers of two
     return v
 
 
@@ -48,7 +40,7 @@ def preset_text(name) -> str:
 
 def shipped_files() -> dict:
     """{file path: text} of the shipped presets."""
-    return {os.path.join(FOLDER, f"{name.title()}.py"): preset_text(name) for name in PRESET_SCALE}
+    return {os.path.join(FOLDER, f"{name.title()}.py"): preset_text(name) for name in table.PRESETS}
 
 
 def write_shipped():

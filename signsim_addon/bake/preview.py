@@ -1,6 +1,7 @@
 """Compare a physics bake with its reference in the viewport: switch, or show a ghost."""
 import bpy
 
+from .. import compat
 from .. import keys
 from .job import TRACK_PHYSICS
 
@@ -40,7 +41,7 @@ def toggle(ob) -> str:
         track.mute = not track.mute
         return "reference" if track.mute else "baked"
     target = ref if ad.action == baked else baked
-    keys.assign_action(ob, target, target.slots[slot])
+    compat.assign_action(ob, target, target.slots[slot])
     return "baked" if target == baked else "reference"
 
 
@@ -63,6 +64,6 @@ def toggle_ghost(scene, ob):
     ghost.show_in_front = True
     ghost.hide_select = True
     ghost.hide_render = True
-    keys.assign_action(ghost, ref, ref.slots[slot])
+    compat.assign_action(ghost, ref, ref.slots[slot])
     scene.collection.objects.link(ghost)
     return ghost

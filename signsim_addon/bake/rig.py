@@ -1,9 +1,9 @@
 """The user's rig as solver arrays: simulated bones, capsules, joint limits, face mesh.
 
 `read_rig(armature)` turns an armature object into a `RigModel`: a solver SkeletonModel of
-the simulated bones (default: clavicles, arms, hands, fingers, neck, head — DESIGN.md
-"Physics pass" §1) hanging from the chest, which follows the reference kinematically.
-Body parts are found by signsim_addon.bonemap (names and chain topology), so any
+the simulated bones (default: clavicles, arms, hands, fingers, neck, head) hanging
+from the chest, which follows the reference kinematically.
+Body parts are found by signsim_addon/retarget/bonemap.py (names and chain topology), so any
 humanoid convention works. Arrays leave this module; Blender objects do not.
 """
 from dataclasses import dataclass, field
@@ -12,13 +12,12 @@ import numpy as np
 
 from ...solver import capsules, quat
 from ...solver.model import BALL, HINGE, SkeletonModel
+from ...solver.settings import GROUPS
 from ..retarget import bonemap
-from ..errors import SignSimError
+from ..errors import WARNING, SignSimError, silent
 
 CAPSULE_PROP = "signsim_capsule_radius"  # per Bone, metres (sample_blends/make_samples.py)
 
-# Joint groups (gains are set per group), in the order the Physics panel lists them.
-GROUPS = ("fingers", "thumb", "wrist", "forearm", "upper_arm", "clavicle", "neck_head")
 _ARM_GROUP = {"shoulder": "clavicle", "upper_arm": "upper_arm", "forearm": "forearm", "hand": "wrist"}
 
 # Default capsule radius by group when the rig has neither the property nor a skin, m.
@@ -99,7 +98,7 @@ def read_rig(armature, simulate_parts=GROUPS, face_object=None, report=None) -> 
     if armature is None or armature.type != 'ARMATURE':
         raise SignSimError(f"'{getattr(armature, 'name', armature)}' is not an armature")
     warnings = []
-    say = report or (lambda msg: None)
+    report = report or silent
     arm = armature.data
     sk = skeleton_of(arm)
     body = bonemap.analyse(sk)
@@ -167,7 +166,7 @@ def read_rig(armature, simulate_parts=GROUPS, face_object=None, report=None) -> 
                           names=[sk.names[i] for i in order])
     chain = [sk.names[a] for a in reversed(sk.ancestors(chest))] + [sk.names[chest]]
     for w in warnings:
-        say(w)
+        report(WARNING, w)
     return RigModel(model=model, bone_names=tuple(sk.names[i] for i in order),
                     base_bone=sk.names[chest], chain_to_base=tuple(chain), fingertips=tips,
                     face=face, world_scale=scale, warnings=warnings)

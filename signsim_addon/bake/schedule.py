@@ -1,13 +1,13 @@
 """Contact-stiffness schedules: the animatable `signsim.physics.contact_multiplier` keyed
-per phase of the seed (hold / transition / contact).
+per phase of the motion (hold / transition / contact).
 
 A schedule is an ordinary F-curve on the armature's reference action (the action the
 next bake tracks; bake._schedule reads it per frame), so the animator can edit it in the
 Graph Editor like any other curve. Laying a phase replaces the keys inside its frame range
 by a plateau: a key at the first and at the last frame with the phase's multiplier.
 """
-from bpy_extras import anim_utils
 
+from .. import compat
 from .. import keys
 from ..errors import SignSimError
 
@@ -49,7 +49,7 @@ def target(ob):
 def curve(action, slot, create=False):
     """The schedule F-curve of `action`'s `slot`, or None (create=True: make it)."""
     if create:
-        bag = anim_utils.action_ensure_channelbag_for_slot(action, slot)
+        bag = compat.ensure_channelbag(action, slot)
     else:
         bag = keys.channelbag(action, slot)
         if bag is None:
@@ -156,7 +156,7 @@ def contact_frames(rig, reference, gap_mm=1.0):
 
 
 def detect_phases(scene, ob, speed_threshold=0.5, gap_mm=1.0, min_frames=3, frame_range=None):
-    """The seed's phases of the reference motion of armature `ob`, per frame run:
+    """The phases of the reference motion of armature `ob`, per frame run:
     [(phase id, first frame, last frame)] in scene frames.
 
     contact: the hands touch (contact_frames; the face is not sampled here);

@@ -1,4 +1,4 @@
-"""Compose (issue 8): splice clips into ONE new action on a rig, with blend windows, root
+"""Compose: splice clips into ONE new action on a rig, with blend windows, root
 alignment, additive layers and a quality check of every seam (numerics: solver/compose.py).
 
 Each clip (a library clip name, a mocap file, or an action of the open file that keys the
@@ -30,12 +30,13 @@ import bpy
 import numpy as np
 from bpy_extras import anim_utils
 
+from .. import compat
 from ...solver import compose as sc
 from ...solver import quat
 from ..retarget import bonemap
 from ..retarget import transfer as retarget
 from .. import keys as keyio
-from ..errors import SignSimError
+from ..errors import INFO, WARNING, SignSimError, silent
 
 WEIGHT_PATH = "signsim.compose.layers[{}].weight"
 
@@ -206,7 +207,7 @@ def _copy_weight_curves(target, old_action, old_handle, new_action):
     bag = keyio.channelbag(old_action, slot) if slot is not None else None
     if bag is None:
         return
-    new_bag = anim_utils.action_ensure_channelbag_for_slot(new_action, new_action.slots[0])
+    new_bag = compat.ensure_channelbag(new_action, new_action.slots[0])
     for fc in bag.fcurves:
         if fc.data_path.startswith("signsim.compose.layers["):
             copy = new_bag.fcurves.new(fc.data_path, index=fc.array_index)
@@ -282,7 +283,7 @@ def compose(target, clips, layers=(), *, library_path=None, bone_map=None, thres
     of the two clips it joins);
     max_window caps suggested windows (frames). Raises SignSimError for unusable input.
     """
-    report = report or (lambda *_a: None)
+    report = report or silent
     if target is None or target.type != 'ARMATURE':
         raise SignSimError("compose needs an armature to write the action on")
     clips = [c if isinstance(c, ClipSpec) else ClipSpec(c) for c in clips]
@@ -355,7 +356,7 @@ def compose(target, clips, layers=(), *, library_path=None, bone_map=None, thres
                          "root_offset_m": s["root_offset_m"], "limit_excess_deg": s["limit_excess_deg"]})
         if s["flagged"]:
             why = "" if s["suggest_found"] else " (no window up to the clips' length is enough)"
-            report(f"warning: seam {s['index']} at frame {first_frame + s['start']:g}: velocity jump "
+            report(WARNING, f"seam {s['index']} at frame {first_frame + s['start']:g}: velocity jump "
                    f"{s['velocity_jump']:.2f} rad/s exceeds {s['threshold']:.2f} rad/s with a {s['window']}-frame "
                    f"window; suggested {s['suggested']}{why}")
     result = {
@@ -365,9 +366,8 @@ def compose(target, clips, layers=(), *, library_path=None, bone_map=None, thres
         "layers": [{"clip": l.clip, "bones": l.bones, "start": l.start} for l in layers],
         "seams": seam_out,
     }
-    ad = target.animation_data
-    old_action = ad.action if ad else None
-    old_handle = ad.action_slot_handle if ad and ad.action else None
+    old_action = target.animation_data.action if target.animation_data else None
+    old_handle = compat.assigned_slot_handle(target)
     name = action_name or f"{target.name} composed"
     keyset = {"rot": {n_: rot[:, i] for i, n_ in enumerate(names)}, "loc": loc}
     action = retarget._write_action(target, keyset, frames, name)
@@ -376,11 +376,10 @@ def compose(target, clips, layers=(), *, library_path=None, bone_map=None, thres
         action.signsim.compose_report = json.dumps(result, sort_keys=True)
         _copy_weight_curves(target, old_action, old_handle, action)
     except Exception:
-        ad = target.animation_data
-        ad.action = old_action
+        compat.restore_action(target, old_action, old_handle)
         bpy.data.actions.remove(action)
         raise
-    report(f"composed {len(clips)} clips into '{action.name}' ({len(frames)} frames, "
+    report(INFO, f"composed {len(clips)} clips into '{action.name}' ({len(frames)} frames, "
            f"{sum(s['flagged'] for s in seam_out)} of {len(seam_out)} seams flagged)")
     return result
 
@@ -416,8 +415,3 @@ def flagged_seams(action):
     except ValueError:
         return []
     return [s for s in data.get("seams", []) if s.get("flagged")]
-
-
-def clip_label(clip):
-    """Short label of a clip spec for the UI: a file's name, else the name itself."""
-    return os.path.basename(clip) if retarget.is_clip_file(clip) else clip

@@ -25,8 +25,9 @@ import bpy
 from . import api as compose
 from .. import files
 from ..retarget import transfer as retarget
-from ..retarget import cli as retarget_cli
-from ..errors import SignSimError
+from ..retarget import api as retarget_api
+from ..library import api as library
+from ..errors import SignSimError, cli_reporter
 from ...solver.compose import CURVES
 
 
@@ -105,17 +106,17 @@ def run(args, say):
         if retarget.is_clip_file(clip) and not os.path.isfile(clip):
             raise SignSimError(f"clip not found: {clip}")
     files.check_files([args.rig], [args.out])
-    library_file = retarget.library_file(args.library) if args.library else None
+    library_file = library.library_file(args.library) if args.library else None
     if library_file and not os.path.isfile(library_file):
         raise SignSimError(f"no motion library at {library_file}")
     preset = retarget.load_preset(args.map) if args.map else None
     clips = [_absolute(c) for c in args.clips]
     layer = _absolute(args.layer) if args.layer else None
 
-    target = retarget_cli.open_rig(args.rig, args.armature)
+    target = retarget_api.open_rig(args.rig, args.armature)
     for clip in clips + ([layer] if layer else []):
         if not retarget.is_clip_file(clip) and clip not in bpy.data.actions:
-            path = library_file or retarget.library_file(None)
+            path = library_file or library.library_file(None)
             if not os.path.isfile(path):
                 raise SignSimError(f"clip not found: {clip} (not a file nor an action of the rig, and no "
                                    f"motion library at {path})")
@@ -128,7 +129,7 @@ def run(args, say):
                                         args.layer_start, args.layer_weight))
     result = compose.compose(target, specs, layers, library_path=library_file, bone_map=preset,
                              threshold=args.threshold, max_window=args.max_window,
-                             keep_height=args.keep_height, foot_lock=args.foot_lock, report=say)
+                             keep_height=args.keep_height, foot_lock=args.foot_lock, report=cli_reporter(say))
     scene = bpy.context.scene
     scene.frame_start, scene.frame_end = int(result["frames"][0]), int(result["frames"][1])
     result["out"] = files.save_atomically(args.out, say)

@@ -22,18 +22,3 @@ def append_signer(scene) -> list:
     for ob in dst.objects:
         scene.collection.objects.link(ob)
     return list(dst.objects)
-
-
-def bvh_summary(path) -> dict:
-    """Frames, fps and duration (s) of a BVH file, from its MOTION header."""
-    frames = frame_time = None
-    with open(path, encoding="utf-8") as f:
-        for line in f:
-            if line.startswith("Frames:"):
-                frames = int(line.split(":")[1])
-            elif line.startswith("Frame Time:"):
-                frame_time = float(line.split(":")[1])
-                break
-    if not frames or not frame_time:
-        raise SignSimError(f"{path}: no MOTION header")
-    return {"frames": frames, "fps": 1.0 / frame_time, "duration_s": frames * frame_time}

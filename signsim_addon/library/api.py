@@ -1,7 +1,8 @@
-"""The motion library: import BVH/FBX/glTF clips into a tagged, searchable .blend of
-action assets (issue 3).
+"""The motion library's use cases: import BVH/FBX/glTF clips into a tagged, searchable
+.blend of action assets, and search it.
 
-Public API (operators and the CLI call only these):
+Public API (operators, the CLI, batch, the demo and the tests call only these):
+- library_file(path=None) -> the library .blend: path, else the preferences' 
 - import_paths(paths, library, tags=(), catalog=None, report=None) -> {"imported", "failed"}
 - list_clips(library, **filters) -> [clip record]   (filters: see store.matches)
 - edit_clip(library, name, rename=None, tags=None, delete=False)
@@ -14,12 +15,24 @@ repairs), store (the library .blend, catalogs, tags, search).
 """
 import os
 
-from ..errors import SignSimError
+from .. import preferences
+from ..errors import ERROR, SignSimError
 from . import importers, store, tracking
 from .store import edit_clip, list_clips, load_clip, matches, parse_tags  # noqa: F401
 
-__all__ = ("import_paths", "list_clips", "edit_clip", "load_clip", "collect_files", "matches",
+__all__ = ("library_file", "import_paths", "list_clips", "edit_clip", "load_clip", "collect_files", "matches",
            "parse_tags")
+
+
+def library_file(path=None) -> str:
+    """The absolute path of the library .blend: `path` (~ expanded), else the one in the
+    preferences. Raises SignSimError when neither is set."""
+    if path:
+        return os.path.abspath(os.path.expanduser(path))
+    try:
+        return preferences.library_path()
+    except Exception as ex:  # noqa: BLE001 (no preferences: the add-on is not enabled)
+        raise SignSimError(f"no library given and no library path in the preferences ({ex})") from None
 
 
 def collect_files(paths, skipped=None):
@@ -101,7 +114,7 @@ def import_paths(paths, library, tags=(), catalog=None, report=None, progress=No
             except SignSimError as ex:
                 failed.append({"path": path, "error": str(ex)})
                 if report:
-                    report({'ERROR'}, str(ex))
+                    report(ERROR, str(ex))
         if clips:
             with store.open_library(library, guard=guard) as lib:
                 for _path, file_clips in clips:
@@ -112,3 +125,6 @@ def import_paths(paths, library, tags=(), catalog=None, report=None, progress=No
                         imported.append(rec)
                 lib.save()
     return {"imported": imported, "failed": failed, "skipped": skipped, "library": library}
+
+# the sidebar's state (which library, its clip list, the preview): imported last, it uses this API
+from . import ui  # noqa: E402,F401

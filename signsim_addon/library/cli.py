@@ -3,8 +3,6 @@ import os
 import sys
 
 from . import api as library
-from .. import preferences
-from ..errors import SignSimError
 
 
 def add_import_arguments(parser):
@@ -20,7 +18,7 @@ def add_import_arguments(parser):
 
 
 def run_import(args, say) -> dict:
-    lib = _library(args.library)
+    lib = library.library_file(args.library)
     n_files = [0]
 
     def progress(i, n, path):
@@ -62,7 +60,7 @@ def add_list_arguments(parser):
 
 
 def run_list(args, say) -> dict:
-    lib = _library(args.library)
+    lib = library.library_file(args.library)
     clips = library.list_clips(
         lib, text=args.text, tags=library.parse_tags(args.tags), any_tag=args.any,
         catalog=args.catalog, min_duration=args.min_duration,
@@ -72,12 +70,3 @@ def run_list(args, say) -> dict:
             f"[{c['catalog']}] {', '.join(c['tags'])}")
     say(f"{len(clips)} clip(s) in {os.path.abspath(lib)}")
     return {"clips": clips}
-
-
-def _library(path):
-    if path:
-        return os.path.abspath(os.path.expanduser(path))
-    try:
-        return preferences.library_path()
-    except Exception as ex:  # noqa: BLE001
-        raise SignSimError(f"no --library given and no library path in the preferences ({ex})")

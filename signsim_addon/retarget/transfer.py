@@ -8,7 +8,7 @@ matrices, arrays are float64):
   T_b      target rest world rotation (bone.matrix_local with the object's rotation) (3, 3)
   Q_b(t)   world "delta" applied to the target bone: posed world rotation = Q_b(t) · T_b
 
-The transfer of DESIGN.md, R_t(t) = R_s(t) · R_s,rest⁻¹ · R_t,rest, is Q_b = S_b · S_b,ref⁻¹
+The rest-relative transfer, R_t(t) = R_s(t) · R_s,rest⁻¹ · R_t,rest, is Q_b = S_b · S_b,ref⁻¹
 when both rest poses coincide. When they differ (A-pose vs T-pose, bone-axis rests), each
 bone is first aligned by an orthonormal frame built from *directions between joint heads*,
 never from bone axes, so bone rolls cannot change the result:
@@ -69,12 +69,12 @@ import bpy
 import numpy as np
 from bpy_extras import anim_utils
 
+from .. import compat
 from ...solver import quat
 from . import bonemap
 from ..library import api as library
-from .. import preferences
 from .. import keys as key_io  # `keys` names the solved key arrays below
-from ..errors import SignSimError
+from ..errors import INFO, WARNING, SignSimError, silent
 
 
 # ---------------------------------------------------------------------------------------
@@ -275,13 +275,13 @@ def retarget(source, target, bone_map, *, source_fps=None, frame_range=None, act
     action, no mapped bones, missing bones).
     Returns a Result.
     """
-    report = report or (lambda *_a: None)
+    report = report or silent
     res = transfer(source, target, bone_map, source_fps=source_fps, frame_range=frame_range,
                    report=report)
     src_name = source.animation_data.action.name
     res.action = _write_action(target, res.keys, res.frames,
                                action_name or f"{src_name}_{target.name}")
-    report(f"retargeted {len(res.frames)} frames of '{src_name}' onto '{target.name}' "
+    report(INFO, f"retargeted {len(res.frames)} frames of '{src_name}' onto '{target.name}' "
            f"({len(bone_map.as_dict())} mapped bones)")
     return res
 
@@ -325,7 +325,7 @@ def transfer(source, target, bone_map, *, source_fps=None, frame_range=None, rep
     keys = _solve(source, target, pairs, mats, tails)
     for bone in keys["loc"]:
         if target.data.bones[bone].use_connect:
-            report(f"warning: '{bone}' is connected to its parent, so Blender ignores its "
+            report(WARNING, f"'{bone}' is connected to its parent, so Blender ignores its "
                    f"location keys: the root motion will not show")
     return Result(action=None, keys=keys, frames=out_frames, source_frames=src_frames,
                   root_path=keys["root_path"], scale=keys["scale"], bone_map=bone_map)
@@ -527,11 +527,11 @@ def _write_action(target, keys, frames, name):
     previous action and slot are restored.
     """
     ad = target.animation_data or target.animation_data_create()
-    old_action, old_handle = ad.action, ad.action_slot_handle if ad.action else None
+    old_action, old_handle = ad.action, compat.assigned_slot_handle(target)
     action = bpy.data.actions.new(name)
     try:
         slot = action.slots.new(id_type='OBJECT', name=target.name)
-        bag = anim_utils.action_ensure_channelbag_for_slot(action, slot)
+        bag = compat.ensure_channelbag(action, slot)
         for bone, q in keys["rot"].items():
             target.pose.bones[bone].rotation_mode = 'QUATERNION'
             for i in range(4):
@@ -547,16 +547,10 @@ def _write_action(target, keys, frames, name):
         for pb in target.pose.bones:
             pb.location = (0.0, 0.0, 0.0)
             pb.scale = (1.0, 1.0, 1.0)
-        ad.action = action
-        if ad.action_slot_handle != slot.handle:
-            ad.action_slot = slot
+        compat.assign_action(target, action, slot)
     except Exception:
         bpy.data.actions.remove(action)
-        ad.action = old_action
-        if old_action is not None and old_handle is not None:
-            for s in old_action.slots:
-                if s.handle == old_handle and ad.action_slot_handle != s.handle:
-                    ad.action_slot = s
+        compat.restore_action(target, old_action, old_handle)
         raise
     return action
 
@@ -606,12 +600,6 @@ def is_clip_file(clip):
     return os.path.isfile(clip) or os.path.splitext(clip)[1].lower() in library.importers.SUPPORTED
 
 
-def library_file(library_path=None):
-    """The library .blend to take clip names from: library_path, else the preferences'."""
-    return os.path.abspath(os.path.expanduser(library_path)) if library_path \
-        else preferences.library_path()
-
-
 def source_clip(clip, library_path=None, scene=None, report=None):
     """Bring one clip into the open file as an animated source armature: a SourceClip.
 
@@ -619,23 +607,22 @@ def source_clip(clip, library_path=None, scene=None, report=None):
     library's importer — upright, metres, quaternions, calibration pose trimmed; a file
     with several clips gives its first) or a library clip name (appended from
     library_path, default: the preferences' library). The skeleton is linked to the
-    scene with the clip's action and slot assigned. report(message) gets import warnings.
+    scene with the clip's action and slot assigned. report(level, message) gets import warnings.
     Raises SignSimError for a missing file or clip, or a file the importer rejects.
     """
     scene = scene or bpy.context.scene
-    say = (lambda _level, msg: report(f"warning: {msg}")) if report else None
     if is_clip_file(clip):
         path = os.path.abspath(clip)
         if not os.path.isfile(path):
             raise SignSimError(f"clip not found: {clip}")
-        clips = library.importers.import_file(path, say)
+        clips = library.importers.import_file(path, report)
         ids = [c.action for c in clips] + list({c.skeleton for c in clips}) + \
             list({c.skeleton.data for c in clips})
         first = clips[0]
         arm, action, slot = first.skeleton, first.action, first.meta.get("_slot")
         fps, name = first.meta["fps"], first.name
     else:
-        path = library_file(library_path)
+        path = library.library_file(library_path)
         if not os.path.isfile(path):
             raise SignSimError(f"clip not found: {clip} (not a file, and no motion library "
                                f"at {path})")
@@ -648,11 +635,8 @@ def source_clip(clip, library_path=None, scene=None, report=None):
             raise SignSimError(f"{clip}: the clip has no motion keys (one pose at most)")
         if scene.collection.objects.get(arm.name) is None and arm.name not in scene.objects:
             scene.collection.objects.link(arm)
-        ad = arm.animation_data or arm.animation_data_create()
-        ad.action = action
         slot = slot or (action.slots[0] if len(action.slots) else None)
-        if slot is not None and ad.action_slot_handle != slot.handle:
-            ad.action_slot = slot
+        compat.assign_action(arm, action, slot)
         bpy.context.view_layer.update()
     except Exception:
         library.tracking.remove_ids(ids)

@@ -1,4 +1,4 @@
-"""Sidebar panels (issue 7): drawn under the real bpy into a recording layout, and the
+"""Sidebar panels: drawn under the real bpy into a recording layout, and the
 logic behind their buttons: schedules, presets, metrics table and exports, translations."""
 import csv
 import json
@@ -38,7 +38,8 @@ def mods(addon):
     return types.SimpleNamespace(bake=a.bake.job, rig=a.bake.rig, schedule=a.bake.schedule,
                                  metrics_report=a.bake.metrics_report,
                                  physics_presets=a.bake.physics_presets, keys=a.keys,
-                                 errors=a.errors, translations=a.translations)
+                                 errors=a.errors, translations=a.translations,
+                                 settings=addon.solver.settings)
 
 
 def _open(path):
@@ -264,8 +265,8 @@ def test_applying_and_adding_presets_changes_the_settings(mods):
     p = ob.signsim.physics
     soft = next(f for f in pp.preset_files() if f.endswith("Soft.py"))
     assert bpy.ops.script.execute_preset(filepath=soft, menu_idname=pp.MENU) == {'FINISHED'}
-    assert p.fingers_frequency == pytest.approx(8.0 * mods.bake.PRESET_SCALE["soft"])
-    assert p.contact_stiffness == pytest.approx(pp.CONTACT_STIFFNESS["soft"])
+    assert p.fingers_frequency == pytest.approx(8.0 * mods.settings.PRESETS["soft"].frequency_scale)
+    assert p.contact_stiffness == pytest.approx(mods.settings.PRESETS["soft"].contact_stiffness)
     # the user's own preset
     p.fingers_frequency, p.wrist_damping = 11.5, 0.7
     assert bpy.ops.signsim.physics_preset_add(name="My Signer") == {'FINISHED'}

@@ -188,7 +188,7 @@ def test_rig_without_a_mesh_bakes_with_default_capsules_and_no_face(retargeted, 
     for b in rig.data.bones:
         del b["signsim_capsule_radius"]
     warnings = []
-    job = bake.prepare(bpy.context.scene, rig, frame_range=SHORT, report=warnings.append)
+    job = bake.prepare(bpy.context.scene, rig, frame_range=SHORT, report=lambda level, m: warnings.append(m))
     assert job.rig.face is None
     assert any("default radii" in w for w in warnings) and any("face" in w for w in warnings)
     assert np.all(np.isfinite(bake.solve(job).rotations))

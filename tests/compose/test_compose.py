@@ -1,4 +1,4 @@
-"""Compose (issue 8) on the bundled signer: real mocap clips spliced with suggested windows,
+"""Compose on the bundled signer: real mocap clips spliced with suggested windows,
 a head-nod layer, the CLI and the operator."""
 import importlib
 import json

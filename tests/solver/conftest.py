@@ -66,7 +66,7 @@ def hand(limits=True):
     """Palm capsule along +Y (8 cm, r 15 mm) on a ball joint, four fingers of three
     phalanges (ball, hinge, hinge; r 8 mm, 4 mm apart) continuing along +Y.
     Positive curl about X turns a finger towards +Z, the palm side."""
-    parents, offsets, types, radius, length, groups = [-1], [[0, 0, 0]], ["ball"], [0.015], [0.08], ["hand"]
+    parents, offsets, types, radius, length, groups = [-1], [[0, 0, 0]], ["ball"], [0.015], [0.08], ["wrist"]
     for x in FINGER_X:
         parent = 0
         for k, (l_k, off) in enumerate(zip((0.045, 0.027, 0.022), ((x, 0.08, 0), (0, 0.045, 0), (0, 0.027, 0)))):
@@ -75,7 +75,7 @@ def hand(limits=True):
             types.append("ball" if k == 0 else "hinge")
             radius.append(0.008)
             length.append(l_k)
-            groups.append("finger")
+            groups.append("fingers")
             parent = len(parents) - 1
     n = len(parents)
     lower = np.full((n, 3), -np.inf)

@@ -42,7 +42,7 @@ def _fist(rigs, seconds, hz=6.0, fps=60):
     return model, ref
 
 
-FIST_GAINS = {"finger": GroupGains(15.0), "hand": GroupGains(10.0)}
+FIST_GAINS = {"fingers": GroupGains(15.0), "wrist": GroupGains(10.0)}
 
 
 def test_fast_fist_keeps_penetration_below_0_35_mm(rigs):
@@ -81,7 +81,7 @@ def test_fingertip_driven_into_the_face_stays_within_half_a_millimetre(rigs):
     finger_rest = rigs.HANG
     model = SkeletonModel(parents=[-1, -1], rest_offsets=[[0, 0, 0], [0, 0, 0]],
                           rest_rotations=[quat.IDENTITY, finger_rest], joint_types=["ball", "hinge"],
-                          capsule_radius=[0.08, 0.008], capsule_length=[0.12, 0.2], groups=["head", "finger"],
+                          capsule_radius=[0.08, 0.008], capsule_length=[0.12, 0.2], groups=["head", "fingers"],
                           collide=[False, True])
     v, f = sdf.icosphere(3, 0.06)
     face = v + np.array([0.0, 0.09, -0.2])
@@ -105,7 +105,7 @@ def test_fingertip_driven_into_the_face_stays_within_half_a_millimetre(rigs):
     rot[:, 1] = quat.exp(np.stack([a, 0 * a, 0 * a], -1))
     ref = rigs.motion_reference(rot, fps, face_vertices=face, face_triangles=f, face_bone=0)
     assert tip_depth(ref.rotations[-1:])[0] >= 0.02
-    res = simulate(model, ref, SimSettings(group_gains={"head": GroupGains(20.0), "finger": GroupGains(8.0)}))
+    res = simulate(model, ref, SimSettings(group_gains={"head": GroupGains(20.0), "fingers": GroupGains(8.0)}))
     assert res.penetration_mm.max() <= 0.5
     assert tip_depth(res.rotations).max() <= 0.5e-3
     assert np.degrees(quat.angle_between(res.rotations[:, 0], quat.IDENTITY)).max() < 1.0  # the face held still
@@ -118,7 +118,7 @@ def _bar_and_finger(rigs):
     finger = quat.mul(rigs.HANG, quat.exp(np.array([-0.5, 0.0, 0.0])))
     return SkeletonModel(parents=[-1, -1], rest_offsets=[[-0.05, 0.0, -0.08], [0, 0, 0]],
                          rest_rotations=[bar, finger], joint_types=["ball", "hinge"],
-                         capsule_radius=[0.003, 0.008], capsule_length=[0.1, 0.1], groups=["bar", "finger"])
+                         capsule_radius=[0.003, 0.008], capsule_length=[0.1, 0.1], groups=["bar", "fingers"])
 
 
 def _side(model, rotations):
@@ -139,7 +139,7 @@ def test_finger_crossing_a_thin_capsule_within_one_frame_does_not_pass_through(r
     rot[:, 1] = quat.exp(np.stack([angle, 0 * angle, 0 * angle], -1))
     ref = rigs.motion_reference(rot, fps)
     assert _side(model, ref.rotations[:1]) < 0 < _side(model, ref.rotations[-1:])
-    gains = {"bar": GroupGains(30.0), "finger": GroupGains(10.0)}
+    gains = {"bar": GroupGains(30.0), "fingers": GroupGains(10.0)}
     res = simulate(model, ref, SimSettings(group_gains=gains))
     assert np.all(_side(model, res.rotations) < 0)
     assert res.substeps.max() > 8  # the crossing frames were subdivided

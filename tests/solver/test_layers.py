@@ -9,12 +9,14 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 FORBIDDEN = {"bpy", "mathutils", "bmesh"}
-MODULES = sorted(p.stem for p in (ROOT / "solver").glob("*.py") if p.stem != "__init__")
+SOURCES = sorted((ROOT / "solver").rglob("*.py"))
+MODULES = sorted(".".join(p.relative_to(ROOT / "solver").with_suffix("").parts) for p in SOURCES
+                 if p.stem != "__init__")
 
 
 def test_solver_sources_do_not_import_blender():
     offenders = []
-    for path in sorted((ROOT / "solver").glob("*.py")):
+    for path in SOURCES:
         for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
             if isinstance(node, ast.Import):
                 names = [a.name for a in node.names]

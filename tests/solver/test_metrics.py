@@ -68,7 +68,7 @@ def test_compare_reports_before_and_after(rigs):
     assert len(report["result"]["splice_velocity_jump"]) == 2
     assert report["reference"]["penetration"]["max_mm"] > 2.0
     assert report["result"]["penetration"]["max_mm"] < 0.35
-    assert set(report["tracking_error_deg"]) == {"hand", "finger"}
+    assert set(report["tracking_error_deg"]) == {"wrist", "fingers"}
     assert report["effort"]["fallbacks"] == [0, 0, 0]
     with pytest.raises(ValueError):
         metrics.jerk_cost(np.array([0.0, 0.1, 0.3, 0.4]), np.zeros((4, 1, 3)))

@@ -33,7 +33,7 @@ def test_presets_scale_the_group_frequencies(rigs):
     omegas = {name: dof_gains(model, SimSettings.preset(name))[0] for name in PRESET_FREQUENCY_SCALE}
     assert np.all(omegas["soft"] < omegas["default"]) and np.all(omegas["default"] < omegas["stiff"])
     np.testing.assert_allclose(omegas["stiff"] / omegas["default"], PRESET_FREQUENCY_SCALE["stiff"])
-    custom = SimSettings(group_gains={"finger": GroupGains(20.0, 0.5)}, default_gains=GroupGains(3.0))
+    custom = SimSettings(group_gains={"fingers": GroupGains(20.0, 0.5)}, default_gains=GroupGains(3.0))
     omega, zeta = dof_gains(model, custom)
     assert omega[0] == pytest.approx(2 * np.pi * 3.0) and omega[-1] == pytest.approx(2 * np.pi * 20.0)
     assert zeta[-1] == 0.5
@@ -65,7 +65,7 @@ def test_progress_reports_every_frame_and_can_abort(rigs):
 @pytest.mark.parametrize("bad", [dict(max_substeps=3), dict(max_tunnel_substeps=2), dict(tolerance=0.0),
                                  dict(k_min=10.0, k_max=1.0), dict(contact_stiffness=np.nan),
                                  dict(stiffness_multiplier=np.ones(3)),
-                                 dict(group_gains={"finger": GroupGains(-1.0)})])
+                                 dict(group_gains={"fingers": GroupGains(-1.0)})])
 def test_inconsistent_settings_are_rejected(rigs, bad):
     model, ref = _clip(rigs)
     with pytest.raises(ValueError):

@@ -1,4 +1,4 @@
-"""Feedforward lets the PD gains drop without lag (DESIGN.md §3, seed §4.2)."""
+"""Feedforward lets the PD gains drop without lag."""
 
 import numpy as np
 
