@@ -31,4 +31,3 @@ class SIGNSIM_OT_append_sample(bpy.types.Operator):
 
 classes = (SIGNSIM_OT_append_sample, *library.classes, *retarget.classes, *compose.classes,
            *bake.classes, *physics.classes, *metrics.classes)
-register, unregister = bpy.utils.register_classes_factory(classes)

@@ -24,7 +24,6 @@ The new action gets Action.signsim.compose_report (JSON: clips, seams, layers). 
 never modified; on any error the source skeletons are removed and no action is left.
 """
 import json
-import os
 
 import bpy
 import numpy as np

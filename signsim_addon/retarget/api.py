@@ -12,7 +12,6 @@ CLI and the operator alike.
 import os
 from dataclasses import dataclass
 
-import bpy
 
 from .. import compat, files
 from ..errors import SignSimError, silent

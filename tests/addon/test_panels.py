@@ -6,14 +6,13 @@ import os
 import pathlib
 import re
 import types
-import sys
 
 import bpy
 import numpy as np
 import pytest
 
-from action_keys import all_keys  # noqa: E402
-from ui_recorder import draw, signsim_panels  # noqa: E402
+from action_keys import all_keys
+from ui_recorder import draw, signsim_panels
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent.parent
 SAMPLES = ROOT / "sample_blends"

@@ -1,13 +1,12 @@
 """The physics bake on the bundled signer: a new action, the reference untouched, metrics."""
 import json
 import pathlib
-import sys
 
 import bpy
 import numpy as np
 import pytest
 
-from action_keys import all_keys  # noqa: E402
+from action_keys import all_keys
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent.parent
 SAMPLES = ROOT / "sample_blends"

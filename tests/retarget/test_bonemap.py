@@ -1,11 +1,9 @@
 """Bone names of every supported convention, topology-only maps, presets and mirroring."""
 import json
-import pathlib
-import sys
 
 import pytest
 
-from retarget_rigs import stand_in_signer  # noqa: E402
+from retarget_rigs import stand_in_signer
 
 NAMES = [  # (name, joint_named skeleton, expected (part, side, number))
     # Blender / Rigify metarig, generated Rigify

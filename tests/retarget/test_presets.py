@@ -4,7 +4,7 @@ import pathlib
 import bpy
 import pytest
 
-from retarget_rigs import stand_in_signer  # noqa: E402
+from retarget_rigs import stand_in_signer
 
 SAMPLES = pathlib.Path(__file__).resolve().parents[2] / "sample_blends"
 

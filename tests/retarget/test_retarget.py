@@ -6,8 +6,6 @@ three.js robot (4-digit hands, IK pole bones). Clips are cut to
 their first 2 s to keep the suite short; keys are written at the scene's 24 fps.
 """
 import math
-import pathlib
-import sys
 
 import bpy
 import numpy as np

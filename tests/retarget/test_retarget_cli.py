@@ -1,12 +1,10 @@
 """`signsim retarget`: JSON result, the written .blend, presets, and one-line errors."""
 import json
-import pathlib
-import sys
 
 import bpy
 import pytest
 
-from retarget_rigs import stand_in_signer  # noqa: E402
+from retarget_rigs import stand_in_signer
 
 MIXAMO = "bvhpython_test_freebvh_mixamorig.bvh"
 PYBVH = "pybvh_bvh_test3_fingers.bvh"

@@ -1,11 +1,9 @@
 """Bone map editing from the sidebar's operators, stored on the target armature."""
-import pathlib
-import sys
 
 import bpy
 import pytest
 
-from retarget_rigs import stand_in_signer  # noqa: E402
+from retarget_rigs import stand_in_signer
 
 
 @pytest.fixture
