@@ -32,10 +32,10 @@ from bpy_extras import anim_utils
 from .. import compat
 from ...solver import compose as sc
 from ...solver import quat
-from ..retarget import bonemap
+from ...solver import bonemap
 from ..retarget import transfer as retarget
 from .. import keys as keyio
-from ..errors import INFO, WARNING, SignSimError, silent
+from ..errors import INFO, WARNING, SignSimError, from_solver, silent
 
 WEIGHT_PATH = "signsim.compose.layers[{}].weight"
 
@@ -248,7 +248,8 @@ def joint_limits(target):
 def _feet(target):
     """Bone indices of the feet and toes of target (empty without legs)."""
     try:
-        body = bonemap.analyse(retarget.skeleton(target))
+        with from_solver():
+            body = bonemap.analyse(retarget.skeleton(target))
     except SignSimError:
         return []
     return [i for side in bonemap.SIDES for part in ("foot", "toe") for i in body.limbs.get((side, part), [])[:1]]

@@ -16,7 +16,8 @@ from dataclasses import dataclass
 from .. import compat, files
 from ..errors import SignSimError, silent
 from ..library import api as library
-from . import bonemap, transfer
+from ...solver import bonemap
+from . import transfer
 from .transfer import (auto_map, export_map, is_clip_file, mirror_map, retarget, set_pair,  # noqa: F401
                        skeleton, source_clip, store_map, stored_map)
 

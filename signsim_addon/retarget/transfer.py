@@ -71,10 +71,10 @@ from bpy_extras import anim_utils
 
 from .. import compat
 from ...solver import quat
-from . import bonemap
+from ...solver import bonemap
 from ..library import api as library
 from .. import keys as key_io  # `keys` names the solved key arrays below
-from ..errors import INFO, WARNING, SignSimError, silent
+from ..errors import INFO, WARNING, SignSimError, from_solver, silent
 
 
 # ---------------------------------------------------------------------------------------
@@ -351,8 +351,9 @@ def _solve(source, target, pairs, mats, tails):
     P = mats[..., :3, 3]
 
     try:
-        body_t = bonemap.analyse(sk_t)
-        body_s = bonemap.analyse(sk_s)
+        with from_solver():
+            body_t = bonemap.analyse(sk_t)
+            body_s = bonemap.analyse(sk_s)
     except SignSimError:
         body_t = body_s = None
     rest_s_world = _world(source) @ rest_matrices(source)
@@ -650,7 +651,8 @@ def source_clip(clip, library_path=None, scene=None, report=None):
 
 def auto_map(source, target):
     """bonemap.auto_map between two armature objects (rest heads in world space)."""
-    bone_map = bonemap.auto_map(skeleton(source), skeleton(target))
+    with from_solver():
+        bone_map = bonemap.auto_map(skeleton(source), skeleton(target))
     bone_map.source_armature = source.name
     return bone_map
 
@@ -724,7 +726,9 @@ def load_preset(filepath):
     if not os.path.isfile(filepath):
         raise SignSimError(f"bone map preset not found: {filepath}")
     with open(filepath, encoding="utf-8") as fh:
-        return bonemap.BoneMap.from_json(fh.read(), filepath)
+        text = fh.read()
+    with from_solver():
+        return bonemap.BoneMap.from_json(text, filepath)
 
 
 def import_map(target, filepath):

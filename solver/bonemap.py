@@ -31,7 +31,10 @@ import re
 
 import numpy as np
 
-from ..errors import SignSimError
+
+class BoneMapError(ValueError):
+    """A skeleton or preset a bone map cannot be made from; one line."""
+
 
 FINGERS = ("thumb", "index", "middle", "ring", "pinky")
 SIDES = ("L", "R")
@@ -274,7 +277,7 @@ class _Names:
 def analyse(skeleton):
     """Read a Skeleton into a Body (an upper body without legs is read from its root).
 
-    Raises SignSimError when no bone splits into a spine and two legs (no hips) nor into two
+    Raises BoneMapError when no bone splits into a spine and two legs (no hips) nor into two
     arms and a neck (no chest).
     """
     sk = skeleton
@@ -303,7 +306,7 @@ def analyse(skeleton):
             # an upper body without legs (common for signing avatars): the biggest root
             legless = True
             hips = max((i for i, p in enumerate(sk.parents) if p < 0), key=lambda i: sk.size[i])
-    no_hips = SignSimError(f"no hips found: no bone splits into a spine and two legs, nor "
+    no_hips = BoneMapError(f"no hips found: no bone splits into a spine and two legs, nor "
                            f"into two arms and a neck ({len(sk.names)} bones: "
                            f"{', '.join(sk.names[:5])}…)")
     if not sk.children[hips]:
@@ -334,7 +337,7 @@ def analyse(skeleton):
     if chest is None:
         if legless:
             raise no_hips
-        raise SignSimError("no chest found: no bone above the hips branches into two arms and a neck")
+        raise BoneMapError("no chest found: no bone above the hips branches into two arms and a neck")
     body.spine = sk.path(hips, chest)
     for i in body.spine:
         named = names.has("spine", None, i) or names.has("hips", None, i)
@@ -542,19 +545,19 @@ class BoneMap:
 
     @classmethod
     def from_json(cls, text, origin="preset"):
-        """Parse a preset written by to_json. Raises SignSimError on a malformed file."""
+        """Parse a preset written by to_json. Raises BoneMapError on a malformed file."""
         try:
             data = json.loads(text)
             pairs = [(p["target"], p["source"], p.get("confidence", 1.0)) for p in data["pairs"]]
         except (ValueError, KeyError, TypeError) as ex:
-            raise SignSimError(f"{origin}: not a SignSim bone map preset ({ex})") from None
+            raise BoneMapError(f"{origin}: not a SignSim bone map preset ({ex})") from None
         return cls(pairs, source_armature=data.get("source_armature", ""))
 
 
 def auto_map(source, target):
     """Pair two Skeletons part by part. Returns a BoneMap (target bone → source bone).
 
-    Raises SignSimError (from analyse) when either skeleton has no hips or chest.
+    Raises BoneMapError (from analyse) when either skeleton has no hips or chest.
     """
     bs, bt = analyse(source), analyse(target)
     pairs = []   # (target index, source index, confidence)
