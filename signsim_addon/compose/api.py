@@ -33,6 +33,7 @@ from .. import compat
 from ...solver import compose as sc
 from ...solver import quat
 from ...solver import bonemap
+from ...solver import retarget as transfer_math
 from ..retarget import transfer as retarget
 from .. import keys as keyio
 from ..errors import INFO, WARNING, SignSimError, from_solver, silent
@@ -263,8 +264,8 @@ def _foot_positions(target, rot, loc):
     sk = retarget.skeleton(target)
     names = _bones(target)
     basis = {b: quat.to_matrix(rot[:, b]) for b in range(len(names))}
-    posed = retarget.pose_matrices(sk, retarget.rest_matrices(target), basis,
-                                   {names.index(n): v for n, v in loc.items()})
+    posed = transfer_math.pose_matrices(sk, retarget.rest_matrices(target), basis,
+                                        {names.index(n): v for n, v in loc.items()})
     return np.stack([posed[f][:, :3, 3] for f in feet], axis=1)
 
 
