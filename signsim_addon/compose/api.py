@@ -424,16 +424,13 @@ def flagged_seams(action):
     return [s for s in data.get("seams", []) if s.get("flagged")]
 
 
-@dataclass(frozen=True)
-class ComposeRequest:
+@dataclass(frozen=True, kw_only=True)
+class ComposeRequest(files.FileRequest):
     """Compose clips onto the rig of a .blend file, written to a new .blend (the options of
-    `signsim compose`): clips in order (library names, mocap files or actions of rig),
+    `signsim compose`; files.FileRequest's rig, out, armature): clips in order (library names, mocap files or actions of rig),
     windows/curves (None, one value, or one per seam), trims ("IN:OUT" per clip), layer
     (clip, comma-separated bones, start frame, weight)."""
     clips: tuple
-    rig: str
-    out: str
-    armature: str = None
     windows: tuple = None
     curves: tuple = None
     trims: tuple = None
