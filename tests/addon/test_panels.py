@@ -34,9 +34,9 @@ def baked(retargeted, tmp_path_factory):
 @pytest.fixture
 def mods(addon):
     a = addon.signsim_addon
-    return types.SimpleNamespace(bake=a.bake.job, rig=a.bake.rig, schedule=a.bake.schedule,
-                                 metrics_report=a.bake.metrics_report,
-                                 physics_presets=a.bake.physics_presets, keys=a.keys,
+    api = a.bake.api
+    return types.SimpleNamespace(bake=api, schedule=api.schedule, metrics_report=api.metrics_report,
+                                 physics_presets=api.physics_presets, keys=a.keys,
                                  errors=a.errors, translations=a.translations,
                                  settings=addon.solver.settings)
 
@@ -84,7 +84,7 @@ def test_every_panel_draws_for_a_rig_without_settings(mods):
     _fresh_armature()
     drawn = _draw_all()
     physics = drawn["SIGNSIM_PT_physics"]
-    groups = mods.rig.GROUPS
+    groups = mods.bake.GROUPS
     assert {f"{g}_{k}" for g in groups for k in ("frequency", "damping")} <= physics.props
     assert {"contact_stiffness", "contact_damping", "target_depth_mm", "use_schedule", "feedforward",
             "max_substeps", "simulate_parts", "face_object"} <= physics.props

@@ -4,7 +4,7 @@ from retarget_rigs import stand_in_signer
 
 def test_unnamed_skeleton_maps_by_topology(addon, shared_data):
     """The Mixamo skeleton with every bone renamed j00, j01, … maps like the named one."""
-    rt = addon.signsim_addon.retarget.transfer
+    rt = addon.signsim_addon.retarget.api
     target = stand_in_signer()
     source, _action, _fps, _cleanup = rt.source_clip(str(shared_data / "mocap" / "bvhpython_test_freebvh_mixamorig.bvh"))
     named = rt.auto_map(source, target).as_dict()
