@@ -61,7 +61,8 @@ class Product:
 
     def __init__(self):
         sa = ADDON.signsim_addon
-        self.cli, self.bake, self.keys, self.bonemap, self.rig = sa.cli, sa.bake, sa.keys, sa.bonemap, sa.rig
+        self.cli, self.bake, self.compat = sa.cli, sa.bake.api, sa.compat
+        self.skeleton_of, self.analyse = sa.bake.rig.skeleton_of, ADDON.solver.bonemap.analyse
         self.quat = ADDON.solver.quat
 
     def retarget(self, clip, rig_blend, out):
@@ -83,10 +84,10 @@ class Product:
 
     def assign(self, armature, action):
         slot = action.slots[0]
-        self.keys.assign_action(armature, action, slot)
+        self.compat.assign_action(armature, action, slot)
 
     def body(self, armature):
-        return self.bonemap.analyse(self.rig.skeleton_of(armature.data))
+        return self.analyse(self.skeleton_of(armature.data))
 
 
 P = None
