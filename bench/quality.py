@@ -17,6 +17,8 @@ For every rig and clip: retarget with the product, bake with the product (preset
   triangles of another (mathutils.bvhtree.BVHTree.find_nearest on the evaluated mesh; a
   point is inside when it lies behind the nearest triangle's normal); peak and p95 (mm),
   with the rest pose's own value subtracted per point (skin regions that touch at rest);
+  the summary prints a reading at the 30 mm search radius as ">=30": the probe's
+  limit (often a point behind an open skin region's edge), not a measured depth;
 - fallbacks, NaN, real-time factor (clip duration / solve time), and with --repeat
   whether a second bake is bit-identical;
 - the same columns for a causal 2nd-order Butterworth filter (scipy.signal.butter +
@@ -24,6 +26,8 @@ For every rig and clip: retarget with the product, bake with the product (preset
   one frame: a 2nd-order Butterworth has DC group delay √2/ω_c);
 - for a clip `X_noisy.bvh` next to `X.bvh`: the errors of the noisy input, the bake and
   the Butterworth baseline against the clean clip retargeted onto the same rig.
+
+Ends with a markdown summary table, one line per rig and clip.
 
 The calls into the add-on live in `Product` only, so a change of module layout is one edit.
 """
@@ -449,6 +453,34 @@ def fmt_row(r):
     return "\n".join(lines)
 
 
+def _mm(v):
+    # A reading at the search radius is the probe's limit, not a measured depth.
+    return f">={1e3 * SEARCH:.0f}" if v >= 0.99e3 * SEARCH else f"{v:.1f}"
+
+
+KINDS = ("finger-face", "hand-hand", "finger-finger", "finger-palm", "hand-torso")
+
+
+def summary(rows):
+    """One markdown line per rig and clip: the Done-when columns of the physics pass."""
+    def free(s):
+        v = [g["free"] for g in s["tracking_deg"].values() if not math.isnan(g["free"])]
+        return f"{max(v):.2f}" if v else "-"
+
+    def pen(p):
+        return "/".join(_mm(p[k]["peak"]) if k in p else "-" for k in KINDS)
+    out = ["| rig | clip | tracking free (worst group) ° | worst bone ° | off-contact max ° | jerk % (Butterworth) | "
+           "lag fr (Butterworth) | peak mm " + "/".join(KINDS) + ": reference -> baked | fallbacks | RT | bit-identical |",
+           "|---|---|---|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        b, w = r["baked"], r["butterworth"]
+        out.append(f"| {r['rig']} | {r['clip']} | {free(b)} | {b['worst']['bone']} {b['worst']['deg']:.0f} | "
+                   f"{b['free_max_deg']:.1f} | {b['jerk_pct']:+.0f} ({w['jerk_pct']:+.0f}) | "
+                   f"{b['lag_frames']:+.2f} ({w['lag_frames']:+.2f}) | {pen(r['reference']['penetration_mm'])} -> "
+                   f"{pen(b['penetration_mm'])} | {r['fallbacks']} | {r['realtime_factor']:.1f} | {r['bit_identical']} |")
+    return "\n".join(out)
+
+
 def default_clips():
     clips = sorted((ROOT / "sample_blends").glob("*.bvh")) + sorted((DATA / "generated").glob("*.bvh"))
     return clips + [DATA / "mocap" / c for c in MOVING_HANDS]
@@ -476,6 +508,7 @@ def main():
                     continue
                 rows.append(row)
                 print(fmt_row(row), flush=True)
+    print(summary(rows))
     if args.json:
         pathlib.Path(args.json).write_text(json.dumps(rows, indent=1))
 
