@@ -830,3 +830,82 @@ def _check_names(an, names, cls):
     if wrong:
         an.warnings.append(f"{len(wrong)} bone names say the other side than the geometry "
                            f"(e.g. {', '.join(wrong[:3])}): sides taken from the geometry")
+
+
+# ---------------------------------------------------------------------------------------
+# pairing two bodies
+
+def spread(targets, sources, anchor="first"):
+    """One-to-one pairs (target, source) of two ordered chains (bone indices, proximal
+    first): both ends are matched and the longer chain is thinned evenly, so a 2-joint
+    chain onto a 3-joint one maps joint 1 and the last; a chain of one bone pairs with the
+    `anchor` end ('first' or 'last') of the other."""
+    n, m = len(targets), len(sources)
+    if n == 0 or m == 0:
+        return []
+    if n == 1 or m == 1:
+        k = 0 if anchor == "first" else -1
+        return [(targets[k], sources[k])]
+    if n <= m:
+        return [(targets[k], sources[round(k * (m - 1) / (n - 1))]) for k in range(n)]
+    return [(targets[round(k * (n - 1) / (m - 1))], sources[k]) for k in range(m)]
+
+
+def pair(source, target):
+    """Pair two Anatomy results role by role: list of (target bone, source bone,
+    confidence), confidence = the lower of the two roles'. Sides are anatomical on both
+    (found from each body's own facing), so a left limb always drives a left limb; chains
+    of different length map their ends (`spread`); several target hand bones (palms) all
+    follow the one source hand; helpers and extra in-line bones stay unmapped.
+    """
+    out = []
+
+    def add(t, s):
+        out.append((t, s, min(target.roles[t].confidence, source.roles[s].confidence)))
+
+    add(target.hips, source.hips)
+    for chain_t, chain_s, anchor in ((target.spine, source.spine, "last"),
+                                     (target.neck, source.neck, "first")):
+        for t, s in spread(chain_t, chain_s, anchor):
+            add(t, s)
+    if target.head is not None and source.head is not None:
+        add(target.head, source.head)
+    for side in SIDES:
+        for part in ("shoulder", "upper_arm", "forearm", "hand", "thigh", "shin", "foot", "toe"):
+            ts, ss = target.limbs.get((side, part)), source.limbs.get((side, part))
+            if ts and ss:
+                for t in ts:
+                    add(t, ss[0])
+        for f in FINGERS:
+            ft, fs = target.fingers.get((side, f)), source.fingers.get((side, f))
+            if ft and fs:
+                for t, s in spread(ft, fs):
+                    add(t, s)
+            mt, ms = target.metacarpals.get((side, f)), source.metacarpals.get((side, f))
+            if mt and ms:
+                add(mt[-1], ms[-1])
+    return out
+
+
+def map_warnings(source, target, source_name="source", target_name="target"):
+    """Warnings (list of str) a bone map between two Anatomy results must carry: a body read
+    from its shape alone, a facing (so left and right) or up axis that is a guess, names
+    that contradict the geometry."""
+    out = []
+    for an, label in ((source, source_name), (target, target_name)):
+        if an.topology_only():
+            out.append(f"'{label}': bone map from the skeleton's shape alone (no bone name "
+                       f"confirmed a role)")
+        out.extend(f"'{label}': {w}" for w in an.warnings)
+    return out
+
+
+def sides_crossed(source, target, pairs):
+    """Target bones whose anatomical side differs from their source bone's: list of
+    (target, source) — a map like this drives the left arm with the right one."""
+    bad = []
+    for t, s, *_ in pairs:
+        rt, rs = target.roles.get(t), source.roles.get(s)
+        if rt and rs and rt.side and rs.side and rt.side != rs.side:
+            bad.append((t, s))
+    return bad

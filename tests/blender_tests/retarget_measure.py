@@ -21,9 +21,10 @@ DEG = math.degrees(1.0)
 
 class Poses:
     """World heads (F, N, 3), tails (F, N, 3), rotations (F, N, 3, 3) of ob's pose bones at
-    (sub)frames, and the body read from ob's rest geometry without names (`body`)."""
+    (sub)frames, and the body read without names (`body`) from ob's rest geometry or, with
+    from_motion (a mocap source, whose rest may be no human pose), from the sampled poses."""
 
-    def __init__(self, ob, frames):
+    def __init__(self, ob, frames, from_motion=False):
         scene = bpy.context.scene
         n = len(ob.pose.bones)
         buf = np.empty(n * 16)
@@ -46,7 +47,9 @@ class Poses:
         rest_h = np.array([mw @ b.head_local for b in bones])
         rest_t = np.array([mw @ b.tail_local for b in bones])
         self.rest_heads, self.rest_tails = rest_h, rest_t
-        self.body = skeleton.analyse([f"n{k}" for k in range(n)], parents, rest_h, rest_t)
+        poses = self.heads[np.linspace(0, len(frames) - 1, min(16, len(frames))).astype(int)] \
+            if from_motion else None
+        self.body = skeleton.analyse([f"n{k}" for k in range(n)], parents, rest_h, rest_t, poses)
 
 
 def _unit(v):

@@ -6,6 +6,8 @@ names with a `Bip01` root above `Bip01 Pelvis` and the thighs on `Bip01 Spine` (
 copies made here). The rigs are built once per session into a .blend each test appends
 from; clips are cut to their first SECONDS.
 """
+import json
+import os
 import pathlib
 import sys
 
@@ -92,7 +94,7 @@ def run(addon, rig_file, clip, rig, seconds=SECONDS):
     bone_map = rt.auto_map(source, target)
     result = rt.retarget(source, target, bone_map, source_fps=fps,
                          frame_range=(first, min(last, first + seconds * fps)))
-    return rm.Poses(source, result.source_frames), rm.Poses(target, result.frames), result, fps
+    return rm.Poses(source, result.source_frames, from_motion=True), rm.Poses(target, result.frames), result, fps
 
 
 def measure(src, tgt, result, fps):
@@ -141,6 +143,8 @@ def measure(src, tgt, result, fps):
 def test_geometry(addon, rig_file, clip, rig):
     src, tgt, result, fps = run(addon, rig_file, clip, rig)
     m = measure(src, tgt, result, fps)
-    print(clip, rig, m)
+    if os.environ.get("SIGNSIM_MEASURE_LOG"):     # a table of the numbers, for reports
+        with open(os.environ["SIGNSIM_MEASURE_LOG"], "a", encoding="utf-8") as fh:
+            fh.write(json.dumps({"clip": clip, "rig": rig, **m}, default=str) + "\n")
     assert m["head_minus_hips_min"] > 0
     assert m["chain_cos_min"] >= 0.98, m["chain_cos_worst"]

@@ -142,3 +142,39 @@ def test_upper_body_without_legs():
 def test_a_chain_is_not_a_humanoid():
     with pytest.raises(ValueError, match="not a humanoid"):
         skeleton.analyse(["a", "b", "c"], [-1, 0, 1], [(0, 0, 0), (0, 0, 1), (0, 0, 2)])
+
+
+def test_chains_of_different_length_map_their_ends():
+    assert skeleton.spread([0, 1, 2], [10, 11, 12, 13, 14, 15]) == [(0, 10), (1, 12), (2, 15)]
+    assert skeleton.spread([0, 1], [10, 11, 12]) == [(0, 10), (1, 12)]
+    assert skeleton.spread([0, 1, 2, 3], [10, 11]) == [(0, 10), (3, 11)]
+    assert skeleton.spread([0], [10, 11, 12], "last") == [(0, 12)]
+
+
+@pytest.mark.parametrize("target_joints", [2, 3, 4])
+def test_pairs_follow_anatomy_not_names(target_joints):
+    """A source named with L and R exchanged onto an unnamed target: every pair joins the
+    same anatomical side and part; every target finger joint is driven (2-joint fingers
+    from 3-joint ones map joint 1 and the last)."""
+    src_h, tgt_h = Humanoid(), Humanoid(finger_joints=target_joints, biped=True)
+    src = skeleton.analyse(src_h.renamed("swapped"), src_h.parents, src_h.heads, src_h.tails,
+                           classify=classify)
+    _rot, heads, tails, _ = _turned(tgt_h, 4)
+    tgt = skeleton.analyse(tgt_h.renamed("none"), tgt_h.parents, heads, tails)
+    pairs = skeleton.pair(src, tgt)
+    assert skeleton.sides_crossed(src, tgt, pairs) == []
+    for t, s, conf in pairs:
+        pt, ps = tgt_h.true_role[t], src_h.true_role[s]
+        assert pt[:2] == ps[:2] or {pt[0], ps[0]} <= {"hips", "spine"}
+        assert 0.0 < conf < 1.0
+    mapped = {t for t, _s, _c in pairs}
+    if target_joints == 2:
+        for side in ("L", "R"):
+            assert set(tgt.fingers[(side, "index")]) <= mapped
+    warnings = skeleton.map_warnings(src, tgt)
+    assert any("shape alone" in w for w in warnings) and any("other side" in w for w in warnings)
+    # a map that crosses sides is seen as such
+    crossed = [(t, s if src.roles[s].side is None else
+                next(i for i, r in src.roles.items() if (r.part, r.number) == (src.roles[s].part, src.roles[s].number)
+                     and r.side not in (None, src.roles[s].side)), c) for t, s, c in pairs]
+    assert len(skeleton.sides_crossed(src, tgt, crossed)) > 20
