@@ -1,7 +1,7 @@
 """Thin operators: read properties, call signsim_addon, report."""
 import bpy
 
-from ..signsim_addon import samples
+from ..signsim_addon.demo import api as demo
 from ..signsim_addon.errors import SignSimError
 from . import bake, compose, library, metrics, physics, retarget
 
@@ -21,7 +21,7 @@ class SIGNSIM_OT_append_sample(bpy.types.Operator):
 
     def execute(self, context):
         try:
-            objects = samples.append_signer(context.scene)
+            objects = demo.append_signer(context.scene)
         except SignSimError as ex:
             self.report({'ERROR'}, str(ex))
             return {'CANCELLED'}

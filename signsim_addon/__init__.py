@@ -1,5 +1,6 @@
 """The Blender side of SignSim: data model, drivers of each capability, the CLI."""
-from . import cli, library, physics_presets, preferences, properties, translations  # noqa: F401 (library: API for operators)
+from . import cli, preferences, properties, translations
+from .bake import physics_presets
 
 _modules = (preferences, properties, physics_presets, translations, cli)
 

@@ -37,6 +37,22 @@ def open_blend(path):
         raise SignSimError(f"cannot open {path}: {str(ex).strip().splitlines()[-1]}") from None
 
 
+def find_armature(name=None):
+    """The armature object called `name` in the open file; with no name, the only armature
+    there. Raises SignSimError naming the armatures there are."""
+    armatures = sorted(o.name for o in bpy.data.objects if o.type == 'ARMATURE')
+    if name:
+        ob = bpy.data.objects.get(name)
+        if ob is None or ob.type != 'ARMATURE':
+            raise SignSimError(f"no armature named '{name}' in the rig file; armatures: "
+                               f"{', '.join(armatures) or 'none'}")
+        return ob
+    if len(armatures) != 1:
+        raise SignSimError(f"the rig file has {len(armatures)} armatures "
+                           f"({', '.join(armatures) or 'none'}): choose one with --armature")
+    return bpy.data.objects[armatures[0]]
+
+
 def save_atomically(out, say=None):
     """Save the open file as a copy at OUT through a temporary file renamed into place;
     returns the absolute path."""

@@ -1,0 +1,302 @@
+"""The user's rig as solver arrays: simulated bones, capsules, joint limits, face mesh.
+
+`read_rig(armature)` turns an armature object into a `RigModel`: a solver SkeletonModel of
+the simulated bones (default: clavicles, arms, hands, fingers, neck, head) hanging
+from the chest, which follows the reference kinematically.
+Body parts are found by signsim_addon/retarget/bonemap.py (names and chain topology), so any
+humanoid convention works. Arrays leave this module; Blender objects do not.
+"""
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ...solver import capsules, quat
+from ...solver.model import BALL, HINGE, SkeletonModel
+from ...solver.settings import GROUPS
+from ..retarget import bonemap
+from ..errors import WARNING, SignSimError, silent
+
+CAPSULE_PROP = "signsim_capsule_radius"  # per Bone, metres (sample_blends/make_samples.py)
+
+_ARM_GROUP = {"shoulder": "clavicle", "upper_arm": "upper_arm", "forearm": "forearm", "hand": "wrist"}
+
+# Default capsule radius by group when the rig has neither the property nor a skin, m.
+DEFAULT_RADIUS = {"fingers": 0.008, "thumb": 0.009, "wrist": 0.022, "forearm": 0.035,
+                  "upper_arm": 0.045, "clavicle": 0.04, "neck_head": 0.06}
+
+# Anatomical defaults (rad) on the local rotation vector (x = curl, y = twist, z = spread),
+# curl given for the palm side; after Kapandji, "The Physiology of the Joints", vol. 1.
+_FINGER_LIMITS = {  # phalanx index → (curl lo, curl hi, twist, spread)
+    0: (-0.35, 1.65, 0.20, 0.40),
+    1: (-0.05, 1.90, 0.0, 0.0),
+    2: (-0.10, 1.45, 0.0, 0.0),
+}
+# The thumb curls across the palm, not along its normal: its hinge ranges are symmetric.
+_THUMB_LIMITS = {0: (-0.90, 0.90, 0.60, 0.90), 1: (-1.30, 1.30, 0.30, 0.60), 2: (-1.45, 1.45, 0.20, 0.40)}
+_BALL_LIMITS = {"wrist": (1.40, 0.60, 1.40), "forearm": (2.70, 1.60, 0.40),
+                "upper_arm": (np.pi, np.pi, np.pi), "clavicle": (0.60, 0.60, 0.60),
+                "neck_head": (1.00, 1.20, 0.80)}  # symmetric (x, y, z) half-ranges
+
+
+@dataclass(frozen=True)
+class RigModel:
+    """A rig read for the solver.
+
+    model: SkeletonModel of the simulated bones (parents first); bone_names (n,) their
+    names; base_bone: the chest, followed kinematically; chain_to_base: bone names from
+    the root to the chest (posed by FK from the reference); fingertips: indices into
+    bone_names of the last phalanx of every finger (tips at the capsule ends);
+    face: (vertices (V,3) m in the head bone's frame, triangles (T,3), head index) or None;
+    world_scale: the armature object's uniform scale; warnings: list of str.
+    """
+    model: SkeletonModel
+    bone_names: tuple
+    base_bone: str
+    chain_to_base: tuple
+    fingertips: np.ndarray
+    face: tuple
+    world_scale: float
+    warnings: list = field(default_factory=list)
+
+
+def skeleton_of(armature_data):
+    """bonemap.Skeleton (names, parents, rest heads in m) of an Armature datablock."""
+    bones = list(armature_data.bones)
+    index = {b.name: i for i, b in enumerate(bones)}
+    parents = [index[b.parent.name] if b.parent else -1 for b in bones]
+    heads = [tuple(b.head_local) for b in bones]
+    return bonemap.Skeleton([b.name for b in bones], parents, heads)
+
+
+def _roles(body):
+    """{bone index: (group, finger phalanx or None, finger name or None)} of simulated parts."""
+    roles = {}
+    for (side, part), bones in body.limbs.items():
+        if part in _ARM_GROUP:
+            for i in bones:
+                roles[i] = (_ARM_GROUP[part], None, None)
+    for (side, finger), bones in body.fingers.items():
+        group = "thumb" if finger == "thumb" else "fingers"
+        meta = body.meta.get((side, finger))
+        if meta is not None:
+            roles.setdefault(meta, ("wrist", None, None))
+        for k, i in enumerate(bones):
+            roles[i] = (group, k, finger)
+    for i in list(body.neck) + ([body.head] if body.head is not None else []):
+        roles[i] = ("neck_head", None, None)
+    return roles
+
+
+def read_rig(armature, simulate_parts=GROUPS, face_object=None, report=None) -> RigModel:
+    """Read `armature` (bpy Object of type ARMATURE) into a RigModel.
+
+    simulate_parts: the joint groups to simulate (subset of GROUPS). face_object: the mesh
+    whose surface is the face for hand–face contact (default: a mesh parented to the head
+    bone, else the head region of the skinned body, else none with a warning).
+    Raises SignSimError for a non-armature, a rig without a chest, or without fingers.
+    """
+    if armature is None or armature.type != 'ARMATURE':
+        raise SignSimError(f"'{getattr(armature, 'name', armature)}' is not an armature")
+    warnings = []
+    report = report or silent
+    arm = armature.data
+    sk = skeleton_of(arm)
+    body = bonemap.analyse(sk)
+    chest = body.spine[-1] if body.spine else body.hips
+    if not body.fingers:
+        raise SignSimError(f"armature '{armature.name}' has no finger bones: the physics pass "
+                           "needs hands with fingers")
+    roles = {i: r for i, r in _roles(body).items() if r[0] in simulate_parts}
+    # Bones between the chest and a simulated bone are simulated too (one kinematic base).
+    for i in list(roles):
+        for a in sk.ancestors(i):
+            if a == chest:
+                break
+            roles.setdefault(a, (roles[i][0], None, None))
+        else:
+            raise SignSimError(f"bone '{sk.names[i]}' does not hang from the chest '{sk.names[chest]}'")
+    order = sorted(roles, key=lambda i: (len(sk.ancestors(i)), i))
+    order = _parents_first(sk, order)
+    pos = {i: k for k, i in enumerate(order)}
+
+    bones = arm.bones
+    rest = np.array([np.array(b.matrix_local) for b in bones])
+    scale = float(np.cbrt(abs(np.linalg.det(np.array(armature.matrix_world)[:3, :3]))))
+    parents, offsets, rotations, types, radius, length, groups = [], [], [], [], [], [], []
+    lower, upper = np.full((len(order), 3), -np.inf), np.full((len(order), 3), np.inf)
+    defaulted = []
+    palm_normals = _palm_normals(body, rest)
+    skin = _skin_radii(armature, sk) if any(CAPSULE_PROP not in bones[i] for i in order) else {}
+    for k, i in enumerate(order):
+        p = sk.parents[i]
+        parent_rest = rest[p] if p >= 0 else np.eye(4)
+        rel = np.linalg.inv(parent_rest) @ rest[i]
+        parents.append(pos.get(p, -1))
+        offsets.append(rel[:3, 3] * scale)
+        rotations.append(quat.from_matrix(rel[:3, :3]))
+        group, phalanx, finger = roles[i]
+        # Finger middle/distal joints are hinges; the thumb's MCP and IP also swing.
+        types.append(HINGE if phalanx in (1, 2) and group == "fingers" else BALL)
+        groups.append(group)
+        length.append(bones[i].length * scale)
+        r = bones[i].get(CAPSULE_PROP) or skin.get(i)
+        if r is None:
+            r = DEFAULT_RADIUS[group] / scale
+            defaulted.append(sk.names[i])
+        radius.append(float(r) * scale)
+        lo, hi = _limits(armature.pose.bones[sk.names[i]], group, phalanx, finger, rest[i],
+                         palm_normals.get(_side_of(body, i)))
+        lower[k], upper[k] = lo, hi
+    if defaulted:
+        warnings.append(f"no capsule radius from a skin for {len(defaulted)} bones of "
+                        f"'{armature.name}' (e.g. '{defaulted[0]}'): default radii by bone kind")
+    tips = np.array([pos[b[-1]] for b in body.fingers.values() if b and b[-1] in pos], dtype=np.intp)
+    face = None
+    if "neck_head" in simulate_parts and body.head is not None and body.head in pos:
+        mesh = _face_mesh(armature, sk.names[body.head], rest[body.head], face_object, warnings)
+        face = None if mesh is None else (*mesh, pos[body.head])
+    else:
+        warnings.append("the head is not simulated: no hand–face contact")
+    # With a face mesh its distance field is the head's surface: the neck and head capsules
+    # (fat cylinders around the face) would push away fingertips that touch the chin.
+    collide = [face is None or g != "neck_head" for g in groups]
+    model = SkeletonModel(parents=parents, rest_offsets=offsets, rest_rotations=rotations,
+                          joint_types=types, capsule_radius=radius, capsule_length=length,
+                          groups=groups, limit_lower=lower, limit_upper=upper, collide=collide,
+                          names=[sk.names[i] for i in order])
+    chain = [sk.names[a] for a in reversed(sk.ancestors(chest))] + [sk.names[chest]]
+    for w in warnings:
+        report(WARNING, w)
+    return RigModel(model=model, bone_names=tuple(sk.names[i] for i in order),
+                    base_bone=sk.names[chest], chain_to_base=tuple(chain), fingertips=tips,
+                    face=face, world_scale=scale, warnings=warnings)
+
+
+def _parents_first(sk, order):
+    chosen, out = set(order), []
+    def visit(i):
+        if i in out:
+            return
+        p = sk.parents[i]
+        if p in chosen:
+            visit(p)
+        out.append(i)
+    for i in order:
+        visit(i)
+    return out
+
+
+def _side_of(body, i):
+    for (side, _f), bones in body.fingers.items():
+        if i in bones:
+            return side
+    return None
+
+
+def _palm_normals(body, rest):
+    """Per side, the unit normal on the palm side (the way fingers curl), armature space.
+
+    From the hand's axis a (wrist → fingers) and b (pinky base → index base): n = ±a × b,
+    + for the left hand and − for the right, whose thumb sits on the mirrored side.
+    """
+    out = {}
+    for side in bonemap.SIDES:
+        hand = body.limbs.get((side, "hand"))
+        index, pinky = body.fingers.get((side, "index")), body.fingers.get((side, "pinky"))
+        if not (hand and index and pinky):
+            continue
+        a = rest[hand[0]][:3, 1]
+        b = rest[index[0]][:3, 3] - rest[pinky[0]][:3, 3]
+        n = np.cross(a, b) * (1.0 if side == "L" else -1.0)
+        if np.linalg.norm(n) > 1e-9:
+            out[side] = n / np.linalg.norm(n)
+    return out
+
+
+def _limits(pose_bone, group, phalanx, finger, rest, palm_normal):
+    """(lower, upper) (3,) rad on the local rotation vector of one bone.
+
+    A Limit Rotation constraint on the bone wins (its Euler bounds, taken per axis);
+    otherwise anatomical defaults, with finger curl signed so it closes towards the palm:
+    a rotation +θ about local X moves the bone's tip along its local +Z.
+    """
+    con = next((c for c in pose_bone.constraints if c.type == 'LIMIT_ROTATION' and c.enabled), None)
+    lo, hi = np.full(3, -np.inf), np.full(3, np.inf)
+    if con is not None:
+        for k, ax in enumerate("xyz"):
+            if getattr(con, f"use_limit_{ax}"):
+                lo[k], hi[k] = getattr(con, f"min_{ax}"), getattr(con, f"max_{ax}")
+        return lo, hi
+    if phalanx is not None:
+        c_lo, c_hi, twist, spread = (_THUMB_LIMITS if finger == "thumb" else _FINGER_LIMITS)[phalanx]
+        sign = 1.0
+        if palm_normal is not None and np.dot(rest[:3, 2], palm_normal) < 0:
+            sign = -1.0
+        lo[0], hi[0] = sorted((sign * c_lo, sign * c_hi))
+        lo[1], hi[1], lo[2], hi[2] = -twist, twist, -spread, spread
+        return lo, hi
+    half = np.array(_BALL_LIMITS[group])
+    return -half, half
+
+
+def _skin_radii(armature, sk):
+    """{bone index: capsule radius (armature units)} from the skinned meshes, if any
+    (solver.capsules: the skin vertices each bone dominates, rest pose)."""
+    meshes = [ob for ob in armature.children if ob.type == 'MESH'
+              and any(m.type == 'ARMATURE' and m.object == armature for m in ob.modifiers)]
+    out = {}
+    to_arm = np.linalg.inv(np.array(armature.matrix_world))
+    for ob in meshes:
+        mesh = ob.data
+        co = np.empty(len(mesh.vertices) * 3)
+        mesh.vertices.foreach_get("co", co)
+        m = to_arm @ np.array(ob.matrix_world)
+        co = co.reshape(-1, 3) @ m[:3, :3].T + m[:3, 3]
+        sparse = [(v.index, g.group, g.weight) for v in mesh.vertices for g in v.groups]
+        if not sparse:
+            continue
+        owner = capsules.dominant_owner(len(mesh.vertices), *zip(*sparse))
+        for g in ob.vertex_groups:
+            pts = co[owner == g.index]
+            if g.name in sk.index and sk.index[g.name] not in out and len(pts) >= 4:
+                b = armature.data.bones[g.name]
+                if b.length > 0:
+                    out[sk.index[g.name]] = capsules.radius_from_points(pts, b.head_local, b.tail_local)
+    return out
+
+
+def _face_mesh(armature, head_name, head_rest, face_object, warnings):
+    """(vertices (V,3) m in the head bone's frame, triangles (T,3)) or None."""
+    ob = face_object or next((c for c in armature.children if c.type == 'MESH'
+                              and c.parent_type == 'BONE' and c.parent_bone == head_name), None)
+    if ob is None:
+        warnings.append(f"no face mesh found on '{armature.name}' (a mesh parented to bone "
+                        f"'{head_name}'): no hand–face contact")
+        return None
+    mesh = ob.data
+    mesh.calc_loop_triangles()
+    co = np.empty(len(mesh.vertices) * 3)
+    mesh.vertices.foreach_get("co", co)
+    tris = np.empty(len(mesh.loop_triangles) * 3, dtype=np.int32)
+    mesh.loop_triangles.foreach_get("vertices", tris)
+    to_world = _rest_world(armature, ob)
+    head_world = np.array(armature.matrix_world) @ head_rest
+    m = np.linalg.inv(head_world) @ to_world
+    verts = co.reshape(-1, 3) @ m[:3, :3].T + m[:3, 3]
+    scale = float(np.cbrt(abs(np.linalg.det(np.array(armature.matrix_world)[:3, :3]))))
+    return verts * scale, tris.reshape(-1, 3)
+
+
+def _rest_world(armature, ob):
+    """World matrix of `ob` with its armature in the rest pose (no scene update).
+
+    For a bone parent: armature.matrix_world · Bone.matrix_local · T(0, length, 0) ·
+    matrix_parent_inverse · matrix_basis (bpy.types.Object.parent_type 'BONE').
+    """
+    basis = np.array(ob.matrix_parent_inverse) @ np.array(ob.matrix_basis)
+    if ob.parent_type == 'BONE':
+        bone = armature.data.bones[ob.parent_bone]
+        tail = np.eye(4)
+        tail[1, 3] = bone.length
+        return np.array(armature.matrix_world) @ np.array(bone.matrix_local) @ tail @ basis
+    return np.array(armature.matrix_world) @ basis
