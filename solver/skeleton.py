@@ -330,7 +330,7 @@ def analyse(names, parents, heads, tails=None, poses=None, classify=None):
         role(head, "head", why=["end of the neck chain"])
     for arm, chain in arm_chains.items():
         side = arm_side.get(arm)
-        _arm_roles(an, tree, chain, side, role, X, size, cls)
+        _arm_roles(an, tree, chain, side, role, X, size, cls, heads)
     for leg, chain in leg_chains.items():
         side = leg_side.get(leg)
         for part in ("hip_stub", "thigh", "shin", "foot", "toe"):
@@ -389,6 +389,12 @@ def _mirror_pair(tree, reach, cands):
     return best[1] if best else None
 
 
+def _alike(tree, reach, a, b):
+    """Two branches a pair of limbs could be: similar reach and bone count."""
+    return min(reach[a], reach[b]) >= 0.6 * max(reach[a], reach[b]) and \
+        min(tree.size[a], tree.size[b]) >= 0.75 * max(tree.size[a], tree.size[b])
+
+
 def _junctions(tree, junctions, long_, reach):
     """(hips, chest) among bones with ≥ 2 long branches; hips None for an upper body.
 
@@ -404,8 +410,7 @@ def _junctions(tree, junctions, long_, reach):
             inner = set(tree.subtree(spine))
             below = [k for k in junctions if k in inner]
             pair = _mirror_pair(tree, reach, [c for c in branches if c != spine])
-            if below and pair and min(reach[pair[0]], reach[pair[1]]) >= \
-                    0.6 * max(reach[pair[0]], reach[pair[1]]):
+            if below and pair and _alike(tree, reach, *pair):
                 return j, min(below, key=lambda k: len(tree.ancestors(k)))
     return None, (junctions[0] if junctions else None)
 
@@ -601,7 +606,7 @@ def _twist_leaf(tree, X, parent, child, size):
     return 0.05 < t < 0.95 and off < COINCIDENT * size
 
 
-def _arm_roles(an, tree, chain, side, role, X, size, cls):
+def _arm_roles(an, tree, chain, side, role, X, size, cls, rest):
     for t in chain["twists"]:
         an.helpers[t] = "twist bone along the limb: left alone (follows its parent)"
     above = chain["upper"]
@@ -639,10 +644,10 @@ def _arm_roles(an, tree, chain, side, role, X, size, cls):
         role(h, "hand", side, why=["where the arm fans out into the fingers" if chain["kids"]
                                    else "end of the arm chain"])
     an.limbs[(side, "hand")] = list(chain["hand"])
-    _finger_roles(an, tree, chain, side, role, X, size, cls)
+    _finger_roles(an, tree, chain, side, role, X, size, cls, rest)
 
 
-def _finger_roles(an, tree, chain, side, role, X, size, cls):
+def _finger_roles(an, tree, chain, side, role, X, size, cls, rest):
     hand_bones = chain["hand"]
     # every path from a hand bone (or the forearm fan-out) to a leaf is one finger
     roots = [c for h in hand_bones for c in tree.children[h]] + \
@@ -662,7 +667,13 @@ def _finger_roles(an, tree, chain, side, role, X, size, cls):
     fingers = [{"shared": [b for b in p if count[b] > 1], "phal": [b for b in p if count[b] == 1]}
                for p in paths]
     fingers = [f for f in fingers if f["phal"]]
-    names = _name_fingers(fingers, X, cls)
+    # which finger is which: in the rest pose when it shows a hand (motion curls fingers
+    # and swings the thumb across the palm), else over the frames
+    shape = rest[None]
+    spread = [rest[f["phal"][-3:]].mean(axis=0) for f in fingers]
+    if len(spread) < 2 or np.ptp(spread, axis=0).max() < COINCIDENT * size:
+        shape = X
+    names = _name_fingers(fingers, shape, cls)
     for f, name in zip(fingers, names):
         # metacarpals: named so, on the wrist point, or a first bone well inside the palm
         # (not the thumb's: its first bone is the thumb's own first joint in every rig)
@@ -731,7 +742,8 @@ def _name_fingers(fingers, X, cls):
     if not free:
         return out
     # where each finger chain lies on average (bases alone: metacarpals all start at the wrist)
-    base = np.array([X[:, f["phal"]].mean(axis=(0, 1)) for f in fingers])
+    # (its last three bones: a metacarpal, still part of the chain here, sits in the palm)
+    base = np.array([X[:, f["phal"][-3:]].mean(axis=(0, 1)) for f in fingers])
     if "thumb" not in used and len(fingers) >= 2:
         # off the knuckle line; of two chains (a thumb and one block of fingers, as CMU's)
         # the one with fewer bones
@@ -754,9 +766,8 @@ def _name_fingers(fingers, X, cls):
         if thumb is not None:
             # the index is the end finger nearer the thumb (whole chains: the thumb's base
             # may sit anywhere along the palm)
-            mean = lambda f: X[:, f["phal"]].mean(axis=(0, 1))  # noqa: E731
-            t = mean(fingers[thumb])
-            if np.linalg.norm(mean(fingers[free[-1]]) - t) < np.linalg.norm(mean(fingers[free[0]]) - t):
+            t = base[thumb]
+            if np.linalg.norm(base[free[-1]] - t) < np.linalg.norm(base[free[0]] - t):
                 free.reverse()
     for k, name in zip(free, rest):
         out[k] = name

@@ -134,14 +134,35 @@ def _rot(m):
 # ---------------------------------------------------------------------------------------
 # reading armatures
 
-def skeleton(ob, heads=None):
-    """bonemap.Skeleton of an armature object: names, parents, rest heads in world space (m)."""
+def skeleton(ob, poses=None):
+    """bonemap.Skeleton of an armature object: names, parents, rest heads and tails in world
+    space (m), and posed heads poses (F, N, 3) when given (see motion_sample)."""
     bones = ob.data.bones
     index = {b.name: i for i, b in enumerate(bones)}
-    if heads is None:
-        heads = [ob.matrix_world @ b.head_local for b in bones]
+    heads = [ob.matrix_world @ b.head_local for b in bones]
+    tails = [ob.matrix_world @ b.tail_local for b in bones]
     return bonemap.Skeleton([b.name for b in bones],
-                            [index[b.parent.name] if b.parent else -1 for b in bones], heads)
+                            [index[b.parent.name] if b.parent else -1 for b in bones], heads,
+                            tails, poses)
+
+
+MOTION_SAMPLES = 12   # frames of a clip the skeleton analysis looks at
+
+
+def motion_sample(ob, scene=None):
+    """Posed world heads (F, N, 3) at MOTION_SAMPLES frames spread over ob's action, or
+    None when ob has no action (the current frame is restored)."""
+    ad = ob.animation_data
+    if ad is None or ad.action is None:
+        return None
+    scene = scene or bpy.context.scene
+    first, last = ad.action.frame_range
+    saved = scene.frame_current
+    try:
+        mats, _tails = sample_pose(ob, np.linspace(first, last, MOTION_SAMPLES), scene)
+    finally:
+        scene.frame_set(saved)
+    return mats[..., :3, 3]
 
 
 def rest_matrices(ob):
@@ -337,7 +358,8 @@ def _solve(source, target, pairs, mats, tails):
     mats: source posed world matrices (F, Ns, 4, 4); tails (F, Ns, 3).
     Returns dict: rot {bone name: (F, 4)}, loc {bone name: (F, 3)}, root_path (F, 3), scale.
     """
-    sk_s = skeleton(source, mats[0, :, :3, 3])
+    P = mats[..., :3, 3]
+    sk_s = skeleton(source, P[np.unique(np.linspace(0, len(P) - 1, MOTION_SAMPLES).astype(int))])
     sk_t = skeleton(target)
     t_of = {sk_t.index[t]: sk_s.index[s] for t, s in pairs}
     n_frames = mats.shape[0]
@@ -348,7 +370,6 @@ def _solve(source, target, pairs, mats, tails):
     h_t = rest_t[:, :3, 3]
     tails_t = np.array([target.matrix_world @ b.tail_local for b in target.data.bones])
     S = _rot(mats)
-    P = mats[..., :3, 3]
 
     try:
         body_t = bonemap.analyse(sk_t)
@@ -649,8 +670,9 @@ def source_clip(clip, library_path=None, scene=None, report=None):
 # the bone map stored on the target armature (ob.signsim.bone_map)
 
 def auto_map(source, target):
-    """bonemap.auto_map between two armature objects (rest heads in world space)."""
-    bone_map = bonemap.auto_map(skeleton(source), skeleton(target))
+    """bonemap.auto_map between two armature objects (rest in world space; the source's
+    motion sampled too when it has an action)."""
+    bone_map = bonemap.auto_map(skeleton(source, motion_sample(source)), skeleton(target))
     bone_map.source_armature = source.name
     return bone_map
 

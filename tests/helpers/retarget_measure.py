@@ -142,7 +142,9 @@ def chest_frame(p):
     nods on its own), across the upper arm heads (right → left)."""
     b = p.body
     chest = b.spine[-1]
-    top = b.neck[0] if b.neck else b.head
+    line = [i for i in b.neck + [b.head]
+            if np.linalg.norm(p.rest_heads[i] - p.rest_heads[chest]) > 1e-3]   # CMU: a Neck on the chest
+    top = line[0]
     across = p.heads[:, b.limbs[("L", "upper_arm")][0]] - p.heads[:, b.limbs[("R", "upper_arm")][0]]
     return _frames(p.heads[:, top] - p.heads[:, chest], across)
 
