@@ -99,3 +99,48 @@ def test_characters(addon, shared_data, rig):
         assert (blind.hips, blind.spine, blind.neck, blind.head) == (an.hips, an.spine, an.neck, an.head)
         assert blind.limbs == an.limbs and blind.fingers == an.fingers
         assert np.allclose(blind.left, an.left)
+
+
+@pytest.mark.parametrize("clip", CLIPS)
+def test_import_stands_upright_with_its_guesses_reported(addon, shared_data, clip):
+    """The library's importer turns every shared clip head-up (judged from geometry on
+    every sampled frame) and reports a unit it had to guess."""
+    import bpy
+    importers = addon.signsim_addon.library.importers
+    path = next(shared_data.glob(f"*/{clip}"))
+    (imported,) = importers.import_file(str(path))[:1]
+    arm = imported.skeleton
+    if arm.name not in bpy.context.scene.objects:
+        bpy.context.scene.collection.objects.link(arm)
+    ad = arm.animation_data_create()
+    ad.action = imported.action
+    if ad.action_slot_handle != imported.meta["_slot"].handle:
+        ad.action_slot = imported.meta["_slot"]
+    bones = arm.data.bones
+    names = [b.name for b in bones]
+    head = names.index(TRUTH[clip.split("_")[0]][0])
+    first, last = imported.action.frame_range
+    for f in np.linspace(first, last, 12):
+        bpy.context.scene.frame_set(int(round(f)))
+        z = np.array([(arm.matrix_world @ pb.head).z for pb in arm.pose.bones])
+        assert z[head] > np.median(z) + 0.2
+    units = [w for w in imported.warnings if w.startswith("units taken as")]
+    assert bool(units) == (clip.split("_")[0] in ("makehuman", "cmu", "pybvh", "bvhpython", "animdrawings", "bandai"))
+
+
+def test_root_motion_below_a_static_root(addon, shared_data, tmp_path):
+    """Bandai's hierarchy has a static joint_Root above the hips: a copy whose hips walk
+    3 m (made here) is tagged has_root_motion."""
+    bvh = addon.signsim_addon.library.bvh
+    data = bvh.read(str(shared_data / "mocap" / "bandai_dataset-1_bye_active_001.bvh"))
+    hips = data.names.index("Hips")
+    col = data.first_channel[hips] + data.channels[hips].index("xposition")
+    motion = data.motion.copy()
+    motion[:, col] += np.linspace(0.0, 300.0, len(motion))          # centimetres
+    path = tmp_path / "walking_bandai.bvh"
+    path.write_text(f"{data.hierarchy_text.rstrip()}\nMOTION\nFrames: {len(motion)}\n"
+                    f"Frame Time: {data.frame_time!r}\n"
+                    + "\n".join(" ".join(f"{v:.6f}" for v in row) for row in motion) + "\n")
+    (imported,) = addon.signsim_addon.library.importers.import_file(str(path))
+    assert data.parents[hips] == data.names.index("joint_Root")
+    assert "has_root_motion" in imported.tags
