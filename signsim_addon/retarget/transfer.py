@@ -377,10 +377,11 @@ def _solve(source, target, pairs, mats, tails):
     except SignSimError:
         body_t = body_s = None
     rest_s_world = _world(source) @ rest_matrices(source)
+    rest_tails_s = np.array([source.matrix_world @ b.tail_local for b in source.data.bones])
     if body_s is not None and _usable_rest(body_s, rest_s_world[:, :3, 3]):
-        S_ref, P_ref = _rot(rest_s_world), rest_s_world[:, :3, 3]
+        S_ref, P_ref, tails_ref = _rot(rest_s_world), rest_s_world[:, :3, 3], rest_tails_s
     else:
-        S_ref, P_ref = S[0], P[0]
+        S_ref, P_ref, tails_ref = S[0], P[0], tails[0]
     if body_t is not None:
         ax_t = dict(zip(("forward", "lateral", "up"), _axes(body_t, h_t)))
         ax_s = dict(zip(("forward", "lateral", "up"), _axes(body_s, P_ref)))
@@ -390,15 +391,24 @@ def _solve(source, target, pairs, mats, tails):
                        "up": np.array([0.0, 0.0, 1.0])}
         kind = {}
 
-    # nearest mapped target descendants whose source bones hang below the same source bone
+    # nearest mapped target descendants whose source bones hang below the same source bone;
+    # a child whose source head sits on its parent's (CMU's LowerBack on the Hips) is aimed
+    # at by its tail, the next joint along
     order = sk_t.order()
     kids = {b: [] for b in t_of}
+    end_s, end_ref = {}, {}
     for c in t_of:
         a = next((x for x in sk_t.ancestors(c) if x in t_of), None)
-        if a is not None and sk_s.is_descendant(t_of[c], t_of[a]) \
-                and np.linalg.norm(h_t[c] - h_t[a]) > 1e-6 \
-                and np.linalg.norm(P_ref[t_of[c]] - P_ref[t_of[a]]) > 1e-6:
-            kids[a].append(c)
+        if a is None or not sk_s.is_descendant(t_of[c], t_of[a]) or np.linalg.norm(h_t[c] - h_t[a]) <= 1e-6:
+            continue
+        sc, sa = t_of[c], t_of[a]
+        if np.linalg.norm(P_ref[sc] - P_ref[sa]) > 1e-6:
+            end_s[c], end_ref[c] = P[:, sc], P_ref[sc]
+        elif np.linalg.norm(tails_ref[sc] - P_ref[sa]) > 1e-6:
+            end_s[c], end_ref[c] = tails[:, sc], tails_ref[sc]
+        else:
+            continue
+        kids[a].append(c)
 
     primary = _primary_children(body_t) if body_t is not None else set()
     Q, A = {}, {}
@@ -411,16 +421,18 @@ def _solve(source, target, pairs, mats, tails):
         ref_s = ax_s["lateral" if kind.get(b) == "lateral" else "forward"]
         if ks:
             d_t = _unit(h_t[ks] - h_t[b])                                   # (k, 3)
-            d_ref = _unit(P_ref[[t_of[c] for c in ks]] - P_ref[s])           # (k, 3)
-            d_s = _unit(P[:, [t_of[c] for c in ks]] - P[:, s][:, None])      # (F, k, 3)
+            d_ref = _unit(np.array([end_ref[c] for c in ks]) - P_ref[s])       # (k, 3)
+            d_s = _unit(np.stack([end_s[c] for c in ks], axis=1) - P[:, s][:, None])  # (F, k, 3)
             spread = max((np.linalg.norm(np.cross(d_t[i], d_t[j]))
                           for i in range(len(ks)) for j in range(i + 1, len(ks))), default=0.0)
             if spread > 0.2:
-                # the twist from all children, then the primary child's direction exactly
-                q_fit = _wahba(d_t, d_s)
+                # aligned at rest by all children (Wahba), then the source's own rotation
+                # change (its twist, continuous as the source's is) with the primary
+                # child's direction made exact
                 A[b] = _wahba(d_ref, d_t[None])[0]
-                j = next((n for n, c in enumerate(ks) if c in primary), None)
-                Q[b] = q_fit if j is None else _swing(_unit(q_fit @ d_t[j]), d_s[:, j]) @ q_fit
+                q_ref = S[:, s] @ S_ref[s].T @ A[b].T
+                j = next((n for n, c in enumerate(ks) if c in primary), 0)
+                Q[b] = _swing(_unit(q_ref @ d_t[j]), d_s[:, j]) @ q_ref
                 continue
             aim_t, aim_ref, aim_s = _unit(d_t.mean(0)), _unit(d_ref.mean(0)), _unit(d_s.mean(1))
             if abs(np.dot(aim_t, ref)) > 0.95 or abs(np.dot(aim_ref, ref_s)) > 0.95:
