@@ -250,10 +250,11 @@ def analyse(names, parents, heads, tails=None, poses=None, classify=None):
                            "turns over): taken as their mean")
 
     # ---- the Biped convention: a bone named pelvis/hips above the leg junction is the hips
+    biped = False
     for a in tree.ancestors(hips):
-        if cls[a] and cls[a][0] == "hips" and len(tree.children[a]) == 1 and \
+        if cls[a] and cls[a][0] == "hips" and len(long_(a)) == 1 and \
                 np.linalg.norm(X[0, a] - X[0, hips]) < 0.15 * size:
-            hips = a
+            hips, biped = a, True
             break
     an.hips = hips
     an.above_hips = tree.ancestors(hips)
@@ -317,7 +318,8 @@ def analyse(names, parents, heads, tails=None, poses=None, classify=None):
                 reasons.append(f"name suggests {c[0]} ({names[i]})")
         an.roles[i] = Role(part, side, number, conf, reasons)
 
-    role(hips, "hips", why=["where the legs and the spine meet" if not an.legless
+    role(hips, "hips", why=["named pelvis just above where the legs and the spine meet (Biped)"
+                            if biped else "where the legs and the spine meet" if not an.legless
                             else "root of the spine (no legs)"])
     for i in an.above_hips:
         an.roles[i] = Role("root", None, None, CONF_TOPOLOGY, ["above the hips"])

@@ -41,6 +41,7 @@ class Poses:
         self.heads = self.mats[..., :3, 3]
         self.tails = self.heads + r[..., :, 1] * lengths[None, :, None]
         bones = ob.data.bones
+        self.bones = list(bones)
         self.names = [b.name for b in bones]
         parents = [self.names.index(b.parent.name) if b.parent else -1 for b in bones]
         mw = ob.matrix_world
@@ -82,7 +83,7 @@ def chain_cosines(src, tgt):
     """Mean direction cosine over the clip per landmark segment present in both bodies:
     {(chain, k): cosine}. Chains of different length (fingers with 2 vs 3 joints, legs
     with or without feet) compare their common landmarks; a finger of different joint
-    count compares base → last joint."""
+    count compares base → last joint; hips → chest and chest → head after rest alignment."""
     ls, lt = landmarks(src.body), landmarks(tgt.body)
     out = {}
     for name in sorted(set(ls) & set(lt)):
@@ -98,6 +99,12 @@ def chain_cosines(src, tgt):
             dt = _unit(tgt.heads[:, ct[k + 1]] - tgt.heads[:, ct[k]])
             if np.linalg.norm(src.rest_heads[cs[k + 1]] - src.rest_heads[cs[k]]) < 1e-3:
                 continue
+            if name in ("spine", "neck"):
+                # from the hips and the chest the two skeletons start their lines at
+                # different points (a root behind the spine, a neck on the chest): compare
+                # after the one constant rotation that best aligns them (Wahba over frames)
+                u, _s, vt = np.linalg.svd(dt.T @ ds)
+                ds = ds @ (u @ np.diag([1.0, 1.0, np.linalg.det(u @ vt)]) @ vt).T
             out[(name, k)] = float(np.mean(np.sum(ds * dt, axis=1)))
     return out
 
@@ -154,6 +161,39 @@ def rotation_jumps(p):
     rel = np.swapaxes(p.rot[:-1], -1, -2) @ p.rot[1:]
     cos = (np.trace(rel, axis1=-2, axis2=-1) - 1) / 2
     return np.degrees(np.arccos(np.clip(cos, -1.0, 1.0)))
+
+
+def jump_excess(src, tgt, pairs):
+    """{"jump_excess_deg": the largest amount (deg) by which a mapped target bone's world
+    rotation changes between adjacent frames more than the source's own does, "jump_worst":
+    that bone}. A target bone stands for its source bone and the source joints it spans
+    down to the source bones of its nearest mapped children (a target without metacarpals
+    or with 2-joint fingers carries those joints' motion): the source's own jump is the
+    largest of theirs. pairs: {target name: source name}."""
+    js, jt = rotation_jumps(src), rotation_jumps(tgt)
+    si = {n: i for i, n in enumerate(src.names)}
+    ti = {n: i for i, n in enumerate(tgt.names)}
+    s_parent = {i: (si.get(b.parent.name) if b.parent else None) for i, b in enumerate(src.bones)}
+    t_parent = {i: (ti.get(b.parent.name) if b.parent else None) for i, b in enumerate(tgt.bones)}
+    mapped = {ti[t]: si[s] for t, s in pairs.items()}
+    spans = {t: {s} for t, s in mapped.items()}
+    for c, sc in mapped.items():
+        a = t_parent[c]
+        while a is not None and a not in mapped:
+            a = t_parent[a]
+        if a is None:
+            continue
+        j = s_parent[sc]
+        path = []
+        while j is not None and j != mapped[a]:
+            path.append(j)
+            j = s_parent[j]
+        if j is not None:
+            spans[a] |= set(path)
+    excess = {tgt.names[t]: float((jt[:, t] - js[:, sorted(span)].max(axis=1)).max())
+              for t, span in spans.items()}
+    worst = max(excess, key=excess.get)
+    return {"jump_excess_deg": excess[worst], "jump_worst": worst}
 
 
 def head_above_hips(p):

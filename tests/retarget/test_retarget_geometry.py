@@ -108,12 +108,7 @@ def measure(src, tgt, result, fps):
     palm = [float(rm.offset_angles(ps[s], pt[s]).mean()) for s in ps if s in pt]
     m["palm_deg"] = max(palm) if palm else None
     m["chest_deg"] = float(rm.offset_angles(rm.chest_frame(src), rm.chest_frame(tgt)).max())
-    js, jt = rm.rotation_jumps(src), rm.rotation_jumps(tgt)
-    idx_s = {n: i for i, n in enumerate(src.names)}
-    idx_t = {n: i for i, n in enumerate(tgt.names)}
-    excess = [float((jt[:, idx_t[t]] - js[:, idx_s[s]]).max())
-              for t, s in result.bone_map.as_dict().items()]
-    m["jump_excess_deg"] = max(excess) if len(js) else 0.0
+    m.update(rm.jump_excess(src, tgt, result.bone_map.as_dict()))
     # root path: hips height ratio, each floor under its own skeleton
     hips_s, hips_t = src.body.hips, tgt.body.hips
     floor_t = rm.floor_height(tgt)
