@@ -109,12 +109,10 @@ def two_bone_ik(root, mid, end, goal, pole):
     to_goal = goal - root
     d = np.clip(np.linalg.norm(to_goal, axis=-1), np.abs(a - b) + 1e-6, a + b - 1e-6)
     g = _unit(to_goal)
-    side = (mid - root) - np.sum((mid - root) * g, axis=-1, keepdims=True) * g
-    weak = np.linalg.norm(side, axis=-1) < 1e-4 * a
-    if np.any(weak):
-        p = pole[weak] - root[weak]
-        side[weak] = p - np.sum(p * g[weak], axis=-1, keepdims=True) * g[weak]
-    side = _unit(side)
+    # the knee's side of the root → goal line: where it is, leaning towards the pole so a
+    # nearly straight chain cannot flip sides between frames
+    side = (mid - root) + 0.1 * a[:, None] * _unit(pole - mid)
+    side = _unit(side - np.sum(side * g, axis=-1, keepdims=True) * g)
     cos_alpha = np.clip((a * a + d * d - b * b) / (2 * a * d), -1.0, 1.0)
     alpha = np.arccos(cos_alpha)
     new_mid = root + a[:, None] * (np.cos(alpha)[:, None] * g + np.sin(alpha)[:, None] * side)
@@ -123,6 +121,22 @@ def two_bone_ik(root, mid, end, goal, pole):
     lower_now = np.einsum("fij,fj->fi", d_upper, end - mid)
     d_lower = swing(lower_now, new_end - new_mid) @ d_upper
     return d_upper, d_lower
+
+
+def standing_hips_height(hips, thighs, shins, ankles, soles):
+    """Height (m) of the hips above the floor when the body stands with straight legs,
+    from posed joint positions over any frames (each (F, 3); thighs, shins, ankles, soles
+    lists with one array per leg, soles the foot's lowest point): the hips' height over
+    the hip joints plus thigh, shin and ankle-to-sole lengths, medians over the frames
+    (rotation-free, so a walk with bent knees or a rest pose that is no pose at all gives
+    the body's own standing height)."""
+    per_leg = []
+    for th, sh, an, so in zip(thighs, shins, ankles, soles):
+        pelvis = np.median(hips[:, 2] - th[:, 2])
+        legs = np.median(np.linalg.norm(sh - th, axis=-1)) + np.median(np.linalg.norm(an - sh, axis=-1))
+        drop = np.median(an[:, 2] - so[:, 2])
+        per_leg.append(pelvis + legs + drop)
+    return float(np.mean(per_leg))
 
 
 def blend(d, w):

@@ -70,7 +70,8 @@ import numpy as np
 from bpy_extras import anim_utils
 
 from .. import compat
-from ...solver import quat
+from ...solver import posing, quat
+from ...solver import skeleton as body_of
 from . import bonemap
 from ..library import api as library
 from .. import keys as key_io  # `keys` names the solved key arrays below
@@ -284,21 +285,26 @@ class Result:
 
 
 def retarget(source, target, bone_map, *, source_fps=None, frame_range=None, action_name=None,
-             report=None):
+             shoulder_rhythm=True, plant_feet=True, report=None):
     """Retarget source's current action onto target as a new action assigned to target.
 
     source, target: armature objects in the same scene. bone_map: bonemap.BoneMap
     (target → source names). source_fps: frame rate of the source action (default: the
     scene's); keys are written at the scene's rate so the clip plays at its real speed.
     frame_range: (first, last) source frames (default: the action's range).
+    shoulder_rhythm: where the source's clavicles do not move, raise the target's shoulder
+    girdle with the arm (scapulohumeral rhythm; on by default). plant_feet: where a source
+    foot is planted, hold the target's on its floor (IK of thigh and shin; on by default).
     The source and its action are not modified; on any error the new action is removed and
     target's previous action is restored. Raises SignSimError for unusable input (no
-    action, no mapped bones, missing bones).
+    action, no mapped bones, missing bones) and for a result that cannot be right (the
+    head below the hips where the source's is above them, a left limb driven by a right
+    one), before anything is written. The bone map's warnings go to report(WARNING, …).
     Returns a Result.
     """
     report = report or silent
     res = transfer(source, target, bone_map, source_fps=source_fps, frame_range=frame_range,
-                   report=report)
+                   shoulder_rhythm=shoulder_rhythm, plant_feet=plant_feet, report=report)
     src_name = source.animation_data.action.name
     res.action = _write_action(target, res.keys, res.frames,
                                action_name or f"{src_name}_{target.name}")
@@ -307,13 +313,14 @@ def retarget(source, target, bone_map, *, source_fps=None, frame_range=None, act
     return res
 
 
-def transfer(source, target, bone_map, *, source_fps=None, frame_range=None, report=None):
+def transfer(source, target, bone_map, *, source_fps=None, frame_range=None,
+             shoulder_rhythm=True, plant_feet=True, report=None):
     """The keys `retarget` would write, as arrays, without touching any action: a Result
     with action None and keys = {"rot": {bone: (F, 4) local quaternions, w first,
     hemisphere-continuous}, "loc": {bone: (F, 3) local locations, m}} for target's bones.
     Arguments and errors as for `retarget`.
     """
-    report = report or (lambda *_a: None)
+    report = report or silent
     scene = bpy.context.scene
     ad = source.animation_data
     if ad is None or ad.action is None:
@@ -343,7 +350,9 @@ def transfer(source, target, bone_map, *, source_fps=None, frame_range=None, rep
         mats, tails = sample_pose(source, src_frames, scene)
     finally:
         scene.frame_set(saved_frame)
-    keys = _solve(source, target, pairs, mats, tails)
+    for warning in bone_map.warnings:
+        report(WARNING, warning)
+    keys = _solve(source, target, pairs, mats, tails, fps_t, shoulder_rhythm, plant_feet)
     for bone in keys["loc"]:
         if target.data.bones[bone].use_connect:
             report(WARNING, f"'{bone}' is connected to its parent, so Blender ignores its "
@@ -352,10 +361,13 @@ def transfer(source, target, bone_map, *, source_fps=None, frame_range=None, rep
                   root_path=keys["root_path"], scale=keys["scale"], bone_map=bone_map)
 
 
-def _solve(source, target, pairs, mats, tails):
+def _solve(source, target, pairs, mats, tails, fps, shoulder_rhythm=True, plant_feet=True):
     """Local quaternion and hips location keys for the target (see the module docstring).
 
-    mats: source posed world matrices (F, Ns, 4, 4); tails (F, Ns, 3).
+    mats: source posed world matrices (F, Ns, 4, 4); tails (F, Ns, 3); fps: frames per
+    second of the output frames; shoulder_rhythm: drive unmoving source clavicles by the
+    scapulohumeral rhythm; plant_feet: hold planted feet on the target's floor (_plant_feet).
+    Raises SignSimError for an impossible result (_refuse).
     Returns dict: rot {bone name: (F, 4)}, loc {bone name: (F, 3)}, root_path (F, 3), scale.
     """
     P = mats[..., :3, 3]
@@ -445,6 +457,9 @@ def _solve(source, target, pairs, mats, tails):
             A[b] = A[parent] if parent is not None else np.eye(3)
             Q[b] = S[:, s] @ S_ref[s].T @ A[b].T
 
+    if shoulder_rhythm and body_t is not None:
+        _girdle_rhythm(body_t, sk_s, t_of, Q, S, h_t)
+
     # world rotations down the hierarchy, then local basis rotations
     W = {}
     rot, basis_of = {}, {}
@@ -494,10 +509,135 @@ def _solve(source, target, pairs, mats, tails):
     rest_local = rest_matrices(target)[hips_t]
     root_arm = (np.linalg.inv(mo_t) @ np.c_[root, np.ones(len(root))].T).T[:, :3]
     loc = {hips_t: (root_arm - rest_local[:3, 3]) @ _rot(rest_local)}
+    if plant_feet and _has_legs(body_t) and _has_legs(body_s):
+        _plant_feet(target, sk_t, body_t, body_s, T, W, basis_of, loc, P, tails, floor_s, fps)
+        rot.update({sk_t.names[b]: quat.make_continuous(quat.from_matrix(basis_of[b]))
+                    for side in bonemap.SIDES for part in ("thigh", "shin", "foot")
+                    for b in body_t.limbs.get((side, part), [])[:1]})
     _follow_detached(sk_t, set(t_of), rest_matrices(target), basis_of, loc)
     rot.update({sk_t.names[b]: quat.make_continuous(quat.from_matrix(basis_of[b])) for b in loc})
+    if body_t is not None and body_s is not None:
+        _refuse(target, sk_t, sk_s, body_t, body_s, t_of, basis_of, loc, P)
     return {"rot": rot, "loc": {sk_t.names[b]: v for b, v in loc.items()}, "root_path": root,
             "scale": k}
+
+
+def _refuse(target, sk_t, sk_s, body_t, body_s, t_of, basis_of, loc, P):
+    """SignSimError for a result that cannot be right, before anything is written: a left
+    limb driven by a right one (anatomical sides, each body's own, when both facings are
+    known), or the target's head below its hips on a frame where the source's head is
+    above its own (world Z)."""
+    a_s, a_t = body_s.anatomy, body_t.anatomy
+    if "none" not in (a_s.facing_evidence, a_t.facing_evidence):
+        crossed = body_of.sides_crossed(a_s, a_t, list(t_of.items()))
+        if crossed:
+            shown = ", ".join(f"{sk_t.names[t]} ← {sk_s.names[s]}" for t, s in crossed[:4])
+            raise SignSimError(f"the bone map drives {len(crossed)} left/right bone(s) of "
+                               f"'{target.name}' with the other side of the source ({shown}"
+                               f"{'…' if len(crossed) > 4 else ''}): refused, nothing written")
+    if body_t.head is None or body_s.head is None:
+        return
+    posed = pose_matrices(sk_t, rest_matrices(target), basis_of, loc)
+    mo = _world(target)
+    rise_t = (mo @ posed[body_t.head])[:, 2, 3] - (mo @ posed[body_t.hips])[:, 2, 3]
+    rise_s = P[:, body_s.head, 2] - P[:, body_s.hips, 2]
+    bad = np.nonzero((rise_t < 0) & (rise_s > 0))[0]
+    if len(bad):
+        raise SignSimError(f"'{target.name}' would hold its head below its hips on {len(bad)} "
+                           f"frame(s) (first: {int(bad[0])}) where the source stands upright: "
+                           f"refused, nothing written (check the bone map and the up axis)")
+
+
+CLAVICLE_STILL = math.radians(3.0)   # a source clavicle turning less than this does not move
+
+
+def _girdle_rhythm(body_t, sk_s, t_of, Q, S, h_t):
+    """Raise the target's shoulder girdle with the arm (solver.posing.girdle_rise) where the
+    source's clavicle does not move (or the source has none): Q (target bone → (F, 3, 3)
+    world rotation changes) is updated in place for the shoulder bones."""
+    chest = body_t.spine[-1] if body_t.spine else None
+    line = [i for i in body_t.neck + ([body_t.head] if body_t.head is not None else [])
+            if np.linalg.norm(h_t[i] - h_t[chest]) > 1e-6] if chest is not None else []
+    if chest not in Q or not line:
+        return
+    up = _unit(Q[chest] @ _unit(h_t[line[0]] - h_t[chest]))                     # (F, 3)
+    for side in bonemap.SIDES:
+        sh = body_t.limbs.get((side, "shoulder"), [None])[0]
+        ua = body_t.limbs.get((side, "upper_arm"), [None])[0]
+        fo = body_t.limbs.get((side, "forearm"), [None])[0]
+        if sh is None or ua not in Q or fo is None:
+            continue
+        if sh in t_of:
+            s, p = t_of[sh], sk_s.parents[t_of[sh]]
+            rel = np.swapaxes(S[:, p], -1, -2) @ S[:, s] if p >= 0 else S[:, s]
+            turn = np.swapaxes(rel[:1], -1, -2) @ rel
+            angle = np.arccos(np.clip((np.trace(turn, axis1=-2, axis2=-1) - 1) / 2, -1.0, 1.0))
+            if angle.max() > CLAVICLE_STILL:
+                continue                                   # the source's own girdle motion
+        q_sh = Q.get(sh, Q[chest])
+        arm = Q[ua] @ (h_t[fo] - h_t[ua])
+        clav = q_sh @ (h_t[ua] - h_t[sh])
+        Q[sh] = posing.girdle_rotation(clav, up, posing.girdle_rise(arm, up)) @ q_sh
+
+
+PLANT_SPEED = 0.3     # m/s: a source foot slower than this, on its floor, is planted
+PLANT_HEIGHT = 0.025  # m above the source floor
+PLANT_RAMP = 0.2      # s over which the foot hold comes and goes
+
+
+def _plant_feet(target, sk_t, body_t, body_s, T, W, basis_of, loc, P, tails, floor_s, fps):
+    """Where a source foot is planted (solver.posing.planted on its lowest point), the target
+    foot stands on its floor: its ankle held at one spot per run of planted frames (where
+    the transferred pose puts it on average over the run, so the legs keep the source's
+    directions as far as they can) at the height that puts the foot's lowest point (foot,
+    toes, heel, in the source's foot rotation) on the floor those bones rest on in the rest
+    pose, reached by a two-bone IK of thigh and shin, blended in and out over PLANT_RAMP.
+    W (world rotations) and basis_of (local) are updated in place."""
+    rest_arm = rest_matrices(target)
+    mo = _world(target)
+    lengths = np.array([b.length for b in target.data.bones])
+    for side in bonemap.SIDES:
+        th, sh, ft = (body_t.limbs.get((side, p), [None])[0] for p in ("thigh", "shin", "foot"))
+        feet_s = [body_s.limbs[(side, p)][0] for p in ("foot", "toe") if (side, p) in body_s.limbs]
+        if None in (th, sh, ft) or not feet_s or sk_t.parents[sh] != th or sk_t.parents[ft] != sh:
+            continue
+        pts = np.concatenate([P[:, feet_s], tails[:, feet_s]], axis=1)           # (F, k, 3)
+        low_s = pts[np.arange(len(pts)), np.argmin(pts[..., 2], axis=1)]
+        mask = posing.planted(low_s, fps, floor_s, PLANT_SPEED, PLANT_HEIGHT)
+        if not mask.any():
+            continue
+        w = posing.plant_weights(mask, ramp=max(2, int(round(PLANT_RAMP * fps))))
+        toes = _subtree(sk_t, ft)          # foot, toe, heel: what can touch the floor
+        rest_w = mo @ rest_arm[toes]
+        floor_t = min(rest_w[:, 2, 3].min(), (rest_w[:, 2, 3] + rest_w[:, 2, 1] * lengths[toes]).min())
+        heading = W[ft] @ T[ft].T @ T[ft][:, 1]          # where the foot points (F, 3)
+        posed = pose_matrices(sk_t, rest_arm, basis_of, loc)
+        world = {b: mo @ posed[b] for b in {th, sh, *toes}}
+        foot_pts = np.concatenate(
+            [np.stack([world[b][:, :3, 3], world[b][:, :3, 3] + world[b][:, :3, 1] * lengths[b]], 1)
+             for b in toes], axis=1)                                              # (F, 2k, 3)
+        ankle = world[ft][:, :3, 3]
+        offset = foot_pts[..., 2].min(axis=1) - ankle[:, 2]
+        goal = posing.plant_goals(ankle, offset, mask, floor_t)
+        goal = ankle + w[:, None] * (goal - ankle)
+        hip, knee = world[th][:, :3, 3], world[sh][:, :3, 3]
+        # the knee bends towards where the foot points
+        d_up, d_low = posing.two_bone_ik(hip, knee, ankle, goal, knee + _unit(heading))
+        W[th] = d_up @ W[th]
+        W[sh] = d_low @ W[sh]
+        for b in (th, sh, ft):
+            p = sk_t.parents[b]
+            basis_of[b] = (T[p].T @ T[b]).T @ np.swapaxes(W[p], -1, -2) @ W[b]
+
+
+def _subtree(sk, b):
+    """Bone b and every bone below it (indices)."""
+    out, stack = [], [b]
+    while stack:
+        i = stack.pop()
+        out.append(i)
+        stack.extend(sk.children[i])
+    return out
 
 
 def pose_matrices(sk, rest, basis, loc):

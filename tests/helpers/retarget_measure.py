@@ -206,9 +206,10 @@ def floor_height(p):
     return float(min(p.rest_heads[:, 2].min(), p.rest_tails[:, 2].min()))
 
 
-def planted(src, side, speed, fps, floor_tol=0.05):
+def planted(src, side, speed, fps, floor_tol):
     """Frames (bool (F,)) where the source foot of `side` is planted: its lowest point
-    moves slower than `speed` (m/s) and lies within floor_tol (m) of the source floor."""
+    moves slower than `speed` (m/s) and lies within floor_tol (m) of the source floor, for
+    three frames in a row at least."""
     b = src.body
     bones = [b.limbs[(side, p)][0] for p in ("foot", "toe") if (side, p) in b.limbs]
     if not bones:
@@ -217,18 +218,28 @@ def planted(src, side, speed, fps, floor_tol=0.05):
     low = pts[np.arange(len(pts)), np.argmin(pts[..., 2], axis=1)]
     floor = np.percentile(pts[..., 2].min(axis=1), 5)
     v = np.zeros(len(pts))
-    v[1:] = np.linalg.norm(np.diff(low, axis=0), axis=1) * fps
-    return (v < speed) & (low[:, 2] < floor + floor_tol)
+    v[1:] = np.linalg.norm(np.diff(low[:, :2], axis=0), axis=1) * fps
+    v[0] = v[1] if len(v) > 1 else 0.0
+    mask = (v < speed) & (low[:, 2] < floor + floor_tol)
+    run = np.convolve(mask, np.ones(3), "same") >= 3        # inside a run of three
+    return mask & (run | np.roll(run, 1) | np.roll(run, -1))
+
+
+def foot_bones(p, side):
+    """The foot bone of `side` and every bone below it (toes, heel)."""
+    foot = p.body.limbs[(side, "foot")][0]
+    out = [i for i, b in enumerate(p.bones) if b == p.bones[foot] or p.bones[foot] in b.parent_recursive]
+    return out
 
 
 def foot_slide_and_height(tgt, side, mask):
     """Over runs of planted frames: the largest horizontal slide (m) of the target foot's
-    lowest point and its largest distance from the target floor (m)."""
-    b = tgt.body
-    bones = [b.limbs[(side, p)][0] for p in ("foot", "toe") if (side, p) in b.limbs]
+    lowest point (foot, toes, heel) and its largest distance (m) from the target's floor,
+    where those bones rest in the rest pose."""
+    bones = foot_bones(tgt, side)
     pts = np.concatenate([tgt.heads[:, bones], tgt.tails[:, bones]], axis=1)
     low = pts[np.arange(len(pts)), np.argmin(pts[..., 2], axis=1)]
-    floor = floor_height(tgt)
+    floor = float(min(tgt.rest_heads[bones, 2].min(), tgt.rest_tails[bones, 2].min()))
     slide, height = 0.0, 0.0
     start = None
     for f in range(len(mask) + 1):
@@ -249,6 +260,20 @@ def elevation(p, bone_a, bone_b, chest):
     d = _unit(p.heads[:, bone_b] - p.heads[:, bone_a])
     down = -chest[..., 0]
     return np.degrees(np.arccos(np.clip(np.sum(d * down, axis=-1), -1.0, 1.0)))
+
+
+def girdle_moves(p, side, still=3.0):
+    """True when the shoulder bone of `side` turns more than `still` degrees relative to its
+    parent over the clip (a source with its own clavicle motion)."""
+    b = p.body
+    if (side, "shoulder") not in b.limbs:
+        return False
+    sh = b.limbs[(side, "shoulder")][0]
+    parent = next((i for i, bone in enumerate(p.bones) if bone == p.bones[sh].parent), None)
+    rel = np.swapaxes(p.rot[:, parent], -1, -2) @ p.rot[:, sh] if parent is not None else p.rot[:, sh]
+    turn = np.swapaxes(rel[:1], -1, -2) @ rel
+    cos = (np.trace(turn, axis1=-2, axis2=-1) - 1) / 2
+    return bool(np.degrees(np.arccos(np.clip(cos, -1.0, 1.0))).max() > still)
 
 
 def clavicle_rhythm(p, side, chest, threshold=30.0):

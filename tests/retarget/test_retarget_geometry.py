@@ -120,13 +120,13 @@ def measure(src, tgt, result, fps):
     m["root_err"] = float(np.linalg.norm(tgt.heads[:, hips_t] - expected, axis=1).max())
     slide = height = 0.0
     for side in ("L", "R"):
-        mask = rm.planted(src, side, 0.25, fps) if ("L", "foot") in tgt.body.limbs else None
+        mask = rm.planted(src, side, 0.25, fps, 0.02) if ("L", "foot") in tgt.body.limbs else None
         if mask is not None and mask.any():
             s_, h_ = rm.foot_slide_and_height(tgt, side, mask)
             slide, height = max(slide, s_), max(height, h_)
     m["foot_slide"], m["foot_height"] = slide, height
     chest = rm.chest_frame(tgt)
-    rhythm = [rm.clavicle_rhythm(tgt, s, chest) for s in ("L", "R")]
+    rhythm = [rm.clavicle_rhythm(tgt, s, chest) for s in ("L", "R") if not rm.girdle_moves(src, s)]
     m["rhythm"] = [r for r in rhythm if r is not None]
     return m
 
