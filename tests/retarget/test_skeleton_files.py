@@ -144,3 +144,59 @@ def test_root_motion_below_a_static_root(addon, shared_data, tmp_path):
     (imported,) = addon.signsim_addon.library.importers.import_file(str(path))
     assert data.parents[hips] == data.names.index("joint_Root")
     assert "has_root_motion" in imported.tags
+
+
+def test_guesses_are_warnings_in_human_and_json_output(addon, shared_data, tmp_path, capsys):
+    """A clip whose joints carry no names (Node_<n>, made here) in decimetres: the map from
+    the shape alone and the guessed unit are warnings, as 'warning:' lines and in --json."""
+    import json
+
+    import bpy
+    text = (shared_data / "mocap" / "makehuman_face-poseunits.bvh").read_text()
+    bvh = addon.signsim_addon.library.bvh
+    for k, name in enumerate(bvh.read(str(shared_data / "mocap" / "makehuman_face-poseunits.bvh")).names):
+        text = text.replace(f"JOINT {name}\n", f"JOINT Node_{k}\n").replace(f"ROOT {name}\n", f"ROOT Node_{k}\n")
+    clip = tmp_path / "nameless.bvh"
+    clip.write_text(text)
+    target_rig(shared_data, "godot")
+    rig = tmp_path / "rig.blend"
+    bpy.ops.wm.save_as_mainfile(filepath=str(rig), copy=True)
+    cli = addon.signsim_addon.cli.main
+    for flag in ([], ["--json"]):
+        code = cli(["retarget", "--clip", str(clip), "--rig", str(rig),
+                    "--out", str(tmp_path / "out.blend"), *flag])
+        out = capsys.readouterr().out
+        assert code == 0
+        if flag:
+            warnings = json.loads(out.strip().splitlines()[-1])["warnings"]
+        else:
+            warnings = [line[len("warning: "):] for line in out.splitlines() if line.startswith("warning: ")]
+        assert any("units taken as decimetres" in w for w in warnings)
+        assert any("'source': bone map from the skeleton's shape alone" in w for w in warnings)
+        assert not any("'target'" in w for w in warnings)       # the base mesh's names agree
+
+
+def test_impossible_results_are_refused_and_nothing_written(addon, shared_data):
+    """A bone map that drives the left arm by the right one (sides judged from each body's
+    geometry), or one that puts the head below the hips, is refused with one message; no
+    action is made and the target keeps its own."""
+    import bpy
+    rt = addon.signsim_addon.retarget.transfer
+    bm = addon.signsim_addon.retarget.bonemap
+    target = target_rig(shared_data, "godot")
+    source, _a, fps, _c = rt.source_clip(str(shared_data / "mocap" / "bvhpython_test_freebvh_mixamorig.bvh"))
+    good = rt.auto_map(source, target)
+    swap = {n: n.replace("Left", "#").replace("Right", "Left").replace("#", "Right") for n in good.as_dict().values()}
+    crossed = bm.BoneMap([(t, swap[s], c) for t, s, c in good.pairs])
+    actions = set(bpy.data.actions)
+    before = target.animation_data.action if target.animation_data else None
+    with pytest.raises(addon.signsim_addon.errors.SignSimError, match="other side of the source"):
+        rt.retarget(source, target, crossed, source_fps=fps, frame_range=(1, 20))
+    assert set(bpy.data.actions) == actions
+    assert (target.animation_data.action if target.animation_data else None) == before
+    # a map that bends the spine down the legs: the head would hang below the hips
+    down = bm.BoneMap([(t, {"spine.001": "mixamorig:LeftUpLeg", "spine.002": "mixamorig:LeftLeg",
+                            "spine.003": "mixamorig:LeftFoot"}.get(t, s), c) for t, s, c in good.pairs])
+    with pytest.raises(addon.signsim_addon.errors.SignSimError, match="head below its hips"):
+        rt.retarget(source, target, down, source_fps=fps, frame_range=(1, 20))
+    assert set(bpy.data.actions) == actions
