@@ -123,22 +123,6 @@ def two_bone_ik(root, mid, end, goal, pole):
     return d_upper, d_lower
 
 
-def standing_hips_height(hips, thighs, shins, ankles, soles):
-    """Height (m) of the hips above the floor when the body stands with straight legs,
-    from posed joint positions over any frames (each (F, 3); thighs, shins, ankles, soles
-    lists with one array per leg, soles the foot's lowest point): the hips' height over
-    the hip joints plus thigh, shin and ankle-to-sole lengths, medians over the frames
-    (rotation-free, so a walk with bent knees or a rest pose that is no pose at all gives
-    the body's own standing height)."""
-    per_leg = []
-    for th, sh, an, so in zip(thighs, shins, ankles, soles):
-        pelvis = np.median(hips[:, 2] - th[:, 2])
-        legs = np.median(np.linalg.norm(sh - th, axis=-1)) + np.median(np.linalg.norm(an - sh, axis=-1))
-        drop = np.median(an[:, 2] - so[:, 2])
-        per_leg.append(pelvis + legs + drop)
-    return float(np.mean(per_leg))
-
-
 def blend(d, w):
     """Rotations (F, 3, 3) part way from identity to d (F, 3, 3) by weights w (F,)."""
     rv = Rotation.from_matrix(d).as_rotvec()

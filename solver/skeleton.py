@@ -892,7 +892,9 @@ def pair(source, target):
         for f in FINGERS:
             ft, fs = target.fingers.get((side, f)), source.fingers.get((side, f))
             if ft and fs:
-                for t, s in spread(ft, fs):
+                # every target joint is driven: a one-bone source finger (CMU) drives the
+                # whole target finger as one piece
+                for t, s in (spread(ft, fs) if len(fs) > 1 else [(t, fs[0]) for t in ft]):
                     add(t, s)
             mt, ms = target.metacarpals.get((side, f)), source.metacarpals.get((side, f))
             if mt and ms:

@@ -353,6 +353,8 @@ def transfer(source, target, bone_map, *, source_fps=None, frame_range=None,
     for warning in bone_map.warnings:
         report(WARNING, warning)
     keys = _solve(source, target, pairs, mats, tails, fps_t, shoulder_rhythm, plant_feet)
+    for warning in keys["warnings"]:
+        report(WARNING, warning)
     for bone in keys["loc"]:
         if target.data.bones[bone].use_connect:
             report(WARNING, f"'{bone}' is connected to its parent, so Blender ignores its "
@@ -507,10 +509,11 @@ def _solve(source, target, pairs, mats, tails, fps, shoulder_rhythm=True, plant_
     root = k * (P[:, hips_s] - p_ref) + p_ref_t                          # (F, 3) world
     # location basis of the hips with its parents at rest: head = L_rot · t + head_local
     rest_local = rest_matrices(target)[hips_t]
+    notes = []
     root_arm = (np.linalg.inv(mo_t) @ np.c_[root, np.ones(len(root))].T).T[:, :3]
     loc = {hips_t: (root_arm - rest_local[:3, 3]) @ _rot(rest_local)}
     if plant_feet and _has_legs(body_t) and _has_legs(body_s):
-        _plant_feet(target, sk_t, body_t, body_s, T, W, basis_of, loc, P, tails, floor_s, fps)
+        notes = _plant_feet(target, sk_t, body_t, body_s, T, W, basis_of, loc, P, tails, floor_s, fps)
         rot.update({sk_t.names[b]: quat.make_continuous(quat.from_matrix(basis_of[b]))
                     for side in bonemap.SIDES for part in ("thigh", "shin", "foot")
                     for b in body_t.limbs.get((side, part), [])[:1]})
@@ -519,7 +522,7 @@ def _solve(source, target, pairs, mats, tails, fps, shoulder_rhythm=True, plant_
     if body_t is not None and body_s is not None:
         _refuse(target, sk_t, sk_s, body_t, body_s, t_of, basis_of, loc, P)
     return {"rot": rot, "loc": {sk_t.names[b]: v for b, v in loc.items()}, "root_path": root,
-            "scale": k}
+            "scale": k, "warnings": notes}
 
 
 def _refuse(target, sk_t, sk_s, body_t, body_s, t_of, basis_of, loc, P):
@@ -583,6 +586,7 @@ def _girdle_rhythm(body_t, sk_s, t_of, Q, S, h_t):
 PLANT_SPEED = 0.3     # m/s: a source foot slower than this, on its floor, is planted
 PLANT_HEIGHT = 0.025  # m above the source floor
 PLANT_RAMP = 0.2      # s over which the foot hold comes and goes
+PLANT_REACH = 0.03    # m: the hold corrects a planted foot by this much at most
 
 
 def _plant_feet(target, sk_t, body_t, body_s, T, W, basis_of, loc, P, tails, floor_s, fps):
@@ -592,7 +596,11 @@ def _plant_feet(target, sk_t, body_t, body_s, T, W, basis_of, loc, P, tails, flo
     directions as far as they can) at the height that puts the foot's lowest point (foot,
     toes, heel, in the source's foot rotation) on the floor those bones rest on in the rest
     pose, reached by a two-bone IK of thigh and shin, blended in and out over PLANT_RAMP.
-    W (world rotations) and basis_of (local) are updated in place."""
+    A run needing more than PLANT_REACH is left as transferred (the two skeletons' legs or
+    feet differ in shape; bending the legs to hide that would lose the source's leg
+    directions) and reported. W (world rotations) and basis_of (local) are updated in
+    place. Returns warnings (list of str)."""
+    out = []
     rest_arm = rest_matrices(target)
     mo = _world(target)
     lengths = np.array([b.length for b in target.data.bones])
@@ -606,7 +614,6 @@ def _plant_feet(target, sk_t, body_t, body_s, T, W, basis_of, loc, P, tails, flo
         mask = posing.planted(low_s, fps, floor_s, PLANT_SPEED, PLANT_HEIGHT)
         if not mask.any():
             continue
-        w = posing.plant_weights(mask, ramp=max(2, int(round(PLANT_RAMP * fps))))
         toes = _subtree(sk_t, ft)          # foot, toe, heel: what can touch the floor
         rest_w = mo @ rest_arm[toes]
         floor_t = min(rest_w[:, 2, 3].min(), (rest_w[:, 2, 3] + rest_w[:, 2, 1] * lengths[toes]).min())
@@ -619,6 +626,17 @@ def _plant_feet(target, sk_t, body_t, body_s, T, W, basis_of, loc, P, tails, flo
         ankle = world[ft][:, :3, 3]
         offset = foot_pts[..., 2].min(axis=1) - ankle[:, 2]
         goal = posing.plant_goals(ankle, offset, mask, floor_t)
+        need = np.linalg.norm(goal - ankle, axis=1)
+        for start, stop in _runs(mask):
+            if need[start:stop].max() > PLANT_REACH:
+                out.append(f"planted {side} foot of '{target.name}' stays {need[start:stop].max() * 100:.1f} cm "
+                           f"off its floor spot at frames {start}–{stop - 1} (legs or feet shaped "
+                           f"unlike the source's): not forced")
+                mask[start:stop] = False
+        if not mask.any():
+            continue
+        w = posing.plant_weights(mask, ramp=max(2, int(round(PLANT_RAMP * fps))))
+        goal = posing.plant_goals(ankle, offset, mask, floor_t)
         goal = ankle + w[:, None] * (goal - ankle)
         hip, knee = world[th][:, :3, 3], world[sh][:, :3, 3]
         # the knee bends towards where the foot points
@@ -628,6 +646,13 @@ def _plant_feet(target, sk_t, body_t, body_s, T, W, basis_of, loc, P, tails, flo
         for b in (th, sh, ft):
             p = sk_t.parents[b]
             basis_of[b] = (T[p].T @ T[b]).T @ np.swapaxes(W[p], -1, -2) @ W[b]
+    return out
+
+
+def _runs(mask):
+    """(start, stop) of each run of True in a bool array."""
+    edges = np.flatnonzero(np.diff(np.concatenate([[0], mask.astype(int), [0]])))
+    return list(zip(edges[::2], edges[1::2]))
 
 
 def _subtree(sk, b):

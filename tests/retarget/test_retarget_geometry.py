@@ -90,8 +90,11 @@ def run(addon, rig_file, clip, rig, seconds=SECONDS):
     source, _action, fps, _cleanup = rt.source_clip(str(DATA / clip))
     first, last = source.animation_data.action.frame_range
     bone_map = rt.auto_map(source, target)
+    warnings = []
     result = rt.retarget(source, target, bone_map, source_fps=fps,
-                         frame_range=(first, min(last, first + seconds * fps)))
+                         frame_range=(first, min(last, first + seconds * fps)),
+                         report=lambda level, msg: warnings.append(msg) if level == "WARNING" else None)
+    result.warnings = warnings
     return rm.Poses(source, result.source_frames, from_motion=True), rm.Poses(target, result.frames), result, fps
 
 
@@ -110,7 +113,10 @@ def measure(src, tgt, result, fps):
     m["chest_deg"] = float(rm.offset_angles(rm.chest_frame(src), rm.chest_frame(tgt)).max())
     m.update(rm.jump_excess(src, tgt, result.bone_map.as_dict()))
     # root path: hips height ratio, each floor under its own skeleton
-    hips_s, hips_t = src.body.hips, tgt.body.hips
+    # the target's hips: the bone the source's (geometric) hips drive (a Biped's Pelvis,
+    # above the bone its thighs hang from)
+    hips_s = src.body.hips
+    hips_t = tgt.names.index(next(t for t, s in result.bone_map.as_dict().items() if s == src.names[hips_s]))
     floor_t = rm.floor_height(tgt)
     lowest_s = np.minimum(src.heads[..., 2].min(1), src.tails[..., 2].min(1))
     floor_s = np.percentile(lowest_s, 5)
@@ -134,10 +140,28 @@ def measure(src, tgt, result, fps):
 @pytest.mark.parametrize("rig", RIGS)
 @pytest.mark.parametrize("clip", CLIPS)
 def test_geometry(addon, rig_file, clip, rig):
+    """The Done-when points of the skeleton-understanding retarget, pair by pair."""
     src, tgt, result, fps = run(addon, rig_file, clip, rig)
     m = measure(src, tgt, result, fps)
     if os.environ.get("SIGNSIM_MEASURE_LOG"):     # a table of the numbers, for reports
         with open(os.environ["SIGNSIM_MEASURE_LOG"], "a", encoding="utf-8") as fh:
-            fh.write(json.dumps({"clip": clip, "rig": rig, **m}, default=str) + "\n")
+            fh.write(json.dumps({"clip": clip, "rig": rig, **m, "warnings": result.warnings},
+                                default=str) + "\n")
     assert m["head_minus_hips_min"] > 0
+    # every chain, the arms and legs by anatomical side, follows the source's directions
     assert m["chain_cos_min"] >= 0.98, m["chain_cos_worst"]
+    assert m["palm_deg"] is None or m["palm_deg"] <= 1.5
+    assert m["chest_deg"] <= 5.0
+    assert m["jump_excess_deg"] <= 5.0, m["jump_worst"]
+    assert m["root_err"] <= 0.02
+    for ratio in m["rhythm"]:
+        assert 0.3 <= ratio <= 0.55
+    # planted feet: held on the floor, or (where the skeletons' legs and feet differ too
+    # much to hold them without bending the legs off the source's) said so
+    if m["foot_slide"] > 0.02 or m["foot_height"] > 0.015:
+        assert any("planted" in w and "not forced" in w for w in result.warnings)
+    if rig == "robot":            # two-joint fingers: every joint of a finger the source has
+        assert set(tgt.body.finger_joints().values()) == {2}
+        fingers = [i for key, f in tgt.body.fingers.items() if key in src.body.fingers for i in f]
+        assert {tgt.names[i] for i in fingers} <= set(result.bone_map.as_dict())
+        assert len(fingers) == 2 * len(set(tgt.body.fingers) & set(src.body.fingers))

@@ -1,6 +1,5 @@
 """Planted-foot IK, the scapulohumeral rhythm and rotation sharing (analytic checks)."""
 import numpy as np
-import pytest
 from scipy.spatial.transform import Rotation
 
 from solver import posing
@@ -97,16 +96,3 @@ def test_blend_scales_the_angle(rng):
     assert np.allclose(Rotation.from_matrix(half).magnitude(), 0.5 * Rotation.from_matrix(d).magnitude())
     assert np.allclose(posing.blend(d, np.zeros(10)), np.eye(3))
 
-
-def test_standing_height_of_a_bent_leg_is_its_straight_one(rng):
-    """Hips 1 m up on straight legs (thigh 0.45, shin 0.42, ankle 0.08 over the sole, hip
-    joints 5 cm below the hips head); the same legs crouching give the same height."""
-    n = 20
-    bend = rng.uniform(0.0, 1.2, n)
-    hips = np.zeros((n, 3))
-    thigh = hips + [0.1, 0, -0.05]
-    knee = thigh + 0.45 * np.stack([0 * bend, -np.sin(bend / 2), -np.cos(bend / 2)], 1)
-    ankle = knee + 0.42 * np.stack([0 * bend, np.sin(bend / 2), -np.cos(bend / 2)], 1)
-    sole = ankle - [0, 0, 0.08]
-    h = posing.standing_hips_height(hips, [thigh], [knee], [ankle], [sole])
-    assert h == pytest.approx(0.05 + 0.45 + 0.42 + 0.08)
