@@ -5,6 +5,8 @@ from ..signsim_addon.demo import api as demo
 from ..signsim_addon.errors import SignSimError
 from . import bake, compose, library, metrics, physics, retarget
 
+rpt_ = bpy.app.translations.pgettext_rpt
+
 
 class SIGNSIM_OT_append_sample(bpy.types.Operator):
     """Append the bundled signer (armature with full hands, skinned body, closed face mesh)"""
@@ -25,10 +27,9 @@ class SIGNSIM_OT_append_sample(bpy.types.Operator):
         except SignSimError as ex:
             self.report({'ERROR'}, str(ex))
             return {'CANCELLED'}
-        self.report({'INFO'}, f"Added {len(objects)} sample objects")
+        self.report({'INFO'}, rpt_("Added {} sample objects").format(len(objects)))
         return {'FINISHED'}
 
 
 classes = (SIGNSIM_OT_append_sample, *library.classes, *retarget.classes, *compose.classes,
            *bake.classes, *physics.classes, *metrics.classes)
-register, unregister = bpy.utils.register_classes_factory(classes)

@@ -5,6 +5,8 @@ from ..signsim_addon.compose import api as compose
 from ..signsim_addon.library import api as library
 from ..signsim_addon.errors import SignSimError
 
+rpt_ = bpy.app.translations.pgettext_rpt
+
 
 def _target(context):
     ob = context.active_object
@@ -51,7 +53,7 @@ class SIGNSIM_OT_compose(bpy.types.Operator):
             self.report({'WARNING'}, w)
         flagged = sum(s["flagged"] for s in result["seams"])
         self.report({'WARNING'} if flagged else {'INFO'},
-                    f"Created '{result['action']}': {len(result['seams'])} seams, {flagged} flagged")
+                    rpt_("Created '{}': {} seams, {} flagged").format(result['action'], len(result['seams']), flagged))
         return {'FINISHED'}
 
 

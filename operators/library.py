@@ -8,6 +8,8 @@ from bpy_extras.io_utils import ImportHelper
 from ..signsim_addon.library import api as library
 from ..signsim_addon.errors import SignSimError
 
+rpt_ = bpy.app.translations.pgettext_rpt
+
 
 def _clip_poll(cls, context):
     if library.ui.active_item(context) is None:
@@ -73,12 +75,12 @@ class SIGNSIM_OT_import_clips(bpy.types.Operator, ImportHelper):
         except SignSimError as ex:
             self.report({'WARNING'}, str(ex))
         if not imported:
-            more = f" (and {len(failed) - 1} more failed file(s))" if len(failed) > 1 else ""
-            self.report({'ERROR'}, f"No clip imported: {failed[0]['error']}{more}"
-                        if failed else "No motion files found")
+            more = rpt_(" (and {} more failed file(s))").format(len(failed) - 1) if len(failed) > 1 else ""
+            self.report({'ERROR'}, rpt_("No clip imported: {}{}").format(failed[0]['error'], more)
+                        if failed else rpt_("No motion files found"))
             return {'CANCELLED'}
-        self.report({'INFO'}, f"Imported {len(imported)} clip(s) into {os.path.basename(lib)}"
-                    + (f", {len(failed)} file(s) failed" if failed else ""))
+        self.report({'INFO'}, rpt_("Imported {} clip(s) into {}").format(len(imported), os.path.basename(lib))
+                    + (rpt_(", {} file(s) failed").format(len(failed)) if failed else ""))
         return {'FINISHED'}
 
 
@@ -93,7 +95,7 @@ class SIGNSIM_OT_library_refresh(bpy.types.Operator):
         except SignSimError as ex:
             self.report({'ERROR'}, str(ex))
             return {'CANCELLED'}
-        self.report({'INFO'}, f"{len(records)} clip(s) in the library")
+        self.report({'INFO'}, rpt_("{} clip(s) in the library").format(len(records)))
         return {'FINISHED'}
 
 
@@ -120,7 +122,7 @@ class SIGNSIM_OT_clip_preview(bpy.types.Operator):
         screen = context.screen
         if screen is not None and not screen.is_animation_playing:
             bpy.ops.screen.animation_play()
-        self.report({'INFO'}, f"Previewing '{item.name}' on {skel.name}")
+        self.report({'INFO'}, rpt_("Previewing '{}' on {}").format(item.name, skel.name))
         return {'FINISHED'}
 
 
@@ -148,7 +150,7 @@ class SIGNSIM_OT_clip_rename(bpy.types.Operator):
         except SignSimError as ex:
             self.report({'ERROR'}, str(ex))
             return {'CANCELLED'}
-        self.report({'INFO'}, f"Renamed to '{rec['name']}'")
+        self.report({'INFO'}, rpt_("Renamed to '{}'").format(rec['name']))
         return {'FINISHED'}
 
 
@@ -175,7 +177,7 @@ class SIGNSIM_OT_clip_retag(bpy.types.Operator):
         except SignSimError as ex:
             self.report({'ERROR'}, str(ex))
             return {'CANCELLED'}
-        self.report({'INFO'}, f"Tags of '{rec['name']}': {', '.join(rec['tags']) or 'none'}")
+        self.report({'INFO'}, rpt_("Tags of '{}': {}").format(rec['name'], ', '.join(rec['tags']) or rpt_("none")))
         return {'FINISHED'}
 
 
@@ -200,7 +202,7 @@ class SIGNSIM_OT_clip_delete(bpy.types.Operator):
         except SignSimError as ex:
             self.report({'ERROR'}, str(ex))
             return {'CANCELLED'}
-        self.report({'INFO'}, f"Deleted '{name}' from the library")
+        self.report({'INFO'}, rpt_("Deleted '{}' from the library").format(name))
         return {'FINISHED'}
 
 

@@ -5,6 +5,8 @@ A reporter is a callable `report(level, message)`: level is 'INFO', 'WARNING' or
 (Blender's operator report types, bpy.types.Operator.report), message one line.
 """
 
+import contextlib
+
 INFO, WARNING, ERROR = 'INFO', 'WARNING', 'ERROR'
 
 
@@ -14,6 +16,16 @@ class SignSimError(Exception):
     The message is one line, names the offending file/object, and says what is wrong.
     Operators report it as an error; the CLI prints it as one line on stderr and exits 1.
     """
+
+
+@contextlib.contextmanager
+def from_solver(prefix=""):
+    """Re-raise the solver's ValueError (bad input: a skeleton, a preset, settings) as
+    SignSimError at the add-on boundary, its message prefixed with `prefix`."""
+    try:
+        yield
+    except ValueError as ex:
+        raise SignSimError(f"{prefix}{ex}") from None
 
 
 def silent(level, message):

@@ -4,10 +4,21 @@ Every subcommand checks all its paths before any work, so a bad path costs nothi
 never leaves half a result behind, and no output may overwrite an input or another output.
 """
 import os
+from dataclasses import dataclass
 
 import bpy
 
 from .errors import SignSimError
+
+
+@dataclass(frozen=True, kw_only=True)
+class FileRequest:
+    """What every file-to-file use case names: rig, the input .blend with the armature;
+    out, where the result goes (never an input); armature, the object's name (None: the
+    only armature in rig). Capabilities add their own fields."""
+    rig: str
+    out: str
+    armature: str = None
 
 
 def check_files(inputs, outputs):

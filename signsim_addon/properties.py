@@ -224,7 +224,7 @@ class SignSimActionSettings(bpy.types.PropertyGroup):
 
 classes = (SignSimClipItem, SignSimPhysicsSettings, SignSimSceneSettings, SignSimBoneMapItem,
            SignSimObjectSettings, SignSimActionSettings)
-_pointers = (
+POINTERS = (  # registered after the classes, by the root __init__.py
     (bpy.types.Scene, SignSimSceneSettings),
     (bpy.types.Object, SignSimObjectSettings),
     (bpy.types.Action, SignSimActionSettings),
@@ -232,17 +232,3 @@ _pointers = (
 # the compose groups register before the object settings that point to them
 _at = classes.index(SignSimObjectSettings)
 classes = classes[:_at] + (SignSimComposeClip, SignSimComposeLayer, SignSimComposeSettings) + classes[_at:]
-
-
-def register():
-    for cls in classes:
-        bpy.utils.register_class(cls)
-    for id_type, group in _pointers:
-        id_type.signsim = bpy.props.PointerProperty(type=group)
-
-
-def unregister():
-    for id_type, _group in reversed(_pointers):
-        del id_type.signsim
-    for cls in reversed(classes):
-        bpy.utils.unregister_class(cls)

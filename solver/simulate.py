@@ -41,9 +41,6 @@ class GroupGains:
 DEFAULT_GAINS = MappingProxyType({g: GroupGains(table.DEFAULT_FREQUENCY_HZ[g], table.DEFAULT_DAMPING_RATIO)
                                   for g in table.GROUPS})
 
-# Presets scale every group's natural frequency; gains scale with its square.
-PRESET_FREQUENCY_SCALE = MappingProxyType({n: p.frequency_scale for n, p in table.PRESETS.items()})
-
 LEVEL_SMALLER_STEPS, LEVEL_SOFTER, LEVEL_KINEMATIC = 1, 2, 3
 
 

@@ -25,22 +25,18 @@ from . import contact_sheet
 from . import metrics_report, physics_presets, schedule  # noqa: F401
 from .batch import BatchRequest, bake_many  # noqa: F401
 from .preview import baked_pair, toggle as toggle_preview, toggle_ghost  # noqa: F401
-from .job import (METRIC_CURVES, PRESETS, SUFFIX, TRACK_PHYSICS, BakeCancelled, BakeJob, BakeWorker,  # noqa: F401
-                  prepare, public_metrics, reference_of, solve, write)
+from .job import (METRIC_CURVES, PRESETS, SUFFIX, TRACK_PHYSICS, TRACK_REFERENCE, BakeCancelled,  # noqa: F401
+                  BakeJob, BakeWorker, Solved, prepare, public_metrics, reference_of, solve, write)
 
 
-@dataclass(frozen=True)
-class BakeFileRequest:
-    """Bake one armature of a .blend file into a new .blend.
+@dataclass(frozen=True, kw_only=True)
+class BakeFileRequest(files.FileRequest):
+    """Bake one armature of a .blend file (files.FileRequest) into a new .blend.
 
-    blend: input file; armature: object name; out: output .blend (never an input);
     action: reference action name (None: the armature's assigned action); preset: None
     (the rig's settings) or one of PRESETS; metrics: optional JSON path; picture:
     optional PNG path of a before/after contact sheet (rendered in a child process).
     """
-    blend: str
-    armature: str
-    out: str
     action: str = None
     preset: str = None
     metrics: str = None
@@ -48,21 +44,21 @@ class BakeFileRequest:
 
 
 def bake_file(request: BakeFileRequest, report=silent) -> dict:
-    """Bake request.armature's action in request.blend and save the result to request.out.
+    """Bake request.armature's action in request.rig and save the result to request.out.
 
     Returns {"action": new action name, "metrics": public metrics, "out": absolute path,
     "picture": PNG path when asked}. Raises SignSimError for bad paths, a missing armature
     or action, and anything prepare/solve refuse; nothing is written then.
     """
     r = request
-    files.check_files([r.blend], [r.out, r.metrics, r.picture])
-    files.open_blend(r.blend)
+    files.check_files([r.rig], [r.out, r.metrics, r.picture])
+    files.open_blend(r.rig)
     ob = files.find_armature(r.armature)
     action = None
     if r.action:
         action = bpy.data.actions.get(r.action)
         if action is None:
-            raise SignSimError(f"no action named '{r.action}' in {r.blend}")
+            raise SignSimError(f"no action named '{r.action}' in {r.rig}")
     scene = bpy.context.scene
     job = prepare(scene, ob, action, preset=r.preset, report=report)
     report(INFO, f"baking {len(job.frames)} frames of '{job.action_name}' on '{ob.name}' "

@@ -13,19 +13,18 @@ from dataclasses import dataclass, replace
 
 import bpy
 
+from .. import files
 from ..library import api as library
 from ..errors import INFO, SignSimError, silent
 
 
-@dataclass(frozen=True)
-class BatchRequest:
-    """Retarget and bake library clips onto one rig: rig .blend, out folder, library
-    (None: the preferences'), armature (None: the only one in rig), workers ≥ 1, text and
-    tags (comma-separated) filters of the clips, preset (None or 'soft'|'default'|'stiff')."""
-    rig: str
-    out: str
+@dataclass(frozen=True, kw_only=True)
+class BatchRequest(files.FileRequest):
+    """Retarget and bake library clips onto one rig (files.FileRequest; out is a folder
+    for one .blend and .json per clip): library (None: the preferences'), workers ≥ 1,
+    text and tags (comma-separated) filters of the clips, preset (None or
+    'soft'|'default'|'stiff')."""
     library: str = None
-    armature: str = None
     workers: int = 1
     text: str = ""
     tags: str = ""

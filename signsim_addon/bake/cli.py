@@ -19,7 +19,7 @@ def add_arguments(parser):
 
 def run(args, say) -> dict:
     return api.bake_file(api.BakeFileRequest(
-        blend=args.blend, armature=args.armature, out=args.out, action=args.action, preset=args.preset,
+        rig=args.blend, armature=args.armature, out=args.out, action=args.action, preset=args.preset,
         metrics=args.metrics, picture=args.picture), cli_reporter(say))
 
 

@@ -2,7 +2,6 @@
 import bpy
 
 from .. import compat
-from .. import keys
 from .job import TRACK_PHYSICS
 
 GHOST_SUFFIX = ".reference_ghost"

@@ -3,7 +3,7 @@
 `read_rig(armature)` turns an armature object into a `RigModel`: a solver SkeletonModel of
 the simulated bones (default: clavicles, arms, hands, fingers, neck, head) hanging
 from the chest, which follows the reference kinematically.
-Body parts are found by signsim_addon/retarget/bonemap.py (names and chain topology), so any
+Body parts are found by solver/bonemap.py (names and chain topology), so any
 humanoid convention works. Arrays leave this module; Blender objects do not.
 """
 from dataclasses import dataclass, field
@@ -13,8 +13,8 @@ import numpy as np
 from ...solver import capsules, quat
 from ...solver.model import BALL, HINGE, SkeletonModel
 from ...solver.settings import GROUPS
-from ..retarget import bonemap
-from ..errors import WARNING, SignSimError, silent
+from ...solver import bonemap
+from ..errors import WARNING, SignSimError, from_solver, silent
 
 CAPSULE_PROP = "signsim_capsule_radius"  # per Bone, metres (sample_blends/make_samples.py)
 
@@ -101,7 +101,8 @@ def read_rig(armature, simulate_parts=GROUPS, face_object=None, report=None) -> 
     report = report or silent
     arm = armature.data
     sk = skeleton_of(arm)
-    body = bonemap.analyse(sk)
+    with from_solver():
+        body = bonemap.analyse(sk)
     chest = body.spine[-1] if body.spine else body.hips
     if not body.fingers:
         raise SignSimError(f"armature '{armature.name}' has no finger bones: the physics pass "

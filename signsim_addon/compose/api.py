@@ -25,18 +25,24 @@ never modified; on any error the source skeletons are removed and no action is l
 """
 import json
 import os
+from dataclasses import dataclass
 
 import bpy
 import numpy as np
 from bpy_extras import anim_utils
 
-from .. import compat
+from .. import compat, files
 from ...solver import compose as sc
 from ...solver import quat
-from ..retarget import bonemap
+from ...solver import bonemap
+from ...solver import retarget as transfer_math
+from ..library import api as library
+from ..retarget import api as retarget_api
 from ..retarget import transfer as retarget
 from .. import keys as keyio
-from ..errors import INFO, WARNING, SignSimError, silent
+from ..errors import INFO, WARNING, SignSimError, from_solver, silent
+
+CURVES = sc.CURVES  # blend curve names, for the CLI's choices
 
 WEIGHT_PATH = "signsim.compose.layers[{}].weight"
 
@@ -249,7 +255,8 @@ def joint_limits(target):
 def _feet(target):
     """Bone indices of the feet and toes of target (empty without legs)."""
     try:
-        body = bonemap.analyse(retarget.skeleton(target))
+        with from_solver():
+            body = bonemap.analyse(retarget.skeleton(target))
     except SignSimError:
         return []
     return [i for side in bonemap.SIDES for part in ("foot", "toe") for i in body.limbs.get((side, part), [])[:1]]
@@ -263,8 +270,8 @@ def _foot_positions(target, rot, loc):
     sk = retarget.skeleton(target)
     names = _bones(target)
     basis = {b: quat.to_matrix(rot[:, b]) for b in range(len(names))}
-    posed = retarget.pose_matrices(sk, retarget.rest_matrices(target), basis,
-                                   {names.index(n): v for n, v in loc.items()})
+    posed = transfer_math.pose_matrices(sk, retarget.rest_matrices(target), basis,
+                                        {names.index(n): v for n, v in loc.items()})
     return np.stack([posed[f][:, :3, 3] for f in feet], axis=1)
 
 
@@ -415,3 +422,101 @@ def flagged_seams(action):
     except ValueError:
         return []
     return [s for s in data.get("seams", []) if s.get("flagged")]
+
+
+@dataclass(frozen=True, kw_only=True)
+class ComposeRequest(files.FileRequest):
+    """Compose clips onto the rig of a .blend file, written to a new .blend (the options of
+    `signsim compose`; files.FileRequest's rig, out, armature): clips in order (library names, mocap files or actions of rig),
+    windows/curves (None, one value, or one per seam), trims ("IN:OUT" per clip), layer
+    (clip, comma-separated bones, start frame, weight)."""
+    clips: tuple
+    windows: tuple = None
+    curves: tuple = None
+    trims: tuple = None
+    library: str = None
+    bone_map: str = None
+    threshold: float = None
+    max_window: int = None
+    keep_height: bool = False
+    foot_lock: bool = False
+    layer: str = None
+    layer_bones: str = ""
+    layer_start: int = 0
+    layer_weight: float = 1.0
+
+
+def _per_seam(values, n, what):
+    if values is None:
+        return [None] * n
+    if len(values) == 1:
+        return list(values) * n
+    if len(values) != n:
+        raise SignSimError(f"--{what}: give one value or one per seam ({n})")
+    return list(values)
+
+
+def _trims(trims, n):
+    if trims is None:
+        return [(None, None)] * n
+    if len(trims) != n:
+        raise SignSimError(f"--trim: give one IN:OUT per clip ({n})")
+    out = []
+    for t in trims:
+        a, sep, b = t.partition(":")
+        try:
+            if not sep:
+                raise ValueError
+            out.append((int(a) if a.strip() else None, int(b) if b.strip() else None))
+        except ValueError:
+            raise SignSimError(f"--trim: '{t}' is not IN:OUT (whole frames, either side may be empty)") from None
+    return out
+
+
+def _absolute(clip):
+    return os.path.abspath(clip) if retarget.is_clip_file(clip) else clip
+
+
+def compose_files(args: ComposeRequest, report=silent) -> dict:
+    """Compose the request's clips on its rig and save args.out; returns compose()'s result
+    with "out". Raises SignSimError for bad options or paths (nothing is written then)."""
+    n = len(args.clips)
+    if n < 1:
+        raise SignSimError("--clips: name at least one clip")
+    windows = _per_seam(args.windows, n - 1, "window")
+    curves = _per_seam(args.curves, n - 1, "curve")
+    trims = _trims(args.trims, n)
+    if any(w is not None and w < 0 for w in windows):
+        raise SignSimError("--window: a window cannot be negative")
+    for clip in list(args.clips) + ([args.layer] if args.layer else []):
+        if retarget.is_clip_file(clip) and not os.path.isfile(clip):
+            raise SignSimError(f"clip not found: {clip}")
+    files.check_files([args.rig], [args.out])
+    library_file = library.library_file(args.library) if args.library else None
+    if library_file and not os.path.isfile(library_file):
+        raise SignSimError(f"no motion library at {library_file}")
+    preset = retarget.load_preset(args.bone_map) if args.bone_map else None
+    clips = [_absolute(c) for c in args.clips]
+    layer = _absolute(args.layer) if args.layer else None
+
+    target = retarget_api.open_rig(args.rig, args.armature)
+    for clip in clips + ([layer] if layer else []):
+        if not retarget.is_clip_file(clip) and clip not in bpy.data.actions:
+            path = library_file or library.library_file(None)
+            if not os.path.isfile(path):
+                raise SignSimError(f"clip not found: {clip} (not a file nor an action of the rig, and no "
+                                   f"motion library at {path})")
+    specs = [ClipSpec(c, t_in, t_out, None if i == 0 else windows[i - 1],
+                              "smoothstep" if i == 0 or curves[i - 1] is None else curves[i - 1])
+             for i, (c, (t_in, t_out)) in enumerate(zip(clips, trims))]
+    layers = []
+    if layer:
+        layers.append(LayerSpec(layer, [b.strip() for b in args.layer_bones.split(",") if b.strip()],
+                                        args.layer_start, args.layer_weight))
+    result = compose(target, specs, layers, library_path=library_file, bone_map=preset,
+                             threshold=args.threshold, max_window=args.max_window,
+                             keep_height=args.keep_height, foot_lock=args.foot_lock, report=report)
+    scene = bpy.context.scene
+    scene.frame_start, scene.frame_end = int(result["frames"][0]), int(result["frames"][1])
+    result["out"] = files.save_atomically(args.out)
+    return result

@@ -49,6 +49,6 @@ def run_demo(request: DemoRequest, report=silent) -> dict:
     report(INFO, f"    action '{rt['action']}' on '{rt['armature']}', {len(rt['bone_map'])} bones mapped")
     report(INFO, "3/3 bake the physics pass")
     baked = bake.bake_file(bake.BakeFileRequest(
-        blend=paths["retargeted"], armature="Signer", out=paths["baked"], metrics=paths["metrics"]), report)
+        rig=paths["retargeted"], armature="Signer", out=paths["baked"], metrics=paths["metrics"]), report)
     report(INFO, "wrote: " + ", ".join(paths.values()))
     return {"action": baked["action"], "metrics": baked["metrics"], "paths": paths}

@@ -9,9 +9,9 @@ Public API (operators, the CLI, batch, the demo and the tests call only these):
 - load_clip(library, name) -> (action, skeleton)   appended into the open file
 - collect_files(paths) -> ([file], [(path, error)])
 
-Modules: bvh (BVH validation + numpy FK, no bpy), clean (numpy rotation/cleaning helpers,
-no bpy), tracking (datablock snapshots and rollback), importers (Blender's importers +
-repairs), store (the library .blend, catalogs, tags, search).
+Modules: tracking (datablock snapshots and rollback), importers (Blender's importers +
+repairs), store (the library .blend, catalogs, tags, search), ui (the sidebar's state);
+the pure parts are solver/bvh.py (BVH validation + numpy FK) and solver/clean.py.
 """
 import os
 

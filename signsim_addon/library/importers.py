@@ -34,8 +34,9 @@ import numpy as np
 from .. import compat
 from ..errors import WARNING, SignSimError
 from ..keys import write_curve
-from ...solver import quat, skeleton
-from . import bvh, clean, tracking
+from ...solver import quat
+from ...solver import bvh, clean, skeleton
+from . import tracking
 
 SUPPORTED = {".bvh": "BVH", ".fbx": "FBX", ".glb": "GLTF", ".gltf": "GLTF"}
 # Files next to glTF scenes: skipped silently inside folders, refused when named.
@@ -163,7 +164,10 @@ def _import_bvh(path, scene, tr):
     numpy with the importer's own formulas (see _bvh_keys) and written in bulk. Keying
     every frame through the importer costs a Python call per key; tests check that the
     result poses the skeleton exactly as Blender's importer does on the real files."""
-    data = bvh.read(path)
+    try:
+        data = bvh.read(path)
+    except bvh.BvhError as ex:  # one line naming the file
+        raise SignSimError(str(ex)) from None
     up, forward, scale, _height, note = bvh.detect_orientation(data)
     with tempfile.TemporaryDirectory(prefix="signsim-bvh-") as tmp:
         skel_file = os.path.join(tmp, os.path.basename(path))

@@ -12,29 +12,26 @@ CLI and the operator alike.
 import os
 from dataclasses import dataclass
 
-import bpy
 
 from .. import compat, files
 from ..errors import SignSimError, silent
 from ..library import api as library
-from . import bonemap, transfer
+from ...solver import bonemap
+from . import transfer
 from .transfer import (auto_map, export_map, is_clip_file, mirror_map, retarget, set_pair,  # noqa: F401
                        skeleton, source_clip, store_map, stored_map)
 
 
-@dataclass(frozen=True)
-class RetargetRequest:
-    """Retarget clips onto the armature of a rig file, written to a new .blend.
+@dataclass(frozen=True, kw_only=True)
+class RetargetRequest(files.FileRequest):
+    """Retarget clips onto the armature of a rig file (files.FileRequest), written to a
+    new .blend.
 
-    clips: library clip names or mocap files (BVH, FBX, glTF/GLB); rig: .blend path;
-    out: output .blend; armature: target object (None: the only armature in rig);
-    bone_map: preset JSON path (None: the automatic map of each skeleton); library:
-    motion library .blend for clip names (None: the preferences').
+    clips: library clip names or mocap files (BVH, FBX, glTF/GLB); bone_map: preset JSON
+    path (None: the automatic map of each skeleton); library: motion library .blend for
+    clip names (None: the preferences').
     """
     clips: tuple
-    rig: str
-    out: str
-    armature: str = None
     bone_map: str = None
     library: str = None
 

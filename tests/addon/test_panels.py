@@ -6,14 +6,13 @@ import os
 import pathlib
 import re
 import types
-import sys
 
 import bpy
 import numpy as np
 import pytest
 
-from action_keys import all_keys  # noqa: E402
-from ui_recorder import draw, signsim_panels  # noqa: E402
+from action_keys import all_keys
+from ui_recorder import draw, signsim_panels
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent.parent
 SAMPLES = ROOT / "sample_blends"
@@ -35,9 +34,9 @@ def baked(retargeted, tmp_path_factory):
 @pytest.fixture
 def mods(addon):
     a = addon.signsim_addon
-    return types.SimpleNamespace(bake=a.bake.job, rig=a.bake.rig, schedule=a.bake.schedule,
-                                 metrics_report=a.bake.metrics_report,
-                                 physics_presets=a.bake.physics_presets, keys=a.keys,
+    api = a.bake.api
+    return types.SimpleNamespace(bake=api, schedule=api.schedule, metrics_report=api.metrics_report,
+                                 physics_presets=api.physics_presets, keys=a.keys,
                                  errors=a.errors, translations=a.translations,
                                  settings=addon.solver.settings)
 
@@ -85,7 +84,7 @@ def test_every_panel_draws_for_a_rig_without_settings(mods):
     _fresh_armature()
     drawn = _draw_all()
     physics = drawn["SIGNSIM_PT_physics"]
-    groups = mods.rig.GROUPS
+    groups = mods.bake.GROUPS
     assert {f"{g}_{k}" for g in groups for k in ("frequency", "damping")} <= physics.props
     assert {"contact_stiffness", "contact_damping", "target_depth_mm", "use_schedule", "feedforward",
             "max_substeps", "simulate_parts", "face_object"} <= physics.props

@@ -1,13 +1,12 @@
 """The physics bake on the bundled signer: a new action, the reference untouched, metrics."""
 import json
 import pathlib
-import sys
 
 import bpy
 import numpy as np
 import pytest
 
-from action_keys import all_keys  # noqa: E402
+from action_keys import all_keys
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent.parent
 SAMPLES = ROOT / "sample_blends"
@@ -17,7 +16,7 @@ SHORT = (1, 12)  # frames: enough for every code path, quick to solve
 @pytest.fixture
 def mods(addon):
     a = addon.signsim_addon
-    return a.bake.job, a.keys, a.errors.SignSimError
+    return a.bake.api, a.keys, a.errors.SignSimError
 
 
 def _open(path):
@@ -101,7 +100,7 @@ def test_cancelled_bake_leaves_no_new_action(retargeted, mods):
     assert sorted(a.name for a in bpy.data.actions) == names
 
 
-def test_key_reduction_stays_within_tolerance(retargeted, mods):
+def test_key_reduction_stays_within_tolerance(retargeted, mods, addon):
     bake, keys, _ = mods
     rig = _open(retargeted)
     job = bake.prepare(bpy.context.scene, rig, frame_range=(1, 40))
@@ -109,7 +108,7 @@ def test_key_reduction_stays_within_tolerance(retargeted, mods):
     tol = 0.5
     new = bake.write(bpy.context.scene, job, solved, key_tolerance_deg=tol)
     bag = keys.channelbag(new, rig.animation_data.action_slot)
-    quat = bake.quat
+    quat = addon.solver.quat
     total = 0
     for j, name in enumerate(job.rig.bone_names):
         fcs = [bag.fcurves.find(keys.bone_path(name, "rotation_quaternion"), index=k) for k in range(4)]
@@ -250,7 +249,7 @@ def test_cli_bake_renders_a_before_after_contact_sheet(retargeted, addon, tmp_pa
     assert code == 0
     assert json.loads(capsys.readouterr().out.strip().splitlines()[-1])["picture"] == str(png)
     img = bpy.data.images.load(str(png))
-    sheet = addon.signsim_addon.bake.contact_sheet
+    sheet = addon.signsim_addon.bake.api.contact_sheet
     assert tuple(img.size) == (sheet.SHEET_FRAMES * sheet.SIZE, 2 * sheet.SIZE)
     px = np.empty(img.size[0] * img.size[1] * 4, dtype=np.float32)
     img.pixels.foreach_get(px)

@@ -8,7 +8,7 @@ import pytest
 import bpy
 import numpy as np
 
-from action_keys import all_keys  # noqa: E402
+from action_keys import all_keys
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent.parent
 SAMPLES = ROOT / "sample_blends"

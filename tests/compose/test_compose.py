@@ -3,13 +3,12 @@ a head-nod layer, the CLI and the operator."""
 import importlib
 import json
 import pathlib
-import sys
 
 import bpy
 import numpy as np
 import pytest
 
-from ui_recorder import Layout, draw  # noqa: E402
+from ui_recorder import Layout, draw
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent.parent
 SIGNER = ROOT / "sample_blends" / "signer.blend"

@@ -5,7 +5,6 @@ each row is a dict {joint: (rz, rx, ry)} of rotations in degrees (root also 'pos
 """
 import math
 
-import numpy as np
 
 # name, parent, offset (cm, Y up), rotation channel order, end site
 JOINTS = (

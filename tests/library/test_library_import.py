@@ -1,7 +1,6 @@
 """The real mocap files through the CLI and the operator, and every kind of bad input."""
 import hashlib
 import json
-import math
 import pathlib
 import re
 import sys
@@ -11,7 +10,7 @@ import numpy as np
 import pytest
 from bpy_extras import anim_utils
 
-import library_samples as S  # noqa: E402
+import library_samples as S
 
 HEAD = re.compile(r"(^|[:_])head$", re.I)
 HIPS = re.compile(r"(^|[:_])(hips|root)$", re.I)
@@ -275,7 +274,7 @@ def test_folder_import_good_and_broken_files(addon, tmp_path, shared_data, capsy
 def test_keys_pose_the_skeleton_exactly_as_blenders_importer(addon, cli_library, shared_data):
     """The library computes the BVH keys itself (in bulk); Blender's plain importer, run
     with the same axes and scale, must pose every bone the same on every real file."""
-    bvh = addon.signsim_addon.library.bvh
+    bvh = addon.solver.bvh
     _code, lib, _ = cli_library
     clips = _load_all(lib)
     scene = bpy.context.scene

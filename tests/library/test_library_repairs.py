@@ -1,14 +1,12 @@
 """Each import repair, reproduced with a small input written by the test."""
 import math
-import pathlib
-import sys
 
 import bpy
 import numpy as np
 import pytest
 from bpy_extras import anim_utils
 
-import library_samples as S  # noqa: E402
+import library_samples as S
 
 
 @pytest.fixture

@@ -1,14 +1,12 @@
 """The library file: assets, catalogs, tags, search, re-import, edits, atomic save, the
 open file left alone, and the sidebar operators."""
-import os
 import pathlib
-import sys
 import types
 
 import bpy
 import pytest
 
-import library_samples as S  # noqa: E402
+import library_samples as S
 
 
 @pytest.fixture

@@ -4,13 +4,13 @@ import pathlib
 import bpy
 import pytest
 
-from retarget_rigs import stand_in_signer  # noqa: E402
+from retarget_rigs import stand_in_signer
 
 SAMPLES = pathlib.Path(__file__).resolve().parents[2] / "sample_blends"
 
 
 def test_preset_naming_missing_bones_is_the_same_error_in_cli_and_operator(addon, tmp_path, capsys):
-    bm = addon.signsim_addon.retarget.bonemap
+    bm = addon.solver.bonemap
     preset = tmp_path / "map.json"
     preset.write_text(bm.BoneMap([("spine", "Hips", 1.0), ("no_such_bone", "Spine", 1.0)]).to_json())
     target = stand_in_signer()

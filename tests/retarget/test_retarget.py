@@ -6,8 +6,6 @@ three.js robot (4-digit hands, IK pole bones). Clips are cut to
 their first 2 s to keep the suite short; keys are written at the scene's 24 fps.
 """
 import math
-import pathlib
-import sys
 
 import bpy
 import numpy as np
@@ -44,7 +42,7 @@ def retarget_clip(addon, shared_data, rig, clip, seconds=SECONDS):
     """The direction transfer alone: the shoulder rhythm and the foot hold, which move
     clavicles and legs off the source's directions on purpose, are off here (measured with
     them in test_retarget_geometry.py)."""
-    rt = addon.signsim_addon.retarget.transfer
+    rt = addon.signsim_addon.retarget.api
     target = target_rig(shared_data, rig)
     source, _action, fps, _cleanup = rt.source_clip(str(shared_data / "mocap" / clip))
     first, last = source.animation_data.action.frame_range
@@ -71,8 +69,8 @@ def _key_checksum(action):
 @pytest.mark.parametrize("clip", sorted(CLIPS))
 def test_retarget_follows_source_geometry(addon, shared_data, rig, clip):
     source, target, bone_map, result = retarget_clip(addon, shared_data, rig, clip)
-    rt = addon.signsim_addon.retarget.transfer
-    bm = addon.signsim_addon.retarget.bonemap
+    rt = addon.signsim_addon.retarget.api
+    bm = addon.solver.bonemap
 
     assert bm.coverage(bone_map, rt.skeleton(target)) == expected_coverage(rig, clip)
 
@@ -110,7 +108,7 @@ def test_retarget_follows_source_geometry(addon, shared_data, rig, clip):
 
 
 def test_new_action_leaves_the_source_untouched(addon, shared_data):
-    rt = addon.signsim_addon.retarget.transfer
+    rt = addon.signsim_addon.retarget.api
     target = stand_in_signer()
     source, _action, fps, _cleanup = rt.source_clip(str(shared_data / "mocap" / "bvhpython_test_freebvh_mixamorig.bvh"))
     src_action = source.animation_data.action
@@ -136,21 +134,21 @@ def test_new_action_leaves_the_source_untouched(addon, shared_data):
 
 
 def test_failed_write_removes_the_new_action(addon, shared_data):
-    rt = addon.signsim_addon.retarget.transfer
+    rt = addon.signsim_addon.retarget.api
     target = stand_in_signer()
     source, _action, fps, _cleanup = rt.source_clip(str(shared_data / "mocap" / "bvhpython_test_freebvh_mixamorig.bvh"))
     first = rt.retarget(source, target, rt.auto_map(source, target), source_fps=fps)
     names = {a.name for a in bpy.data.actions}
     bad = {"rot": {"hand.L": np.full((3, 4), np.nan)}, "loc": {}}
     with pytest.raises(addon.signsim_addon.errors.SignSimError):
-        rt._write_action(target, bad, np.arange(3.0), "broken")
+        addon.signsim_addon.retarget.transfer._write_action(target, bad, np.arange(3.0), "broken")
     assert {a.name for a in bpy.data.actions} == names
     assert target.animation_data.action == first.action
 
 
 def test_rest_pose_and_bone_rolls_do_not_change_the_motion(addon, shared_data):
     """A copy of the rig in an A-pose (arms 45° down) with other bone rolls moves the same."""
-    rt = addon.signsim_addon.retarget.transfer
+    rt = addon.signsim_addon.retarget.api
     tpose = stand_in_signer()
     apose = tpose.copy()
     apose.data = tpose.data.copy()
@@ -192,7 +190,7 @@ def test_rest_pose_and_bone_rolls_do_not_change_the_motion(addon, shared_data):
 def test_same_skeleton_reproduces_every_direction(addon, shared_data):
     """Onto a copy of the source's own armature (a bone-axis rest, not a T-pose), every
     parent→child direction, at branches too, is the source's."""
-    rt = addon.signsim_addon.retarget.transfer
+    rt = addon.signsim_addon.retarget.api
     source, _action, fps, _cleanup = rt.source_clip(str(shared_data / "mocap" / "animdrawings_rokoko_jesse_dance.bvh"))
     target = source.copy()
     target.data = source.data.copy()
@@ -212,7 +210,7 @@ def test_same_skeleton_reproduces_every_direction(addon, shared_data):
 def test_robot_ik_targets_and_poles_follow_the_legs(addon, shared_data):
     """The robot's feet are IK target bones hanging from its root, beside the leg chains:
     they (and the knee poles) keep their rest offset to the shins instead of staying put."""
-    rt = addon.signsim_addon.retarget.transfer
+    rt = addon.signsim_addon.retarget.api
     target = target_rig(shared_data, "robot")
     source, _action, fps, _cleanup = rt.source_clip(str(shared_data / "mocap" / "animdrawings_rokoko_jesse_dance.bvh"))
     result = rt.retarget(source, target, rt.auto_map(source, target), source_fps=fps,
@@ -233,7 +231,7 @@ def test_robot_ik_targets_and_poles_follow_the_legs(addon, shared_data):
 def test_clip_import_brings_motion_into_z_up_metres(addon, shared_data, clip):
     """Y-up rests under Z-up motion, cm/dm/inch units: the first frame stands head over hips,
     1.2–2.2 m tall; the file's frame rate is read from its header."""
-    rt = addon.signsim_addon.retarget.transfer
+    rt = addon.signsim_addon.retarget.api
     source, _action, fps, _cleanup = rt.source_clip(str(shared_data / "mocap" / clip))
     heads, tails = posed_heads(source, [source.animation_data.action.frame_range[0]])
     names = [b.name.rsplit(":", 1)[-1] for b in source.data.bones]
@@ -250,7 +248,7 @@ def test_clip_import_brings_motion_into_z_up_metres(addon, shared_data, clip):
 def test_upper_body_rig_without_legs(addon, shared_data):
     """A signer cut at the hips still maps (hips = its root) and moves: directions follow the
     source, the hips path is the source's scaled by the hips → chest lengths."""
-    rt = addon.signsim_addon.retarget.transfer
+    rt = addon.signsim_addon.retarget.api
     target = stand_in_signer()
     bpy.ops.object.mode_set(mode='EDIT')
     bones = target.data.edit_bones
@@ -278,7 +276,7 @@ def test_upper_body_rig_without_legs(addon, shared_data):
 def test_source_clip_from_file_and_library_leaves_nothing_behind(addon, shared_data, tmp_path):
     """One way in: a mocap file (library importer, with repairs) or a library clip by name;
     cleanup removes the skeleton, its armature data and the action(s)."""
-    rt = addon.signsim_addon.retarget.transfer
+    rt = addon.signsim_addon.retarget.api
     path = str(shared_data / "mocap" / "bvhpython_test_freebvh_mixamorig.bvh")
     lib = tmp_path / "lib.blend"
     addon.signsim_addon.library.api.import_paths([path], str(lib))

@@ -1,12 +1,10 @@
 """`signsim retarget`: JSON result, the written .blend, presets, and one-line errors."""
 import json
-import pathlib
-import sys
 
 import bpy
 import pytest
 
-from retarget_rigs import stand_in_signer  # noqa: E402
+from retarget_rigs import stand_in_signer
 
 MIXAMO = "bvhpython_test_freebvh_mixamorig.bvh"
 PYBVH = "pybvh_bvh_test3_fingers.bvh"
@@ -74,7 +72,7 @@ def test_two_clips_one_call(cli, rig, shared_data, tmp_path, capsys):
 
 
 def test_preset_map_is_used_for_the_clip(cli, rig, shared_data, tmp_path, capsys, addon):
-    bm = addon.signsim_addon.retarget.bonemap
+    bm = addon.solver.bonemap
     preset = tmp_path / "map.json"
     preset.write_text(bm.BoneMap([("spine", "mixamorig:Hips", 1.0), ("spine.001", "mixamorig:Spine", 1.0),
                                   ("thigh.L", "mixamorig:LeftUpLeg", 1.0),

@@ -85,7 +85,7 @@ def load_rig(path, key):
 
 
 def run(addon, rig_file, clip, rig, seconds=SECONDS):
-    rt = addon.signsim_addon.retarget.transfer
+    rt = addon.signsim_addon.retarget.api
     target = load_rig(rig_file, rig)
     source, _action, fps, _cleanup = rt.source_clip(str(DATA / clip))
     first, last = source.animation_data.action.frame_range

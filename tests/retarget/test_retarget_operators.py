@@ -1,17 +1,15 @@
 """Bone map editing from the sidebar's operators, stored on the target armature."""
-import pathlib
-import sys
 
 import bpy
 import pytest
 
-from retarget_rigs import stand_in_signer  # noqa: E402
+from retarget_rigs import stand_in_signer
 
 
 @pytest.fixture
 def pair(addon, shared_data):
     """(target, source): the stand-in signer active, a Mixamo clip chosen as its source."""
-    rt = addon.signsim_addon.retarget.transfer
+    rt = addon.signsim_addon.retarget.api
     source, _action, _fps, _cleanup = rt.source_clip(str(shared_data / "mocap" / "bvhpython_test_freebvh_mixamorig.bvh"))
     target = stand_in_signer()
     bpy.context.view_layer.objects.active = target

@@ -25,13 +25,13 @@ TRUTH = {"animdrawings": ("Head", "LeftFoot", "LeftHand"), "bandai": ("Head", "F
 
 
 def _classifier(addon, names):
-    bm = addon.signsim_addon.retarget.bonemap
+    from solver import bonemap as bm
     joint_named = bm._is_joint_named(names)
     return lambda name: bm.classify(name, joint_named)
 
 
 def _bvh_skeleton(addon, path, frames=16):
-    bvh = addon.signsim_addon.library.bvh
+    from solver import bvh
     data = bvh.read(str(path))
     rest = np.zeros((len(data.names), 3))
     for j, p in enumerate(data.parents):
@@ -131,7 +131,7 @@ def test_import_stands_upright_with_its_guesses_reported(addon, shared_data, cli
 def test_root_motion_below_a_static_root(addon, shared_data, tmp_path):
     """Bandai's hierarchy has a static joint_Root above the hips: a copy whose hips walk
     3 m (made here) is tagged has_root_motion."""
-    bvh = addon.signsim_addon.library.bvh
+    from solver import bvh
     data = bvh.read(str(shared_data / "mocap" / "bandai_dataset-1_bye_active_001.bvh"))
     hips = data.names.index("Hips")
     col = data.first_channel[hips] + data.channels[hips].index("xposition")
@@ -153,7 +153,7 @@ def test_guesses_are_warnings_in_human_and_json_output(addon, shared_data, tmp_p
 
     import bpy
     text = (shared_data / "mocap" / "makehuman_face-poseunits.bvh").read_text()
-    bvh = addon.signsim_addon.library.bvh
+    from solver import bvh
     for k, name in enumerate(bvh.read(str(shared_data / "mocap" / "makehuman_face-poseunits.bvh")).names):
         text = text.replace(f"JOINT {name}\n", f"JOINT Node_{k}\n").replace(f"ROOT {name}\n", f"ROOT Node_{k}\n")
     clip = tmp_path / "nameless.bvh"
@@ -181,8 +181,8 @@ def test_impossible_results_are_refused_and_nothing_written(addon, shared_data):
     geometry), or one that puts the head below the hips, is refused with one message; no
     action is made and the target keeps its own."""
     import bpy
-    rt = addon.signsim_addon.retarget.transfer
-    bm = addon.signsim_addon.retarget.bonemap
+    rt = addon.signsim_addon.retarget.api
+    from solver import bonemap as bm
     target = target_rig(shared_data, "godot")
     source, _a, fps, _c = rt.source_clip(str(shared_data / "mocap" / "bvhpython_test_freebvh_mixamorig.bvh"))
     good = rt.auto_map(source, target)

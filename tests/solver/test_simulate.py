@@ -4,7 +4,8 @@ import numpy as np
 import pytest
 
 from solver import quat
-from solver.simulate import PRESET_FREQUENCY_SCALE, GroupGains, SimSettings, dof_gains, simulate
+from solver.settings import PRESETS
+from solver.simulate import GroupGains, SimSettings, dof_gains, simulate
 
 
 def _clip(rigs):
@@ -30,9 +31,9 @@ def test_result_shapes_units_and_continuity(rigs):
 
 def test_presets_scale_the_group_frequencies(rigs):
     model = rigs.hand()
-    omegas = {name: dof_gains(model, SimSettings.preset(name))[0] for name in PRESET_FREQUENCY_SCALE}
+    omegas = {name: dof_gains(model, SimSettings.preset(name))[0] for name in PRESETS}
     assert np.all(omegas["soft"] < omegas["default"]) and np.all(omegas["default"] < omegas["stiff"])
-    np.testing.assert_allclose(omegas["stiff"] / omegas["default"], PRESET_FREQUENCY_SCALE["stiff"])
+    np.testing.assert_allclose(omegas["stiff"] / omegas["default"], PRESETS["stiff"].frequency_scale)
     custom = SimSettings(group_gains={"fingers": GroupGains(20.0, 0.5)}, default_gains=GroupGains(3.0))
     omega, zeta = dof_gains(model, custom)
     assert omega[0] == pytest.approx(2 * np.pi * 3.0) and omega[-1] == pytest.approx(2 * np.pi * 20.0)

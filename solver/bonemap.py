@@ -30,8 +30,12 @@ import re
 
 import numpy as np
 
-from ...solver import skeleton as body_of
-from ..errors import SignSimError
+from . import skeleton as body_of
+
+
+class BoneMapError(ValueError):
+    """A skeleton or preset a bone map cannot be made from; one line."""
+
 
 FINGERS = ("thumb", "index", "middle", "ring", "pinky")
 SIDES = ("L", "R")
@@ -224,7 +228,7 @@ class Body:
 
 def analyse(skeleton):
     """Read a Skeleton into a Body (solver.skeleton.analyse with this module's name
-    conventions). Raises SignSimError when no bone joins a spine to two legs nor two arms
+    conventions). Raises BoneMapError when no bone joins a spine to two legs nor two arms
     to a neck (no hips: not a humanoid).
     """
     sk = skeleton
@@ -233,7 +237,7 @@ def analyse(skeleton):
         an = body_of.analyse(sk.names, sk.parents, sk.heads, sk.tails, sk.poses,
                              classify=lambda name: classify(name, joint_named))
     except ValueError as ex:
-        raise SignSimError(f"no hips found: {ex}") from None
+        raise BoneMapError(f"no hips found: {ex}") from None
     return Body(an)
 
 
@@ -270,18 +274,18 @@ class BoneMap:
 
     @classmethod
     def from_json(cls, text, origin="preset"):
-        """Parse a preset written by to_json. Raises SignSimError on a malformed file."""
+        """Parse a preset written by to_json. Raises BoneMapError on a malformed file."""
         try:
             data = json.loads(text)
             pairs = [(p["target"], p["source"], p.get("confidence", 1.0)) for p in data["pairs"]]
         except (ValueError, KeyError, TypeError) as ex:
-            raise SignSimError(f"{origin}: not a SignSim bone map preset ({ex})") from None
+            raise BoneMapError(f"{origin}: not a SignSim bone map preset ({ex})") from None
         return cls(pairs, source_armature=data.get("source_armature", ""))
 
 
 def auto_map(source, target):
     """Pair two Skeletons role by role. Returns a BoneMap (target bone → source bone) with
-    the warnings of both analyses. Raises SignSimError (from analyse) when either skeleton
+    the warnings of both analyses. Raises BoneMapError (from analyse) when either skeleton
     is not a humanoid.
     """
     bs, bt = analyse(source), analyse(target)

@@ -2,7 +2,7 @@
 
 Blender's BVH importer trusts its input (an IndexError on a short row, NaN keys, any text
 file accepted up to its first check), so every file is read here first: the result either
-raises one SignSimError naming the file, or gives the facts the importer hides — the data
+raises one BvhError (a ValueError) naming the file, or gives the facts the importer hides — the data
 row count (the importer keeps every row, whatever the header says), the true frame time,
 the up axis and the unit scale that make the skeleton stand upright in metres.
 """
@@ -12,8 +12,11 @@ import re
 
 import numpy as np
 
-from ..errors import SignSimError
-from ...solver import quat, skeleton
+from . import quat, skeleton
+
+
+class BvhError(ValueError):
+    """A BVH file that cannot be read: the message is one line naming the file."""
 
 _ROT = {"xrotation": "X", "yrotation": "Y", "zrotation": "Z"}
 _POS = {"xposition": 0, "yposition": 1, "zposition": 2}
@@ -49,11 +52,11 @@ class BvhData:
 
 
 def read(path) -> BvhData:
-    """Parse and validate a BVH file; raise SignSimError(one line naming the file)."""
+    """Parse and validate a BVH file; raise BvhError(one line naming the file)."""
     name = os.path.basename(path)
 
     def fail(reason):
-        raise SignSimError(f"{name}: {reason}")
+        raise BvhError(f"{name}: {reason}")
 
     try:
         with open(path, "rb") as f:

@@ -1,11 +1,11 @@
-"""Array helpers of the motion library (numpy only, no bpy): clip cleaning.
+"""Clip cleaning checks of the motion library (numpy only, no bpy).
 
 Quaternions are w-first arrays (..., 4); the rotation algebra itself (products, Euler
 angles in Blender's convention, hemisphere continuity) is solver/quat.py.
 """
 import numpy as np
 
-from ...solver import quat
+from . import quat
 
 
 def step_angles(q):
