@@ -159,51 +159,19 @@ def _is_joint_named(names):
 # ---------------------------------------------------------------------------------------
 # hierarchy
 
-class Skeleton:
+class Skeleton(body_of.Tree):
     """Bone names, parent indices (-1 for roots) and rest heads (N, 3) in metres (any
     frame); optionally rest tails (N, 3) and posed heads (F, N, 3) of a few frames of the
-    skeleton's motion (a mocap rest may be no human pose: the frames then decide)."""
+    skeleton's motion (a mocap rest may be no human pose: the frames then decide). The tree
+    walks (order, ancestors, path, subtree) are solver.skeleton.Tree's."""
 
     def __init__(self, names, parents, heads, tails=None, poses=None):
+        super().__init__(parents)
         self.names = list(names)
-        self.parents = [int(p) for p in parents]
         self.heads = np.asarray(heads, dtype=float).reshape(len(self.names), 3)
         self.tails = None if tails is None else np.asarray(tails, dtype=float).reshape(len(self.names), 3)
         self.poses = None if poses is None else np.asarray(poses, dtype=float).reshape(-1, len(self.names), 3)
         self.index = {n: i for i, n in enumerate(self.names)}
-        self.children = [[] for _ in self.names]
-        for i, p in enumerate(self.parents):
-            if p >= 0:
-                self.children[p].append(i)
-
-    def order(self):
-        """Bone indices, parents before children (breadth first from the roots)."""
-        order = [i for i, p in enumerate(self.parents) if p < 0]
-        k = 0
-        while k < len(order):
-            order.extend(self.children[order[k]])
-            k += 1
-        return order
-
-    def ancestors(self, i):
-        """Indices above bone i, nearest first."""
-        out = []
-        while self.parents[i] >= 0:
-            i = self.parents[i]
-            out.append(i)
-        return out
-
-    def is_descendant(self, i, of):
-        return of in self.ancestors(i)
-
-    def path(self, top, bottom):
-        """Bones from top (exclusive) down to bottom (inclusive); None if not below top."""
-        out = [bottom]
-        for a in self.ancestors(bottom):
-            if a == top:
-                return out[::-1]
-            out.append(a)
-        return None
 
 
 class Body:

@@ -53,17 +53,16 @@ def planted(points, fps, floor, speed=0.3, height=0.04, min_frames=3):
         v[1:] = step
         v[0] = step[0]
     mask = (v < speed) & (points[:, 2] < floor + height)
-    out = mask.copy()
-    start = None
-    for f in range(len(mask) + 1):
-        on = f < len(mask) and mask[f]
-        if on and start is None:
-            start = f
-        if not on and start is not None:
-            if f - start < min_frames:
-                out[start:f] = False
-            start = None
-    return out
+    for start, stop in runs(mask):
+        if stop - start < min_frames:
+            mask[start:stop] = False
+    return mask
+
+
+def runs(mask):
+    """(start, stop) of each run of True in a bool array (F,), stop exclusive."""
+    edges = np.flatnonzero(np.diff(np.concatenate([[0], np.asarray(mask, dtype=int), [0]])))
+    return [(int(a), int(b)) for a, b in zip(edges[::2], edges[1::2])]
 
 
 def plant_weights(mask, ramp=4):
@@ -83,14 +82,8 @@ def plant_goals(ankle, lowest_offset, mask, floor):
     horizontal position in the run, at the height that puts the foot's lowest point
     (ankle z + lowest_offset (F,)) on the floor; other frames keep `ankle` (F, 3)."""
     goal = ankle.copy()
-    start = None
-    for f in range(len(mask) + 1):
-        on = f < len(mask) and mask[f]
-        if on and start is None:
-            start = f
-        if not on and start is not None:
-            goal[start:f, :2] = ankle[start:f, :2].mean(axis=0)
-            start = None
+    for start, stop in runs(mask):
+        goal[start:stop, :2] = ankle[start:stop, :2].mean(axis=0)
     goal[mask, 2] = floor - lowest_offset[mask]
     return goal
 

@@ -461,7 +461,7 @@ def _plant_feet(target_name, sk_t, body_t, body_s, T, W, basis_of, loc, P, tails
         mask = posing.planted(low_s, fps, floor_s, PLANT_SPEED, PLANT_HEIGHT)
         if not mask.any():
             continue
-        toes = _subtree(sk_t, ft)          # foot, toe, heel: what can touch the floor
+        toes = sk_t.subtree(ft)          # foot, toe, heel: what can touch the floor
         rest_w = mo @ rest_arm[toes]
         floor_t = min(rest_w[:, 2, 3].min(), (rest_w[:, 2, 3] + rest_w[:, 2, 1] * lengths[toes]).min())
         heading = W[ft] @ T[ft].T @ T[ft][:, 1]          # where the foot points (F, 3)
@@ -474,7 +474,7 @@ def _plant_feet(target_name, sk_t, body_t, body_s, T, W, basis_of, loc, P, tails
         offset = foot_pts[..., 2].min(axis=1) - ankle[:, 2]
         goal = posing.plant_goals(ankle, offset, mask, floor_t)
         need = np.linalg.norm(goal - ankle, axis=1)
-        for start, stop in _runs(mask):
+        for start, stop in posing.runs(mask):
             if need[start:stop].max() > PLANT_REACH:
                 out.append(f"planted {side} foot of '{target_name}' stays {need[start:stop].max() * 100:.1f} cm "
                            f"off its floor spot at frames {start}–{stop - 1} (legs or feet shaped "
@@ -493,22 +493,6 @@ def _plant_feet(target_name, sk_t, body_t, body_s, T, W, basis_of, loc, P, tails
         for b in (th, sh, ft):
             p = sk_t.parents[b]
             basis_of[b] = (T[p].T @ T[b]).T @ np.swapaxes(W[p], -1, -2) @ W[b]
-    return out
-
-
-def _runs(mask):
-    """(start, stop) of each run of True in a bool array."""
-    edges = np.flatnonzero(np.diff(np.concatenate([[0], mask.astype(int), [0]])))
-    return list(zip(edges[::2], edges[1::2]))
-
-
-def _subtree(sk, b):
-    """Bone b and every bone below it (indices)."""
-    out, stack = [], [b]
-    while stack:
-        i = stack.pop()
-        out.append(i)
-        stack.extend(sk.children[i])
     return out
 
 

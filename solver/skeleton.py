@@ -104,27 +104,38 @@ class Anatomy:
         return bool(body) and not any("name agrees" in " ".join(r.reasons) for r in body)
 
 
-class _Tree:
-    def __init__(self, parents, excluded):
+class Tree:
+    """Parent links of a skeleton: children, breadth-first order, subtree sizes and depths.
+
+    parents: N parent indices (-1 for roots); excluded: bones left out (they and their
+    subtrees are not anybody's children).
+    """
+
+    def __init__(self, parents, excluded=()):
         n = len(parents)
         self.parents = [int(p) for p in parents]
         self.children = [[] for _ in range(n)]
         for i, p in enumerate(self.parents):
             if p >= 0 and i not in excluded:
                 self.children[p].append(i)
-        self.order = [i for i, p in enumerate(self.parents) if p < 0 and i not in excluded]
+        self._order = [i for i, p in enumerate(self.parents) if p < 0 and i not in excluded]
         k = 0
-        while k < len(self.order):
-            self.order.extend(self.children[self.order[k]])
+        while k < len(self._order):
+            self._order.extend(self.children[self._order[k]])
             k += 1
-        self.size = [1] * n
-        self.depth = [1] * n
-        for i in reversed(self.order):
+        self.size = [1] * n                 # subtree sizes
+        self.depth = [1] * n                # longest chain below, counting the bone
+        for i in reversed(self._order):
             for c in self.children[i]:
                 self.size[i] += self.size[c]
                 self.depth[i] = max(self.depth[i], 1 + self.depth[c])
 
+    def order(self):
+        """Bone indices, parents before children (breadth first from the roots)."""
+        return list(self._order)
+
     def subtree(self, i):
+        """Bone i and every bone below it."""
         out, stack = [], [i]
         while stack:
             j = stack.pop()
@@ -133,14 +144,18 @@ class _Tree:
         return out
 
     def ancestors(self, i):
+        """Indices above bone i, nearest first."""
         out = []
         while self.parents[i] >= 0:
             i = self.parents[i]
             out.append(i)
         return out
 
+    def is_descendant(self, i, of):
+        return of in self.ancestors(i)
+
     def path(self, top, bottom):
-        """Bones from top (exclusive) to bottom (inclusive), or None."""
+        """Bones from top (exclusive) down to bottom (inclusive); None if not below top."""
         out = [bottom]
         for a in self.ancestors(bottom):
             if a == top:
@@ -176,10 +191,10 @@ def analyse(names, parents, heads, tails=None, poses=None, classify=None):
     # helper bones by name are kept out of the body tree (and out of its geometry)
     named_helpers = {i for i, nm in enumerate(names)
                      if _HELPER_NAME.search(nm.rsplit(":", 1)[-1]) and cls[i] is None}
-    tree = _Tree(parents, named_helpers)
+    tree = Tree(parents, named_helpers)
     for i in named_helpers:
         an.helpers[i] = "helper by name (IK target, pole, twist or end bone): left alone"
-    size = float(np.median([np.linalg.norm(np.ptp(x[tree.order], axis=0)) for x in X]))
+    size = float(np.median([np.linalg.norm(np.ptp(x[tree.order()], axis=0)) for x in X]))
     if not math.isfinite(size) or size <= 0:
         raise ValueError("the skeleton has no extent")
     # leaves reach to their tails (the robot's shins end at the ankle) when the rest is used
@@ -189,7 +204,7 @@ def analyse(names, parents, heads, tails=None, poses=None, classify=None):
     def long_(i):   # limb-like branches: two bones at least, reaching far
         return [c for c in tree.children[i] if reach[c] >= LONG_BRANCH and tree.depth[c] >= 2]
 
-    junctions = [i for i in tree.order if len(long_(i)) >= 2]
+    junctions = [i for i in tree.order() if len(long_(i)) >= 2]
     hips, chest = _junctions(tree, junctions, long_, reach)
     if hips is None and chest is None:
         raise ValueError(f"not a humanoid skeleton: no bone joins a spine to two legs nor two "
@@ -366,7 +381,7 @@ def _reaches(tree, X, size):
     too when it holds the rest tails)."""
     n = len(tree.parents)
     out = [0.0] * n
-    for i in tree.order:
+    for i in tree.order():
         p = tree.parents[i]
         if p < 0:
             continue

@@ -12,7 +12,7 @@ import math
 import bpy
 import numpy as np
 
-from solver import skeleton
+from solver import posing, skeleton
 
 ARM = ("upper_arm", "forearm", "hand")
 LEG = ("thigh", "shin", "foot", "toe")
@@ -241,16 +241,10 @@ def foot_slide_and_height(tgt, side, mask):
     low = pts[np.arange(len(pts)), np.argmin(pts[..., 2], axis=1)]
     floor = float(min(tgt.rest_heads[bones, 2].min(), tgt.rest_tails[bones, 2].min()))
     slide, height = 0.0, 0.0
-    start = None
-    for f in range(len(mask) + 1):
-        on = f < len(mask) and mask[f]
-        if on and start is None:
-            start = f
-        if not on and start is not None:
-            run = low[start:f]
-            slide = max(slide, float(np.linalg.norm(run[:, :2] - run[0, :2], axis=1).max()))
-            height = max(height, float(np.abs(run[:, 2] - floor).max()))
-            start = None
+    for start, stop in posing.runs(mask):
+        run = low[start:stop]
+        slide = max(slide, float(np.linalg.norm(run[:, :2] - run[0, :2], axis=1).max()))
+        height = max(height, float(np.abs(run[:, 2] - floor).max()))
     return slide, height
 
 
