@@ -353,10 +353,16 @@ def solve(sk_s, rest_s_world, mats, tails, sk_t, mo_t, rest_t_arm, tails_t, pair
     k = height_t / height_s
     root = k * (P[:, hips_s] - p_ref) + p_ref_t                          # (F, 3) world
     # location basis of the hips with its parents at rest: head = L_rot · t + head_local
-    rest_local = rest_t_arm[hips_t]
     notes = []
     root_arm = (np.linalg.inv(mo_t) @ np.c_[root, np.ones(len(root))].T).T[:, :3]
-    loc = {hips_t: (root_arm - rest_local[:3, 3]) @ _rot(rest_local)}
+    mover = hips_t
+    if body_t is not None and body_t.anatomy.biped and body_t.anatomy.above_hips:
+        # 3ds Max Biped: the root above the pelvis (Bip01) carries the translation; it stays
+        # unturned, so its head is the pelvis head less their rest offset
+        mover = body_t.anatomy.above_hips[-1]
+        root_arm = root_arm - (rest_t_arm[hips_t][:3, 3] - rest_t_arm[mover][:3, 3])
+    rest_local = rest_t_arm[mover]
+    loc = {mover: (root_arm - rest_local[:3, 3]) @ _rot(rest_local)}
     if plant_feet and _has_legs(body_t) and _has_legs(body_s):
         notes = _plant_feet(target_name, sk_t, body_t, body_s, T, W, basis_of, loc, P, tails,
                             floor_s, fps, mo_t, rest_t_arm, tails_t)

@@ -81,7 +81,9 @@ class Anatomy:
     fingers[(side, finger)]: phalanges proximal → distal; metacarpals[(side, finger)]:
     bone indices between hand and first phalanx.
     helpers: {bone: note}; roles: {bone: Role}; warnings: list of str.
-    legless: True for an upper body without legs.
+    legless: True for an upper body without legs. biped: True when the hips are a bone
+    named as the pelvis just above the leg junction (3ds Max Biped: Bip01 Pelvis under a
+    Bip01 root that carries the translation).
     """
 
     def __init__(self):
@@ -93,6 +95,7 @@ class Anatomy:
         self.limbs, self.segments, self.fingers, self.metacarpals = {}, {}, {}, {}
         self.helpers, self.roles, self.warnings = {}, {}, []
         self.legless = False
+        self.biped = False
 
     def finger_joints(self):
         """{(side, finger): number of phalanges}."""
@@ -273,6 +276,7 @@ def analyse(names, parents, heads, tails=None, poses=None, classify=None):
             break
     an.hips = hips
     an.above_hips = tree.ancestors(hips)
+    an.biped = biped
     an.spine = tree.path(hips, chest) if chest is not None else []
     an.head = head
     an.neck = (tree.path(chest, head) or [head])[:-1] if head is not None else []

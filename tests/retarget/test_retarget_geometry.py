@@ -160,6 +160,9 @@ def test_geometry(addon, rig_file, clip, rig):
     # much to hold them without bending the legs off the source's) said so
     if m["foot_slide"] > 0.02 or m["foot_height"] > 0.015:
         assert any("planted" in w and "not forced" in w for w in result.warnings)
+    if rig == "godot_biped":      # the Biped root carries the translation, the pelvis turns
+        assert "Bip01" in result.keys["loc"] and "Bip01 Pelvis" not in result.keys["loc"]
+        assert result.bone_map.as_dict()["Bip01 Pelvis"] == src.names[src.body.hips]
     if rig == "robot":            # two-joint fingers: every joint of a finger the source has
         assert set(tgt.body.finger_joints().values()) == {2}
         fingers = [i for key, f in tgt.body.fingers.items() if key in src.body.fingers for i in f]

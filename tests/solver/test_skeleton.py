@@ -175,3 +175,14 @@ def test_pairs_follow_anatomy_not_names(target_joints):
                 next(i for i, r in src.roles.items() if (r.part, r.number) == (src.roles[s].part, src.roles[s].number)
                      and r.side not in (None, src.roles[s].side)), c) for t, s, c in pairs]
     assert len(skeleton.sides_crossed(src, tgt, crossed)) > 20
+
+
+def test_biped_flag_only_for_a_named_pelvis_above_the_junction():
+    assert skeleton.analyse(*_biped_args()).biped
+    h = Humanoid()
+    assert not skeleton.analyse(h.names, h.parents, h.heads, h.tails, classify=classify).biped
+
+
+def _biped_args():
+    h = Humanoid(biped=True)
+    return h.names, h.parents, h.heads, h.tails, None, classify
