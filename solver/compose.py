@@ -643,6 +643,31 @@ def compose(tracks, fps, windows=None, kinds="smoothstep", rig=None, threshold=N
     return Track(rot, out.positions), seams, sources
 
 
+# ---------------------------------------------------------------------------- layering
+
+def apply_layer(base, layer, weight, mask=None, reference=None):
+    """Additive layer: q = q_base ⊗ (q_layer ⊗ q_ref⁻¹)^w per frame and masked bone.
+
+    base, layer: rotations (F, B, 4); weight: (F,) or scalar (0 = no effect, 1 = the
+    layer's full delta); mask: (B,) bool, bones the layer may change (default all);
+    reference: q_ref (B, 4) or (F, B, 4), default the layer's first frame. The power is
+    exp(w · log(δ)) on the shortest arc. Unmasked bones are returned bit-identical.
+    Returns (F, B, 4).
+    """
+    base = np.asarray(base, dtype=float)
+    layer = np.asarray(layer, dtype=float)
+    if base.shape != layer.shape:
+        raise ValueError(f"layer shape {layer.shape} differs from the base's {base.shape}")
+    ref = layer[0] if reference is None else np.asarray(reference, dtype=float)
+    w = np.broadcast_to(np.asarray(weight, dtype=float), (len(base),))
+    mask = np.ones(base.shape[1], dtype=bool) if mask is None else np.asarray(mask, dtype=bool)
+    delta = quat.mul(layer[:, mask], quat.conj(np.broadcast_to(ref, layer.shape)[:, mask]))
+    scaled = quat.exp(w[:, None, None] * quat.log(delta))
+    out = base.copy()
+    out[:, mask] = quat.make_continuous(quat.normalize(quat.mul(base[:, mask], scaled)), base[0, mask])
+    return out
+
+
 # ------------------------------------------------------------------------------- feet
 
 def _runs(mask):
