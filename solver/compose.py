@@ -73,8 +73,9 @@ VELOCITY_TIME = 0.1          # s: velocity features count as the distance covere
 SEARCH_TIME = 1.0            # s: transition points are searched this far into each clip
 SEARCH_FRACTION = 0.25       # … and within this fraction of the clip's frames
 PLANT_HEIGHT = 0.04          # × leg length above the clip's floor
-PLANT_SPEED = 0.25           # × leg length per second (horizontal)
+PLANT_SPEED = 0.12           # × leg length per second (horizontal)
 PLANT_RAMP = 0.2             # s over which a foot hold comes and goes
+HOLD_REACH = 0.1             # × leg length: a plant needing a larger ankle correction is not held
 
 
 class Track:
@@ -370,10 +371,11 @@ def _anchor(track, index, rig):
     return p[last] + (index - last) * step
 
 
-def splice(a, b, window, kind="smoothstep", rig=None, psi=None, height=None):
+def splice(a, b, window, kind="smoothstep", rig=None, psi=None, height=None, anchor=None):
     """A then B′ (B aligned to A, see align) blended over `window` frames: a Track of len(a) +
     len(b) − window frames. psi: heading change (rad) given to B (default: from the root
-    rotations' yaw); height: B's z offset (default: see align). Returns (track, info),
+    rotations' yaw); height: B's z offset (default: see align); anchor: where B's root
+    starts (3,) m (default: A's root at the window's first frame). Returns (track, info),
     info = {"start": first frame of the window in the result, "window", "heading_rad",
     "offset" (3,) m}. Raises ValueError when the window is longer than either clip."""
     rig = rig or Rig()
@@ -385,7 +387,7 @@ def splice(a, b, window, kind="smoothstep", rig=None, psi=None, height=None):
         yaw = lambda q: 2.0 * np.arctan2(q[3], q[0])     # noqa: E731
         psi = yaw(a.rotations[min(start, len(a) - 1), rig.root]) - yaw(b.rotations[0, rig.root])
     psi = float(_wrap(psi))
-    b2, offset = align(b, _anchor(a, start, rig), psi, rig, height)
+    b2, offset = align(b, _anchor(a, start, rig) if anchor is None else anchor, psi, rig, height)
     alpha = blend_weights(window, kind)
     rot = np.concatenate([a.rotations, b2.rotations[window:]], axis=0)
     pos = np.concatenate([a.positions, b2.positions[window:]], axis=0)
@@ -486,15 +488,28 @@ def transition_jump(a, end, b, start, fps):
     return float(np.linalg.norm((v[0] - v[2]).ravel()))
 
 
-def _alignment(a, index, info_b, start, rig, floor):
-    """(psi rad, height m or None) aligning B (its frame `start`) to track a at frame index
-    (one past the end: its last frame): the heading difference, and with legs the z offset
-    putting B's floor on `floor`."""
+def _alignment(a, index, planted_a, info_b, start, rig, floor):
+    """(anchor (3,) m or None, psi rad, height m or None) aligning B (its frame `start`) to
+    track a at frame index (one past the end: its last frame): psi the heading difference;
+    with legs the z offset putting B's floor on `floor`, and, where the same feet are
+    planted in A there (planted_a (legs,) bool) and in B, the root anchor that puts B's
+    planted feet (their mean) where A's are, so held feet need no stretch; None: the root
+    anchor of splice."""
     k = min(index, len(a) - 1)
     world, heads = forward(a.slice(k, k + 1), rig)
     psi = float(heading(world, heads, rig)[0] - info_b.heading[start])
-    height = None if floor is None or info_b.floor is None else floor - info_b.floor
-    return psi, height
+    if floor is None or info_b.floor is None:
+        return None, psi, None
+    height = floor - info_b.floor
+    both = np.flatnonzero(np.asarray(planted_a) & info_b.planted[start])
+    if not len(both):
+        return None, psi, height
+    feet = [rig.legs[leg][2] for leg in both]
+    c, s = np.cos(psi), np.sin(psi)
+    rel = (info_b.heads[start, feet] - info_b.heads[start, rig.root]).mean(axis=0)
+    anchor = heads[0, feet].mean(axis=0) - np.array([c * rel[0] - s * rel[1], s * rel[0] + c * rel[1], 0.0])
+    anchor[2] = info_b.heads[start, rig.root, 2] + height
+    return anchor, psi, height
 
 
 def features(info, rig, frames):
@@ -550,13 +565,14 @@ def compose(tracks, fps, windows=None, kinds="smoothstep", rig=None, threshold=N
     clips' own limits; search: seconds of each clip end the transition search may cut (0:
     blend at the clips' ends). names: bone names for the report; infos: the tracks'
     ClipInfo when already computed.
-    Returns (track, seams, sources): seams a list of dicts per seam {"index" (1-based),
+    Returns (track, seams, planted): seams a list of dicts per seam {"index" (1-based),
     "start" (first frame of the window in the result), "window", "suggested", "found" (a
     window passing every check exists), "curve", "cut" (A frames, B frames cut away),
     "heading_deg", "root_offset_m", "D" (rad/s, at the chosen points), "D_ends" (rad/s,
     at the clip ends), "passed", "flagged", "failures", "worst", "max_jump", "max_step_deg",
-    "root_step_m", "root_jump"}; sources (F, 2) int: clip index and clip frame each output
-    frame comes from (for window frames: the clip with the larger weight).
+    "root_step_m", "root_jump", "limits" (its SeamLimits, for recheck)}; planted (F, legs)
+    bool or None (no legs): the clips' planted flags on the output frames, inside a window
+    only where both clips have the foot planted.
     Raises ValueError for clips shorter than 3 frames and windows that do not fit."""
     if not tracks:
         raise ValueError("nothing to compose")
@@ -572,7 +588,7 @@ def compose(tracks, fps, windows=None, kinds="smoothstep", rig=None, threshold=N
     infos = [ClipInfo(t, fps, rig) for t in tracks] if infos is None else infos
     floor = infos[0].floor
     out = tracks[0]
-    sources = np.stack([np.zeros(len(out), dtype=np.intp), np.arange(len(out))], axis=1)
+    planted = infos[0].planted.copy() if rig.has_legs else None
     free = len(out)          # frames at the end of `out` that no earlier window blended
     seams = []
     for i, (b, w, kind) in enumerate(zip(tracks[1:], windows, kinds), start=1):
@@ -601,11 +617,12 @@ def compose(tracks, fps, windows=None, kinds="smoothstep", rig=None, threshold=N
             b_part = b_cut if full else b_cut.slice(0, min(len(b_cut), window + 3))
             s_a = end if window <= n_prev - end else n_prev - window     # A's clip frame at the window
             lim = SeamLimits(ia, ib, s_a, start, window, threshold)
-            psi, height = _alignment(a_part, len(a_part) - window, ib, start, rig, floor)
-            res, inf = splice(a_part, b_part, window, kind, rig, psi, height)
+            anchor, psi, height = _alignment(a_part, len(a_part) - window, ia.planted[min(s_a, n_prev - 1)]
+                                             if ia.planted.shape[1] else (), ib, start, rig, floor)
+            res, inf = splice(a_part, b_part, window, kind, rig, psi, height, anchor)
             world, _heads = forward(res, rig)
             check = check_seam(world, res.positions[:, rig.root_position], fps, inf["start"], window, lim, names)
-            return res, inf, check, a_len
+            return res, inf, check, a_len, lim
 
         # windows leave each clip's middle alone: at most half of it, or max_window
         limit = min(len(b_cut), len(b) // 2, n_prev // 2)
@@ -623,24 +640,35 @@ def compose(tracks, fps, windows=None, kinds="smoothstep", rig=None, threshold=N
             if chk["score"] < best:
                 suggested, best = cand, chk["score"]
         w = suggested if w is None else int(w)
-        res, inf, chk, a_len = attempt(w, full=True)
-        src_a = sources[:a_len]
-        src_b = np.stack([np.full(len(b_cut), i), start + np.arange(len(b_cut))], axis=1)
+        res, inf, chk, a_len, lim = attempt(w, full=True)
         s0 = inf["start"]
-        alpha = blend_weights(w, kind)
-        merged = np.concatenate([src_a[:s0], np.where((alpha >= 0.5)[:, None], src_b[:w], src_a[s0:]),
-                                 src_b[w:]], axis=0)
-        out, sources = res, merged
+        if planted is not None:
+            # inside a window a foot is planted where it is in both clips (else it moves with the blend)
+            both = planted[s0:a_len] & ib.planted[start:start + w]
+            planted = np.concatenate([planted[:s0], both, ib.planted[start + w:]], axis=0)
+        out = res
         free = len(b_cut) - w
         rep = {"index": i, "start": int(s0), "window": int(w), "suggested": int(suggested), "found": bool(found),
                "curve": kind, "cut": [int(n_prev - min(end + w, n_prev)), int(start)],
                "heading_deg": float(np.degrees(inf["heading_rad"])),
                "root_offset_m": float(np.linalg.norm(np.asarray(inf["offset"])[:2])),
-               "D": d, "D_ends": d_ends, "flagged": not chk["passed"]}
+               "D": d, "D_ends": d_ends, "flagged": not chk["passed"], "limits": lim}
         rep.update(chk)
         seams.append(rep)
     rot = quat.make_continuous(out.rotations)
-    return Track(rot, out.positions), seams, sources
+    return Track(rot, out.positions), seams, planted
+
+
+def recheck(track, rig, fps, seams, names=None):
+    """The checks of every seam again on a changed composed track (after hold_feet), each
+    against its own limits; updates the seam dicts in place (a seam the change made worse
+    fails from then on)."""
+    world, _heads = forward(track, rig)
+    for s in seams:
+        chk = check_seam(world, track.positions[:, rig.root_position], fps, s["start"], s["window"], s["limits"],
+                         names)
+        s.update(chk)
+        s["flagged"] = not chk["passed"]
 
 
 # ---------------------------------------------------------------------------- layering
@@ -676,41 +704,54 @@ def _runs(mask):
     return list(zip(edges[::2], edges[1::2]))
 
 
-def hold_feet(track, rig, fps, seams, sources, infos, floor):
+def _hold_correction(ankle, offset, hold, floor, ramp):
+    """Ankle corrections (F, 3) m: inside each run of `hold`, the move onto its spot
+    (solver.posing.plant_goals); outside, the correction at the nearest run frame faded by
+    solver.posing.plant_weights over `ramp` frames, so the hold comes and goes without a jump."""
+    inside = posing.plant_goals(ankle, offset, hold, floor) - ankle
+    idx = np.flatnonzero(hold)
+    nearest = idx[np.abs(np.arange(len(hold))[:, None] - idx[None]).argmin(axis=1)]
+    return posing.plant_weights(hold, ramp)[:, None] * inside[nearest]
+
+
+def hold_feet(track, rig, fps, seams, planted, floor):
     """Planted feet held still across the seams: every run of planted frames of a leg
-    (each output frame takes the planted flag of the clip frame it comes from, `sources`
-    (F, 2) from compose, with `infos` the clips' ClipInfo) that touches a seam's window
-    (from the frame before it to the frame after it) is held at one spot: the ankle at its
+    (planted (F, legs) bool from compose) that touches a seam's window (from the frame
+    before it to the frame after it) and needs at most HOLD_REACH · leg length of ankle
+    correction is held at one spot: the ankle at its
     mean horizontal position over the run, at the height that puts the foot's lowest point
     on `floor` (z, m) (solver.posing.plant_goals), reached by a two-bone IK of thigh and shin
     (solver.posing.two_bone_ik, the knee bending towards where the foot points) blended
     in and out over PLANT_RAMP s (solver.posing.plant_weights); the foot keeps its world
     rotation. Returns (track, plants): plants a list of {"seam" (index), "leg" (0 left, 1
-    right), "frames": [first, last]} of the held runs."""
+    right), "frames": [first, last], "held" (False: it needed more than HOLD_REACH),
+    "correction_m"} of the runs touching a seam."""
     if not rig.has_legs or not seams:
         return track, []
     world, heads = forward(track, rig)
-    planted = np.stack([infos[c].planted[f] for c, f in sources])               # (F, 2)
     rot = track.rotations.copy()
     ramp = max(2, int(round(PLANT_RAMP * fps)))
     plants = []
     for k, leg in enumerate(rig.legs):
         thigh, shin, foot, _toes = leg
-        hold = np.zeros(len(track), dtype=bool)
-        for lo, hi in _runs(planted[:, k]):
-            for s in seams:
-                if lo <= s["start"] + s["window"] and hi >= s["start"]:
-                    hold[lo:hi] = True
-                    plants.append({"seam": s["index"], "leg": k, "frames": [int(lo), int(hi - 1)]})
-                    break
-        if not hold.any():
-            continue
         ankle = heads[:, foot]
         offset = _lowest(world, heads, rig, leg)[:, 2] - ankle[:, 2]
-        w = posing.plant_weights(hold, ramp)
-        act = w > 0
-        goal = posing.plant_goals(ankle, offset, hold, floor)
-        goal = ankle + w[:, None] * (goal - ankle)
+        hold = np.zeros(len(track), dtype=bool)
+        for lo, hi in _runs(planted[:, k]):
+            seam = next((s for s in seams if lo <= s["start"] + s["window"] and hi >= s["start"]), None)
+            if seam is None:
+                continue
+            run = np.zeros(len(track), dtype=bool)
+            run[lo:hi] = True
+            need = float(np.linalg.norm(posing.plant_goals(ankle, offset, run, floor) - ankle, axis=1).max())
+            ok = need <= HOLD_REACH * rig.leg_length
+            hold |= run if ok else False
+            plants.append({"seam": seam["index"], "leg": k, "frames": [int(lo), int(hi - 1)], "held": ok,
+                           "correction_m": need})
+        if not hold.any():
+            continue
+        goal = ankle + _hold_correction(ankle, offset, hold, floor, ramp)
+        act = np.any(goal != ankle, axis=1)
         toe_dir = quat.rotate(world[act, foot], np.array([0.0, 1.0, 0.0]))
         d_up, d_low = posing.two_bone_ik(heads[act, thigh], heads[act, shin], ankle[act], goal[act],
                                          heads[act, shin] + toe_dir)

@@ -290,7 +290,8 @@ def compose(target, clips, layers=(), *, library_path=None, bone_map=None, thres
                 [{"bone", "jump", "jump_limit" (rad/s), "step_deg", "step_limit_deg"}],
                 "max_jump" (rad/s), "max_step_deg", "root_step_m", "root_jump" (m/s),
                 "heading_deg", "root_offset_m",
-                "plants": [{"bone" (foot), "frames": [first, last]}] (feet held)}]}.
+                "plants": [{"bone" (foot), "frames": [first, last], "held" (False: it would need
+                            more than solver.compose.HOLD_REACH leg lengths), "correction_m"}]}]}.
     threshold: rad/s for every bone's velocity jump (None: each bone's own, see
     solver/compose.py); max_window caps suggested windows (frames); search: seconds of
     each clip end the transition search may cut (0: blend at the clip ends).
@@ -331,7 +332,7 @@ def compose(target, clips, layers=(), *, library_path=None, bone_map=None, thres
     rig = _rig(target, channels, keep_height)
     try:
         infos = [sc.ClipInfo(t, fps, rig) for t in tracks]
-        track, seams, sources = sc.compose(
+        track, seams, planted = sc.compose(
             tracks, fps, windows=[c.window for c in clips[1:]], kinds=[c.curve for c in clips[1:]], rig=rig,
             threshold=threshold, max_window=max_window, search=search or 0.0, names=names, infos=infos)
     except ValueError as ex:
@@ -339,7 +340,8 @@ def compose(target, clips, layers=(), *, library_path=None, bone_map=None, thres
     plants = []
     held = bool(foot_lock and rig.has_legs)
     if held:
-        track, plants = sc.hold_feet(track, rig, fps, seams, sources, infos, infos[0].floor)
+        track, plants = sc.hold_feet(track, rig, fps, seams, planted, infos[0].floor)
+        sc.recheck(track, rig, fps, seams, names)
     first_frame = float(scene.frame_start)
     frames = first_frame + np.arange(len(track), dtype=float)
     rot, loc = _from_track(track, target, channels)
@@ -363,8 +365,13 @@ def compose(target, clips, layers=(), *, library_path=None, bone_map=None, thres
     for s in seams:
         out = {k: s[k] for k in keep}
         out["frame"] = float(first_frame + s["start"])
-        out["plants"] = [{"bone": names[rig.legs[p["leg"]][2]], "frames": [first_frame + f for f in p["frames"]]}
+        out["plants"] = [{"bone": names[rig.legs[p["leg"]][2]], "frames": [first_frame + f for f in p["frames"]],
+                          "held": p["held"], "correction_m": p["correction_m"]}
                          for p in plants if p["seam"] == s["index"]]
+        for p in out["plants"]:
+            if not p["held"]:
+                report(WARNING, f"seam {s['index']}: {p['bone']} planted at frames {p['frames'][0]:g}–"
+                       f"{p['frames'][1]:g} would need {p['correction_m'] * 100:.0f} cm to stay put: not held")
         seam_out.append(out)
         if s["flagged"]:
             worst = ", ".join(f"{w['bone']} {w['step_deg']:.0f}°/frame, {w['jump']:.1f} rad/s jump"
