@@ -371,11 +371,10 @@ def _anchor(track, index, rig):
     return p[last] + (index - last) * step
 
 
-def splice(a, b, window, kind="smoothstep", rig=None, psi=None, height=None, anchor=None):
+def splice(a, b, window, kind="smoothstep", rig=None, psi=None, height=None):
     """A then B′ (B aligned to A, see align) blended over `window` frames: a Track of len(a) +
     len(b) − window frames. psi: heading change (rad) given to B (default: from the root
-    rotations' yaw); height: B's z offset (default: see align); anchor: where B's root
-    starts (3,) m (default: A's root at the window's first frame). Returns (track, info),
+    rotations' yaw); height: B's z offset (default: see align). Returns (track, info),
     info = {"start": first frame of the window in the result, "window", "heading_rad",
     "offset" (3,) m}. Raises ValueError when the window is longer than either clip."""
     rig = rig or Rig()
@@ -387,7 +386,7 @@ def splice(a, b, window, kind="smoothstep", rig=None, psi=None, height=None, anc
         yaw = lambda q: 2.0 * np.arctan2(q[3], q[0])     # noqa: E731
         psi = yaw(a.rotations[min(start, len(a) - 1), rig.root]) - yaw(b.rotations[0, rig.root])
     psi = float(_wrap(psi))
-    b2, offset = align(b, _anchor(a, start, rig) if anchor is None else anchor, psi, rig, height)
+    b2, offset = align(b, _anchor(a, start, rig), psi, rig, height)
     alpha = blend_weights(window, kind)
     rot = np.concatenate([a.rotations, b2.rotations[window:]], axis=0)
     pos = np.concatenate([a.positions, b2.positions[window:]], axis=0)
@@ -488,28 +487,15 @@ def transition_jump(a, end, b, start, fps):
     return float(np.linalg.norm((v[0] - v[2]).ravel()))
 
 
-def _alignment(a, index, planted_a, info_b, start, rig, floor):
-    """(anchor (3,) m or None, psi rad, height m or None) aligning B (its frame `start`) to
-    track a at frame index (one past the end: its last frame): psi the heading difference;
-    with legs the z offset putting B's floor on `floor`, and, where the same feet are
-    planted in A there (planted_a (legs,) bool) and in B, the root anchor that puts B's
-    planted feet (their mean) where A's are, so held feet need no stretch; None: the root
-    anchor of splice."""
+def _alignment(a, index, info_b, start, rig, floor):
+    """(psi rad, height m or None) aligning B (its frame `start`) to track a at frame index
+    (one past the end: its last frame): the heading difference, and with legs the z offset
+    putting B's floor on `floor`."""
     k = min(index, len(a) - 1)
     world, heads = forward(a.slice(k, k + 1), rig)
     psi = float(heading(world, heads, rig)[0] - info_b.heading[start])
-    if floor is None or info_b.floor is None:
-        return None, psi, None
-    height = floor - info_b.floor
-    both = np.flatnonzero(np.asarray(planted_a) & info_b.planted[start])
-    if not len(both):
-        return None, psi, height
-    feet = [rig.legs[leg][2] for leg in both]
-    c, s = np.cos(psi), np.sin(psi)
-    rel = (info_b.heads[start, feet] - info_b.heads[start, rig.root]).mean(axis=0)
-    anchor = heads[0, feet].mean(axis=0) - np.array([c * rel[0] - s * rel[1], s * rel[0] + c * rel[1], 0.0])
-    anchor[2] = info_b.heads[start, rig.root, 2] + height
-    return anchor, psi, height
+    height = None if floor is None or info_b.floor is None else floor - info_b.floor
+    return psi, height
 
 
 def features(info, rig, frames):
@@ -617,9 +603,8 @@ def compose(tracks, fps, windows=None, kinds="smoothstep", rig=None, threshold=N
             b_part = b_cut if full else b_cut.slice(0, min(len(b_cut), window + 3))
             s_a = end if window <= n_prev - end else n_prev - window     # A's clip frame at the window
             lim = SeamLimits(ia, ib, s_a, start, window, threshold)
-            anchor, psi, height = _alignment(a_part, len(a_part) - window, ia.planted[min(s_a, n_prev - 1)]
-                                             if ia.planted.shape[1] else (), ib, start, rig, floor)
-            res, inf = splice(a_part, b_part, window, kind, rig, psi, height, anchor)
+            psi, height = _alignment(a_part, len(a_part) - window, ib, start, rig, floor)
+            res, inf = splice(a_part, b_part, window, kind, rig, psi, height)
             world, _heads = forward(res, rig)
             check = check_seam(world, res.positions[:, rig.root_position], fps, inf["start"], window, lim, names)
             return res, inf, check, a_len, lim
