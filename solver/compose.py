@@ -58,7 +58,6 @@ import numpy as np
 from scipy.spatial import cKDTree
 
 from . import posing, quat
-from .metrics import splice_velocity_jump
 
 CURVES = ("linear", "smoothstep", "smootherstep")
 
@@ -69,7 +68,7 @@ STEP_LIMIT = np.radians(20.0)   # rad: no bone turns more in one frame at a seam
 STEP_RATIO = 0.2             # a seam may turn a bone this fraction faster than the clips do there
 FLIP_STEP = np.radians(90.0)    # rad: a one-frame local turn this large is a flip, not motion
 ROOT_STEP_SLACK = 1e-3       # m
-VELOCITY_TIME = 0.1          # s: velocity features count as the distance covered in this time
+VELOCITY_TIME = 0.2          # s: the velocity part of a feature distance is this × D
 SEARCH_TIME = 1.0            # s: transition points are searched this far into each clip
 SEARCH_FRACTION = 0.25       # … and within this fraction of the clip's frames
 PLANT_HEIGHT = 0.04          # × leg length above the clip's floor
@@ -269,6 +268,8 @@ class ClipInfo:
         self.world, self.heads = forward(track, rig)
         self.heading = heading(self.world, self.heads, rig)
         self.steps = quat.angle_between(self.world[1:], self.world[:-1])          # (F−1, B)
+        r = track.rotations
+        self.velocity = quat.log(quat.mul(quat.conj(r[:-1]), r[1:])) * float(fps)   # (F−1, B, 3) local
         jumps = bone_jumps(self.world, fps)                                      # (F−2, B)
         self.jumps = jumps
         # clean frames, per bone: more than 2 frames away from that bone's own flips (a
@@ -479,12 +480,13 @@ def check_seam(world, root_path, fps, start, window, limits, names=None):
 
 
 def transition_jump(a, end, b, start, fps):
-    """D = ‖v_A(t_end) − v_B(t_start)‖ (rad/s) of joining a's frame end−1 to b's frame start
-    (local rotations (F, B, 4); v_A over a's step end−2 → end−1, v_B over b's step start →
-    start+1; metrics.splice_velocity_jump on the two steps)."""
-    rot = np.concatenate([a[end - 2:end], b[start:start + 2]], axis=0)
-    v = quat.log(quat.mul(quat.conj(rot[:-1]), rot[1:])) * float(fps)
-    return float(np.linalg.norm((v[0] - v[2]).ravel()))
+    """D = ‖v_A(t_end) − v_B(t_start)‖ (rad/s, all bones stacked) of joining a's frame end−1
+    to b's frame start (local rotations (F, B, 4)): one-sided velocities, v_A over a's step
+    end−2 → end−1 and v_B over b's step into `start` (start−1 → start; for start 0, its
+    first step 0 → 1), body-frame as in metrics.splice_velocity_jump."""
+    def velocity(q, k):
+        return quat.log(quat.mul(quat.conj(q[k]), q[k + 1])) * float(fps)
+    return float(np.linalg.norm((velocity(a, end - 2) - velocity(b, max(start - 1, 0))).ravel()))
 
 
 def _alignment(a, index, info_b, start, rig, floor):
@@ -498,21 +500,21 @@ def _alignment(a, index, info_b, start, rig, floor):
     return psi, height
 
 
-def features(info, rig, frames):
-    """Pose + velocity features (len(frames), 6B) of a clip at frames (each ≥ 1): bone heads
-    relative to the root head, turned by −heading, and their velocities × VELOCITY_TIME (m).
-    Without a skeleton: rotation vectors of the local rotations instead of heads."""
-    frames = np.asarray(frames, dtype=np.intp)
+def features(info, rig, poses, steps):
+    """Pose + velocity features (k, 3B + 3B) of a clip: at frames `poses` (k,) the bone heads
+    relative to the root head, turned by −heading (m; without a skeleton the rotation
+    vectors of the world rotations), and over its steps `steps` (k,) (step j: frame j → j+1)
+    the local angular velocities (rad/s, as in D) × VELOCITY_TIME, so that the velocity
+    part of a distance is VELOCITY_TIME · D."""
+    poses, steps = np.asarray(poses, dtype=np.intp), np.asarray(steps, dtype=np.intp)
     if rig.parents is None:
-        x = quat.log(quat.make_continuous(info.world))
+        x = quat.log(quat.make_continuous(info.world))[poses]
     else:
-        rel = info.heads - info.heads[:, rig.root:rig.root + 1]
-        c, s = np.cos(-info.heading), np.sin(-info.heading)
-        x = rel.copy()
-        x[..., 0] = c[:, None] * rel[..., 0] - s[:, None] * rel[..., 1]
-        x[..., 1] = s[:, None] * rel[..., 0] + c[:, None] * rel[..., 1]
-    v = (x[frames] - x[frames - 1]) * info.fps * VELOCITY_TIME
-    return np.concatenate([x[frames].reshape(len(frames), -1), v.reshape(len(frames), -1)], axis=1)
+        rel = info.heads[poses] - info.heads[poses, rig.root:rig.root + 1]
+        c, s = np.cos(-info.heading[poses])[:, None], np.sin(-info.heading[poses])[:, None]
+        x = np.stack([c * rel[..., 0] - s * rel[..., 1], s * rel[..., 0] + c * rel[..., 1], rel[..., 2]], axis=-1)
+    v = info.velocity[steps] * VELOCITY_TIME
+    return np.concatenate([x.reshape(len(poses), -1), v.reshape(len(poses), -1)], axis=1)
 
 
 def search_frames(n, fps, search=SEARCH_TIME):
@@ -529,9 +531,10 @@ def best_transition(info_a, info_b, rig, cut_a, cut_b):
     n_a = len(info_a.world)
     ends = np.arange(max(n_a - cut_a, 2), n_a + 1)
     starts = np.arange(0, cut_b + 1)
-    fa = features(info_a, rig, ends - 1)
-    # B's frame start−1 for start 0 does not exist: its frame 0 with its first velocity
-    fb = features(info_b, rig, np.maximum(starts - 1, 0) + 1 * (starts == 0))
+    # the state at A's frame end−1 against B's at start−1: poses and the velocities into
+    # them (B's frame 0 stands for start 0, with its first step)
+    fa = features(info_a, rig, ends - 1, ends - 2)
+    fb = features(info_b, rig, np.maximum(starts - 1, 0), np.maximum(starts - 2, 0))
     dist, idx = cKDTree(fb).query(fa)
     k = int(np.argmin(dist))
     return int(ends[k]), int(starts[idx[k]]), float(dist[k])
@@ -546,7 +549,8 @@ def compose(tracks, fps, windows=None, kinds="smoothstep", rig=None, threshold=N
 
     windows: one int per seam (len(tracks) − 1), None entries (or windows None) taking the
     shortest window that passes every check (up to max_window frames and half of either
-    clip; when none does, the one closest to passing); kinds: one curve
+    clip; when none does at the transition point, at the clip ends; when none does there
+    either, the one closest to passing); kinds: one curve
     name, or one per seam; threshold: rad/s for every bone's velocity jump instead of the
     clips' own limits; search: seconds of each clip end the transition search may cut (0:
     blend at the clips' ends). names: bone names for the report; infos: the tracks'
@@ -583,49 +587,28 @@ def compose(tracks, fps, windows=None, kinds="smoothstep", rig=None, threshold=N
         cut_a = min(search_frames(n_prev, fps, search), free - 2)
         cut_b = search_frames(len(b), fps, search)
         # the previous clip's frames in `out` end at its own frame n_prev − 1
-        end, start = n_prev, 0
+        candidates = [(n_prev, 0)]
         if cut_a > 0 or cut_b > 0:
-            end, start, _dist = best_transition(ia, ib, rig, max(cut_a, 0), cut_b)
+            candidates.insert(0, best_transition(ia, ib, rig, max(cut_a, 0), cut_b)[:2])
+        plans = []
+        for end, start in dict.fromkeys(candidates):          # the transition point first
+            plan = _SeamPlan(out, free, n_prev, b, ia, ib, end, start, kind, rig, fps, threshold, floor, names,
+                             max_window)
+            plans.append(plan)
+            if plan.found:
+                break
+        if w is not None and int(w) not in plans[0].fits:
+            raise ValueError(f"seam {i}: a window of {w} frames reaches into the previous seam or past "
+                             f"the clip ({plans[0].fits[-1] if plans[0].fits else 0} frames available)")
+        # an explicit window: at the transition point; else the first plan with a passing
+        # window (the clip ends when the transition point has none), else the transition point
+        plan = plans[0] if w is not None else next((p for p in plans if p.found), plans[0])
+        w = plan.suggested if w is None else int(w)
+        end, start, suggested, found = plan.end, plan.start, plan.suggested, plan.found
         d_ends = transition_jump(tracks[i - 1].rotations, n_prev, b.rotations, 0, fps)
         d = transition_jump(tracks[i - 1].rotations, end, b.rotations, start, fps)
-        b_cut = b.slice(start, len(b))
-
-        def prepare(window):
-            """(A part of `out` the window ends, room left) for a window: it blends A's frames
-            from `end` on, moved back where the clip has fewer than `window` of them."""
-            a_end = min(end + window, n_prev)
-            a_len = len(out) - (n_prev - a_end)
-            return a_len, free - (n_prev - a_end)
-
-        def attempt(window, full=False):
-            a_len, _room = prepare(window)
-            a_part = out.slice(0 if full else max(a_len - window - 3, 0), a_len)
-            b_part = b_cut if full else b_cut.slice(0, min(len(b_cut), window + 3))
-            s_a = end if window <= n_prev - end else n_prev - window     # A's clip frame at the window
-            lim = SeamLimits(ia, ib, s_a, start, window, threshold)
-            psi, height = _alignment(a_part, len(a_part) - window, ib, start, rig, floor)
-            res, inf = splice(a_part, b_part, window, kind, rig, psi, height)
-            world, _heads = forward(res, rig)
-            check = check_seam(world, res.positions[:, rig.root_position], fps, inf["start"], window, lim, names)
-            return res, inf, check, a_len, lim
-
-        # windows leave each clip's middle alone: at most half of it, or max_window
-        limit = min(len(b_cut), len(b) // 2, n_prev // 2)
-        limit = limit if max_window is None else min(limit, int(max_window))
-        fits = [cand for cand in range(0, limit + 1) if cand <= prepare(cand)[1]]
-        if w is not None and int(w) not in fits:
-            raise ValueError(f"seam {i}: a window of {w} frames reaches into the previous seam or past "
-                             f"the clip ({fits[-1] if fits else 0} frames available)")
-        suggested, found, best = 0, False, np.inf
-        for cand in fits:
-            chk = attempt(cand)[2]
-            if chk["passed"]:
-                suggested, found = cand, True
-                break
-            if chk["score"] < best:
-                suggested, best = cand, chk["score"]
-        w = suggested if w is None else int(w)
-        res, inf, chk, a_len, lim = attempt(w, full=True)
+        b_cut = plan.b_cut
+        res, inf, chk, a_len, lim = plan.attempt(w, full=True)
         s0 = inf["start"]
         if planted is not None:
             # inside a window a foot is planted where it is in both clips (else it moves with the blend)
@@ -654,6 +637,53 @@ def recheck(track, rig, fps, seams, names=None):
                          names)
         s.update(chk)
         s["flagged"] = not chk["passed"]
+
+
+class _SeamPlan:
+    """One way to make a seam: the composition `out` so far (its last `free` frames
+    unblended, ending with its clip's frame n_prev − 1) runs up to that clip's frame end − 1
+    and clip b on from its frame `start`. `attempt(window)` splices and checks; `fits` are
+    the windows that fit (at most half of either clip, or max_window); `suggested` the
+    shortest passing one (found) or the one closest to passing."""
+
+    def __init__(self, out, free, n_prev, b, ia, ib, end, start, kind, rig, fps, threshold, floor, names,
+                 max_window):
+        self.out, self.free, self.n_prev, self.ia, self.ib = out, free, n_prev, ia, ib
+        self.end, self.start, self.kind, self.rig, self.fps = int(end), int(start), kind, rig, fps
+        self.threshold, self.floor, self.names = threshold, floor, names
+        self.b_cut = b.slice(self.start, len(b))
+        limit = min(len(self.b_cut), len(b) // 2, n_prev // 2)
+        limit = limit if max_window is None else min(limit, int(max_window))
+        self.fits = [cand for cand in range(0, limit + 1) if cand <= self.prepare(cand)[1]]
+        self.suggested, self.found, best = 0, False, np.inf
+        for cand in self.fits:
+            chk = self.attempt(cand)[2]
+            if chk["passed"]:
+                self.suggested, self.found = cand, True
+                break
+            if chk["score"] < best:
+                self.suggested, best = cand, chk["score"]
+
+    def prepare(self, window):
+        """(length of `out` the window ends, room left): the window blends A's frames from
+        `end` on, moved back where the clip has fewer than `window` of them."""
+        a_end = min(self.end + window, self.n_prev)
+        return len(self.out) - (self.n_prev - a_end), self.free - (self.n_prev - a_end)
+
+    def attempt(self, window, full=False):
+        """(track, splice info, check_seam result, A frames used, SeamLimits) of a window;
+        full=False splices only the frames the checks read."""
+        a_len, _room = self.prepare(window)
+        a_part = self.out.slice(0 if full else max(a_len - window - 3, 0), a_len)
+        b_part = self.b_cut if full else self.b_cut.slice(0, min(len(self.b_cut), window + 3))
+        s_a = self.end if window <= self.n_prev - self.end else self.n_prev - window   # A's frame at the window
+        lim = SeamLimits(self.ia, self.ib, s_a, self.start, window, self.threshold)
+        psi, height = _alignment(a_part, len(a_part) - window, self.ib, self.start, self.rig, self.floor)
+        res, inf = splice(a_part, b_part, window, self.kind, self.rig, psi, height)
+        world, _heads = forward(res, self.rig)
+        check = check_seam(world, res.positions[:, self.rig.root_position], self.fps, inf["start"], window, lim,
+                           self.names)
+        return res, inf, check, a_len, lim
 
 
 # ---------------------------------------------------------------------------- layering
