@@ -68,7 +68,8 @@ STEP_LIMIT = np.radians(20.0)   # rad: no bone turns more in one frame at a seam
 STEP_RATIO = 0.2             # a seam may turn a bone this fraction faster than the clips do there
 FLIP_STEP = np.radians(90.0)    # rad: a one-frame local turn this large is a flip, not motion
 ROOT_STEP_SLACK = 1e-3       # m
-VELOCITY_TIME = 0.2          # s: the velocity part of a feature distance is this × D
+VELOCITY_TIME = 0.1          # s: the velocity part of a feature distance is this × D
+HEADING_WEIGHT = 3.0         # the facing's turn rate counts this many times a bone's velocity
 SEARCH_TIME = 1.0            # s: transition points are searched this far into each clip
 SEARCH_FRACTION = 0.25       # … and within this fraction of the clip's frames
 PLANT_HEIGHT = 0.04          # × leg length above the clip's floor
@@ -501,11 +502,12 @@ def _alignment(a, index, info_b, start, rig, floor):
 
 
 def features(info, rig, poses, steps):
-    """Pose + velocity features (k, 3B + 3B) of a clip: at frames `poses` (k,) the bone heads
+    """Pose + velocity features (k, 6B + 1) of a clip: at frames `poses` (k,) the bone heads
     relative to the root head, turned by −heading (m; without a skeleton the rotation
     vectors of the world rotations), and over its steps `steps` (k,) (step j: frame j → j+1)
     the local angular velocities (rad/s, as in D) × VELOCITY_TIME, so that the velocity
-    part of a distance is VELOCITY_TIME · D."""
+    part of a distance is VELOCITY_TIME · D, and the turn rate of the heading (rad/s) ×
+    VELOCITY_TIME × HEADING_WEIGHT (a change of facing is seen before any one bone's)."""
     poses, steps = np.asarray(poses, dtype=np.intp), np.asarray(steps, dtype=np.intp)
     if rig.parents is None:
         x = quat.log(quat.make_continuous(info.world))[poses]
@@ -514,7 +516,8 @@ def features(info, rig, poses, steps):
         c, s = np.cos(-info.heading[poses])[:, None], np.sin(-info.heading[poses])[:, None]
         x = np.stack([c * rel[..., 0] - s * rel[..., 1], s * rel[..., 0] + c * rel[..., 1], rel[..., 2]], axis=-1)
     v = info.velocity[steps] * VELOCITY_TIME
-    return np.concatenate([x.reshape(len(poses), -1), v.reshape(len(poses), -1)], axis=1)
+    turn = _wrap(info.heading[steps + 1] - info.heading[steps])[:, None] * info.fps * VELOCITY_TIME * HEADING_WEIGHT
+    return np.concatenate([x.reshape(len(poses), -1), v.reshape(len(poses), -1), turn], axis=1)
 
 
 def search_frames(n, fps, search=SEARCH_TIME):

@@ -60,8 +60,10 @@ def hips_path(ob, keys):
 
 
 def root_steps(ob, action):
+    """Horizontal steps of the hips (m): clips stand on one floor, so the hips' height may
+    differ between clips, but the hips never jump across the floor."""
     keys, _frames = keyed(action, ob)
-    return np.linalg.norm(np.diff(hips_path(ob, keys), axis=0), axis=1)
+    return np.linalg.norm(np.diff(hips_path(ob, keys)[:, :2], axis=0), axis=1)
 
 
 def test_seam_report_root_continuity_and_hard_cuts(cm, quat, signer, shared_data):
@@ -92,11 +94,11 @@ def test_seam_report_root_continuity_and_hard_cuts(cm, quat, signer, shared_data
         assert np.all(np.sum(rot[1:] * rot[:-1], axis=1) > 0.0), f"hemisphere flip in {bone}"
         step = quat.angle_between(rot[1:], rot[:-1])
         assert np.degrees(step).max() < 90.0, f"{bone} flips by {np.degrees(step).max():.0f}°"
-    # the root: continuous across seams, no step longer than the clips' own (+ 1 mm)
+    # the root: continuous across seams, no horizontal step longer than the clips' own (+ 1 mm)
     own = max(root_steps(signer, bpy.data.actions[cm.compose(signer, [c])["action"]]).max() for c in clips)
     signer.animation_data.action = action
     path = hips_path(signer, keys)
-    steps = np.linalg.norm(np.diff(path, axis=0), axis=1)
+    steps = np.linalg.norm(np.diff(path[:, :2], axis=0), axis=1)
     for s in result["seams"]:
         k = int(s["frame"] - frames[0])
         assert steps[max(k - 2, 0):k + s["window"] + 2].max() <= own + 1e-3
@@ -290,7 +292,7 @@ def test_foot_lock_and_actions_of_the_file_as_clips(cm, signer, shared_data):
     a, _f = keyed(bpy.data.actions[first], signer)
     b, _f = keyed(bpy.data.actions[again["action"]], signer)
     for bone in ("hand.L", "f_index.02.R", "spine"):
-        np.testing.assert_allclose(b[bone][0][:90], a[bone][0][:90], atol=1e-6)
+        np.testing.assert_allclose(b[bone][0][:50], a[bone][0][:50], atol=1e-6)    # windows ≤ half a clip
 
 
 def test_library_clip_and_its_file_compose_the_same(addon, cm, shared_data, tmp_path):
