@@ -38,14 +38,15 @@ Seam checks (`SeamLimits`, `check_seam`), per bone on world (armature-space) rot
   largest turn there × (1 + STEP_RATIO)).
 - root: its one-frame step may not exceed the clips' own longest step there (+ 1 mm), and
   the change of its velocity has the bones' robust limit (m/s, at least ROOT_JUMP_FLOOR).
-A seam fails on any of them. D = ‖v_A(t_end) − v_B(t_start)‖ (seed 004 §5:
-metrics.splice_velocity_jump of A's last step against B's first, all bones stacked, rad/s)
-is reported alongside.
+A seam fails on any of them. D = ‖v_A(t_end) − v_B(t_start)‖ (`transition_jump`: the
+one-sided local angular velocities of A's last kept frame and B's first, all bones stacked,
+rad/s) is reported alongside.
 
-Transition points (`best_transition`): the frame pair of A's end and B's start whose pose
-and velocity features (bone heads relative to the root, in the root's heading frame, and
-their velocities × VELOCITY_TIME) are nearest, found with a KD-tree (scipy.spatial.cKDTree)
-over B's candidate frames (as in "Motion graphs", Kovar, Gleicher & Pighin, SIGGRAPH 2002).
+Transition points (`best_transition`): the frame pair of A's end and B's start whose
+features (`features`: bone heads relative to the root in the heading frame, local angular
+velocities × VELOCITY_TIME, the heading's turn rate) are nearest, found with a KD-tree
+(scipy.spatial.cKDTree) over B's candidate frames (as in "Motion graphs", Kovar, Gleicher
+& Pighin, SIGGRAPH 2002), within SEARCH_TIME s and SEARCH_FRACTION of each clip.
 
 Feet (`detect_plants`, `hold_feet`): a foot is planted where its lowest point is within
 PLANT_HEIGHT·leg length of the clip's floor and slower than PLANT_SPEED·leg length per
