@@ -259,11 +259,12 @@ def _wrap(a):
 # ---------------------------------------------------------------------------- per clip
 
 class ClipInfo:
-    """What the seam checks, the alignment and the feet need of one (trimmed) clip, in the
-    clip's own frame: world rotations (F, B, 4), heads (F, B, 3), heading (F,) rad, per-bone
-    robust velocity-jump limits (B,) rad/s, root velocity-change limit (m/s), per-bone steps
-    (F−1, B) rad, root steps (F−1,) m, floor (z m or None), planted (F, legs) bool, ankle
-    heights above the floor."""
+    """What the seam checks, the transition search, the alignment and the feet need of one
+    (trimmed) clip, in the clip's own frame: world rotations (F, B, 4), heads (F, B, 3) m,
+    heading (F,) rad, local angular velocities (F−1, B, 3) rad/s, per-bone world steps
+    (F−1, B) rad and velocity jumps (F−2, B) rad/s, per-bone robust jump limits (B,) rad/s,
+    root steps (F−1,) m and velocity-change limit (m/s), floor (z m, None without legs) and
+    planted (F, legs) bool."""
 
     def __init__(self, track, fps, rig):
         self.fps = float(fps)
@@ -272,22 +273,21 @@ class ClipInfo:
         self.steps = quat.angle_between(self.world[1:], self.world[:-1])          # (F−1, B)
         r = track.rotations
         self.velocity = quat.log(quat.mul(quat.conj(r[:-1]), r[1:])) * float(fps)   # (F−1, B, 3) local
-        jumps = bone_jumps(self.world, fps)                                      # (F−2, B)
-        self.jumps = jumps
+        self.jumps = jumps = bone_jumps(self.world, fps)                         # (F−2, B)
         # clean frames, per bone: more than 2 frames away from that bone's own flips (a
         # one-frame turn of its local rotation by more than FLIP_STEP)
         flip = (quat.angle_between(track.rotations[1:], track.rotations[:-1]) > FLIP_STEP).astype(float)
         near = np.apply_along_axis(lambda f: np.convolve(f, np.ones(5), mode="same"), 0, flip) > 0
-        self.clean = ~(near[:-1] | near[1:])                                     # (F−2, B)
-        self.jump_limit = np.maximum(robust_limit(jumps, self.clean), JUMP_FLOOR)
+        clean = ~(near[:-1] | near[1:])                                          # (F−2, B)
+        self.jump_limit = np.maximum(robust_limit(jumps, clean), JUMP_FLOOR)
         p = track.positions[:, rig.root_position] if track.positions.shape[1] else np.zeros((len(track), 3))
         self.root_steps = np.linalg.norm(np.diff(p, axis=0), axis=-1)
         acc = np.linalg.norm(np.diff(p, 2, axis=0), axis=-1) * fps
-        self.root_limit = max(float(robust_limit(acc[:, None], self.clean.all(axis=1)[:, None])[0]),
+        self.root_limit = max(float(robust_limit(acc[:, None], clean.all(axis=1)[:, None])[0]),
                               ROOT_JUMP_FLOOR)
-        self.floor, self.planted, self.low = None, np.zeros((len(track), 0), dtype=bool), None
+        self.floor, self.planted = None, np.zeros((len(track), 0), dtype=bool)
         if rig.has_legs:
-            self.floor, self.planted, self.low = detect_plants(self.world, self.heads, rig, fps)
+            self.floor, self.planted = detect_plants(self.world, self.heads, rig, fps)
 
 
 def bone_jumps(world, fps):
@@ -313,7 +313,7 @@ def robust_limit(values, clean):
 
 
 def detect_plants(world, heads, rig, fps):
-    """Floor (z m), planted mask (F, 2) per leg and the feet's lowest points (F, 2, 3).
+    """Floor (z m) and planted mask (F, 2) per leg of world rotations (F, B, 4) and heads.
 
     The lowest point of a foot is the lowest of its head, its toes' heads and tails. The
     floor is first the 5th percentile of both feet's lowest points, then the median lowest
@@ -330,7 +330,7 @@ def detect_plants(world, heads, rig, fps):
     if mask.any():
         floor = float(np.median(low[..., 2][mask]))
         mask = masks(floor - 0.5 * PLANT_HEIGHT * length)      # the floor is the middle of the band
-    return floor, mask, low
+    return floor, mask
 
 
 def _lowest(world, heads, rig, leg):

@@ -330,6 +330,7 @@ def test_compose_panel_draws_clips_seams_and_flags(addon, signer, shared_data):
     assert {"trim_in", "trim_out", "window", "curve", "threshold", "keep_height", "foot_lock"} <= drawn.props
     labels = " ".join(drawn.labels)
     assert "1 flagged seam" in labels and "Seam 1 at frame" in labels and "Suggested window:" in labels
+    assert "in one frame (limit" in labels and "Worst bones:" in labels          # the worst bones
     for index, item in enumerate(settings.clips):      # the list rows: window, suggestion, flag
         row = Layout()
         panels.SIGNSIM_UL_compose_clips.draw_item(None, None, row, settings, item, 0, settings, "clip_index", index)
