@@ -717,12 +717,6 @@ def apply_layer(base, layer, weight, mask=None, reference=None):
 
 # ------------------------------------------------------------------------------- feet
 
-def _runs(mask):
-    """(start, stop) of each run of True in a bool array (F,)."""
-    edges = np.flatnonzero(np.diff(np.concatenate([[0], mask.astype(int), [0]])))
-    return list(zip(edges[::2], edges[1::2]))
-
-
 def _hold_correction(ankle, offset, hold, floor, ramp):
     """Ankle corrections (F, 3) m: inside each run of `hold`, the move onto its spot
     (solver.posing.plant_goals); outside, the correction at the nearest run frame faded by
@@ -756,7 +750,7 @@ def hold_feet(track, rig, fps, seams, planted, floor):
         ankle = heads[:, foot]
         offset = _lowest(world, heads, rig, leg)[:, 2] - ankle[:, 2]
         hold = np.zeros(len(track), dtype=bool)
-        for lo, hi in _runs(planted[:, k]):
+        for lo, hi in posing.runs(planted[:, k]):
             seam = next((s for s in seams if lo <= s["start"] + s["window"] and hi >= s["start"]), None)
             if seam is None:
                 continue

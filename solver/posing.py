@@ -6,14 +6,13 @@
 - the shoulder girdle by the scapulohumeral rhythm: past about 30° of arm elevation the
   shoulder girdle rises about one degree for every two of the arm (Inman, Saunders &
   Abbott, "Observations on the function of the shoulder joint", J. Bone Joint Surg. 1944:
-  glenohumeral to scapulothoracic ≈ 2 : 1);
-- sharing a rotation along a chain (one source bone onto several target bones).
+  glenohumeral to scapulothoracic ≈ 2 : 1).
 
 Rotations are (…, 3, 3) matrices acting on column vectors, positions (…, 3) in metres,
 angles in radians unless the name says degrees.
 """
 import numpy as np
-from scipy.spatial.transform import Rotation, Slerp
+from scipy.spatial.transform import Rotation
 
 RHYTHM_ONSET = np.radians(30.0)   # arm elevation where the girdle starts to follow
 RHYTHM_RATIO = 0.42               # girdle elevation per arm elevation past the onset
@@ -53,17 +52,16 @@ def planted(points, fps, floor, speed=0.3, height=0.04, min_frames=3):
         v[1:] = step
         v[0] = step[0]
     mask = (v < speed) & (points[:, 2] < floor + height)
-    out = mask.copy()
-    start = None
-    for f in range(len(mask) + 1):
-        on = f < len(mask) and mask[f]
-        if on and start is None:
-            start = f
-        if not on and start is not None:
-            if f - start < min_frames:
-                out[start:f] = False
-            start = None
-    return out
+    for start, stop in runs(mask):
+        if stop - start < min_frames:
+            mask[start:stop] = False
+    return mask
+
+
+def runs(mask):
+    """(start, stop) of each run of True in a bool array (F,), stop exclusive."""
+    edges = np.flatnonzero(np.diff(np.concatenate([[0], np.asarray(mask, dtype=int), [0]])))
+    return [(int(a), int(b)) for a, b in zip(edges[::2], edges[1::2])]
 
 
 def plant_weights(mask, ramp=4):
@@ -83,14 +81,8 @@ def plant_goals(ankle, lowest_offset, mask, floor):
     horizontal position in the run, at the height that puts the foot's lowest point
     (ankle z + lowest_offset (F,)) on the floor; other frames keep `ankle` (F, 3)."""
     goal = ankle.copy()
-    start = None
-    for f in range(len(mask) + 1):
-        on = f < len(mask) and mask[f]
-        if on and start is None:
-            start = f
-        if not on and start is not None:
-            goal[start:f, :2] = ankle[start:f, :2].mean(axis=0)
-            start = None
+    for start, stop in runs(mask):
+        goal[start:stop, :2] = ankle[start:stop, :2].mean(axis=0)
     goal[mask, 2] = floor - lowest_offset[mask]
     return goal
 
@@ -123,12 +115,6 @@ def two_bone_ik(root, mid, end, goal, pole):
     return d_upper, d_lower
 
 
-def blend(d, w):
-    """Rotations (F, 3, 3) part way from identity to d (F, 3, 3) by weights w (F,)."""
-    rv = Rotation.from_matrix(d).as_rotvec()
-    return Rotation.from_rotvec(rv * np.asarray(w)[:, None]).as_matrix()
-
-
 def girdle_rise(arm_dir, chest_up, onset=RHYTHM_ONSET, ratio=RHYTHM_RATIO, soft=np.radians(5.0)):
     """Shoulder girdle elevation (rad, (F,)) for an upper-arm direction arm_dir (F, 3) in a
     chest whose up axis is chest_up (F, 3): ratio × the arm elevation (angle from the
@@ -145,14 +131,3 @@ def girdle_rotation(clavicle_dir, chest_up, angle):
     to both."""
     axis = _unit(np.cross(clavicle_dir, chest_up))
     return Rotation.from_rotvec(axis * np.asarray(angle)[:, None]).as_matrix()
-
-
-def share(q_from, q_to, fractions):
-    """Rotations (F, k, 3, 3) spread between two rotation series q_from, q_to (F, 3, 3) at
-    fractions (k,) in [0, 1] (0 = q_from), by spherical interpolation frame by frame."""
-    fr = np.asarray(fractions, dtype=float)
-    out = np.empty((len(q_from), len(fr), 3, 3))
-    for f in range(len(q_from)):
-        s = Slerp([0.0, 1.0], Rotation.from_matrix(np.stack([q_from[f], q_to[f]])))
-        out[f] = s(fr).as_matrix()
-    return out

@@ -1,12 +1,8 @@
-"""Planted-foot IK, the scapulohumeral rhythm and rotation sharing (analytic checks)."""
+"""Planted-foot IK and the scapulohumeral rhythm (analytic checks)."""
 import numpy as np
 from scipy.spatial.transform import Rotation
 
 from solver import posing
-
-
-def _rand_rot(rng, n):
-    return Rotation.random(n, random_state=rng.integers(1 << 30)).as_matrix()
 
 
 def test_swing_is_the_smallest_rotation(rng):
@@ -79,20 +75,3 @@ def test_girdle_follows_the_arm_at_the_rhythm_ratio():
     r = posing.girdle_rotation(clav, up, rise)
     raised = np.einsum("fij,fj->fi", r, clav)
     assert np.allclose(np.arcsin(raised[:, 2]), rise)
-
-
-def test_share_spreads_between_two_rotations(rng):
-    a, b = _rand_rot(rng, 5), _rand_rot(rng, 5)
-    s = posing.share(a, b, [0.0, 0.25, 1.0])
-    assert np.allclose(s[:, 0], a) and np.allclose(s[:, 2], b)
-    rel_a = Rotation.from_matrix(np.swapaxes(a, 1, 2) @ s[:, 1]).magnitude()
-    rel_ab = Rotation.from_matrix(np.swapaxes(a, 1, 2) @ b).magnitude()
-    assert np.allclose(rel_a, 0.25 * rel_ab)
-
-
-def test_blend_scales_the_angle(rng):
-    d = _rand_rot(rng, 10)
-    half = posing.blend(d, np.full(10, 0.5))
-    assert np.allclose(Rotation.from_matrix(half).magnitude(), 0.5 * Rotation.from_matrix(d).magnitude())
-    assert np.allclose(posing.blend(d, np.zeros(10)), np.eye(3))
-
