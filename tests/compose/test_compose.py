@@ -217,9 +217,13 @@ def test_cli_compose_json_and_written_file(addon, shared_data, tmp_path, capsys)
     # a hard cut by --window 0 is flagged; bad input is one line and writes nothing
     out2 = tmp_path / "cut.blend"
     code = cli(["compose", "--clips", str(mocap / BYE), str(mocap / MIXAMO), "--rig", str(SIGNER),
-                "--window", "0", "--curve", "linear", "--trim", "1:120", ":", "--out", str(out2), "--json"])
+                "--window", "0", "--curve", "linear", "--trim", "1:120", ":", "--no-foot-lock", "--out", str(out2),
+                "--json"])
     cut = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
-    assert code == 0 and cut["seams"][0]["flagged"] and cut["seams"][0]["window"] == 0
+    assert code == 0 and cut["seams"][0]["flagged"] and cut["seams"][0]["window"] == 0 and not cut["foot_lock"]
+    bpy.ops.wm.open_mainfile(filepath=str(out2))
+    assert [m.frame for m in bpy.context.scene.timeline_markers if m.name.startswith("SignSim seam 1")] \
+        == [int(cut["seams"][0]["frame"])]                           # the flagged seam, marked in the file
     assert cut["clips"][0]["frames"] == 120
     for args, message in ((["--window", "1", "2"], "one value or one per seam"),
                           (["--trim", "1-5", ":"], "is not IN:OUT"),
