@@ -16,7 +16,7 @@ class SIGNSIM_UL_compose_clips(bpy.types.UIList):
             return
         row.prop(item, "window", text="")
         if item.suggested_window >= 0:
-            row.label(text=f"≥{item.suggested_window}  {item.velocity_jump:.1f}/{item.threshold:.1f}",
+            row.label(text=f"≥{item.suggested_window}  D {item.velocity_jump:.1f}",
                       icon='ERROR' if item.flagged else 'CHECKMARK')
 
 
@@ -62,6 +62,7 @@ class SIGNSIM_PT_compose(SidebarPanel, bpy.types.Panel):
                 row.prop(item, "curve", text="")
                 if item.suggested_window >= 0:
                     col.label(text=f"Suggested window: {item.suggested_window} frames")
+                    col.label(text=f"Worst bones: {item.worst}", icon='ERROR' if item.flagged else 'BONE_DATA')
         layout.label(text="Layers")
         _list(layout, settings, 'LAYER', "SIGNSIM_UL_compose_layers", "layers", "layer_index")
         if 0 <= settings.layer_index < len(settings.layers):
@@ -83,8 +84,11 @@ class SIGNSIM_PT_compose(SidebarPanel, bpy.types.Panel):
             box.label(text=f"{len(flagged)} flagged seam{'s' if len(flagged) != 1 else ''}",
                       icon='ERROR' if flagged else 'CHECKMARK')
             for seam in flagged:
-                box.label(text=f"Seam {seam['index']} at frame {seam['frame']:g}: {seam['velocity_jump']:.1f} > "
-                          f"{seam['threshold']:.1f} rad/s (suggested window {seam['suggested']})")
+                box.label(text=f"Seam {seam['index']} at frame {seam['frame']:g}: {'/'.join(seam['failures'])} "
+                          f"(window {seam['window']}, suggested {seam['suggested']})")
+                for w in seam["worst"]:
+                    box.label(text=f"  {w['bone']}: {w['step_deg']:.0f}° in one frame (limit "
+                              f"{w['step_limit_deg']:.0f}°), jump {w['jump']:.1f} of {w['jump_limit']:.1f} rad/s")
 
 
 classes = (SIGNSIM_UL_compose_clips, SIGNSIM_UL_compose_layers, SIGNSIM_PT_compose)

@@ -355,7 +355,8 @@ ZH_HANS = {
     "Edit Compose List": "编辑合成列表",
     "Add at least one clip to the list": "请至少向列表添加一个片段",
     "Add or remove a clip or layer of the composition": "添加或移除合成中的片段或图层",
-    "Align only floor position and heading; each clip keeps its own root height": "仅对齐地面位置和朝向；每个片段保留自身的根高度",
+    "Rigs without legs: each clip keeps its own root height (with legs, every clip stands on the first clip's floor)":
+        "无腿骨架：每个片段保留自身的根高度（有腿时，所有片段都站在第一个片段的地面上）",
     "Blend weight curve of the seam into this clip": "进入此片段的接缝的混合权重曲线",
     "Blend window into this clip, in frames (-1: the suggested window, 0: a hard cut)": "进入此片段的混合窗口，单位帧（-1：建议窗口，0：硬切）",
     "Comma-separated bones the layer may change (empty: all)": "该图层可改变的骨骼，逗号分隔（为空：全部）",
@@ -369,9 +370,10 @@ ZH_HANS = {
     "JSON of the composition that made this action: clips, seams (window, velocity jump, threshold, flagged)":
         "生成此动作的合成 JSON：片段、接缝（窗口、速度跳变、阈值、是否标记）",
     "Keep Height": "保持高度",
-    "Keep a planted foot still through each window by moving the root": "通过移动根骨骼，使着地的脚在每个窗口内保持不动",
-    "Largest seam velocity jump ε in rad/s (0: per seam, from the two clips' own frame-to-frame velocity changes)":
-        "接缝速度跳变的最大值 ε，单位 rad/s（0：按接缝，根据两个片段自身的逐帧速度变化）",
+    "Hold a foot planted across a seam at one spot (two-bone leg IK), released at lift-off":
+        "跨接缝着地的脚保持在同一位置（双骨骼腿部 IK），抬脚时释放",
+    "Largest velocity jump of any bone at a seam, in rad/s (0: per bone, from the two clips' own motion)":
+        "接缝处任一骨骼速度跳变的最大值，单位 rad/s（0：按骨骼，根据两个片段自身的运动）",
     "Last frame of the clip to use (0: its end)": "使用片段的最后一帧（0：片段结尾）",
     "Layer": "图层",
     "Layers": "图层",
@@ -379,17 +381,21 @@ ZH_HANS = {
     "Library clip name, mocap file or an action of this file": "库片段名称、动捕文件或此文件中的动作",
     "Linear": "线性",
     "Out": "出点",
-    "Seam velocity jump D of the last compose, in rad/s": "上次合成的接缝速度跳变 D，单位 rad/s",
+    "Seam velocity jump D = |v_A(end) - v_B(start)| of the last compose, in rad/s":
+        "上次合成的接缝速度跳变 D = |v_A(end) - v_B(start)|，单位 rad/s",
     "Select the armature to compose onto": "请选择要合成到的骨架",
-    "Shortest window that keeps the velocity jump under the threshold (from the last compose; -1: not composed yet)":
-        "使速度跳变低于阈值的最短窗口（来自上次合成；-1：尚未合成）",
+    "Shortest window that passes every seam check (from the last compose; -1: not composed yet)":
+        "通过所有接缝检查的最短窗口（来自上次合成；-1：尚未合成）",
     "Smootherstep": "更平滑阶跃",
     "Smoothstep": "平滑阶跃",
     "Splice the listed clips into one new action on the active armature, with blend windows, root alignment, layers and a check of every seam":
         "将列表中的片段拼接为活动骨架上的一个新动作，包括混合窗口、根对齐、图层以及每个接缝的检查",
     "Suggested": "建议值",
     "Switch to Object Mode to compose": "请切换到物体模式以进行合成",
-    "The seam's velocity jump exceeds the threshold": "接缝的速度跳变超过阈值",
+    "The seam failed a check (a bone's velocity jump or one-frame turn, or the root's step)":
+        "接缝未通过检查（某骨骼的速度跳变或单帧转动，或根骨骼的位移）",
+    "Worst Bones": "最差骨骼",
+    "Bones closest to (or past) their seam limits in the last compose": "上次合成中最接近（或超过）接缝限值的骨骼",
     "Threshold": "阈值",
     "Velocity Jump": "速度跳变",
     "Weight": "权重",
@@ -398,7 +404,6 @@ ZH_HANS = {
     "α = 3s² − 2s³: starts and ends at rest (C¹)": "α = 3s² − 2s³：起止处静止（C¹）",
     "α = 6s⁵ − 15s⁴ + 10s³: also no jump in acceleration (C²)": "α = 6s⁵ − 15s⁴ + 10s³：加速度也无跳变（C²）",
     "α = s: constant speed, corners at both ends": "α = s：匀速，两端有拐角",
-    "ε the seam was checked against, in rad/s": "检查接缝所用的 ε，单位 rad/s",
     "… {} more keys (Graph Editor)": "… 另有 {} 个关键帧（曲线编辑器）",
     "Show Metric Curves": "显示指标曲线",
     "Plot the per-frame metrics (penetration in mm, tracking error in °) in the Graph Editor: only the metric curves of the armature, framed":

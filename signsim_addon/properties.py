@@ -140,12 +140,15 @@ class SignSimComposeClip(bpy.types.PropertyGroup):
     curve: bpy.props.EnumProperty(name="Curve", items=_CURVES, default="smoothstep",
                                   description="Blend weight curve of the seam into this clip")
     suggested_window: bpy.props.IntProperty(
-        name="Suggested", default=-1, description="Shortest window that keeps the velocity jump under the "
-        "threshold (from the last compose; -1: not composed yet)")
+        name="Suggested", default=-1, description="Shortest window that passes every seam check "
+        "(from the last compose; -1: not composed yet)")
     velocity_jump: bpy.props.FloatProperty(
-        name="Velocity Jump", description="Seam velocity jump D of the last compose, in rad/s")
-    threshold: bpy.props.FloatProperty(name="Threshold", description="ε the seam was checked against, in rad/s")
-    flagged: bpy.props.BoolProperty(name="Flagged", description="The seam's velocity jump exceeds the threshold")
+        name="Velocity Jump", description="Seam velocity jump D = |v_A(end) - v_B(start)| of the last compose, "
+        "in rad/s")
+    worst: bpy.props.StringProperty(
+        name="Worst Bones", description="Bones closest to (or past) their seam limits in the last compose")
+    flagged: bpy.props.BoolProperty(name="Flagged", description="The seam failed a check (a bone's velocity "
+                                    "jump or one-frame turn, or the root's step)")
 
 
 class SignSimComposeLayer(bpy.types.PropertyGroup):
@@ -168,12 +171,14 @@ class SignSimComposeSettings(bpy.types.PropertyGroup):
     layer_index: bpy.props.IntProperty(name="Layer", default=0)
     threshold: bpy.props.FloatProperty(
         name="Threshold", default=0.0, min=0.0,
-        description="Largest seam velocity jump ε in rad/s (0: per seam, from the two clips' own "
-        "frame-to-frame velocity changes)")
+        description="Largest velocity jump of any bone at a seam, in rad/s (0: per bone, from the two "
+        "clips' own motion)")
     keep_height: bpy.props.BoolProperty(
-        name="Keep Height", description="Align only floor position and heading; each clip keeps its own root height")
+        name="Keep Height", description="Rigs without legs: each clip keeps its own root height (with legs, "
+        "every clip stands on the first clip's floor)")
     foot_lock: bpy.props.BoolProperty(
-        name="Foot Lock", description="Keep a planted foot still through each window by moving the root")
+        name="Foot Lock", default=True,
+        description="Hold a foot planted across a seam at one spot (two-bone leg IK), released at lift-off")
 
 
 class SignSimObjectSettings(bpy.types.PropertyGroup):

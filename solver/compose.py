@@ -1,5 +1,6 @@
-"""Composition: splice clips with blend windows,
-layer additive motion, and measure every seam. numpy only; arrays in, arrays out.
+"""Composition: splice clips at their best transition points, blend them over the
+shortest window that passes every seam check, keep planted feet still and every clip on
+one floor, layer additive motion. numpy/scipy only; arrays in, arrays out.
 
 Data of one clip (a `Track`), all sampled at one common frame rate `fps` (frames/s):
   rotations  (F, B, 4)  local bone quaternions, w first. The bones listed in `floor_bones`
@@ -8,48 +9,74 @@ Data of one clip (a `Track`), all sampled at one common frame rate `fps` (frames
   positions  (F, P, 3)  located channels, m. The channels in `floor_positions` are root
                         positions in the floor frame (aligned with the root), the others
                         are local offsets (blended, never aligned).
-`root` is the index of the main root bone in B and `root_position` the index of its
-position in P: they define the floor position and heading of a clip.
+A `Rig` names the root channels and, for the checks and the feet, the skeleton: parents,
+armature-space rest matrices, bone lengths and the legs (thigh, shin, foot, toes).
 
 Splicing A then B over a window of W frames overlaps A's last W frames with B's first W:
   α_k = curve((k + 1) / (W + 1)),  k = 0 … W−1     (α never reaches 0 or 1 inside)
-  q = slerp(q_A, q_B′, α_k) per bone (shortest arc), p = (1 − α_k) p_A + α_k p_B′ for
-  local positions; root (floor) positions blend their steps instead (root velocity):
-  p(k) = p(k−1) + (1 − α_k) Δp_A(k) + α_k Δp_B′(k), and B′ continues from p(W−1), so no
-  root step is longer than the clips' own and the root never jumps
-so the result has F_A + F_B − W frames; W = 0 is a hard cut. B′ is B aligned (root
-alignment): its root path rotated about Z by the heading difference ψ and translated so
-that B′ starts where A is at the first frame of the window (A's last step extrapolated
-for a hard cut):
-  p′ = R_z(ψ) (p − p_B(0)) + p_A(F_A − W),   q′_root = q_z(ψ) ⊗ q_root
-ψ = heading(q_A,root(anchor)) − heading(q_B,root(0)), heading(q) = 2 atan2(q_z, q_w) the
-world yaw of q = q_z(ψ) ⊗ q_s (q_s without a z component). With keep_height the vertical
-coordinate stays B's own (feet stay on the floor), otherwise B starts at A's height too.
+  q = slerp(q_A, q_B′, α_k) per bone, on one hemisphere per bone for the whole window (the
+  sign of B′ that agrees with A over most of the window), so no frame inside the window
+  can change to the other side when A and B are about 180° apart;
+  p = (1 − α_k) p_A + α_k p_B′ for local positions and for the root's height; the root's
+  horizontal position blends its steps: p(k) = p(k−1) + (1 − α_k) Δp_A(k) + α_k Δp_B′(k),
+  and B′ continues from there, so no root step is longer than the clips' own.
+B′ is B aligned: turned about Z so that its heading at its first frame is A's at the window's
+first frame and moved there; its height is moved so that its floor (from its own planted
+feet) is the composition's floor (the first clip's), so chains neither sink nor rise.
+Heading is the facing of the hip line and the feet (`heading`), not the pelvis rotation,
+whose roll differs between skeletons. Rigs without legs keep the root-rotation heading and
+start B at A's root height (or B's own with keep_height).
 
-Curves α(s), s ∈ [0, 1]: linear s; smoothstep 3s² − 2s³ (C¹: α′ = 0 at both ends);
-smootherstep 6s⁵ − 15s⁴ + 10s³ (C²).
+Seam checks (`SeamLimits`, `check_seam`), per bone on world (armature-space) rotations:
+- velocity jump J_b(k) = ‖ω_b(k) − ω_b(k−1)‖, ω_b(k) the world angular velocity over the
+  step k → k+1 (rad/s); limit per bone = median + K·1.4826·MAD of J_b over the clean frames
+  of each of the two clips (frames near a one-frame turn larger than FLIP_STEP are not
+  clean), the larger of the two, at least JUMP_FLOOR. Median and MAD ignore a few flips,
+  where a high percentile would take them as the clip's normal motion.
+- one-frame step: the angle a bone turns in one frame may not exceed STEP_LIMIT unless the
+  clips themselves turn that bone by more in the frames the window joins (then their
+  largest turn there × (1 + STEP_RATIO)).
+- root: its one-frame step may not exceed the clips' own longest step there (+ 1 mm), and
+  the change of its velocity has the bones' robust limit (m/s, at least ROOT_JUMP_FLOOR).
+A seam fails on any of them. D = ‖v_A(t_end) − v_B(t_start)‖ (`transition_jump`: the
+one-sided local angular velocities of A's last kept frame and B's first, all bones stacked,
+rad/s) is reported alongside.
 
-Seam quality (seed 004 §5). The seed's velocity jump D = ‖v_A(t_end) − v_B(t_start)‖ is
-measured on the composed motion as the largest change of joint angular velocity between
-consecutive frame steps across the transition (metrics.splice_velocity_jump at every frame
-from the one before the window to the one after it; rad/s, all bones stacked). For a hard
-cut this is the jump at the cut; a blend spreads it over the window.
+Transition points (`best_transition`): the frame pair of A's end and B's start whose
+features (`features`: bone heads relative to the root in the heading frame, local angular
+velocities × VELOCITY_TIME, the heading's turn rate) are nearest, found with a KD-tree
+(scipy.spatial.cKDTree) over B's candidate frames (as in "Motion graphs", Kovar, Gleicher
+& Pighin, SIGGRAPH 2002), within SEARCH_TIME s and SEARCH_FRACTION of each clip.
 
-Default threshold ε (rad/s), per seam: a seam should not change the joints' velocity more
-than the two clips it joins change it themselves from one frame to the next. ε = the 99th
-percentile of the per-frame velocity change D(k) over every interior frame of the two
-(trimmed) clips, the larger of the two: the 1 % cut ignores mocap spikes; the larger clip
-keeps a calm clip from making every seam into a lively one fail. It is in the units of D
-at the composition's frame rate, so it scales with it as D does. On the shared mocap
-clips at 30 fps it is 3–26 rad/s, while hard cuts jump by 98–217 rad/s.
+Feet (`detect_plants`, `hold_feet`): a foot is planted where its lowest point is within
+PLANT_HEIGHT·leg length of the clip's floor and slower than PLANT_SPEED·leg length per
+second (solver.posing.planted); across a seam each planted run is held at one spot by a
+two-bone IK of thigh and shin (solver.posing.two_bone_ik), blended out at lift-off
+(solver.posing.plant_weights).
 """
 
 import numpy as np
+from scipy.spatial import cKDTree
 
-from . import quat
-from .metrics import splice_velocity_jump
+from . import posing, quat
 
 CURVES = ("linear", "smoothstep", "smootherstep")
+
+K_MAD = 6.0                  # robust limit: median + K_MAD · 1.4826 · MAD
+JUMP_FLOOR = 1.0             # rad/s: velocity jumps below this never fail a seam
+ROOT_JUMP_FLOOR = 0.2        # m/s: root velocity changes below this never fail a seam
+STEP_LIMIT = np.radians(20.0)   # rad: no bone turns more in one frame at a seam (unless the clips do)
+STEP_RATIO = 0.2             # a seam may turn a bone this fraction faster than the clips do there
+FLIP_STEP = np.radians(90.0)    # rad: a one-frame local turn this large is a flip, not motion
+ROOT_STEP_SLACK = 1e-3       # m
+VELOCITY_TIME = 0.1          # s: the velocity part of a feature distance is this × D
+HEADING_WEIGHT = 3.0         # the facing's turn rate counts this many times a bone's velocity
+SEARCH_TIME = 1.0            # s: transition points are searched this far into each clip
+SEARCH_FRACTION = 0.25       # … and within this fraction of the clip's frames
+PLANT_HEIGHT = 0.04          # × leg length above the clip's floor
+PLANT_SPEED = 0.12           # × leg length per second (horizontal)
+PLANT_RAMP = 0.2             # s over which a foot hold comes and goes
+HOLD_REACH = 0.1             # × leg length: a plant needing a larger ankle correction is not held
 
 
 class Track:
@@ -72,17 +99,59 @@ class Track:
 
 
 class Rig:
-    """Which channels are in the floor frame: root (bone index), root_position (channel
-    index), floor_bones (bone indices, the root included), floor_positions (channel indices,
-    root_position included). keep_height: B keeps its own root height when aligned."""
+    """Channels and skeleton of the rig composed on.
 
-    def __init__(self, root=0, root_position=0, floor_bones=None, floor_positions=None,
-                 keep_height=False):
+    root (bone index) and root_position (its channel index) define the floor position;
+    floor_bones (bone indices, root included) hold floor-frame rotations, floor_positions
+    (channel indices) floor-frame positions; located: {bone index: channel index} of every
+    bone with a position channel (default {root: root_position}).
+    parents (B,) (−1 for roots), rest (B, 4, 4) armature-space rest matrices (m), lengths
+    (B,) m: the skeleton for world rotations and bone heads (None: each bone's rotation is
+    taken as its world rotation, no heads). legs: ((thigh, shin, foot, (toe, …)), …), left
+    first; with two legs the hip line (left thigh head − right thigh head) gives the heading.
+    keep_height: for rigs without legs, B keeps its own root height."""
+
+    def __init__(self, root=0, root_position=0, floor_bones=None, floor_positions=None, keep_height=False,
+                 located=None, parents=None, rest=None, lengths=None, legs=()):
         self.root, self.root_position = int(root), int(root_position)
         self.floor_bones = np.asarray([root] if floor_bones is None else floor_bones, dtype=np.intp)
         self.floor_positions = np.asarray([root_position] if floor_positions is None else floor_positions,
                                           dtype=np.intp)
         self.keep_height = bool(keep_height)
+        self.located = {self.root: self.root_position} if located is None else dict(located)
+        self.parents = None if parents is None else np.asarray(parents, dtype=np.intp)
+        self.legs = tuple((int(t), int(s), int(f), tuple(int(x) for x in toes)) for t, s, f, toes in legs)
+        if self.parents is not None:
+            rest = np.asarray(rest, dtype=float)
+            self.lengths = np.asarray(lengths, dtype=float)
+            rel = np.array([rest[b] if p < 0 else np.linalg.inv(rest[p]) @ rest[b]
+                            for b, p in enumerate(self.parents)])
+            rel[:, :3, :3] /= np.linalg.norm(rel[:, :3, :3], axis=-2, keepdims=True)
+            self.rest_rotation = quat.from_matrix(rel[:, :3, :3])      # parent → bone at rest
+            self.rest_offset = rel[:, :3, 3]
+            self.order = _topological(self.parents)
+            self.leg_length = float(np.mean([_leg_length(rest, self.lengths, leg) for leg in self.legs])) \
+                if self.legs else 0.0
+
+    @property
+    def has_legs(self):
+        return self.parents is not None and len(self.legs) == 2
+
+
+def _topological(parents):
+    order, seen = [], set()
+    while len(order) < len(parents):
+        for b, p in enumerate(parents):
+            if b not in seen and (p < 0 or p in seen):
+                order.append(b)
+                seen.add(b)
+    return order
+
+
+def _leg_length(rest, lengths, leg):
+    thigh, shin, foot, _toes = leg
+    return float(np.linalg.norm(rest[shin, :3, 3] - rest[thigh, :3, 3])
+                 + np.linalg.norm(rest[foot, :3, 3] - rest[shin, :3, 3]))
 
 
 # ------------------------------------------------------------------------------ weights
@@ -107,34 +176,177 @@ def blend_weights(window, kind="smoothstep"):
     return curve((np.arange(window) + 1.0) / (window + 1.0), kind)
 
 
-# ---------------------------------------------------------------------------- alignment
+def window_slerp(a, b, t):
+    """Spherical interpolation (W, B, 4) from a to b (W, B, 4) at fractions t (W,), with one
+    hemisphere per bone for the whole window: a and b are each made continuous over the
+    window, and b takes the sign that agrees with a over most of it. Unlike a shortest arc
+    chosen frame by frame, the result cannot change sides in the middle of a window."""
+    a = quat.make_continuous(a)
+    b = quat.make_continuous(b)
+    sign = np.where(np.sum(a * b, axis=-1).sum(axis=0) < 0.0, -1.0, 1.0)
+    b = b * sign[None, :, None]
+    d = np.clip(np.sum(a * b, axis=-1, keepdims=True), -1.0, 1.0)
+    theta = np.arccos(d)
+    s = np.sin(theta)
+    near = s < 1e-9
+    safe = np.where(near, 1.0, s)
+    t = np.asarray(t, dtype=float)[:, None, None]
+    wa = np.where(near, 1.0 - t, np.sin((1.0 - t) * theta) / safe)
+    wb = np.where(near, t, np.sin(t * theta) / safe)
+    return quat.normalize(wa * a + wb * b)
 
-def _twist_z(q):
-    """Heading (rad) of floor-frame rotations q (..., 4): ψ in q = q_z(ψ) ⊗ q_s where q_s has
-    no z component (world yaw of the swing-twist decomposition). Turning q about Z by φ
-    (q_z(φ) ⊗ q) adds φ to it exactly."""
-    return 2.0 * np.arctan2(q[..., 3], q[..., 0])
+
+# -------------------------------------------------------------------------- kinematics
+
+def forward(track, rig):
+    """World (armature-space) rotations (F, B, 4) and bone heads (F, B, 3) m of a track.
+    W_b = W_parent ⊗ q_rest(parent → b) ⊗ q_b; head_b = head_parent + W_parent · (rest offset
+    + q_rest · location_b). Root bones' rotations and positions are already in armature
+    space. Without a skeleton in rig: the rotations themselves and zero heads."""
+    rot = track.rotations
+    n, nb = rot.shape[:2]
+    if rig.parents is None:
+        return rot, np.zeros((n, nb, 3))
+    world = np.empty_like(rot)
+    heads = np.zeros((n, nb, 3))
+    for b in rig.order:
+        p = rig.parents[b]
+        c = rig.located.get(b)
+        if p < 0:
+            world[:, b] = rot[:, b]
+            if c is not None:
+                heads[:, b] = track.positions[:, c]
+            continue
+        parent_rest = quat.mul(world[:, p], rig.rest_rotation[b])
+        world[:, b] = quat.mul(parent_rest, rot[:, b])
+        offset = rig.rest_offset[b]
+        if c is not None:
+            offset = offset + quat.rotate(rig.rest_rotation[b], track.positions[:, c])
+        heads[:, b] = heads[:, p] + quat.rotate(world[:, p], np.broadcast_to(offset, (n, 3)))
+    return world, heads
 
 
-def _anchor(track, index, rig):
-    """Root position (3,) and rotation (4,) of track at frame index; one past the end is
-    extrapolated from the last step (position) and held (rotation)."""
-    p = track.positions[:, rig.root_position]
-    q = track.rotations[:, rig.root]
-    if index < len(track):
-        return p[index], q[index]
-    last = len(track) - 1
-    step = p[last] - p[last - 1] if last > 0 else np.zeros(3)
-    return p[last] + (index - last) * step, q[last]
+def _tails(world, heads, rig, bones):
+    """Tails (F, k, 3) of bones: head + world Y axis × length."""
+    y = quat.rotate(world[:, bones], np.array([0.0, 1.0, 0.0]))
+    return heads[:, bones] + y * rig.lengths[bones][None, :, None]
 
 
-def align(b, anchor_position, anchor_rotation, rig):
-    """B′: b's floor channels rotated about Z and translated so that b's root starts at
-    anchor_position with the heading of anchor_rotation (4,). Returns (Track, ψ rad, offset (3,) m)
-    where offset is the translation applied to b's first root position."""
-    q0 = b.rotations[0, rig.root]
-    psi = float(_twist_z(anchor_rotation) - _twist_z(q0))
-    psi = float(np.arctan2(np.sin(psi), np.cos(psi)))
+def heading(world, heads, rig):
+    """Facing (F,) rad about Z of each frame: the horizontal normal of the hip line (left
+    thigh head − right thigh head) × Z, averaged with the horizontal directions of the feet
+    (foot head → tail). Rigs without two legs: the root rotation's world yaw
+    2 atan2(q_z, q_w). Both turn by exactly φ when the clip is turned about Z by φ."""
+    if not rig.has_legs:
+        q = world[:, rig.root]
+        return 2.0 * np.arctan2(q[:, 3], q[:, 0])
+    (lt, _ls, lf, _lo), (rt, _rs, rf, _ro) = rig.legs
+    line = heads[:, lt] - heads[:, rt]
+    fwd = np.cross(line, [0.0, 0.0, 1.0])[:, :2]
+    feet = _tails(world, heads, rig, np.array([lf, rf])) - heads[:, [lf, rf]]
+    total = _unit2(fwd) + 0.5 * (_unit2(feet[:, 0, :2]) + _unit2(feet[:, 1, :2]))
+    return np.arctan2(total[:, 1], total[:, 0])
+
+
+def _unit2(v):
+    return v / np.maximum(np.linalg.norm(v, axis=-1, keepdims=True), 1e-12)
+
+
+def _wrap(a):
+    return np.arctan2(np.sin(a), np.cos(a))
+
+
+# ---------------------------------------------------------------------------- per clip
+
+class ClipInfo:
+    """What the seam checks, the transition search, the alignment and the feet need of one
+    (trimmed) clip, in the clip's own frame: world rotations (F, B, 4), heads (F, B, 3) m,
+    heading (F,) rad, local angular velocities (F−1, B, 3) rad/s, per-bone world steps
+    (F−1, B) rad and velocity jumps (F−2, B) rad/s, per-bone robust jump limits (B,) rad/s,
+    root steps (F−1,) m and velocity-change limit (m/s), floor (z m, None without legs) and
+    planted (F, legs) bool."""
+
+    def __init__(self, track, fps, rig):
+        self.fps = float(fps)
+        self.world, self.heads = forward(track, rig)
+        self.heading = heading(self.world, self.heads, rig)
+        self.steps = quat.angle_between(self.world[1:], self.world[:-1])          # (F−1, B)
+        r = track.rotations
+        self.velocity = quat.log(quat.mul(quat.conj(r[:-1]), r[1:])) * float(fps)   # (F−1, B, 3) local
+        self.jumps = jumps = bone_jumps(self.world, fps)                         # (F−2, B)
+        # clean frames, per bone: more than 2 frames away from that bone's own flips (a
+        # one-frame turn of its local rotation by more than FLIP_STEP)
+        flip = (quat.angle_between(track.rotations[1:], track.rotations[:-1]) > FLIP_STEP).astype(float)
+        near = np.apply_along_axis(lambda f: np.convolve(f, np.ones(5), mode="same"), 0, flip) > 0
+        clean = ~(near[:-1] | near[1:])                                          # (F−2, B)
+        self.jump_limit = np.maximum(robust_limit(jumps, clean), JUMP_FLOOR)
+        p = track.positions[:, rig.root_position] if track.positions.shape[1] else np.zeros((len(track), 3))
+        self.root_steps = np.linalg.norm(np.diff(p, axis=0), axis=-1)
+        acc = np.linalg.norm(np.diff(p, 2, axis=0), axis=-1) * fps
+        self.root_limit = max(float(robust_limit(acc[:, None], clean.all(axis=1)[:, None])[0]),
+                              ROOT_JUMP_FLOOR)
+        self.floor, self.planted = None, np.zeros((len(track), 0), dtype=bool)
+        if rig.has_legs:
+            self.floor, self.planted = detect_plants(self.world, self.heads, rig, fps)
+
+
+def bone_jumps(world, fps):
+    """Per-bone velocity jumps J (F−2, B) rad/s of world rotations (F, B, 4): the change of
+    world angular velocity ω(k) = log(W(k+1) W(k)⁻¹)·fps between consecutive steps."""
+    if len(world) < 3:
+        return np.zeros((0, world.shape[1]))
+    w = quat.log(quat.mul(world[1:], quat.conj(world[:-1]))) * float(fps)       # (F−1, B, 3)
+    return np.linalg.norm(np.diff(w, axis=0), axis=-1)
+
+
+def robust_limit(values, clean):
+    """median + K_MAD · 1.4826 · MAD along axis 0 of values (N, k) over the frames where
+    clean (N, k) is True (columns with fewer than 3 clean frames use all): a normal
+    sample's median + K_MAD σ, unmoved by a few outliers. Returns (k,); 0 for N = 0."""
+    if len(values) == 0:
+        return np.zeros(values.shape[1:])
+    clean = clean | (clean.sum(axis=0) < 3)
+    x = np.where(clean, values, np.nan)
+    med = np.nanmedian(x, axis=0)
+    mad = np.nanmedian(np.abs(x - med), axis=0)
+    return med + K_MAD * 1.4826 * mad
+
+
+def detect_plants(world, heads, rig, fps):
+    """Floor (z m) and planted mask (F, 2) per leg of world rotations (F, B, 4) and heads.
+
+    The lowest point of a foot is the lowest of its head, its toes' heads and tails. The
+    floor is first the 5th percentile of both feet's lowest points, then the median lowest
+    point over the frames found planted there (solver.posing.planted: within
+    PLANT_HEIGHT·leg length of the floor, slower than PLANT_SPEED·leg length per second)."""
+    low = np.stack([_lowest(world, heads, rig, leg) for leg in rig.legs], axis=1)   # (F, 2, 3)
+    length = rig.leg_length
+    floor = float(np.percentile(low[..., 2], 5))
+
+    def masks(fl):
+        return np.stack([posing.planted(low[:, k], fps, fl, PLANT_SPEED * length, PLANT_HEIGHT * length)
+                         for k in range(low.shape[1])], axis=1)
+    mask = masks(floor)
+    if mask.any():
+        floor = float(np.median(low[..., 2][mask]))
+        mask = masks(floor - 0.5 * PLANT_HEIGHT * length)      # the floor is the middle of the band
+    return floor, mask
+
+
+def _lowest(world, heads, rig, leg):
+    _thigh, _shin, foot, toes = leg
+    bones = np.array((foot,) + toes)
+    pts = np.concatenate([heads[:, bones], _tails(world, heads, rig, bones)], axis=1)
+    return pts[np.arange(len(pts)), np.argmin(pts[..., 2], axis=1)]
+
+
+# ------------------------------------------------------------------------------ splicing
+
+def align(b, anchor_position, psi, rig, height=None):
+    """B′: b's floor channels turned about Z by psi (rad) and moved so that b's root starts
+    at anchor_position (3,) m; height: the z offset given to b instead (floor alignment),
+    None: b starts at the anchor's height (keep_height: at its own). Returns (Track,
+    offset (3,) m), offset the translation applied to b's first root position."""
     qz = np.array([np.cos(psi / 2), 0.0, 0.0, np.sin(psi / 2)])
     rz = quat.to_matrix(qz)
     rot = b.rotations.copy()
@@ -142,149 +354,220 @@ def align(b, anchor_position, anchor_rotation, rig):
     pos = b.positions.copy()
     p0 = b.positions[0, rig.root_position].copy()
     target = np.array(anchor_position, dtype=float)
-    if rig.keep_height:
+    if height is not None:
+        target[2] = p0[2] + height
+    elif rig.keep_height:
         target[2] = p0[2]
     fp = rig.floor_positions
     pos[:, fp] = (pos[:, fp] - p0) @ rz.T + target
-    return Track(rot, pos), psi, target - p0
+    return Track(rot, pos), target - p0
 
 
-# ------------------------------------------------------------------------------ splicing
+def _anchor(track, index, rig):
+    """Root position (3,) of track at frame index; one past the end extrapolated from the
+    last step."""
+    p = track.positions[:, rig.root_position]
+    if index < len(track):
+        return p[index]
+    last = len(track) - 1
+    step = p[last] - p[last - 1] if last > 0 else np.zeros(3)
+    return p[last] + (index - last) * step
 
-def splice(a, b, window, kind="smoothstep", rig=None):
-    """A then B′ (B aligned to A) blended over `window` frames: a Track of len(a) + len(b) −
-    window frames. Returns (track, info) with info = {"start": first frame of the window in
-    the result, "window", "heading_rad", "offset" (3,) m}. Raises ValueError when the window
-    is longer than either clip."""
+
+def splice(a, b, window, kind="smoothstep", rig=None, psi=None, height=None):
+    """A then B′ (B aligned to A, see align) blended over `window` frames: a Track of len(a) +
+    len(b) − window frames. psi: heading change (rad) given to B (default: from the root
+    rotations' yaw); height: B's z offset (default: see align). Returns (track, info),
+    info = {"start": first frame of the window in the result, "window", "heading_rad",
+    "offset" (3,) m}. Raises ValueError when the window is longer than either clip."""
     rig = rig or Rig()
     window = int(window)
     if window < 0 or window > min(len(a), len(b)):
         raise ValueError(f"a window of {window} frames does not fit clips of {len(a)} and {len(b)} frames")
     start = len(a) - window
-    anchor_p, anchor_q = _anchor(a, start, rig)
-    b2, psi, offset = align(b, anchor_p, anchor_q, rig)
+    if psi is None:
+        yaw = lambda q: 2.0 * np.arctan2(q[3], q[0])     # noqa: E731
+        psi = yaw(a.rotations[min(start, len(a) - 1), rig.root]) - yaw(b.rotations[0, rig.root])
+    psi = float(_wrap(psi))
+    b2, offset = align(b, _anchor(a, start, rig), psi, rig, height)
     alpha = blend_weights(window, kind)
     rot = np.concatenate([a.rotations, b2.rotations[window:]], axis=0)
     pos = np.concatenate([a.positions, b2.positions[window:]], axis=0)
     if window:
-        qa, qb = a.rotations[start:], b2.rotations[:window]
-        rot[start:len(a)] = quat.slerp(qa, qb, alpha[:, None])
+        rot[start:len(a)] = window_slerp(a.rotations[start:], b2.rotations[:window], alpha)
         pos[start:len(a)] = (1.0 - alpha)[:, None, None] * a.positions[start:] \
             + alpha[:, None, None] * b2.positions[:window]
-        # root channels: blend the steps (velocities), not the positions, so no step is
-        # longer than A's or B's own; B′ then continues from where the window ends
+        # root channels: blend the horizontal steps (velocities), so no step is longer than
+        # A's or B's own, and B′ continues from where the window ends; heights blend as
+        # positions (both clips stand on one floor)
         fp = rig.floor_positions
-        steps = (1.0 - alpha[1:, None, None]) * np.diff(a.positions[start:, fp], axis=0) \
-            + alpha[1:, None, None] * np.diff(b2.positions[:window, fp], axis=0)
-        path = a.positions[start, fp] + np.concatenate([np.zeros((1,) + steps.shape[1:]),
-                                                        np.cumsum(steps, axis=0)])
-        shift = path[-1] - b2.positions[window - 1, fp]
-        pos[start:len(a), fp] = path
-        pos[len(a):, fp] = b2.positions[window:, fp] + shift
-        offset = offset + shift[list(fp).index(rig.root_position)]
+        steps = (1.0 - alpha[1:, None, None]) * np.diff(a.positions[start:, fp, :2], axis=0) \
+            + alpha[1:, None, None] * np.diff(b2.positions[:window, fp, :2], axis=0)
+        path = a.positions[start, fp, :2] + np.concatenate([np.zeros((1,) + steps.shape[1:]),
+                                                            np.cumsum(steps, axis=0)])
+        shift = path[-1] - b2.positions[window - 1, fp, :2]
+        pos[start:len(a), fp, :2] = path
+        pos[len(a):, fp, :2] = b2.positions[window:, fp, :2] + shift
+        offset = offset + np.append(shift[list(fp).index(rig.root_position)], 0.0)
     return Track(rot, pos), {"start": start, "window": window, "heading_rad": psi, "offset": offset}
 
 
-# ------------------------------------------------------------------------------- quality
+# ------------------------------------------------------------------------- seam checks
 
-def velocity_changes(rotations, fps, frames=None):
-    """Per-frame velocity change D(k) (rad/s) at frame indices k (default: every interior
-    frame 1 … F−2) of rotations (F, B, 4): metrics.splice_velocity_jump at each k."""
-    n = len(rotations)
-    if n < 3:
-        return np.zeros(0)
-    frames = np.arange(1, n - 1) if frames is None else np.asarray(frames, dtype=np.intp)
-    return splice_velocity_jump(np.arange(n) / float(fps), rotations, frames)
+class SeamLimits:
+    """Limits of one seam from its two clips' ClipInfo, A's window starting at its frame
+    end_a and B's at start_b: per bone, the velocity jump (B,) rad/s (the larger of the two
+    clips' robust limits, or `threshold` rad/s for every bone, and never less than what the
+    clips themselves do in the frames joined) and the one-frame turn (B,) rad (STEP_LIMIT,
+    or the clips' own largest turn there × (1 + STEP_RATIO)); the root's velocity change (m/s)
+    and its longest own step there (m)."""
+
+    def __init__(self, info_a, info_b, end_a, start_b, window, threshold=None):
+        a_lo, a_hi = max(end_a - 2, 0), end_a + window + 1
+        b_lo, b_hi = max(start_b - 1, 0), start_b + window + 2
+
+        def own(a, b):
+            parts = [x for x in (a[a_lo:a_hi], b[b_lo:b_hi]) if len(x)]
+            return np.max(np.concatenate(parts), axis=0) if parts else np.zeros(a.shape[1:])
+        robust = np.maximum(info_a.jump_limit, info_b.jump_limit) if threshold is None \
+            else np.full(info_a.jump_limit.shape, float(threshold))
+        self.jump = np.maximum(robust, own(info_a.jumps, info_b.jumps))
+        self.root_jump = max(info_a.root_limit, info_b.root_limit)
+        self.own_step = own(info_a.steps, info_b.steps)
+        self.own_root_step = float(own(info_a.root_steps, info_b.root_steps))
+        self.step = np.maximum(STEP_LIMIT, self.own_step * (1.0 + STEP_RATIO))
 
 
 def _seam_frames(start, window, n):
-    """Frame indices whose velocity change touches a window [start, start + window): from the
-    frame before it to the frame after it, within 1 … n−2."""
+    """Interior frame indices whose velocity change touches a window [start, start + window):
+    from the frame before it to the frame after it, within 1 … n−2."""
     lo, hi = max(start - 1, 1), min(start + max(window, 1), n - 2)
     return np.arange(lo, hi + 1)
 
 
-def seam_velocity_jump(rotations, fps, start, window):
-    """D of one seam (rad/s): the largest velocity change over the transition."""
-    frames = _seam_frames(start, window, len(rotations))
-    return float(velocity_changes(rotations, fps, frames).max()) if len(frames) else 0.0
+def check_seam(world, root_path, fps, start, window, limits, names=None):
+    """Checks of one seam on composed world rotations (F, B, 4) and root path (F, 3) m.
+
+    Returns {"passed", "failures" (list of str: 'jump', 'step', 'root_step', 'root_jump'),
+    "max_jump" (rad/s), "max_step_deg", "root_step_m", "root_jump" (m/s), "worst": up to 3
+    {"bone", "jump", "jump_limit", "step_deg", "step_limit_deg"} by their largest ratio to
+    a limit}."""
+    frames = _seam_frames(start, window, len(world))
+    lo, hi = frames[0] - 1, frames[-1] + 2
+    part = world[lo:hi]
+    jumps = bone_jumps(part, fps)                                   # frames lo+1 … hi−2
+    steps = quat.angle_between(part[1:], part[:-1])
+    j, s = jumps.max(axis=0), steps.max(axis=0)
+    p = root_path[lo:hi]
+    root_step = float(np.linalg.norm(np.diff(p, axis=0), axis=-1).max())
+    root_jump = float(np.linalg.norm(np.diff(p, 2, axis=0), axis=-1).max() * fps) if len(p) > 2 else 0.0
+    failures = []
+    if np.any(j > limits.jump):
+        failures.append("jump")
+    if np.any(s > limits.step + 1e-9):
+        failures.append("step")
+    if root_step > limits.own_root_step + ROOT_STEP_SLACK:
+        failures.append("root_step")
+    if root_jump > limits.root_jump:
+        failures.append("root_jump")
+    ratio = np.maximum(j / limits.jump, s / limits.step)
+    worst = [{"bone": names[b] if names is not None else int(b), "jump": float(j[b]),
+              "jump_limit": float(limits.jump[b]), "step_deg": float(np.degrees(s[b])),
+              "step_limit_deg": float(np.degrees(limits.step[b]))} for b in np.argsort(-ratio)[:3]]
+    score = max(float(ratio.max()), root_step / max(limits.own_root_step + ROOT_STEP_SLACK, 1e-9),
+                root_jump / limits.root_jump)
+    return {"passed": not failures, "failures": failures, "score": score, "max_jump": float(j.max()),
+            "max_step_deg": float(np.degrees(s.max())), "root_step_m": root_step, "root_jump": root_jump,
+            "worst": worst}
 
 
-def default_threshold(tracks, fps, percentile=99.0):
-    """ε (rad/s): the largest over the tracks of the `percentile` of their own per-frame
-    velocity changes D(k) (see the module docstring)."""
-    own = [np.percentile(velocity_changes(t.rotations, fps), percentile) for t in tracks if len(t) >= 3]
-    if not own:
-        raise ValueError("clips need at least 3 frames to measure their velocity changes")
-    return float(max(own))
+def transition_jump(a, end, b, start, fps):
+    """D = ‖v_A(t_end) − v_B(t_start)‖ (rad/s, all bones stacked) of joining a's frame end−1
+    to b's frame start (local rotations (F, B, 4)): one-sided velocities, v_A over a's step
+    end−2 → end−1 and v_B over b's step into `start` (start−1 → start; for start 0, its
+    first step 0 → 1), body-frame as in metrics.splice_velocity_jump."""
+    def velocity(q, k):
+        return quat.log(quat.mul(quat.conj(q[k]), q[k + 1])) * float(fps)
+    return float(np.linalg.norm((velocity(a, end - 2) - velocity(b, max(start - 1, 0))).ravel()))
 
 
-def limit_excess(rotations, lower, upper):
-    """Largest amount (rad) by which any bone's rotation-vector component log(q) leaves
-    [lower, upper] (B, 3) rad, per frame: (F,)."""
-    x = quat.log(rotations)
-    return np.maximum(np.maximum(x - upper, lower - x), 0.0).max(axis=(-1, -2))
+def _alignment(a, index, info_b, start, rig, floor):
+    """(psi rad, height m or None) aligning B (its frame `start`) to track a at frame index
+    (one past the end: its last frame): the heading difference, and with legs the z offset
+    putting B's floor on `floor`."""
+    k = min(index, len(a) - 1)
+    world, heads = forward(a.slice(k, k + 1), rig)
+    psi = float(heading(world, heads, rig)[0] - info_b.heading[start])
+    height = None if floor is None or info_b.floor is None else floor - info_b.floor
+    return psi, height
 
 
-def seam_report(track, fps, info, threshold, rig=None, limits=None):
-    """QC of one seam of a composed track: {"start", "window", "velocity_jump" (rad/s),
-    "threshold", "flagged", "root_jump" (m/s: largest change of root velocity over the
-    transition), "heading_deg", "root_offset_m" (horizontal translation given to B),
-    "limit_excess_deg" (None without limits = (lower, upper) arrays (B, 3) rad)}."""
-    rig = rig or Rig()
-    start, window = info["start"], info["window"]
-    d = seam_velocity_jump(track.rotations, fps, start, window)
-    frames = _seam_frames(start, window, len(track))
-    root_jump = 0.0
-    if track.positions.shape[1] and len(frames):
-        p = track.positions[:, rig.root_position] * float(fps)
-        root_jump = float(np.linalg.norm((p[frames + 1] - p[frames]) - (p[frames] - p[frames - 1]), axis=-1).max())
-    excess = None
-    if limits is not None:
-        lo, hi = max(start - 1, 0), min(start + window + 1, len(track))
-        excess = float(np.degrees(limit_excess(track.rotations[lo:hi], *limits).max()))
-    return {"start": int(start), "window": int(window), "velocity_jump": d, "threshold": float(threshold),
-            "flagged": bool(d > threshold), "root_jump": root_jump,
-            "heading_deg": float(np.degrees(info["heading_rad"])),
-            "root_offset_m": float(np.linalg.norm(np.asarray(info["offset"])[:2])),
-            "limit_excess_deg": excess}
+def features(info, rig, poses, steps):
+    """Pose + velocity features (k, 6B + 1) of a clip: at frames `poses` (k,) the bone heads
+    relative to the root head, turned by −heading (m; without a skeleton the rotation
+    vectors of the world rotations), and over its steps `steps` (k,) (step j: frame j → j+1)
+    the local angular velocities (rad/s, as in D) × VELOCITY_TIME, so that the velocity
+    part of a distance is VELOCITY_TIME · D, and the turn rate of the heading (rad/s) ×
+    VELOCITY_TIME × HEADING_WEIGHT (a change of facing is seen before any one bone's)."""
+    poses, steps = np.asarray(poses, dtype=np.intp), np.asarray(steps, dtype=np.intp)
+    if rig.parents is None:
+        x = quat.log(quat.make_continuous(info.world))[poses]
+    else:
+        rel = info.heads[poses] - info.heads[poses, rig.root:rig.root + 1]
+        c, s = np.cos(-info.heading[poses])[:, None], np.sin(-info.heading[poses])[:, None]
+        x = np.stack([c * rel[..., 0] - s * rel[..., 1], s * rel[..., 0] + c * rel[..., 1], rel[..., 2]], axis=-1)
+    v = info.velocity[steps] * VELOCITY_TIME
+    turn = _wrap(info.heading[steps + 1] - info.heading[steps])[:, None] * info.fps * VELOCITY_TIME * HEADING_WEIGHT
+    return np.concatenate([x.reshape(len(poses), -1), v.reshape(len(poses), -1), turn], axis=1)
 
 
-def suggest_window(a, b, fps, threshold, kind="smoothstep", rig=None, max_window=None):
-    """The shortest window (frames) whose splice of a and b has D ≤ threshold (rad/s).
+def search_frames(n, fps, search=SEARCH_TIME):
+    """How many frames of a clip of n frames the transition search may cut (int): search s
+    of them, at most SEARCH_FRACTION of the clip."""
+    return int(max(0, min(round(search * fps), int(SEARCH_FRACTION * n))))
 
-    Every window 0, 1, … max_window (default: the shorter clip) is tried in turn on the
-    frames near the seam only (A's last window + 2 frames, B's first max(window, 1) + 2): D there
-    equals D of the full splice, which needs frames from two before the window to two
-    after it. Returns (window, D at it, found): when no window is good enough, the window
-    with the smallest D and found False.
-    """
-    limit = min(len(a), len(b)) if max_window is None else min(int(max_window), len(a), len(b))
-    best = (0, np.inf)
-    for w in range(0, limit + 1):
-        tail_a = a.slice(max(len(a) - w - 2, 0), len(a))
-        head_b = b.slice(0, min(len(b), max(w, 1) + 2))
-        part, info = splice(tail_a, head_b, w, kind, rig)
-        d = seam_velocity_jump(part.rotations, fps, info["start"], w)
-        if d <= threshold:
-            return w, d, True
-        if d < best[1]:
-            best = (w, d)
-    return best[0], best[1], False
 
+def best_transition(info_a, info_b, rig, cut_a, cut_b):
+    """(end, start, distance): the pair whose features match best, A's frame end−1 against
+    B's frame start−1 … so the composition runs A up to frame end−1 and B on from frame
+    start. end in [len(A) − cut_a, len(A)], start in [0, cut_b] (cKDTree over B's frames;
+    distance in m)."""
+    n_a = len(info_a.world)
+    ends = np.arange(max(n_a - cut_a, 2), n_a + 1)
+    starts = np.arange(0, cut_b + 1)
+    # the state at A's frame end−1 against B's at start−1: poses and the velocities into
+    # them (B's frame 0 stands for start 0, with its first step)
+    fa = features(info_a, rig, ends - 1, ends - 2)
+    fb = features(info_b, rig, np.maximum(starts - 1, 0), np.maximum(starts - 2, 0))
+    dist, idx = cKDTree(fb).query(fa)
+    k = int(np.argmin(dist))
+    return int(ends[k]), int(starts[idx[k]]), float(dist[k])
+
+
+# ------------------------------------------------------------------------------ compose
 
 def compose(tracks, fps, windows=None, kinds="smoothstep", rig=None, threshold=None, max_window=None,
-            limits=None):
-    """Splice tracks in order into one Track, with per-seam QC.
+            search=SEARCH_TIME, names=None, infos=None):
+    """Splice tracks in order into one Track, each seam at its best transition point and
+    with its window, then checked.
 
-    windows: one int per seam (len(tracks) − 1), None entries (or windows None) taking
-    suggest_window's; kinds: one curve name, or one per seam; threshold ε (rad/s, default
-    per seam: default_threshold of the two clips it joins); max_window caps suggested
-    windows (frames).
-    A window never reaches into the previous seam's window. Returns (track, seams) with
-    seams a list of seam_report dicts plus "index" (1-based seam number), "suggested"
-    (the suggested window) and "suggest_found".
-    """
+    windows: one int per seam (len(tracks) − 1), None entries (or windows None) taking the
+    shortest window that passes every check (up to max_window frames and half of either
+    clip; when none does at the transition point, at the clip ends; when none does there
+    either, the one closest to passing); kinds: one curve
+    name, or one per seam; threshold: rad/s for every bone's velocity jump instead of the
+    clips' own limits; search: seconds of each clip end the transition search may cut (0:
+    blend at the clips' ends). names: bone names for the report; infos: the tracks'
+    ClipInfo when already computed.
+    Returns (track, seams, planted): seams a list of dicts per seam {"index" (1-based),
+    "start" (first frame of the window in the result), "window", "suggested", "found" (a
+    window passing every check exists), "curve", "cut" (A frames, B frames cut away),
+    "heading_deg", "root_offset_m", "D" (rad/s, at the chosen points), "D_ends" (rad/s,
+    at the clip ends), "passed", "flagged", "failures", "worst", "max_jump", "max_step_deg",
+    "root_step_m", "root_jump", "limits" (its SeamLimits, for recheck)}; planted (F, legs)
+    bool or None (no legs): the clips' planted flags on the output frames, inside a window
+    only where both clips have the foot planted.
+    Raises ValueError for clips shorter than 3 frames and windows that do not fit."""
     if not tracks:
         raise ValueError("nothing to compose")
     rig = rig or Rig()
@@ -293,24 +576,118 @@ def compose(tracks, fps, windows=None, kinds="smoothstep", rig=None, threshold=N
     kinds = [kinds] * n_seams if isinstance(kinds, str) else list(kinds)
     if len(windows) != n_seams or len(kinds) != n_seams:
         raise ValueError(f"{len(tracks)} clips have {n_seams} seams: give one window and curve per seam")
+    short = [i for i, t in enumerate(tracks) if len(t) < 3]
+    if short:
+        raise ValueError(f"clip {short[0] + 1} has {len(tracks[short[0]])} frame(s); composing needs at least 3")
+    infos = [ClipInfo(t, fps, rig) for t in tracks] if infos is None else infos
+    floor = infos[0].floor
     out = tracks[0]
+    planted = infos[0].planted.copy() if rig.has_legs else None
     free = len(out)          # frames at the end of `out` that no earlier window blended
     seams = []
     for i, (b, w, kind) in enumerate(zip(tracks[1:], windows, kinds), start=1):
-        eps = default_threshold(tracks[i - 1:i + 1], fps) if threshold is None else float(threshold)
-        cap = min(free, len(b)) if max_window is None else min(free, len(b), int(max_window))
-        suggested, _d, found = suggest_window(out, b, fps, eps, kind, rig, cap)
-        w = suggested if w is None else int(w)
-        if w > min(free, len(b)):
+        ia, ib = infos[i - 1], infos[i]
+        n_prev = len(tracks[i - 1])
+        cut_a = min(search_frames(n_prev, fps, search), free - 2)
+        cut_b = search_frames(len(b), fps, search)
+        # the previous clip's frames in `out` end at its own frame n_prev − 1
+        candidates = [(n_prev, 0)]
+        if cut_a > 0 or cut_b > 0:
+            candidates.insert(0, best_transition(ia, ib, rig, max(cut_a, 0), cut_b)[:2])
+        plans = []
+        for end, start in dict.fromkeys(candidates):          # the transition point first
+            plan = _SeamPlan(out, free, n_prev, b, ia, ib, end, start, kind, rig, fps, threshold, floor, names,
+                             max_window)
+            plans.append(plan)
+            if plan.found:
+                break
+        if w is not None and int(w) not in plans[0].fits:
             raise ValueError(f"seam {i}: a window of {w} frames reaches into the previous seam or past "
-                             f"the clip ({min(free, len(b))} frames available)")
-        out, info = splice(out, b, w, kind, rig)
-        free = len(b) - w
-        rep = seam_report(out, fps, info, eps, rig, limits)
-        rep.update(index=i, suggested=int(suggested), suggest_found=bool(found), curve=kind)
+                             f"the clip ({plans[0].fits[-1] if plans[0].fits else 0} frames available)")
+        # an explicit window: at the transition point; else the first plan with a passing
+        # window (the clip ends when the transition point has none), else the transition point
+        plan = plans[0] if w is not None else next((p for p in plans if p.found), plans[0])
+        w = plan.suggested if w is None else int(w)
+        end, start, suggested, found = plan.end, plan.start, plan.suggested, plan.found
+        d_ends = transition_jump(tracks[i - 1].rotations, n_prev, b.rotations, 0, fps)
+        d = transition_jump(tracks[i - 1].rotations, end, b.rotations, start, fps)
+        b_cut = plan.b_cut
+        res, inf, chk, a_len, lim = plan.attempt(w, full=True)
+        s0 = inf["start"]
+        if planted is not None:
+            # inside a window a foot is planted where it is in both clips (else it moves with the blend)
+            both = planted[s0:a_len] & ib.planted[start:start + w]
+            planted = np.concatenate([planted[:s0], both, ib.planted[start + w:]], axis=0)
+        out = res
+        free = len(b_cut) - w
+        rep = {"index": i, "start": int(s0), "window": int(w), "suggested": int(suggested), "found": bool(found),
+               "curve": kind, "cut": [int(n_prev - min(end + w, n_prev)), int(start)],
+               "heading_deg": float(np.degrees(inf["heading_rad"])),
+               "root_offset_m": float(np.linalg.norm(np.asarray(inf["offset"])[:2])),
+               "D": d, "D_ends": d_ends, "flagged": not chk["passed"], "limits": lim}
+        rep.update(chk)
         seams.append(rep)
     rot = quat.make_continuous(out.rotations)
-    return Track(rot, out.positions), seams
+    return Track(rot, out.positions), seams, planted
+
+
+def recheck(track, rig, fps, seams, names=None):
+    """The checks of every seam again on a changed composed track (after hold_feet), each
+    against its own limits; updates the seam dicts in place (a seam the change made worse
+    fails from then on)."""
+    world, _heads = forward(track, rig)
+    for s in seams:
+        chk = check_seam(world, track.positions[:, rig.root_position], fps, s["start"], s["window"], s["limits"],
+                         names)
+        s.update(chk)
+        s["flagged"] = not chk["passed"]
+
+
+class _SeamPlan:
+    """One way to make a seam: the composition `out` so far (its last `free` frames
+    unblended, ending with its clip's frame n_prev − 1) runs up to that clip's frame end − 1
+    and clip b on from its frame `start`. `attempt(window)` splices and checks; `fits` are
+    the windows that fit (at most half of either clip, or max_window); `suggested` the
+    shortest passing one (found) or the one closest to passing."""
+
+    def __init__(self, out, free, n_prev, b, ia, ib, end, start, kind, rig, fps, threshold, floor, names,
+                 max_window):
+        self.out, self.free, self.n_prev, self.ia, self.ib = out, free, n_prev, ia, ib
+        self.end, self.start, self.kind, self.rig, self.fps = int(end), int(start), kind, rig, fps
+        self.threshold, self.floor, self.names = threshold, floor, names
+        self.b_cut = b.slice(self.start, len(b))
+        limit = min(len(self.b_cut), len(b) // 2, n_prev // 2)
+        limit = limit if max_window is None else min(limit, int(max_window))
+        self.fits = [cand for cand in range(0, limit + 1) if cand <= self.prepare(cand)[1]]
+        self.suggested, self.found, best = 0, False, np.inf
+        for cand in self.fits:
+            chk = self.attempt(cand)[2]
+            if chk["passed"]:
+                self.suggested, self.found = cand, True
+                break
+            if chk["score"] < best:
+                self.suggested, best = cand, chk["score"]
+
+    def prepare(self, window):
+        """(length of `out` the window ends, room left): the window blends A's frames from
+        `end` on, moved back where the clip has fewer than `window` of them."""
+        a_end = min(self.end + window, self.n_prev)
+        return len(self.out) - (self.n_prev - a_end), self.free - (self.n_prev - a_end)
+
+    def attempt(self, window, full=False):
+        """(track, splice info, check_seam result, A frames used, SeamLimits) of a window;
+        full=False splices only the frames the checks read."""
+        a_len, _room = self.prepare(window)
+        a_part = self.out.slice(0 if full else max(a_len - window - 3, 0), a_len)
+        b_part = self.b_cut if full else self.b_cut.slice(0, min(len(self.b_cut), window + 3))
+        s_a = self.end if window <= self.n_prev - self.end else self.n_prev - window   # A's frame at the window
+        lim = SeamLimits(self.ia, self.ib, s_a, self.start, window, self.threshold)
+        psi, height = _alignment(a_part, len(a_part) - window, self.ib, self.start, self.rig, self.floor)
+        res, inf = splice(a_part, b_part, window, self.kind, self.rig, psi, height)
+        world, _heads = forward(res, self.rig)
+        check = check_seam(world, res.positions[:, self.rig.root_position], self.fps, inf["start"], window, lim,
+                           self.names)
+        return res, inf, check, a_len, lim
 
 
 # ---------------------------------------------------------------------------- layering
@@ -338,32 +715,64 @@ def apply_layer(base, layer, weight, mask=None, reference=None):
     return out
 
 
-# --------------------------------------------------------------------------- foot locking
+# ------------------------------------------------------------------------------- feet
 
-def lock_feet(positions, feet, start, window, rig=None, height=0.05, speed=0.1, fps=24.0):
-    """Keep planted feet still through a window by moving the root horizontally.
+def _hold_correction(ankle, offset, hold, floor, ramp):
+    """Ankle corrections (F, 3) m: inside each run of `hold`, the move onto its spot
+    (solver.posing.plant_goals); outside, the correction at the nearest run frame faded by
+    solver.posing.plant_weights over `ramp` frames, so the hold comes and goes without a jump."""
+    inside = posing.plant_goals(ankle, offset, hold, floor) - ankle
+    idx = np.flatnonzero(hold)
+    nearest = idx[np.abs(np.arange(len(hold))[:, None] - idx[None]).argmin(axis=1)]
+    return posing.plant_weights(hold, ramp)[:, None] * inside[nearest]
 
-    positions: (F, P, 3) composed positions; feet: (F, K, 3) composed world (floor frame)
-    positions of the feet, m. A foot is planted when, at the window's first frame, it is
-    within `height` m of the lowest foot point and slower than `speed` m/s; the lowest
-    planted foot's horizontal drift from that frame through the window is subtracted from
-    the root position (and the offset reached at the window's end is kept afterwards, so
-    the root does not jump back). Returns (positions, locked foot index or None).
-    """
-    rig = rig or Rig()
-    positions = np.array(positions, dtype=float)
-    if feet.shape[1] == 0 or window < 1:
-        return positions, None
-    s = int(start)
-    floor = feet[..., 2].min()
-    v = np.linalg.norm(feet[s] - feet[max(s - 1, 0)], axis=-1) * fps      # A's step into the window
-    planted = np.flatnonzero((feet[s, :, 2] - floor < height) & (v < speed))
-    if not len(planted):
-        return positions, None
-    k = planted[np.argmin(feet[s, planted, 2])]
-    end = min(s + window, len(feet))
-    drift = np.zeros((len(feet), 3))
-    drift[s:end, :2] = feet[s:end, k, :2] - feet[s, k, :2]
-    drift[end:, :2] = drift[end - 1, :2]
-    positions[:, rig.floor_positions] -= drift[:, None, :]
-    return positions, int(k)
+
+def hold_feet(track, rig, fps, seams, planted, floor):
+    """Planted feet held still across the seams: every run of planted frames of a leg
+    (planted (F, legs) bool from compose) that touches a seam's window (from the frame
+    before it to the frame after it) and needs at most HOLD_REACH · leg length of ankle
+    correction is held at one spot: the ankle at its
+    mean horizontal position over the run, at the height that puts the foot's lowest point
+    on `floor` (z, m) (solver.posing.plant_goals), reached by a two-bone IK of thigh and shin
+    (solver.posing.two_bone_ik, the knee bending towards where the foot points) blended
+    in and out over PLANT_RAMP s (solver.posing.plant_weights); the foot keeps its world
+    rotation. Returns (track, plants): plants a list of {"seam" (index), "leg" (0 left, 1
+    right), "frames": [first, last], "held" (False: it needed more than HOLD_REACH),
+    "correction_m"} of the runs touching a seam."""
+    if not rig.has_legs or not seams:
+        return track, []
+    world, heads = forward(track, rig)
+    rot = track.rotations.copy()
+    ramp = max(2, int(round(PLANT_RAMP * fps)))
+    plants = []
+    for k, leg in enumerate(rig.legs):
+        thigh, shin, foot, _toes = leg
+        ankle = heads[:, foot]
+        offset = _lowest(world, heads, rig, leg)[:, 2] - ankle[:, 2]
+        hold = np.zeros(len(track), dtype=bool)
+        for lo, hi in posing.runs(planted[:, k]):
+            seam = next((s for s in seams if lo <= s["start"] + s["window"] and hi >= s["start"]), None)
+            if seam is None:
+                continue
+            run = np.zeros(len(track), dtype=bool)
+            run[lo:hi] = True
+            need = float(np.linalg.norm(posing.plant_goals(ankle, offset, run, floor) - ankle, axis=1).max())
+            ok = need <= HOLD_REACH * rig.leg_length
+            hold |= run if ok else False
+            plants.append({"seam": seam["index"], "leg": k, "frames": [int(lo), int(hi - 1)], "held": ok,
+                           "correction_m": need})
+        if not hold.any():
+            continue
+        goal = ankle + _hold_correction(ankle, offset, hold, floor, ramp)
+        act = np.any(goal != ankle, axis=1)
+        toe_dir = quat.rotate(world[act, foot], np.array([0.0, 1.0, 0.0]))
+        d_up, d_low = posing.two_bone_ik(heads[act, thigh], heads[act, shin], ankle[act], goal[act],
+                                         heads[act, shin] + toe_dir)
+        w_thigh = quat.mul(quat.from_matrix(d_up), world[act, thigh])
+        w_shin = quat.mul(quat.from_matrix(d_low), world[act, shin])
+        parent = world[act, rig.parents[thigh]]
+        rot[act, thigh] = quat.mul(quat.conj(quat.mul(parent, rig.rest_rotation[thigh])), w_thigh)
+        rot[act, shin] = quat.mul(quat.conj(quat.mul(w_thigh, rig.rest_rotation[shin])), w_shin)
+        rot[act, foot] = quat.mul(quat.conj(quat.mul(w_shin, rig.rest_rotation[foot])), world[act, foot])
+    rot = quat.make_continuous(rot)
+    return Track(rot, track.positions), sorted(plants, key=lambda p: (p["seam"], p["leg"]))

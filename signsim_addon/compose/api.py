@@ -35,7 +35,6 @@ from .. import compat, files
 from ...solver import compose as sc
 from ...solver import quat
 from ...solver import bonemap
-from ...solver import retarget as transfer_math
 from ..library import api as library
 from ..retarget import api as retarget_api
 from ..retarget import transfer as retarget
@@ -118,6 +117,11 @@ def _clip_keys(spec, target, library_path, bone_map, maps, report):
 
 
 def _trim(spec, first, last):
+    """(in, out) frames of a clip spanning first … last, checked: a clip shorter than 3
+    frames or a trim outside it is refused."""
+    if last - first < 2:
+        raise SignSimError(f"{spec.clip}: the clip has {int(round(last - first)) + 1} frame(s); composing "
+                           f"needs at least 3")
     a = first if not spec.trim_in else float(spec.trim_in)
     b = last if not spec.trim_out else float(spec.trim_out)
     if not (first <= a < b <= last):
@@ -228,67 +232,70 @@ def _copy_weight_curves(target, old_action, old_handle, new_action):
             copy.update()
 
 
-# ------------------------------------------------------------------------- joint limits
+# ------------------------------------------------------------------------------ skeleton
 
-def joint_limits(target):
-    """(lower, upper) (B, 3) rad on each bone's log(q_basis) from the physics rig's limits
-    (rig.read_rig: Limit Rotation constraints, else anatomical defaults; hinges only on
-    their curl axis); ±inf for bones it does not model. None when the rig cannot be read
-    (no fingers, no chest)."""
-    from ..bake import rig
-    try:
-        model = rig.read_rig(target, face_object=None)
-    except SignSimError:
-        return None
+def _rig(target, channels, keep_height):
+    """solver Rig of target: root channels, skeleton (parents, armature-space rest matrices,
+    bone lengths) and the legs (thigh, shin, foot, toes) from bonemap.analyse (none: a rig
+    without two legs, then no floor or feet)."""
     names = _bones(target)
-    lower, upper = np.full((len(names), 3), -np.inf), np.full((len(names), 3), np.inf)
-    m = model.model
-    for k, name in enumerate(model.bone_names):
-        cols = [0] if m.hinge[k] else [0, 1, 2]
-        lower[names.index(name), cols] = m.limit_lower[k, cols]
-        upper[names.index(name), cols] = m.limit_upper[k, cols]
-    return lower, upper
-
-
-# ---------------------------------------------------------------------------- foot lock
-
-def _feet(target):
-    """Bone indices of the feet and toes of target (empty without legs)."""
+    roots = _root_indices(target)
+    main = _main_root(target)
+    parents = [names.index(b.parent.name) if b.parent else -1 for b in target.data.bones]
+    legs = []
     try:
         with from_solver():
             body = bonemap.analyse(retarget.skeleton(target))
+        for side in bonemap.SIDES:
+            parts = [body.limbs.get((side, p), [None])[0] for p in ("thigh", "shin", "foot")]
+            toes = tuple(body.limbs.get((side, "toe"), [])[:1])
+            if None not in parts and parents[parts[1]] == parts[0] and parents[parts[2]] == parts[1]:
+                legs.append((*parts, toes))
     except SignSimError:
-        return []
-    return [i for side in bonemap.SIDES for part in ("foot", "toe") for i in body.limbs.get((side, part), [])[:1]]
+        legs = []
+    return sc.Rig(root=main, root_position=channels.index(names[main]), floor_bones=roots,
+                  floor_positions=list(range(len(roots))), keep_height=keep_height,
+                  located={names.index(n): c for c, n in enumerate(channels)}, parents=parents,
+                  rest=retarget.rest_matrices(target), lengths=[b.length for b in target.data.bones],
+                  legs=legs if len(legs) == 2 else ())
 
 
-def _foot_positions(target, rot, loc):
-    """Armature-space heads (F, K, 3) of the feet and toes for basis rot (F, B, 4), loc."""
-    feet = _feet(target)
-    if not feet:
-        return np.zeros((len(rot), 0, 3))
-    sk = retarget.skeleton(target)
-    names = _bones(target)
-    basis = {b: quat.to_matrix(rot[:, b]) for b in range(len(names))}
-    posed = transfer_math.pose_matrices(sk, retarget.rest_matrices(target), basis,
-                                        {names.index(n): v for n, v in loc.items()})
-    return np.stack([posed[f][:, :3, 3] for f in feet], axis=1)
+MARKER = "SignSim seam "      # timeline markers of flagged seams start with this
+
+
+def _mark_seams(scene, seams):
+    """Timeline markers at the flagged seams (previous SignSim seam markers removed)."""
+    for m in [m for m in scene.timeline_markers if m.name.startswith(MARKER)]:
+        scene.timeline_markers.remove(m)
+    for s in seams:
+        if s["flagged"]:
+            bone = s["worst"][0]["bone"] if s["worst"] else ""
+            scene.timeline_markers.new(f"{MARKER}{s['index']}: {bone}", frame=int(s["frame"]))
 
 
 # ------------------------------------------------------------------------------ compose
 
 def compose(target, clips, layers=(), *, library_path=None, bone_map=None, threshold=None,
-            max_window=None, keep_height=False, foot_lock=False, action_name=None, report=None):
+            max_window=None, search=sc.SEARCH_TIME, keep_height=False, foot_lock=True, action_name=None,
+            report=None):
     """Compose clips (ClipSpec, in order) and layers (LayerSpec) into one new action on
-    target (an armature object), assigned with its own slot. Returns a JSON-able dict:
-    {"armature", "action", "frames": [first, last], "fps", "threshold" (the ε given, or None),
+    target (an armature object), assigned with its own slot; flagged seams get timeline
+    markers. Returns a JSON-able dict:
+    {"armature", "action", "frames": [first, last], "fps", "threshold" (the one given, or
+     None), "foot_lock" (whether feet were held: asked for and the rig has two legs),
      "clips": [{"clip", "frames"}], "layers": [{"clip", "bones", "start"}],
-     "seams": [{"index", "window", "suggested", "curve", "velocity_jump" (rad/s),
-                "threshold", "flagged", "frame" (first frame of the window), "root_jump" (m/s),
-                "heading_deg", "root_offset_m", "limit_excess_deg"}]}.
-    threshold: ε in rad/s for every seam (None: per seam, solver.compose.default_threshold
-    of the two clips it joins);
-    max_window caps suggested windows (frames). Raises SignSimError for unusable input.
+     "seams": [{"index", "frame" (first frame of the window), "window", "suggested", "found",
+                "curve", "cut" [A frames, B frames], "D" (rad/s, at the chosen points),
+                "D_ends" (rad/s, at the clips' ends), "flagged", "failures", "worst"
+                [{"bone", "jump", "jump_limit" (rad/s), "step_deg", "step_limit_deg"}],
+                "max_jump" (rad/s), "max_step_deg", "root_step_m", "root_jump" (m/s),
+                "heading_deg", "root_offset_m",
+                "plants": [{"bone" (foot), "frames": [first, last], "held" (False: it would need
+                            more than solver.compose.HOLD_REACH leg lengths), "correction_m"}]}]}.
+    threshold: rad/s for every bone's velocity jump (None: each bone's own, see
+    solver/compose.py); max_window caps suggested windows (frames); search: seconds of
+    each clip end the transition search may cut (0: blend at the clip ends).
+    Raises SignSimError for unusable input (nothing is written then).
     """
     report = report or silent
     if target is None or target.type != 'ARMATURE':
@@ -299,6 +306,10 @@ def compose(target, clips, layers=(), *, library_path=None, bone_map=None, thres
     for c in clips:
         if c.curve not in sc.CURVES:
             raise SignSimError(f"unknown blend curve '{c.curve}' (choose {', '.join(sc.CURVES)})")
+    if threshold is not None and not threshold > 0:
+        raise SignSimError(f"the threshold must be a positive velocity jump in rad/s, not {threshold}")
+    if search is not None and search < 0:
+        raise SignSimError(f"the transition search must be 0 s or more, not {search}")
     names = _bones(target)
     for layer in layers:
         unknown = [b for b in layer.bones if b not in target.data.bones]
@@ -314,32 +325,26 @@ def compose(target, clips, layers=(), *, library_path=None, bone_map=None, thres
     located = sorted({n for k in keys for n in k["loc"]} - set(roots), key=names.index)
     channels = roots + located
     tracks = [_to_track(k, target, channels) for k in keys]
-    short = [c.clip for c, t in zip(clips, tracks) if len(t) < 3]
+    short = [(c.clip, len(t)) for c, t in zip(clips, tracks) if len(t) < 3]
     if short:
-        raise SignSimError(f"clip '{short[0]}' has fewer than 3 frames after trimming")
-    main = _main_root(target)
-    rig = sc.Rig(root=main, root_position=channels.index(names[main]),
-                 floor_bones=_root_indices(target), floor_positions=list(range(len(roots))),
-                 keep_height=keep_height)
-    if threshold is not None and not threshold > 0:
-        raise SignSimError(f"the threshold must be a positive velocity jump in rad/s, not {threshold}")
+        raise SignSimError(f"clip '{short[0][0]}' has {short[0][1]} frame(s) after trimming; composing needs "
+                           f"at least 3")
+    rig = _rig(target, channels, keep_height)
     try:
-        track, seams = sc.compose(tracks, fps, windows=[c.window for c in clips[1:]],
-                                  kinds=[c.curve for c in clips[1:]], rig=rig, threshold=threshold,
-                                  max_window=max_window, limits=joint_limits(target))
+        infos = [sc.ClipInfo(t, fps, rig) for t in tracks]
+        track, seams, planted = sc.compose(
+            tracks, fps, windows=[c.window for c in clips[1:]], kinds=[c.curve for c in clips[1:]], rig=rig,
+            threshold=threshold, max_window=max_window, search=search or 0.0, names=names, infos=infos)
     except ValueError as ex:
         raise SignSimError(str(ex)) from None
+    plants = []
+    held = bool(foot_lock and rig.has_legs)
+    if held:
+        track, plants = sc.hold_feet(track, rig, fps, seams, planted, infos[0].floor)
+        sc.recheck(track, rig, fps, seams, names)
     first_frame = float(scene.frame_start)
     frames = first_frame + np.arange(len(track), dtype=float)
     rot, loc = _from_track(track, target, channels)
-    if foot_lock:
-        feet = _foot_positions(target, rot, loc)
-        pos = track.positions
-        for s in seams:
-            pos, k = sc.lock_feet(pos, feet, s["start"], s["window"], rig, fps=fps)
-            if k is not None:
-                feet = _foot_positions(target, rot, _from_track(sc.Track(track.rotations, pos), target, channels)[1])
-        rot, loc = _from_track(sc.Track(track.rotations, pos), target, channels)
 
     for i, layer in enumerate(layers):
         lrot = _basis_rotations(layer_keys[i], names)          # layers act on basis rotations
@@ -355,19 +360,27 @@ def compose(target, clips, layers=(), *, library_path=None, bone_map=None, thres
         rot = sc.apply_layer(rot, full, weight, mask=mask, reference=lrot[0])
 
     seam_out = []
+    keep = ("index", "window", "suggested", "found", "curve", "cut", "D", "D_ends", "flagged", "failures", "worst",
+            "max_jump", "max_step_deg", "root_step_m", "root_jump", "heading_deg", "root_offset_m")
     for s in seams:
-        seam_out.append({"index": s["index"], "window": s["window"], "suggested": s["suggested"],
-                         "curve": s["curve"], "velocity_jump": s["velocity_jump"], "threshold": s["threshold"],
-                         "flagged": s["flagged"], "frame": float(first_frame + s["start"]),
-                         "root_jump": s["root_jump"], "heading_deg": s["heading_deg"],
-                         "root_offset_m": s["root_offset_m"], "limit_excess_deg": s["limit_excess_deg"]})
+        out = {k: s[k] for k in keep}
+        out["frame"] = float(first_frame + s["start"])
+        out["plants"] = [{"bone": names[rig.legs[p["leg"]][2]], "frames": [first_frame + f for f in p["frames"]],
+                          "held": p["held"], "correction_m": p["correction_m"]}
+                         for p in plants if p["seam"] == s["index"]]
+        for p in out["plants"]:
+            if not p["held"]:
+                report(WARNING, f"seam {s['index']}: {p['bone']} planted at frames {p['frames'][0]:g}–"
+                       f"{p['frames'][1]:g} would need {p['correction_m'] * 100:.0f} cm to stay put: not held")
+        seam_out.append(out)
         if s["flagged"]:
-            why = "" if s["suggest_found"] else " (no window up to the clips' length is enough)"
-            report(WARNING, f"seam {s['index']} at frame {first_frame + s['start']:g}: velocity jump "
-                   f"{s['velocity_jump']:.2f} rad/s exceeds {s['threshold']:.2f} rad/s with a {s['window']}-frame "
-                   f"window; suggested {s['suggested']}{why}")
+            worst = ", ".join(f"{w['bone']} {w['step_deg']:.0f}°/frame, {w['jump']:.1f} rad/s jump"
+                              for w in s["worst"][:2])
+            why = "" if s["found"] else " (no window up to half the clips passes)"
+            report(WARNING, f"seam {s['index']} at frame {out['frame']:g} fails {'/'.join(s['failures'])} with a "
+                   f"{s['window']}-frame window (suggested {s['suggested']}{why}); worst: {worst}")
     result = {
-        "armature": target.name, "fps": fps, "threshold": threshold,
+        "armature": target.name, "fps": fps, "threshold": threshold, "foot_lock": held,
         "frames": [float(frames[0]), float(frames[-1])],
         "clips": [{"clip": c.clip, "frames": len(t)} for c, t in zip(clips, tracks)],
         "layers": [{"clip": l.clip, "bones": l.bones, "start": l.start} for l in layers],
@@ -386,6 +399,7 @@ def compose(target, clips, layers=(), *, library_path=None, bone_map=None, thres
         compat.restore_action(target, old_action, old_handle)
         bpy.data.actions.remove(action)
         raise
+    _mark_seams(scene, seam_out)
     report(INFO, f"composed {len(clips)} clips into '{action.name}' ({len(frames)} frames, "
            f"{sum(s['flagged'] for s in seam_out)} of {len(seam_out)} seams flagged)")
     return result
@@ -406,12 +420,12 @@ def store_result(target, result):
     st = target.signsim.compose
     items = [c for c in st.clips if c.clip.strip()]
     for item in items:
-        item.suggested_window, item.velocity_jump, item.threshold, item.flagged = -1, 0.0, 0.0, False
+        item.suggested_window, item.velocity_jump, item.worst, item.flagged = -1, 0.0, "", False
     for seam in result["seams"]:
         item = items[seam["index"]]
         item.suggested_window = seam["suggested"]
-        item.velocity_jump = seam["velocity_jump"]
-        item.threshold = seam["threshold"]
+        item.velocity_jump = seam["D"]
+        item.worst = ", ".join(w["bone"] for w in seam["worst"])
         item.flagged = seam["flagged"]
 
 
@@ -438,8 +452,9 @@ class ComposeRequest(files.FileRequest):
     bone_map: str = None
     threshold: float = None
     max_window: int = None
+    search: float = sc.SEARCH_TIME
     keep_height: bool = False
-    foot_lock: bool = False
+    foot_lock: bool = True
     layer: str = None
     layer_bones: str = ""
     layer_start: int = 0
@@ -514,7 +529,7 @@ def compose_files(args: ComposeRequest, report=silent) -> dict:
         layers.append(LayerSpec(layer, [b.strip() for b in args.layer_bones.split(",") if b.strip()],
                                         args.layer_start, args.layer_weight))
     result = compose(target, specs, layers, library_path=library_file, bone_map=preset,
-                             threshold=args.threshold, max_window=args.max_window,
+                             threshold=args.threshold, max_window=args.max_window, search=args.search,
                              keep_height=args.keep_height, foot_lock=args.foot_lock, report=report)
     scene = bpy.context.scene
     scene.frame_start, scene.frame_end = int(result["frames"][0]), int(result["frames"][1])

@@ -2,22 +2,24 @@
 
     signsim compose --clips A B [C …] --rig RIG.blend [--armature NAME] [--window N [N …]]
                     [--curve smoothstep [CURVE …]] [--trim IN:OUT …] [--library FILE]
-                    [--map PRESET.json] [--threshold EPS] [--max-window N] [--keep-height]
-                    [--foot-lock] [--layer CLIP --layer-bones B1,B2 [--layer-start F]
+                    [--map PRESET.json] [--threshold EPS] [--max-window N] [--search S]
+                    [--keep-height] [--no-foot-lock] [--layer CLIP --layer-bones B1,B2 [--layer-start F]
                     [--layer-weight W]] --out OUT.blend [--json]
 
 A clip is a mocap file (BVH, FBX, glTF/GLB), a clip name of the motion library (--library,
 default: the preferences' library) or an action already in RIG. --window and --curve take
-one value for every seam or one per seam; without --window each seam gets its suggested
-window (the shortest that keeps the velocity jump under the threshold). --trim takes one
+one value for every seam or one per seam. Each seam is made at its best transition point
+(the end of A and start of B whose poses and velocities match best, within --search s) and,
+without --window, blended over the shortest window that passes every seam check (per bone
+velocity jump and one-frame turn, root step); planted feet are held across seams. --trim takes one
 IN:OUT per clip in the clip's own frames (empty side: the clip's start or end; ':' keeps
 the whole clip).
 
-Prints (with --json) {"armature", "action", "frames", "fps", "threshold", "clips",
-"layers", "seams": [{"index", "window", "suggested", "curve", "velocity_jump",
-"threshold", "flagged", "frame", "root_jump", "heading_deg", "root_offset_m",
-"limit_excess_deg"}], "out"}. OUT is written only on success, atomically.
+Prints (with --json) compose.api.compose's result plus "out"; flagged seams are also timeline
+markers in OUT. OUT is written only on success, atomically.
 """
+import argparse
+
 from ..errors import cli_reporter
 from . import api
 
@@ -37,13 +39,18 @@ def add_arguments(parser):
     parser.add_argument("--library", metavar="FILE", help="motion library .blend for clip names")
     parser.add_argument("--map", metavar="PRESET.json", help="bone map preset for the clips' skeletons")
     parser.add_argument("--threshold", type=float, metavar="EPS",
-                        help="largest seam velocity jump in rad/s (default, per seam: the 99th percentile "
-                        "of the two clips' own frame-to-frame velocity changes)")
+                        help="largest velocity jump of any bone at a seam in rad/s (default, per bone: "
+                        "median + 6 robust σ of its own jumps in the two clips)")
     parser.add_argument("--max-window", type=int, metavar="N", help="longest window a suggestion may use")
+    parser.add_argument("--search", type=float, default=api.sc.SEARCH_TIME, metavar="S",
+                        help=f"seconds of each clip end the transition search may cut (default "
+                        f"{api.sc.SEARCH_TIME:g}, at most a quarter of the clip; 0: blend at the clip ends)")
     parser.add_argument("--keep-height", action="store_true",
-                        help="align floor position and heading only; each clip keeps its root height")
-    parser.add_argument("--foot-lock", action="store_true",
-                        help="keep a planted foot still through each window by moving the root")
+                        help="rigs without legs: each clip keeps its root height (with legs every clip "
+                        "stands on the first clip's floor)")
+    parser.add_argument("--foot-lock", action=argparse.BooleanOptionalAction, default=True,
+                        help="hold a foot planted across a seam at one spot by two-bone leg IK "
+                        "(default on; rigs without two legs have nothing to hold)")
     parser.add_argument("--layer", metavar="CLIP", help="additive layer clip (e.g. a head nod)")
     parser.add_argument("--layer-bones", metavar="B1,B2", default="",
                         help="bones the layer may change, comma-separated (default: all)")
@@ -57,11 +64,14 @@ def run(args, say):
     result = api.compose_files(api.ComposeRequest(
         clips=tuple(args.clips), rig=args.rig, out=args.out, armature=args.armature, windows=args.window,
         curves=args.curve, trims=args.trim, library=args.library, bone_map=args.map, threshold=args.threshold,
-        max_window=args.max_window, keep_height=args.keep_height, foot_lock=args.foot_lock, layer=args.layer,
+        max_window=args.max_window, search=args.search, keep_height=args.keep_height, foot_lock=args.foot_lock, layer=args.layer,
         layer_bones=args.layer_bones, layer_start=args.layer_start, layer_weight=args.layer_weight),
         cli_reporter(say))
     say(f"wrote {result['out']}")
     for seam in result["seams"]:
-        say(f"seam {seam['index']}: window {seam['window']} ({seam['curve']}), velocity jump "
-            f"{seam['velocity_jump']:.2f} rad/s (ε {seam['threshold']:.2f}){'  FLAGGED' if seam['flagged'] else ''}")
+        worst = ", ".join(f"{w['bone']} {w['step_deg']:.0f}°" for w in seam["worst"])
+        say(f"seam {seam['index']} at frame {seam['frame']:g}: window {seam['window']} ({seam['curve']}), cut "
+            f"{seam['cut'][0]}+{seam['cut'][1]} frames, D {seam['D']:.2f} rad/s (at the clip ends "
+            f"{seam['D_ends']:.2f}), worst {worst}"
+            f"{'  FLAGGED: ' + '/'.join(seam['failures']) if seam['flagged'] else ''}")
     return result

@@ -1,10 +1,10 @@
-"""Composition numerics (solver/compose.py): weights, slerp splices, alignment, layers, QC."""
+"""Composition numerics (solver/compose.py): weights, splices, alignment, seam checks,
+transition points, feet held across seams, layers."""
 
 import numpy as np
 import pytest
 
 from solver import compose, quat
-from solver.metrics import splice_velocity_jump
 
 FPS = 24.0
 
@@ -50,8 +50,8 @@ def test_smoothstep_values_and_c1_endpoints():
 def test_splice_keeps_unit_norm_and_continuous_hemispheres():
     a, b = track(40, seed=1), track(50, seed=2, heading=2.5)
     b.rotations[::3] *= -1.0                       # sign flips in the input
-    out, seams = compose.compose([a, b, track(30, seed=3)], FPS, windows=[12, 7])
-    assert len(out) == 40 + 50 + 30 - 12 - 7
+    out, seams, planted = compose.compose([a, b, track(30, seed=3)], FPS, windows=[12, 7], search=0)
+    assert len(out) == 40 + 50 + 30 - 12 - 7 and planted is None          # no legs
     np.testing.assert_allclose(np.linalg.norm(out.rotations, axis=-1), 1.0, atol=1e-12)
     assert np.all(np.sum(out.rotations[1:] * out.rotations[:-1], axis=-1) > 0.0)
     assert [s["index"] for s in seams] == [1, 2] and [s["window"] for s in seams] == [12, 7]
@@ -62,19 +62,181 @@ def test_splice_keeps_unit_norm_and_continuous_hemispheres():
 def test_root_alignment_starts_b_where_a_is_with_its_heading():
     a = track(30, heading=0.4, velocity=(0.3, 0.1, 0.0))
     b = track(30, seed=5, heading=-1.2, start=(5.0, -3.0, 0.9))
+    yaw = lambda q: 2 * np.arctan2(q[3], q[0])   # noqa: E731
     for window in (0, 6):
         out, info = compose.splice(a, b, window)
         s = info["start"]
         anchor = a.positions[s, 0] if window else 2 * a.positions[-1, 0] - a.positions[-2, 0]
-        # B′'s first frame is the window's first frame: A there, extrapolated for a hard cut
-        b2, psi, _off = compose.align(b, anchor, a.rotations[min(s, 29), 0], compose.Rig())
+        psi = yaw(a.rotations[min(s, 29), 0]) - yaw(b.rotations[0, 0])
+        b2, _off = compose.align(b, anchor, psi, compose.Rig())
         np.testing.assert_allclose(b2.positions[0, 0], anchor, atol=1e-12)
-        tw = lambda q: 2 * np.arctan2(q[3], q[0])   # noqa: E731
-        assert abs(np.angle(np.exp(1j * (tw(b2.rotations[0, 0]) - tw(a.rotations[min(s, 29), 0]))))) < 1e-9
+        assert abs(np.angle(np.exp(1j * (yaw(b2.rotations[0, 0]) - yaw(a.rotations[min(s, 29), 0]))))) < 1e-9
         steps = np.linalg.norm(np.diff(out.positions[:, 0], axis=0), axis=-1)
         own = max(np.linalg.norm(np.diff(a.positions[:, 0], axis=0), axis=-1).max(),
                   np.linalg.norm(np.diff(b.positions[:, 0], axis=0), axis=-1).max())
         assert steps.max() < own + 1e-3            # root continuous within 1 mm
+    # a height offset puts B on a floor of its own: its root keeps B's height + offset
+    b3, _off = compose.align(b, [1.0, 2.0, 7.0], 0.0, compose.Rig(), height=-0.25)
+    np.testing.assert_allclose(b3.positions[:, 0, 2], b.positions[:, 0, 2] - 0.25, atol=1e-12)
+
+
+def test_window_slerp_keeps_one_hemisphere_where_shortest_arc_flips():
+    """A bone about 180° from B's pose: the shortest arc chosen per frame switches sides
+    when the angle passes 180°, the window's one hemisphere does not."""
+    n = 30
+    angle = np.linspace(np.radians(170), np.radians(190), n)        # B's pose relative to A's
+    a = np.tile(quat.IDENTITY, (n, 1, 1))
+    b = quat.exp(angle[:, None, None] * np.array([0.0, 0.0, 1.0]))
+    t = compose.blend_weights(n)
+    per_frame = quat.slerp(a, b, t[:, None])
+    fixed = compose.window_slerp(a, b, t)
+    step = lambda q: np.degrees(quat.angle_between(q[1:], q[:-1])).max()   # noqa: E731
+    assert step(per_frame) > 60.0                  # the mid-window flip of a per-frame arc
+    assert step(fixed) < 15.0
+    np.testing.assert_allclose(np.linalg.norm(fixed, axis=-1), 1.0, atol=1e-12)
+
+
+def test_robust_limits_ignore_a_flip_and_stay_per_seam():
+    calm, lively = track(80, amp=0.2), track(80, seed=1, freq=1.0)
+    flipped = compose.Track(lively.rotations.copy(), lively.positions)
+    flipped.rotations[40:42, 2] = quat.mul(quat.exp(np.array([np.pi * 0.95, 0, 0])), flipped.rotations[40:42, 2])
+    a, b = compose.ClipInfo(lively, FPS, compose.Rig()), compose.ClipInfo(flipped, FPS, compose.Rig())
+    # the flipped bone's own limit barely moves (median/MAD over clean frames) ...
+    assert abs(b.jump_limit[2] - a.jump_limit[2]) < 0.05 * a.jump_limit[2]
+    # ... while the 99th percentile the flip inflates more than tenfold
+    j = compose.bone_jumps(lively.rotations, FPS)[:, 2]
+    jf = compose.bone_jumps(flipped.rotations, FPS)[:, 2]
+    assert np.percentile(jf, 99) > 10 * np.percentile(j, 99)
+    # a flip in the third clip leaves the first seam's limits as they were, bit for bit
+    _o, plain, _s = compose.compose([calm, track(80, seed=2, amp=0.2), lively], FPS, search=0)
+    _o, flip, _s = compose.compose([calm, track(80, seed=2, amp=0.2), flipped], FPS, search=0)
+    assert plain[0]["worst"] == flip[0]["worst"] and plain[0]["window"] == flip[0]["window"]
+
+
+def test_seam_checks_flag_hard_cuts_and_one_frame_turns():
+    a = track(60, seed=3, amp=0.5)
+    b = track(60, seed=3, amp=0.5, phase=2.5)             # the same motion in another pose
+    _o, cut, _s = compose.compose([a, b], FPS, windows=[0], search=0)
+    assert cut[0]["flagged"] and "jump" in cut[0]["failures"] and "step" in cut[0]["failures"]
+    assert cut[0]["max_step_deg"] > 20.0
+    _o, blended, _s = compose.compose([a, b], FPS, search=0)
+    assert not blended[0]["flagged"] and blended[0]["window"] > 1 and blended[0]["max_step_deg"] < 20.0
+    # the shortest passing window: one frame less fails
+    _o, shorter, _s = compose.compose([a, b], FPS, windows=[blended[0]["window"] - 1], search=0)
+    assert shorter[0]["flagged"] and shorter[0]["suggested"] == blended[0]["window"]
+    # clips that turn a bone 30° a frame themselves may do so at the seam
+    fast = compose.Track(quat.exp(np.radians(30.0) * np.arange(60)[:, None, None] * np.array([0, 0, 1.0])
+                                  * np.ones((1, 5, 1))), a.positions)
+    _o, own, _s = compose.compose([fast, fast], FPS, windows=[0], search=0)
+    assert own[0]["max_step_deg"] == pytest.approx(30.0) and "step" not in own[0]["failures"]
+
+
+def test_best_transition_finds_the_matching_phase_and_lowers_d():
+    """B is A's periodic motion (1 s period) 0.6 s later: the best pair joins A's end to the
+    frame of B that continues it, which makes D (the velocity jump of the cut) nearly vanish."""
+    a = compose.Track(wave(48, freq=1.0, amp=0.5))
+    b = compose.Track(wave(60, freq=1.0, amp=0.5, phase=-2 * np.pi * 0.6))
+    ia, ib = compose.ClipInfo(a, FPS, compose.Rig()), compose.ClipInfo(b, FPS, compose.Rig())
+    end, start, dist = compose.best_transition(ia, ib, compose.Rig(), 12, 15)
+    # B's frame k shows A's frame k − 14.4 (mod the 24-frame period): A's frame end − 1
+    # matches B's frame start − 1 to within half a frame
+    lag = ((end - start) + 0.6 * FPS) % FPS
+    assert min(lag, FPS - lag) <= 0.5 and dist < 0.2
+    # D there is what A's own continuous motion gives (its velocity two steps on), far
+    # below D of joining the clip ends
+    d = compose.transition_jump(a.rotations, end, b.rotations, start, FPS)
+    own = max(compose.transition_jump(a.rotations, k, a.rotations, k, FPS) for k in range(2, len(a) - 2))
+    assert d < 1.2 * own < 0.5 * compose.transition_jump(a.rotations, len(a), b.rotations, 0, FPS)
+
+
+def test_errors_name_the_problem():
+    a, b, c = track(20), track(10, seed=1), track(20, seed=2)
+    with pytest.raises(ValueError, match="reaches into the previous seam"):
+        compose.compose([a, b, c], FPS, windows=[6, 5], search=0)
+    with pytest.raises(ValueError, match="one window and curve per seam"):
+        compose.compose([a, b, c], FPS, windows=[3])
+    with pytest.raises(ValueError, match="clip 2 has 1 frame"):
+        compose.compose([a, track(1)], FPS)
+
+
+def leg_rig():
+    """A pelvis (root, 1 m up) with two bent legs: thigh, shin, foot, toe per side (m)."""
+    def bone(head, y, x=(1.0, 0, 0)):
+        y = np.asarray(y, float) / np.linalg.norm(y)
+        x = np.asarray(x, float) - np.dot(x, y) * y
+        x /= np.linalg.norm(x)
+        m = np.eye(4)
+        m[:3, 0], m[:3, 1], m[:3, 2], m[:3, 3] = x, y, np.cross(x, y), head
+        return m
+    rest, parents, lengths = [bone([0, 0, 1.0], [0, 0, 1.0])], [-1], [0.2]
+    for side in (1.0, -1.0):
+        hip, knee, ankle = np.array([0.1 * side, 0, 1.0]), np.array([0.1 * side, -0.05, 0.55]), \
+            np.array([0.1 * side, 0, 0.1])
+        base = len(rest)
+        for head, tail, parent in ((hip, knee, 0), (knee, ankle, base), (ankle, ankle + [0, -0.12, -0.1], base + 1),
+                                   (ankle + [0, -0.12, -0.1], ankle + [0, -0.2, -0.1], base + 2)):
+            rest.append(bone(head, tail - head))
+            parents.append(parent)
+            lengths.append(float(np.linalg.norm(tail - head)))
+    legs = [(1, 2, 3, (4,)), (5, 6, 7, (8,))]
+    rig = compose.Rig(parents=parents, rest=np.array(rest), lengths=lengths, legs=legs)
+    rig.rest_rotation_matrix = rest[0][:3, :3]
+    return rig
+
+
+LEG_RIG = leg_rig()
+
+
+def standing(n, drift=(0.0, 0.0), start=(0.0, 0.0)):
+    """A clip standing still in the rest pose whose root drifts horizontally (m/s); the root
+    rotation is in armature space (its rest rotation), the others local."""
+    rot = np.tile(quat.IDENTITY, (n, 9, 1))
+    rot[:, 0] = quat.from_matrix(LEG_RIG.rest_rotation_matrix)
+    pos = np.zeros((n, 1, 3))
+    pos[:, 0, :2] = np.array(start) + np.arange(n)[:, None] / FPS * np.array(drift)
+    pos[:, 0, 2] = 1.0
+    return compose.Track(rot, pos)
+
+
+def test_forward_kinematics_heading_and_floor_of_the_leg_rig():
+    rig = LEG_RIG
+    world, heads = compose.forward(standing(3), rig)
+    np.testing.assert_allclose(heads[0, 3], [0.1, 0.0, 0.1], atol=1e-12)        # left ankle
+    np.testing.assert_allclose(compose.heading(world, heads, rig), -np.pi / 2, atol=1e-9)   # facing −Y
+    turned = standing(3)
+    qz = quat.exp(np.array([0, 0, 0.7]))
+    turned.rotations[:, 0] = quat.mul(qz, turned.rotations[:, 0])
+    w2, h2 = compose.forward(turned, rig)
+    np.testing.assert_allclose(compose.heading(w2, h2, rig), -np.pi / 2 + 0.7, atol=1e-9)
+    info = compose.ClipInfo(standing(20), FPS, rig)
+    assert info.planted.all() and info.floor == pytest.approx(0.0, abs=1e-9)   # toe tips at z 0
+
+
+def test_planted_feet_are_held_across_a_seam_and_clips_share_one_floor():
+    """Two standing clips whose roots drift apart and whose floors differ: the second is
+    put on the first one's floor, and during the plant that spans the seam both ankles stay
+    at one spot while the root moves (the legs bend)."""
+    rig = LEG_RIG
+    a = standing(40, drift=(0.06, 0.0))
+    b = standing(40, drift=(-0.06, 0.0), start=(3.0, 1.0))
+    b.positions[:, 0, 2] += 0.3                                    # B stands 30 cm higher
+    infos = [compose.ClipInfo(t, FPS, rig) for t in (a, b)]
+    out, seams, planted = compose.compose([a, b], FPS, windows=[10], rig=rig, search=0, infos=infos)
+    assert planted.all()
+    np.testing.assert_allclose(out.positions[:, 0, 2], 1.0, atol=1e-9)           # one floor
+    held, plants = compose.hold_feet(out, rig, FPS, seams, planted, infos[0].floor)
+    assert {p["leg"] for p in plants} == {0, 1} and all(p["held"] for p in plants)
+    _w, before = compose.forward(out, rig)
+    world, heads = compose.forward(held, rig)
+    for p in plants:
+        lo, hi = p["frames"]
+        ankle = heads[lo:hi + 1, rig.legs[p["leg"]][2]]
+        assert np.linalg.norm(ankle - ankle[:1], axis=-1).max() < 1e-6           # pinned
+        assert np.ptp(before[lo:hi + 1, rig.legs[p["leg"]][2], 0]) > 0.05        # it slid before
+    # the feet keep their world rotation; the root and the rest of the body are untouched
+    w0, _h = compose.forward(out, rig)
+    np.testing.assert_allclose(np.abs(np.sum(world[:, [3, 7]] * w0[:, [3, 7]], -1)), 1.0, atol=1e-9)
+    assert np.array_equal(held.positions, out.positions) and np.array_equal(held.rotations[:, 0], out.rotations[:, 0])
 
 
 def test_additive_layer_identity_delta_and_mask():
@@ -96,65 +258,3 @@ def test_additive_layer_identity_delta_and_mask():
     np.testing.assert_allclose(np.abs(np.sum(masked[:, mask] * full[:, mask], -1)), 1.0, atol=1e-12)
 
 
-def brute_force_window(a, b, threshold, kind):
-    for w in range(0, min(len(a), len(b)) + 1):
-        out, info = compose.splice(a, b, w, kind)
-        lo, hi = max(info["start"] - 1, 1), min(info["start"] + max(w, 1), len(out) - 2)
-        d = splice_velocity_jump(np.arange(len(out)) / FPS, out.rotations, np.arange(lo, hi + 1)).max()
-        if d <= threshold:
-            return w
-    return None
-
-
-@pytest.mark.parametrize("kind", compose.CURVES)
-@pytest.mark.parametrize("seed", [0, 1, 2])
-def test_suggest_window_is_the_minimal_window(kind, seed):
-    a = track(60, seed=seed, freq=0.8, phase=0.3)
-    b = track(60, seed=seed + 10, freq=0.3, phase=2.0, heading=1.0)
-    eps = compose.default_threshold([a, b], FPS)
-    w, d, found = compose.suggest_window(a, b, FPS, eps, kind)
-    assert found and d <= eps
-    assert w == brute_force_window(a, b, eps, kind)
-    assert w > 1                               # a hard cut is not good enough here
-    out, seams = compose.compose([a, b], FPS, kinds=kind, threshold=eps)
-    assert seams[0]["window"] == w and not seams[0]["flagged"]
-    assert seams[0]["velocity_jump"] == pytest.approx(d)
-    _out, cut = compose.compose([a, b], FPS, windows=[0], kinds=kind, threshold=eps)
-    assert cut[0]["flagged"] and cut[0]["velocity_jump"] > eps
-
-
-def test_windows_may_not_overlap_and_threshold_needs_frames():
-    a, b, c = track(20), track(10, seed=1), track(20, seed=2)
-    with pytest.raises(ValueError, match="reaches into the previous seam"):
-        compose.compose([a, b, c], FPS, windows=[6, 5])
-    with pytest.raises(ValueError, match="one window and curve per seam"):
-        compose.compose([a, b, c], FPS, windows=[3])
-    with pytest.raises(ValueError, match="at least 3 frames"):
-        compose.default_threshold([track(2)], FPS)
-
-
-def test_limit_excess_and_foot_lock():
-    q = quat.exp(np.array([[[0.5, 0.0, 0.0]], [[1.5, 0.0, 0.0]]]))
-    ex = compose.limit_excess(q, np.full((1, 3), -1.0), np.full((1, 3), 1.0))
-    np.testing.assert_allclose(ex, [0.0, 0.5], atol=1e-12)
-    n = 20
-    pos = np.zeros((n, 1, 3))
-    feet = np.zeros((n, 2, 3))
-    feet[:, 0, 0] = np.linspace(0, 0.19, n)     # the planted foot slides 1 cm a frame from frame 5
-    feet[:5, 0, 0] = 0.0
-    feet[5:, 0, 0] = 0.01 * np.arange(1, n - 4)
-    feet[:, 1, 2] = 0.3                          # the other foot is lifted
-    locked, k = compose.lock_feet(pos, feet, 4, 10)
-    assert k == 0
-    fixed = feet[:, 0, 0] - (pos[:, 0, 0] - locked[:, 0, 0])
-    np.testing.assert_allclose(fixed[4:14], 0.0, atol=1e-12)     # still through the window
-    assert np.all(np.diff(locked[14:, 0, 0]) == 0)               # the offset is kept after it
-
-
-def test_default_threshold_is_per_seam_from_the_two_clips():
-    calm, lively, calm2 = track(40, amp=0.05), track(40, seed=1, freq=2.0), track(40, seed=2, amp=0.05)
-    _out, seams = compose.compose([calm, lively, calm2, track(40, seed=3, amp=0.05)], FPS)
-    own = [np.percentile(compose.velocity_changes(t.rotations, FPS), 99) for t in (calm, lively, calm2)]
-    assert seams[0]["threshold"] == pytest.approx(max(own[0], own[1]))
-    assert seams[1]["threshold"] == pytest.approx(max(own[1], own[2]))
-    assert seams[2]["threshold"] < 0.2 * seams[0]["threshold"]       # two calm clips: a strict seam
