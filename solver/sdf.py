@@ -1,10 +1,13 @@
-"""Signed distance grid of a triangle mesh (the face), attached to a bone.
+"""Signed distance grid of a triangle mesh (a face, a torso, a palm), attached to a bone.
 
-Distances are exact point–triangle distances (Ericson 2005, §5.1.5); the sign comes
-from the angle-weighted pseudo-normal of the closest feature (face, edge or vertex),
-which is correct for any closed, consistently oriented mesh (Bærentzen & Aanæs, "Signed
-distance computation using the angle weighted pseudonormal", IEEE TVCG 11(3), 2005).
-Outside is positive. The grid lives in the bone's local frame; lookups interpolate
+Distances are exact point–triangle distances (Ericson 2005, §5.1.5). On a closed,
+consistently oriented mesh the sign comes from the angle-weighted pseudo-normal of the
+closest feature (face, edge or vertex) (Bærentzen & Aanæs, "Signed distance computation
+using the angle weighted pseudonormal", IEEE TVCG 11(3), 2005). A mesh with holes — a
+head cut from a body's skin at the neck — is signed by its generalized winding number
+instead, which stays correct across holes, overlapping shells and non-manifold edges
+(Jacobson, Kavan, Sorkine-Hornung, "Robust Inside-Outside Segmentation using Generalized
+Winding Numbers", ACM TOG 32(4), 2013). Outside is positive. The grid lives in the bone's local frame; lookups interpolate
 trilinearly and return the analytic gradient of the interpolant.
 """
 
@@ -108,6 +111,42 @@ def icosphere(level, radius=1.0):
     return radius * v / np.linalg.norm(v, axis=1, keepdims=True), faces
 
 
+def winding_number(vertices, triangles, points, chunk=2_000_000):
+    """Generalized winding number (k,) of points (k, 3) m w.r.t. a triangle mesh.
+
+    w = Σ Ω_t / 4π over the triangles' signed solid angles, each from the formula of
+    Van Oosterom & Strackee ("The solid angle of a plane triangle", IEEE TBME 30(2),
+    1983): tan(Ω/2) = a·(b×c) / (|a||b||c| + (a·b)|c| + (b·c)|a| + (c·a)|b|). w is 1
+    inside and 0 outside a closed outward-wound mesh and varies smoothly across holes;
+    inside is w > ½. Work is chunked to about `chunk` point–triangle pairs.
+    """
+    vertices, triangles = _validate_mesh(vertices, triangles)
+    points = np.asarray(points, dtype=float).reshape(-1, 3)
+    tri = vertices[triangles]
+    out = np.empty(len(points))
+    step = max(1, chunk // len(tri))
+    for s in range(0, len(points), step):
+        d = tri[None] - points[s:s + step, None, None]  # (k, T, 3 corners, 3)
+        a, b, c = d[:, :, 0], d[:, :, 1], d[:, :, 2]
+        la, lb, lc = (np.sqrt(np.sum(x * x, -1)) for x in (a, b, c))
+        det = np.sum(a * np.cross(b, c), -1)
+        den = la * lb * lc + np.sum(a * b, -1) * lc + np.sum(b * c, -1) * la + np.sum(c * a, -1) * lb
+        out[s:s + step] = np.arctan2(det, den).sum(axis=1) / (2.0 * np.pi)
+    return out
+
+
+def is_closed(triangles):
+    """True when every edge of the triangles (T, 3) is used exactly twice, once in each
+    direction: a closed, consistently oriented surface whose pseudo-normal sign is exact."""
+    t = np.asarray(triangles, dtype=np.intp)
+    directed = np.stack([t, np.roll(t, -1, axis=1)], -1).reshape(-1, 2)
+    forward = np.unique(directed, axis=0)
+    if len(forward) != len(directed):
+        return False  # an edge used twice in the same direction
+    backward = np.unique(directed[:, ::-1], axis=0)
+    return bool(np.array_equal(forward, backward))
+
+
 def _validate_mesh(vertices, triangles):
     vertices = np.asarray(vertices, dtype=float)
     triangles = np.asarray(triangles, dtype=np.intp)
@@ -121,7 +160,7 @@ def _validate_mesh(vertices, triangles):
 
 
 def mesh_signed_distance(vertices, triangles, points, chunk=65536, band=None):
-    """Signed distance (k,) m from points (k, 3) to a closed triangle mesh; outside > 0.
+    """Signed distance (k,) m from points (k, 3) to a triangle mesh; outside > 0.
 
     Candidates come from a k-d tree over triangle centroids: the nearest few give an
     upper bound u on the distance, and every triangle's points lie within `reach`
@@ -130,10 +169,19 @@ def mesh_signed_distance(vertices, triangles, points, chunk=65536, band=None):
     band (m, optional): exact only where |distance| ≤ band; farther points get the upper
     bound u from the nearest few triangles (deep inside a dense head mesh the exact
     search would visit every triangle, and contacts never look there).
+    The sign is the pseudo-normal test on a closed mesh (is_closed), else the winding
+    number (winding_number, inside where w > ½).
     """
     vertices, triangles = _validate_mesh(vertices, triangles)
     points = np.asarray(points, dtype=float).reshape(-1, 3)
-    face_n, edge_n, vert_n = pseudo_normals(vertices, triangles)
+    dist, best, q, code = _unsigned_distance(vertices, triangles, points, chunk, band)
+    if not is_closed(triangles):
+        return np.where(winding_number(vertices, triangles, points) > 0.5, -dist, dist)
+    return _pseudo_normal_sign(vertices, triangles, points, best, q, code) * dist
+
+
+def _unsigned_distance(vertices, triangles, points, chunk, band):
+    """(distance (k,), closest triangle (k,), closest point (k, 3), feature code (k,))."""
     tri = vertices[triangles]
     centroid = tri.mean(axis=1)
     reach = np.sqrt(np.sum((tri - centroid[:, None]) ** 2, axis=-1)).max()
@@ -162,12 +210,16 @@ def mesh_signed_distance(vertices, triangles, points, chunk=65536, band=None):
     first = np.lexsort((dist, owner))[np.concatenate([[0], np.cumsum(counts)[:-1]])]
     best = cand[first]
     q, code = closest_point_on_triangle(points, tri[best, 0], tri[best, 1], tri[best, 2])
+    return dist[first], best, q, code
+
+
+def _pseudo_normal_sign(vertices, triangles, points, best, q, code):
+    face_n, edge_n, vert_n = pseudo_normals(vertices, triangles)
     normal = np.where((code == FACE)[:, None], face_n[best], 0.0)
     for e in range(3):
         normal = np.where((code == EDGE0 + e)[:, None], edge_n[best, e], normal)
         normal = np.where((code == VERT0 + e)[:, None], vert_n[triangles[best, e]], normal)
-    sign = np.where(np.sum((points - q) * normal, -1) < 0.0, -1.0, 1.0)
-    return sign * dist[first]
+    return np.where(np.sum((points - q) * normal, -1) < 0.0, -1.0, 1.0)
 
 
 @dataclass(frozen=True, eq=False)
@@ -239,9 +291,32 @@ class DistanceGrid:
 MAX_GRID_NODES = 1_000_000  # ~8 MB of values; a head at 5 mm needs ~0.1 M
 
 
-def build_distance_grid(vertices, triangles, bone, spacing=0.005, margin=0.02, max_nodes=MAX_GRID_NODES):
-    """DistanceGrid of a closed mesh given in `bone`'s local frame (vertices (V, 3) m, triangles (T, 3)).
+_WINDING_STRIDE = 3
 
+
+def _grid_winding(vertices, triangles, axes, exact):
+    """Winding number (N,) at the grid nodes (axes: three coordinate arrays, node order 'ij').
+
+    Exact where `exact` (N,) bool (the band contacts read); elsewhere, at least a band
+    away from the surface where w is smooth, interpolated trilinearly from the nodes of
+    every _WINDING_STRIDE-th grid line (the last line always included).
+    """
+    from scipy.interpolate import RegularGridInterpolator
+    coarse = [np.unique(np.append(np.arange(0, len(a), _WINDING_STRIDE), len(a) - 1)) for a in axes]
+    coarse_axes = [a[c] for a, c in zip(axes, coarse)]
+    coarse_nodes = np.stack(np.meshgrid(*coarse_axes, indexing="ij"), axis=-1).reshape(-1, 3)
+    w_coarse = winding_number(vertices, triangles, coarse_nodes).reshape([len(a) for a in coarse_axes])
+    nodes = np.stack(np.meshgrid(*axes, indexing="ij"), axis=-1).reshape(-1, 3)
+    w = RegularGridInterpolator(coarse_axes, w_coarse)(nodes)
+    w[exact] = winding_number(vertices, triangles, nodes[exact])
+    return w
+
+
+def build_distance_grid(vertices, triangles, bone, spacing=0.005, margin=0.02, max_nodes=MAX_GRID_NODES):
+    """DistanceGrid of a mesh given in `bone`'s local frame (vertices (V, 3) m, triangles (T, 3)).
+
+    A closed mesh is signed by pseudo-normals, one with holes by its winding number
+    (mesh_signed_distance).
     The grid covers the mesh bounds plus `margin` (m) at `spacing` (m). Build cost grows
     with the node count; at the default 5 mm spacing the trilinear error on a face-like
     surface (curvature radius ≥ 3 cm) stays below h²/(8ρ) ≈ 0.1 mm.
@@ -260,7 +335,12 @@ def build_distance_grid(vertices, triangles, bone, spacing=0.005, margin=0.02, m
     nodes = np.stack(np.meshgrid(*axes, indexing="ij"), axis=-1).reshape(-1, 3)
     # Contacts sample the field only closer than margin/2 (the thickest sampled capsule)
     # plus one cell for the trilinear stencil: exact there, an upper bound farther in.
-    values = mesh_signed_distance(vertices, triangles, nodes, band=0.5 * margin + spacing)
+    band = 0.5 * margin + spacing
+    dist, best, q, code = _unsigned_distance(vertices, triangles, nodes, 65536, band)
+    if is_closed(triangles):
+        values = _pseudo_normal_sign(vertices, triangles, nodes, best, q, code) * dist
+    else:
+        values = np.where(_grid_winding(vertices, triangles, axes, dist <= band) > 0.5, -dist, dist)
     values = values.reshape(tuple(counts))
     values.flags.writeable = False
     return DistanceGrid(lo, float(spacing), values, int(bone), float(margin))
