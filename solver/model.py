@@ -191,6 +191,7 @@ class SkeletonModel:
         put("ancestors", anc)
         put("ancestors_t", np.ascontiguousarray(anc.T))
         put("dof_ancestors", anc @ onehot)
+        put("dof_ancestors_base", np.concatenate([self.dof_ancestors, np.zeros((1, n_dof))]))  # + the base
         # [d, e] = 1 when bone(e) is bone(d) or its ancestor (resp. a strict ancestor).
         put("dof_dof_ancestors", (anc @ onehot)[dof_bone])
         put("dof_dof_strict", ((anc - np.eye(n)) @ onehot)[dof_bone])
