@@ -280,3 +280,24 @@ def contact_depths(model, rotations, base_positions, base_rotations, fields=(), 
             prev = out.get(kind, np.zeros(n_frames))
             out[kind] = np.maximum(prev, depth[:, cols].max(axis=1))
     return out
+
+
+def region_owner(n_vertices, vertex_indices, group_indices, weights, group_region, min_weight=0.5):
+    """Region (V,) int that dominates each vertex, or −1: the region whose groups' summed
+    weight is largest and above min_weight (a vertex shared by head and neck bones is
+    still the head-and-neck region's).
+
+    vertex_indices, group_indices, weights (k,): sparse vertex-group weights;
+    group_region (G,) int: each vertex group's region, −1 for none.
+    """
+    group_region = np.asarray(group_region, dtype=np.intp)
+    g = np.asarray(group_indices, dtype=np.intp)
+    region = group_region[g]
+    ok = region >= 0
+    n_regions = int(group_region.max(initial=-1)) + 1
+    if n_regions == 0:
+        return np.full(n_vertices, -1)
+    total = np.zeros((n_vertices, n_regions))
+    np.add.at(total, (np.asarray(vertex_indices, dtype=np.intp)[ok], region[ok]), np.asarray(weights, float)[ok])
+    best = total.argmax(axis=1)
+    return np.where(total[np.arange(n_vertices), best] > min_weight, best, -1)

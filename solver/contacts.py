@@ -184,8 +184,3 @@ def capsule_tunnelling(model, seg0, seg1, contacts0):
         reach[at] = np.maximum(np.maximum(along[:, 0, 0], along[:, 1, 0]), np.maximum(along[:, 2, 0], along[:, 3, 0]))
     return bool(np.count_nonzero(reach > allowed.take(risky)))
 
-
-def capsule_penetration(model, seg):
-    """Largest capsule–capsule penetration (m, ≥ 0) for segments seg (n_bones, 2, 3)."""
-    c = capsule_contacts(model, seg)
-    return float(max(0.0, c.depth.max(initial=0.0)))
