@@ -18,7 +18,9 @@ from threadpoolctl import threadpool_limits
 
 from ..solver import armature as armature_fk
 from ..solver import keyreduce, quat
-from ..solver.metrics import compare, motion_penetration_mm
+from ..solver.body import build_field, capsule_pair_kinds, contact_depths, plate_samples
+from ..solver.integrator import FaceSamples
+from ..solver.metrics import compare
 from ..solver.reference import Reference
 from ..solver.sdf import build_distance_grid
 from ..solver.simulate import PRESET_FREQUENCY_SCALE, GroupGains, SimSettings, simulate
@@ -99,8 +101,9 @@ def prepare(scene, armature, action=None, preset=None, frame_range=None, report=
     if len(frames) < 2:
         raise SignSimError(f"action '{action.name}' has fewer than 2 frames to bake")
     physics = armature.signsim.physics
+    unit = float(scene.unit_settings.scale_length)
     rig = rig_reader.read_rig(armature, simulate_parts=set(physics.simulate_parts),
-                              face_object=physics.face_object, report=report)
+                              face_object=physics.face_object, report=report, unit_scale=unit)
     fps = scene.render.fps / scene.render.fps_base
     pose = keys.sample_pose(armature, action, slot, rig.bone_names, frames)
     chain = keys.sample_pose(armature, action, slot, rig.chain_to_base, frames)
@@ -110,11 +113,9 @@ def prepare(scene, armature, action=None, preset=None, frame_range=None, report=
     rest = np.array([np.array(bones[n].matrix_local) for n in rig.chain_to_base])
     chest = np.array(armature.matrix_world) @ armature_fk.pose_matrices(
         parents, rest, chain.locations, chain.rotations, chain.scales)[:, -1]
-    rot = chest[:, :3, :3] / rig.world_scale
-    face = rig.face or (None, None, -1)
+    rot = chest[:, :3, :3] / np.cbrt(np.linalg.det(chest[:, :3, :3]))[:, None, None]
     reference = Reference(times=(frames - frames[0]) / fps, rotations=pose.rotations,
-                          base_positions=chest[:, :3, 3], base_rotations=quat.from_matrix(rot),
-                          face_vertices=face[0], face_triangles=face[1], face_bone=face[2])
+                          base_positions=chest[:, :3, 3] * unit, base_rotations=quat.from_matrix(rot))
     multiplier = _schedule(armature, action, slot, frames)
     settings, record = sim_settings(physics, multiplier, preset)
     return BakeJob(armature.name, action.name, slot.identifier, frames, rig, reference,
@@ -128,38 +129,71 @@ def solve(job: BakeJob, progress=None) -> Solved:
     """
     start = time.perf_counter()
     ref = job.reference
-    grid = None
-    if ref.face_vertices is not None:
-        grid = face_grid(ref.face_vertices, ref.face_triangles, ref.face_bone,
-                         job.settings.sdf_spacing, job.settings.sdf_margin)
+    model = job.rig.model
+    fields = body_fields(job.rig, job.settings.sdf_spacing, job.settings.sdf_margin)
+    samples = tuple(FaceSamples(f.grid, f.bones, f.local, f.radius) for f in fields)
     # The solver's matrices are small (n_dof ≈ 100): BLAS threads only add synchronisation
     # (2× slower measured on 2 cores), and batch workers already use one core each.
     with threadpool_limits(1, user_api="blas"):
-        result = simulate(job.rig.model, ref, job.settings, progress=progress, face_grid=grid)
+        result = simulate(model, ref, job.settings, progress=progress, fields=samples)
     seconds = time.perf_counter() - start
-    model = job.rig.model
-    cmp = compare(model, ref, result, face_grid=grid, tips=job.rig.fingertips)
+    kinds = capsule_pair_kinds(model, job.rig.parts)
+    cmp = compare(model, ref, result, tips=job.rig.fingertips, fields=fields, pair_kinds=kinds)
     err = np.degrees(quat.angle_between(ref.rotations, result.rotations))  # (F, n) deg
     record = metrics_record(cmp, result, ref, seconds, float(np.sqrt(np.mean(err ** 2))))
-    record["reference"]["per_frame_penetration_mm"] = np.round(motion_penetration_mm(
-        model, ref.rotations, ref.base_positions, ref.base_rotations, grid), 4).tolist()
+    for side, rotations in (("reference", ref.rotations), ("baked", result.rotations)):
+        depth = contact_depths(model, rotations, ref.base_positions, ref.base_rotations, fields, kinds)
+        per_frame = np.max(np.stack(list(depth.values())), axis=0)
+        record[side]["per_frame_penetration_mm"] = np.round(1e3 * per_frame, 4).tolist()
+        record[side]["penetration_max_mm_by_kind"] = {k: float(1e3 * d.max()) for k, d in depth.items()}
     record["baked"]["per_frame_tracking_deg"] = np.round(np.sqrt(np.mean(err ** 2, axis=1)), 4).tolist()
+    record["contact_pairs"] = contact_pairs(job.rig, kinds, fields)
     return Solved(result.rotations, record)
 
 
-_GRIDS = {}  # the last face distance fields, by mesh and grid parameters
+_GRIDS = {}  # the last body distance fields, by mesh and grid parameters
+_GRIDS_KEPT = 8  # face, torso and two palms of the last two rigs
 
 
-def face_grid(vertices, triangles, bone, spacing, margin):
-    """solver.sdf.build_distance_grid, remembered: re-baking the same rig reuses its face
-    field (seconds for a dense head mesh). Keeps the two most recent grids."""
+def face_grid(vertices, triangles, bone, spacing, margin, reach=None):
+    """solver.sdf.build_distance_grid, remembered: re-baking the same rig reuses its body
+    fields (seconds for a dense head mesh). Keeps the _GRIDS_KEPT most recent grids."""
     key = (hashlib.sha256(np.ascontiguousarray(vertices).tobytes()
-                          + np.ascontiguousarray(triangles).tobytes()).hexdigest(), bone, spacing, margin)
+                          + np.ascontiguousarray(triangles).tobytes()).hexdigest(), bone, spacing, margin, reach)
     if key not in _GRIDS:
-        while len(_GRIDS) >= 2:
+        while len(_GRIDS) >= _GRIDS_KEPT:
             _GRIDS.pop(next(iter(_GRIDS)))
-        _GRIDS[key] = build_distance_grid(vertices, triangles, bone, spacing, margin)
+        _GRIDS[key] = build_distance_grid(vertices, triangles, bone, spacing, margin, reach=reach)
     return _GRIDS[key]
+
+
+def body_fields(rig, spacing, margin):
+    """solver.body.BodyField of every volume of `rig` (RigModel) that some sample may touch.
+
+    The hands are sampled as plates across their palm volumes; torso fields use a
+    coarser grid (body_geometry.TORSO_SPACING_FACTOR × spacing m).
+    """
+    from .body_geometry import TORSO, TORSO_SPACING_FACTOR
+    plates = {m.bone: plate_samples(m.vertices) for m in rig.meshes if m.kind.startswith("palm")}
+    fields = []
+    for mesh in rig.meshes:
+        h = spacing * (TORSO_SPACING_FACTOR if mesh.kind == TORSO else 1.0)
+        f = build_field(rig.model, rig.parts, mesh, plates, face_grid, h, margin)
+        if f is not None:
+            fields.append(f)
+    return tuple(fields)
+
+
+def contact_pairs(rig, pair_kinds, fields):
+    """{contact kind: ["bone–bone" or "bone–volume", …]}: every contact the solver tests."""
+    names = rig.bone_names
+    out = {}
+    for (i, j), kind in zip(rig.model.pairs, pair_kinds):
+        out.setdefault(kind, []).append(f"{names[i]}–{names[j]}")
+    for f in fields:
+        for b, kind in sorted(set(zip(f.bones.tolist(), f.kinds))):
+            out.setdefault(kind, []).append(f"{names[b]}–{f.mesh.kind}")
+    return out
 
 
 def metrics_record(cmp, result, reference, seconds, tracking_rms_deg) -> dict:
@@ -186,7 +220,6 @@ def metrics_record(cmp, result, reference, seconds, tracking_rms_deg) -> dict:
     baked = side(cmp["result"], tracking_rms_deg, cmp["lag_ms"], effort)
     baked["tracking_rms_deg_per_group"] = per_group
     baked["jerk_change_percent"] = cmp["jerk_change_percent"]
-    baked["per_frame_penetration_mm"] = np.round(result.penetration_mm, 4).tolist()
     return {"reference": side(cmp["reference"], 0.0, 0.0, none), "baked": baked}
 
 

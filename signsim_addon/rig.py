@@ -6,13 +6,13 @@ the simulated bones (default: clavicles, arms, hands, fingers, neck, head — DE
 Body parts are found by signsim_addon.bonemap (names and chain topology), so any
 humanoid convention works. Arrays leave this module; Blender objects do not.
 """
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
 from ..solver import capsules, quat
 from ..solver.model import BALL, HINGE, SkeletonModel
-from . import bonemap
+from . import body_geometry, bonemap
 from .errors import SignSimError
 
 CAPSULE_PROP = "signsim_capsule_radius"  # per Bone, metres (sample_blends/make_samples.py)
@@ -48,7 +48,10 @@ class RigModel:
     the root to the chest (posed by FK from the reference); fingertips: indices into
     bone_names of the last phalanx of every finger (tips at the capsule ends);
     face: (vertices (V,3) m in the head bone's frame, triangles (T,3), head index) or None;
-    world_scale: the armature object's uniform scale; warnings: list of str.
+    meshes: solver.body.BodyMesh volumes (face, torso, palms) in metres; parts (n,):
+    body part label per simulated bone ("finger.L", "hand.R", "arm.L", "neck", "head");
+    world_scale: metres per armature-space unit (object scale × scene unit scale);
+    warnings: list of str.
     """
     model: SkeletonModel
     bone_names: tuple
@@ -57,6 +60,8 @@ class RigModel:
     fingertips: np.ndarray
     face: tuple
     world_scale: float
+    meshes: tuple = ()
+    parts: tuple = ()
     warnings: list = field(default_factory=list)
 
 
@@ -88,13 +93,15 @@ def _roles(body):
     return roles
 
 
-def read_rig(armature, simulate_parts=GROUPS, face_object=None, report=None) -> RigModel:
+def read_rig(armature, simulate_parts=GROUPS, face_object=None, report=None, unit_scale=1.0) -> RigModel:
     """Read `armature` (bpy Object of type ARMATURE) into a RigModel.
 
     simulate_parts: the joint groups to simulate (subset of GROUPS). face_object: the mesh
     whose surface is the face for hand–face contact (default: a mesh parented to the head
     bone, else the head region of the skinned body, else none with a warning).
-    Raises SignSimError for a non-armature, a rig without a chest, or without fingers.
+    unit_scale: the scene's unit scale (metres per Blender unit, UnitSettings.scale_length).
+    Raises SignSimError for a non-armature, a non-uniform object scale, a rig without a
+    chest, or without fingers.
     """
     if armature is None or armature.type != 'ARMATURE':
         raise SignSimError(f"'{getattr(armature, 'name', armature)}' is not an armature")
@@ -122,7 +129,7 @@ def read_rig(armature, simulate_parts=GROUPS, face_object=None, report=None) -> 
 
     bones = arm.bones
     rest = np.array([np.array(b.matrix_local) for b in bones])
-    scale = float(np.cbrt(abs(np.linalg.det(np.array(armature.matrix_world)[:3, :3]))))
+    scale = object_scale(armature) * float(unit_scale)
     parents, offsets, rotations, types, radius, length, groups = [], [], [], [], [], [], []
     lower, upper = np.full((len(order), 3), -np.inf), np.full((len(order), 3), np.inf)
     defaulted = []
@@ -152,15 +159,17 @@ def read_rig(armature, simulate_parts=GROUPS, face_object=None, report=None) -> 
         warnings.append(f"no capsule radius from a skin for {len(defaulted)} bones of "
                         f"'{armature.name}' (e.g. '{defaulted[0]}'): default radii by bone kind")
     tips = np.array([pos[b[-1]] for b in body.fingers.values() if b and b[-1] in pos], dtype=np.intp)
-    face = None
-    if "neck_head" in simulate_parts and body.head is not None and body.head in pos:
-        mesh = _face_mesh(armature, sk.names[body.head], rest[body.head], face_object, warnings)
-        face = None if mesh is None else (*mesh, pos[body.head])
-    else:
-        warnings.append("the head is not simulated: no hand–face contact")
-    # With a face mesh its distance field is the head's surface: the neck and head capsules
-    # (fat cylinders around the face) would push away fingertips that touch the chin.
-    collide = [face is None or g != "neck_head" for g in groups]
+    parts = tuple(_part(body, i, roles[i][0]) for i in order)
+    meshes = body_geometry.body_meshes(armature, sk, body, [i for i in order], rest, scale, chest,
+                                       face_object if "neck_head" in simulate_parts else None, warnings)
+    face = next(((m.vertices, m.triangles, m.bone) for m in meshes if m.kind == "face"), None)
+    # A volume's distance field is that part's surface: the neck and head capsules (fat
+    # cylinders around the face) would push away fingertips that touch the chin, and the
+    # hand's capsule would swallow the fingers of a fist; the palm volume stands for it.
+    covered = {"face": ("neck", "head")}
+    covered.update({m.kind: (f"hand.{m.side}",) for m in meshes if m.kind.startswith("palm")})
+    off = {p for m in meshes for p in covered.get(m.kind, ())}
+    collide = [p not in off for p in parts]
     model = SkeletonModel(parents=parents, rest_offsets=offsets, rest_rotations=rotations,
                           joint_types=types, capsule_radius=radius, capsule_length=length,
                           groups=groups, limit_lower=lower, limit_upper=upper, collide=collide,
@@ -168,9 +177,36 @@ def read_rig(armature, simulate_parts=GROUPS, face_object=None, report=None) -> 
     chain = [sk.names[a] for a in reversed(sk.ancestors(chest))] + [sk.names[chest]]
     for w in warnings:
         say(w)
+    meshes = tuple(replace(m, bone=pos[m.bone] if m.bone >= 0 else -1) for m in meshes)
     return RigModel(model=model, bone_names=tuple(sk.names[i] for i in order),
                     base_bone=sk.names[chest], chain_to_base=tuple(chain), fingertips=tips,
-                    face=face, world_scale=scale, warnings=warnings)
+                    face=face, world_scale=scale, meshes=meshes, parts=parts, warnings=warnings)
+
+
+def object_scale(ob):
+    """The uniform scale of `ob`'s world matrix. Raises SignSimError when it is not uniform
+    (lengths along different axes would need different units)."""
+    s = np.linalg.svd(np.array(ob.matrix_world)[:3, :3], compute_uv=False)
+    if s.min() <= 0 or s.max() / s.min() > 1.0 + 1e-4:
+        raise SignSimError(f"'{ob.name}' has a non-uniform scale ({', '.join(f'{v:.4g}' for v in s)}): "
+                           "apply the scale (Ctrl+A › Scale) or make it equal on all axes")
+    return float(np.cbrt(np.prod(s)))
+
+
+def _part(body, i, group):
+    """Body part label of bone i ("finger.L", "thumb.R", "hand.L", "arm.R", "neck", "head")."""
+    for (side, finger), bones in body.fingers.items():
+        if i in bones:
+            return f"{'thumb' if finger == 'thumb' else 'finger'}.{side}"
+    for (side, _f), m in body.meta.items():
+        if i == m:
+            return f"hand.{side}"
+    for (side, part), bones in body.limbs.items():
+        if i in bones:
+            return f"{'hand' if part == 'hand' else 'arm'}.{side}"
+    if i == body.head:
+        return "head"
+    return "neck" if group == "neck_head" else "arm"
 
 
 def _parents_first(sk, order):
@@ -264,40 +300,3 @@ def _skin_radii(armature, sk):
                 if b.length > 0:
                     out[sk.index[g.name]] = capsules.radius_from_points(pts, b.head_local, b.tail_local)
     return out
-
-
-def _face_mesh(armature, head_name, head_rest, face_object, warnings):
-    """(vertices (V,3) m in the head bone's frame, triangles (T,3)) or None."""
-    ob = face_object or next((c for c in armature.children if c.type == 'MESH'
-                              and c.parent_type == 'BONE' and c.parent_bone == head_name), None)
-    if ob is None:
-        warnings.append(f"no face mesh found on '{armature.name}' (a mesh parented to bone "
-                        f"'{head_name}'): no hand–face contact")
-        return None
-    mesh = ob.data
-    mesh.calc_loop_triangles()
-    co = np.empty(len(mesh.vertices) * 3)
-    mesh.vertices.foreach_get("co", co)
-    tris = np.empty(len(mesh.loop_triangles) * 3, dtype=np.int32)
-    mesh.loop_triangles.foreach_get("vertices", tris)
-    to_world = _rest_world(armature, ob)
-    head_world = np.array(armature.matrix_world) @ head_rest
-    m = np.linalg.inv(head_world) @ to_world
-    verts = co.reshape(-1, 3) @ m[:3, :3].T + m[:3, 3]
-    scale = float(np.cbrt(abs(np.linalg.det(np.array(armature.matrix_world)[:3, :3]))))
-    return verts * scale, tris.reshape(-1, 3)
-
-
-def _rest_world(armature, ob):
-    """World matrix of `ob` with its armature in the rest pose (no scene update).
-
-    For a bone parent: armature.matrix_world · Bone.matrix_local · T(0, length, 0) ·
-    matrix_parent_inverse · matrix_basis (bpy.types.Object.parent_type 'BONE').
-    """
-    basis = np.array(ob.matrix_parent_inverse) @ np.array(ob.matrix_basis)
-    if ob.parent_type == 'BONE':
-        bone = armature.data.bones[ob.parent_bone]
-        tail = np.eye(4)
-        tail[1, 3] = bone.length
-        return np.array(armature.matrix_world) @ np.array(bone.matrix_local) @ tail @ basis
-    return np.array(armature.matrix_world) @ basis

@@ -217,16 +217,17 @@ def build_field(model, parts, mesh, plates, build_grid, spacing, margin):
     """BodyField of `mesh` with the samples of field_candidates that do not touch it in
     the rest pose.
 
-    build_grid(vertices, triangles, bone, spacing, margin) builds the sdf.DistanceGrid
-    (sdf.build_distance_grid or a cache of it); the margin grows to twice the thickest
-    sample radius so that a sample outside the grid is never within its radius of the
+    build_grid(vertices, triangles, bone, spacing, margin, reach) builds the
+    sdf.DistanceGrid (sdf.build_distance_grid or a cache of it), exact within the
+    thickest sample radius `reach` of the surface; the margin grows to that radius plus
+    one cell so that a sample outside the grid is never within its radius of the
     surface. Returns None when no sample remains.
     """
     bones, local, radius, kinds = field_candidates(model, parts, mesh, plates)
     if len(bones) == 0:
         return None
-    margin = max(margin, 2.0 * float(radius.max()))
-    grid = build_grid(mesh.vertices, mesh.triangles, mesh.bone, spacing, margin)
+    reach = float(radius.max())
+    grid = build_grid(mesh.vertices, mesh.triangles, mesh.bone, spacing, max(margin, reach + spacing), reach)
     rest = rest_frames(model)
     to_field = np.eye(4) if mesh.bone < 0 else np.linalg.inv(rest[mesh.bone])
     world = np.einsum("kij,kj->ki", rest[bones, :3, :3], local) + rest[bones, :3, 3]

@@ -122,15 +122,18 @@ def winding_number(vertices, triangles, points, chunk=2_000_000):
     """
     vertices, triangles = _validate_mesh(vertices, triangles)
     points = np.asarray(points, dtype=float).reshape(-1, 3)
-    tri = vertices[triangles]
+    corners = vertices[triangles].transpose(1, 2, 0)  # (3 corners, 3 axes, T)
     out = np.empty(len(points))
-    step = max(1, chunk // len(tri))
+    step = max(1, chunk // len(triangles))
     for s in range(0, len(points), step):
-        d = tri[None] - points[s:s + step, None, None]  # (k, T, 3 corners, 3)
-        a, b, c = d[:, :, 0], d[:, :, 1], d[:, :, 2]
-        la, lb, lc = (np.sqrt(np.sum(x * x, -1)) for x in (a, b, c))
-        det = np.sum(a * np.cross(b, c), -1)
-        den = la * lb * lc + np.sum(a * b, -1) * lc + np.sum(b * c, -1) * la + np.sum(c * a, -1) * lb
+        p = points[s:s + step, :, None]  # (k, 3, 1)
+        (ax, ay, az), (bx, by, bz), (cx, cy, cz) = ((c[None] - p).transpose(1, 0, 2) for c in corners)
+        la = np.sqrt(ax * ax + ay * ay + az * az)
+        lb = np.sqrt(bx * bx + by * by + bz * bz)
+        lc = np.sqrt(cx * cx + cy * cy + cz * cz)
+        det = ax * (by * cz - bz * cy) + ay * (bz * cx - bx * cz) + az * (bx * cy - by * cx)
+        den = (la * lb * lc + (ax * bx + ay * by + az * bz) * lc + (bx * cx + by * cy + bz * cz) * la
+               + (cx * ax + cy * ay + cz * az) * lb)
         out[s:s + step] = np.arctan2(det, den).sum(axis=1) / (2.0 * np.pi)
     return out
 
@@ -312,7 +315,8 @@ def _grid_winding(vertices, triangles, axes, exact):
     return w
 
 
-def build_distance_grid(vertices, triangles, bone, spacing=0.005, margin=0.02, max_nodes=MAX_GRID_NODES):
+def build_distance_grid(vertices, triangles, bone, spacing=0.005, margin=0.02, max_nodes=MAX_GRID_NODES,
+                        reach=None):
     """DistanceGrid of a mesh given in `bone`'s local frame (vertices (V, 3) m, triangles (T, 3)).
 
     A closed mesh is signed by pseudo-normals, one with holes by its winding number
@@ -321,6 +325,8 @@ def build_distance_grid(vertices, triangles, bone, spacing=0.005, margin=0.02, m
     with the node count; at the default 5 mm spacing the trilinear error on a face-like
     surface (curvature radius ≥ 3 cm) stays below h²/(8ρ) ≈ 0.1 mm.
     The spacing grows beyond `spacing` when the grid would exceed `max_nodes` nodes.
+    Values are exact within `reach` (m, default margin/2: the thickest sphere sampled
+    against the field) plus one cell of the surface, upper bounds farther away.
     Raises ValueError on malformed meshes or non-positive spacing/margin.
     """
     if not spacing > 0 or not margin > 0:
@@ -333,9 +339,9 @@ def build_distance_grid(vertices, triangles, bone, spacing=0.005, margin=0.02, m
     counts = np.maximum(np.ceil((hi - lo) / spacing).astype(int) + 1, 2)
     axes = [lo[k] + spacing * np.arange(counts[k]) for k in range(3)]
     nodes = np.stack(np.meshgrid(*axes, indexing="ij"), axis=-1).reshape(-1, 3)
-    # Contacts sample the field only closer than margin/2 (the thickest sampled capsule)
+    # Contacts sample the field only closer than `reach` (the thickest sampled sphere)
     # plus one cell for the trilinear stencil: exact there, an upper bound farther in.
-    band = 0.5 * margin + spacing
+    band = (0.5 * margin if reach is None else reach) + spacing
     dist, best, q, code = _unsigned_distance(vertices, triangles, nodes, 65536, band)
     if is_closed(triangles):
         values = _pseudo_normal_sign(vertices, triangles, nodes, best, q, code) * dist
