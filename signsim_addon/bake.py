@@ -106,6 +106,7 @@ def prepare(scene, armature, action=None, preset=None, frame_range=None, report=
                               face_object=physics.face_object, report=report, unit_scale=unit)
     fps = scene.render.fps / scene.render.fps_base
     pose = keys.sample_pose(armature, action, slot, rig.bone_names, frames)
+    rig = rig_reader.fit_to_reference(rig, pose.rotations)
     chain = keys.sample_pose(armature, action, slot, rig.chain_to_base, frames)
     bones = armature.data.bones
     parents = [rig.chain_to_base.index(bones[n].parent.name) if bones[n].parent else -1
@@ -148,6 +149,8 @@ def solve(job: BakeJob, progress=None) -> Solved:
         record[side]["penetration_max_mm_by_kind"] = {k: float(1e3 * d.max()) for k, d in depth.items()}
     record["baked"]["per_frame_tracking_deg"] = np.round(np.sqrt(np.mean(err ** 2, axis=1)), 4).tolist()
     record["contact_pairs"] = contact_pairs(job.rig, kinds, fields)
+    record["limits_widened"] = list(job.rig.limits_widened)
+    record["hinges_freed"] = list(job.rig.hinges_freed)
     return Solved(result.rotations, record)
 
 

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from ..solver import capsules, quat
+from ..solver import capsules, limits, quat
 from ..solver.model import BALL, HINGE, SkeletonModel
 from . import body_geometry, bonemap
 from .errors import SignSimError
@@ -51,6 +51,7 @@ class RigModel:
     meshes: solver.body.BodyMesh volumes (face, torso, palms) in metres; parts (n,):
     body part label per simulated bone ("finger.L", "hand.R", "arm.L", "neck", "head");
     world_scale: metres per armature-space unit (object scale × scene unit scale);
+    limits_widened, hinges_freed: what fit_to_reference changed (JSON-able records);
     warnings: list of str.
     """
     model: SkeletonModel
@@ -62,6 +63,8 @@ class RigModel:
     world_scale: float
     meshes: tuple = ()
     parts: tuple = ()
+    limits_widened: tuple = ()
+    hinges_freed: tuple = ()
     warnings: list = field(default_factory=list)
 
 
@@ -181,6 +184,21 @@ def read_rig(armature, simulate_parts=GROUPS, face_object=None, report=None, uni
     return RigModel(model=model, bone_names=tuple(sk.names[i] for i in order),
                     base_bone=sk.names[chest], chain_to_base=tuple(chain), fingertips=tips,
                     face=face, world_scale=scale, meshes=meshes, parts=parts, warnings=warnings)
+
+
+def fit_to_reference(rig, rotations):
+    """`rig` with joints that can follow the reference rotations (F, n, 4) exactly
+    (solver.limits.fit_to_reference): limits widened to the reference's range plus a
+    margin, hinges whose reference leaves their axis made balls. Each change is recorded
+    (limits_widened, hinges_freed) for the metrics: an adaptation, not a fallback."""
+    model, widened, freed = limits.fit_to_reference(rig.model, rotations)
+    names = rig.bone_names
+    axes = "xyz"
+    w = tuple({"bone": names[b], "axis": axes[a],
+               "default_deg": [round(float(np.degrees(v)), 2) for v in before],
+               "widened_deg": [round(float(np.degrees(v)), 2) for v in after]} for b, a, before, after in widened)
+    f = tuple(names[b] for b in freed)
+    return replace(rig, model=model, limits_widened=w, hinges_freed=f)
 
 
 def object_scale(ob):

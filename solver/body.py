@@ -83,27 +83,34 @@ def box_mesh(lo, hi):
     return convex_hull_mesh(v)
 
 
-def plate_samples(vertices, spacing_radii=SAMPLE_SPACING):
-    """Spheres across the mid-surface of a flat volume (vertices (V, 3) m, its own frame).
+PLATE_MAX_RADIUS = 0.01  # m: thicker palms get several layers of spheres this size or smaller
 
-    The thin direction is the principal axis of least extent; radius = half the extent
-    along it; centres on a grid over the two other principal directions, inset by the
-    radius and at most spacing_radii · radius apart. Returns (centres (k, 3), radius).
+
+def plate_samples(vertices, spacing_radii=SAMPLE_SPACING, max_radius=PLATE_MAX_RADIUS):
+    """Spheres filling a flat volume (vertices (V, 3) m, its own frame).
+
+    The thin direction is the principal axis of least extent, of thickness t; the
+    spheres lie in L = ⌈t / 2 max_radius⌉ layers of radius r = t / 2L that stack to the
+    full thickness, on a grid over the two other principal directions, inset by r and
+    at most spacing_radii · r apart (thin spheres keep the distance fields' exact band
+    narrow). Returns (centres (k, 3), radius r).
     """
     v = np.asarray(vertices, dtype=float)
     centre = 0.5 * (v.min(axis=0) + v.max(axis=0))
     _, _, axes = np.linalg.svd(v - v.mean(axis=0), full_matrices=False)
     local = (v - centre) @ axes.T
     lo, hi = local.min(axis=0), local.max(axis=0)
-    radius = 0.5 * (hi[2] - lo[2])
-    mid = 0.5 * (hi[2] + lo[2])
+    thickness = hi[2] - lo[2]
+    layers = max(1, int(np.ceil(thickness / (2.0 * max_radius) - 1e-9)))
+    radius = 0.5 * thickness / layers
     grids = []
     for k in (0, 1):
         a, b = lo[k] + radius, hi[k] - radius
-        count = max(1, int(np.ceil((b - a) / (spacing_radii * radius))) + 1) if b > a else 1
+        count = int(np.ceil((b - a) / (spacing_radii * radius))) + 1 if b > a else 1
         grids.append(np.linspace(a, b, count) if b > a else np.array([0.5 * (lo[k] + hi[k])]))
-    u, w = np.meshgrid(*grids, indexing="ij")
-    plate = np.stack([u.ravel(), w.ravel(), np.full(u.size, mid)], -1)
+    grids.append(lo[2] + radius * (1.0 + 2.0 * np.arange(layers)))
+    u, w, z = np.meshgrid(*grids, indexing="ij")
+    plate = np.stack([u.ravel(), w.ravel(), z.ravel()], -1)
     return centre + plate @ axes, float(radius)
 
 
@@ -189,8 +196,12 @@ def field_candidates(model, parts, mesh, plates):
         if part_category(part) != "hand" or b == mesh.bone:
             continue
         if mesh.kind.startswith("palm"):
-            # The palm's own fingers hang from it: its descendants may touch it.
+            # The palm's own fingers hang from it: its descendants may touch it, except
+            # the first phalanges, which hinge at its rim (their knuckle skin folds).
             if model.ancestors[mesh.bone, b] > 0:
+                continue
+            p = model.parents[b]
+            if p >= 0 and parts[p] == f"hand.{mesh.side}":
                 continue
             kind = "finger–palm" if part_side(part) == mesh.side else "hand–hand"
         else:

@@ -41,3 +41,45 @@ def project_limits(model, rotations, velocity):
     rotations[bones] = quat.exp(r[bones])
     velocity = np.where((hi & (velocity > 0)) | (lo & (velocity < 0)), 0.0, velocity)
     return rotations, velocity, np.clip(x, model.dof_lower, model.dof_upper)
+
+
+LIMIT_MARGIN = np.radians(5.0)
+"""How far beyond the reference's own range a widened limit lies (rad)."""
+HINGE_TOLERANCE = np.radians(3.0)
+"""Largest off-axis rotation (rad) of a hinge's reference that the hinge may ignore."""
+
+
+def fit_to_reference(model, rotations, margin=LIMIT_MARGIN, hinge_tolerance=HINGE_TOLERANCE):
+    """A model whose joints can follow the reference rotations (F, n_bones, 4) exactly.
+
+    A limit stops the physics from inventing a pose; it must not reject the animator's:
+    every limit is widened to cover the reference's own range plus `margin` (rad), and a
+    hinge whose reference turns more than hinge_tolerance (rad) about its other local
+    axes (the rig's bone roll does not put the curl on local X, or the motion is not a
+    hinge's) becomes a ball joint, its extra axes limited to the reference's range plus
+    the margin. Returns (model, widened, freed): widened is a list of (bone, axis,
+    (lower, upper) before, (lower, upper) after) in rad, freed the hinge bones made balls.
+    """
+    from dataclasses import replace
+    from .model import BALL
+    r = quat.log(np.asarray(rotations, dtype=float))  # (F, n, 3)
+    lo_ref, hi_ref = r.min(axis=0) - margin, r.max(axis=0) + margin
+    types = list(model.joint_types)
+    lower, upper = model.limit_lower.copy(), model.limit_upper.copy()
+    freed = []
+    for b in np.flatnonzero(model.hinge):
+        if np.abs(r[:, b, 1:]).max(initial=0.0) > hinge_tolerance:
+            types[b] = BALL
+            lower[b, 1:], upper[b, 1:] = lo_ref[b, 1:], hi_ref[b, 1:]
+            freed.append(int(b))
+    # The axes a joint moves about (hinges: local X only).
+    moves = np.array([[True, t == BALL, t == BALL] for t in types])
+    new_lower = np.where(moves, np.minimum(lower, lo_ref), lower)
+    new_upper = np.where(moves, np.maximum(upper, hi_ref), upper)
+    widened = [(int(b), int(a), (float(lower[b, a]), float(upper[b, a])),
+                (float(new_lower[b, a]), float(new_upper[b, a])))
+               for b, a in zip(*np.nonzero(moves & ((new_lower < lower) | (new_upper > upper))))
+               if b not in freed or a == 0]
+    if not widened and not freed:
+        return model, [], []
+    return replace(model, joint_types=types, limit_lower=new_lower, limit_upper=new_upper), widened, freed

@@ -172,14 +172,17 @@ def mesh_signed_distance(vertices, triangles, points, chunk=65536, band=None):
     band (m, optional): exact only where |distance| ≤ band; farther points get the upper
     bound u from the nearest few triangles (deep inside a dense head mesh the exact
     search would visit every triangle, and contacts never look there).
-    The sign is the pseudo-normal test on a closed mesh (is_closed), else the winding
-    number (winding_number, inside where w > ½).
+    The sign is the pseudo-normal test on a closed mesh (is_closed); on an open one
+    also where the closest feature is interior to sound surface, and the winding number
+    (winding_number, inside where w > ½) where it lies on a hole's rim or a
+    non-manifold edge.
     """
     vertices, triangles = _validate_mesh(vertices, triangles)
     points = np.asarray(points, dtype=float).reshape(-1, 3)
     dist, best, q, code = _unsigned_distance(vertices, triangles, points, chunk, band)
     if not is_closed(triangles):
-        return np.where(winding_number(vertices, triangles, points) > 0.5, -dist, dist)
+        return _open_mesh_sign(vertices, triangles, points, best, code, q,
+                               lambda m: winding_number(vertices, triangles, points[m])) * dist
     return _pseudo_normal_sign(vertices, triangles, points, best, q, code) * dist
 
 
@@ -297,22 +300,54 @@ MAX_GRID_NODES = 1_000_000  # ~8 MB of values; a head at 5 mm needs ~0.1 M
 _WINDING_STRIDE = 3
 
 
-def _grid_winding(vertices, triangles, axes, exact):
-    """Winding number (N,) at the grid nodes (axes: three coordinate arrays, node order 'ij').
-
-    Exact where `exact` (N,) bool (the band contacts read); elsewhere, at least a band
-    away from the surface where w is smooth, interpolated trilinearly from the nodes of
-    every _WINDING_STRIDE-th grid line (the last line always included).
-    """
+def _grid_winding(vertices, triangles, axes):
+    """Winding number (N,) at the grid nodes (axes: three coordinate arrays, node order
+    'ij'), interpolated trilinearly from the nodes of every _WINDING_STRIDE-th grid line
+    (the last one included); used only where it is smooth, a band away from the surface."""
     from scipy.interpolate import RegularGridInterpolator
     coarse = [np.unique(np.append(np.arange(0, len(a), _WINDING_STRIDE), len(a) - 1)) for a in axes]
     coarse_axes = [a[c] for a, c in zip(axes, coarse)]
     coarse_nodes = np.stack(np.meshgrid(*coarse_axes, indexing="ij"), axis=-1).reshape(-1, 3)
     w_coarse = winding_number(vertices, triangles, coarse_nodes).reshape([len(a) for a in coarse_axes])
     nodes = np.stack(np.meshgrid(*axes, indexing="ij"), axis=-1).reshape(-1, 3)
-    w = RegularGridInterpolator(coarse_axes, w_coarse)(nodes)
-    w[exact] = winding_number(vertices, triangles, nodes[exact])
-    return w
+    return RegularGridInterpolator(coarse_axes, w_coarse)(nodes)
+
+
+def _boundary_features(triangles):
+    """Per triangle: (edge on a hole or non-manifold (T, 3) bool, corner on such an edge (T, 3) bool).
+
+    An edge is sound when exactly two triangles use it, in opposite directions.
+    """
+    t = np.asarray(triangles, dtype=np.intp)
+    directed = np.stack([t, np.roll(t, -1, axis=1)], -1).reshape(-1, 2)
+    key = np.sort(directed, axis=1)
+    _, edge_id, uses = np.unique(key, axis=0, return_inverse=True, return_counts=True)
+    edge_id = edge_id.reshape(-1)
+    forward = np.zeros(len(uses), np.intp)
+    np.add.at(forward, edge_id, directed[:, 0] < directed[:, 1])
+    bad_edge = (uses != 2) | (forward != 1)
+    edge_bad = bad_edge[edge_id].reshape(-1, 3)
+    bad_vertex = np.zeros(t.max() + 1, bool)
+    bad_vertex[directed[bad_edge[edge_id]].ravel()] = True
+    return edge_bad, bad_vertex[t]
+
+
+def _open_mesh_sign(vertices, triangles, points, best, code, q, winding):
+    """Sign (k,) of points near an open mesh: the pseudo-normal test where the closest
+    feature is interior to sound surface (locally closed, so the test is exact there),
+    the winding number (winding(mask) → (m,) w at points[mask]) where it touches a hole."""
+    edge_bad, corner_bad = _boundary_features(triangles)
+    unsure = np.zeros(len(points), bool)
+    for e in range(3):
+        unsure |= (code == EDGE0 + e) & edge_bad[best, e]
+        unsure |= (code == VERT0 + e) & corner_bad[best, e]
+    sign = np.ones(len(points))
+    sure = ~unsure
+    if np.count_nonzero(sure):
+        sign[sure] = _pseudo_normal_sign(vertices, triangles, points[sure], best[sure], q[sure], code[sure])
+    if np.count_nonzero(unsure):
+        sign[unsure] = np.where(winding(unsure) > 0.5, -1.0, 1.0)
+    return sign
 
 
 def build_distance_grid(vertices, triangles, bone, spacing=0.005, margin=0.02, max_nodes=MAX_GRID_NODES,
@@ -346,7 +381,13 @@ def build_distance_grid(vertices, triangles, bone, spacing=0.005, margin=0.02, m
     if is_closed(triangles):
         values = _pseudo_normal_sign(vertices, triangles, nodes, best, q, code) * dist
     else:
-        values = np.where(_grid_winding(vertices, triangles, axes, dist <= band) > 0.5, -dist, dist)
+        # Far from the surface the winding number is smooth: coarse samples do; near it
+        # the closest feature decides, the exact winding number where that is a hole's rim.
+        near = dist <= band
+        sign = np.where(_grid_winding(vertices, triangles, axes) > 0.5, -1.0, 1.0)
+        sign[near] = _open_mesh_sign(vertices, triangles, nodes[near], best[near], code[near], q[near],
+                                     lambda m: winding_number(vertices, triangles, nodes[near][m]))
+        values = sign * dist
     values = values.reshape(tuple(counts))
     values.flags.writeable = False
     return DistanceGrid(lo, float(spacing), values, int(bone), float(margin))
