@@ -125,15 +125,15 @@ PALM_HALF_THICKNESS = 0.012  # m, when the rig has no hand skin: an adult palm i
 TORSO_SPACING_FACTOR = 2.0   # torso fields at twice the face's grid spacing: flatter, larger
 
 
-def body_meshes(armature, sk, body, simulated, rest, scale, chest, face_object, warnings):
+def body_meshes(armature, sk, body, simulated, rest, scale, chest, face_object, palm_normals, warnings):
     """solver.body.BodyMesh volumes of the rig, vertices in metres, bone = skeleton index
     (the caller maps it to the model's), −1 for the chest (the kinematic base).
 
     simulated: skeleton indices of the simulated bones; rest (N, 4, 4) Bone.matrix_local;
     scale: metres per armature unit; face_object: a mesh to use as the face, else a mesh
-    parented to the head bone, else the head-and-neck region of the skin. A volume that
-    cannot be built is left out with a warning (so is a palm box standing in for a hand
-    without skin).
+    parented to the head bone, else the head-and-neck region of the skin; palm_normals:
+    {side: (3,) armature-space unit normal towards the palm}. A volume that cannot be
+    built is left out with a warning (so is a default thickness for a palm without skin).
     """
     regions = bone_regions(sk, body)
     skins = skin_regions(armature, sk, regions)
@@ -170,32 +170,18 @@ def body_meshes(armature, sk, body, simulated, rest, scale, chest, face_object, 
         if not hand or hand[0] not in simulated:
             continue
         v, _t = region_points(skins, 2 + bonemap.SIDES.index(side))
-        mesh = None
-        if len(v) >= 4:
-            try:
-                mesh = body_geom.convex_hull_mesh(in_frame(v, hand[0]))
-            except ValueError:
-                mesh = None
-        if mesh is None:
-            mesh = _palm_box(body, side, hand[0], rest, scale)
-            if mesh is None:
-                warnings.append(f"no palm for hand '{sk.names[hand[0]]}': no skin and no knuckles to span")
-                continue
+        bases = [b[0] for (s, f), b in body.fingers.items() if s == side and b and f != "thumb"]
+        normal = palm_normals.get(side)
+        if len(bases) < 2 or normal is None:
+            warnings.append(f"no palm for hand '{sk.names[hand[0]]}': fewer than two fingers to span")
+            continue
+        knuckles = in_frame(np.array([rest[b][:3, 3] for b in bases]), hand[0])
+        normal = np.linalg.inv(rest[hand[0]])[:3, :3] @ normal
+        if len(v) < 4:
             warnings.append(f"no skin on hand '{sk.names[hand[0]]}': its palm is a box spanning the knuckles, "
                             f"{2e3 * PALM_HALF_THICKNESS:.0f} mm thick (default)")
+        mesh = body_geom.palm_box(knuckles, normal, in_frame(v, hand[0]) if len(v) >= 4 else None,
+                                  PALM_HALF_THICKNESS)
         out.append(body_geom.BodyMesh(f"palm.{side}", hand[0], side, *mesh))
     return out
 
-
-def _palm_box(body, side, hand, rest, scale):
-    """A box in the hand's frame from the wrist to the knuckles (finger bases), as wide as
-    the knuckles and PALM_HALF_THICKNESS·2 thick; None without at least two fingers."""
-    bases = [b[0] for (s, _f), b in body.fingers.items() if s == side and b and _f != "thumb"]
-    if len(bases) < 2:
-        return None
-    m = np.linalg.inv(rest[hand])
-    pts = np.array([rest[b][:3, 3] for b in bases] + [rest[hand][:3, 3]])
-    local = (pts @ m[:3, :3].T + m[:3, 3]) * scale
-    lo, hi = local.min(axis=0), local.max(axis=0)
-    pad = np.full(3, PALM_HALF_THICKNESS)
-    return body_geom.box_mesh(lo - pad, hi + pad)

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from ..solver import capsules, limits, quat
+from ..solver.body import part_side as body_side
 from ..solver.model import BALL, HINGE, SkeletonModel
 from . import body_geometry, bonemap
 from .errors import SignSimError
@@ -163,8 +164,9 @@ def read_rig(armature, simulate_parts=GROUPS, face_object=None, report=None, uni
                         f"'{armature.name}' (e.g. '{defaulted[0]}'): default radii by bone kind")
     tips = np.array([pos[b[-1]] for b in body.fingers.values() if b and b[-1] in pos], dtype=np.intp)
     parts = tuple(_part(body, i, roles[i][0]) for i in order)
-    meshes = body_geometry.body_meshes(armature, sk, body, [i for i in order], rest, scale, chest,
-                                       face_object if "neck_head" in simulate_parts else None, warnings)
+    meshes = body_geometry.body_meshes(armature, sk, body, order, rest, scale, chest,
+                                       face_object if "neck_head" in simulate_parts else None,
+                                       palm_normals, warnings)
     face = next(((m.vertices, m.triangles, m.bone) for m in meshes if m.kind == "face"), None)
     # A volume's distance field is that part's surface: the neck and head capsules (fat
     # cylinders around the face) would push away fingertips that touch the chin, and the
@@ -173,10 +175,14 @@ def read_rig(armature, simulate_parts=GROUPS, face_object=None, report=None, uni
     covered.update({m.kind: (f"hand.{m.side}",) for m in meshes if m.kind.startswith("palm")})
     off = {p for m in meshes for p in covered.get(m.kind, ())}
     collide = [p not in off for p in parts]
+    # A forearm's capsule ends in a cap of its own radius past the wrist, inside the hand:
+    # the fingers of that hand curling into a fist would hit it.
+    no_contact = [(a, b) for a, g in enumerate(groups) if g == "forearm" for b, p in enumerate(parts)
+                  if p.split(".")[0] in ("finger", "thumb") and body_side(parts[a]) == body_side(p)]
     model = SkeletonModel(parents=parents, rest_offsets=offsets, rest_rotations=rotations,
                           joint_types=types, capsule_radius=radius, capsule_length=length,
                           groups=groups, limit_lower=lower, limit_upper=upper, collide=collide,
-                          names=[sk.names[i] for i in order])
+                          names=[sk.names[i] for i in order], no_contact=no_contact)
     chain = [sk.names[a] for a in reversed(sk.ancestors(chest))] + [sk.names[chest]]
     for w in warnings:
         say(w)

@@ -86,6 +86,41 @@ def box_mesh(lo, hi):
 PLATE_MAX_RADIUS = 0.01  # m: thicker palms get several layers of spheres this size or smaller
 
 
+def palm_box(knuckles, palm_normal, skin=None, half_thickness=0.012, percentile=2.0):
+    """The palm as a box in the hand bone's frame (origin at the wrist, +Y to the fingers).
+
+    knuckles (k ≥ 2, 3) m: the finger bases (thumb excluded); palm_normal (3,): towards
+    the palm side. The box spans the knuckle line (padded by half the mean knuckle gap)
+    and the wrist-to-knuckle length; across the palm it covers the skin points (m, 3) m
+    lying over that footprint (between the percentile and 100 − percentile, robust to
+    the thenar and hypothenar folds), or ±half_thickness (m) about the knuckles without
+    skin. A box, not the hull of the hand's skin: fingers curling into it meet its palm
+    face, whose normal their own curl can resolve. Returns (vertices (8, 3), triangles (12, 3)).
+    Raises ValueError for fewer than two knuckles.
+    """
+    k = np.asarray(knuckles, dtype=float).reshape(-1, 3)
+    if len(k) < 2:
+        raise ValueError("a palm box needs at least two knuckles")
+    y = np.array([0.0, 1.0, 0.0])
+    n = np.asarray(palm_normal, dtype=float)
+    n = n - (n @ y) * y
+    n /= np.linalg.norm(n)
+    a = np.cross(y, n)
+    frame = np.stack([a, y, n])  # rows: knuckle line, hand axis, palm normal
+    kl = k @ frame.T
+    order = np.sort(kl[:, 0])
+    pad = 0.5 * float(np.mean(np.diff(order))) if len(order) > 1 else 0.0
+    lo = np.array([order[0] - pad, 0.0, kl[:, 2].mean() - half_thickness])
+    hi = np.array([order[-1] + pad, kl[:, 1].max(), kl[:, 2].mean() + half_thickness])
+    if skin is not None and len(skin):
+        sl = np.asarray(skin, dtype=float).reshape(-1, 3) @ frame.T
+        over = (sl[:, 0] >= lo[0]) & (sl[:, 0] <= hi[0]) & (sl[:, 1] >= lo[1]) & (sl[:, 1] <= hi[1])
+        if np.count_nonzero(over) >= 4:
+            lo[2], hi[2] = np.percentile(sl[over, 2], [percentile, 100.0 - percentile])
+    v, t = box_mesh(lo, hi)
+    return v @ frame, t
+
+
 def plate_samples(vertices, spacing_radii=SAMPLE_SPACING, max_radius=PLATE_MAX_RADIUS):
     """Spheres filling a flat volume (vertices (V, 3) m, its own frame).
 
