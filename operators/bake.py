@@ -47,6 +47,8 @@ class SIGNSIM_OT_bake(bpy.types.Operator):
     def _finish(self, context, job, solved):
         physics = context.active_object.signsim.physics
         new = bake.write(context.scene, job, solved, physics.output_mode, physics.key_tolerance_deg)
+        for w in solved.metrics["warnings"][len(job.rig.warnings):]:
+            self.report({'WARNING'}, w)
         m = solved.metrics["baked"]
         self.report({'INFO'}, f"Baked '{new.name}': tracking {m['tracking_rms_deg']:.2f}° RMS, "
                               f"penetration max {m['penetration_max_mm']:.2f} mm")

@@ -18,7 +18,7 @@ from threadpoolctl import threadpool_limits
 
 from ..solver import armature as armature_fk
 from ..solver import keyreduce, quat
-from ..solver.body import build_field, capsule_pair_kinds, contact_depths, plate_samples
+from ..solver.body import bone_contacts, build_field, capsule_pair_kinds, contact_depths, plate_samples
 from ..solver.integrator import FaceSamples
 from ..solver.metrics import compare
 from ..solver.reference import Reference
@@ -151,6 +151,8 @@ def solve(job: BakeJob, progress=None) -> Solved:
     record["contact_pairs"] = contact_pairs(job.rig, kinds, fields)
     record["limits_widened"] = list(job.rig.limits_widened)
     record["hinges_freed"] = list(job.rig.hinges_freed)
+    touching = bone_contacts(model, result.rotations, ref.base_positions, ref.base_rotations, fields)
+    record["warnings"] = list(job.rig.warnings) + deviation_warnings(job.rig, result, err, touching)
     return Solved(result.rotations, record)
 
 
@@ -196,6 +198,30 @@ def contact_pairs(rig, pair_kinds, fields):
     for f in fields:
         for b, kind in sorted(set(zip(f.bones.tolist(), f.kinds))):
             out.setdefault(kind, []).append(f"{names[b]}–{f.mesh.kind}")
+    return out
+
+
+DEVIATION_DEG = 10.0
+
+
+def deviation_warnings(rig, result, err, touching):
+    """Warnings (list of str) about the solve: frames that fell back down the ladder, and
+    bones that end more than DEVIATION_DEG from the reference on frames where neither they
+    nor any bone they carry touch anything (err (F, n) deg, touching (F, n) bool)."""
+    out = []
+    counts = np.asarray(result.fallback_counts)
+    if counts.sum():
+        out.append(f"{int(counts.sum())} frames fell back ({int(counts[0])} to smaller steps, {int(counts[1])} "
+                   f"to softer contacts, {int(counts[2])} passed through unsimulated)")
+    # A contact on a fingertip deflects the whole finger and the hand carrying it.
+    carried = touching.astype(float) @ rig.model.ancestors > 0  # (F, n): the bone or one it carries
+    off = (err > DEVIATION_DEG) & ~carried
+    if np.count_nonzero(off):
+        frames, bones = np.nonzero(off)
+        worst = np.unravel_index(np.argmax(np.where(off, err, -1.0)), err.shape)
+        out.append(f"{len(set(bones.tolist()))} bones end more than {DEVIATION_DEG:.0f}° from the reference on "
+                   f"{len(set(frames.tolist()))} frames without a contact (worst '{rig.bone_names[worst[1]]}' "
+                   f"{err[worst]:.1f}° at frame index {int(worst[0])})")
     return out
 
 
@@ -367,8 +393,8 @@ def _schedule(ob, action, slot, frames):
 
 def public_metrics(metrics) -> dict:
     """The metrics record without per-frame arrays (what the CLI prints and exports)."""
-    return {side: {k: v for k, v in m.items() if not k.startswith("per_frame_")}
-            for side, m in metrics.items()}
+    return {key: {k: v for k, v in m.items() if not k.startswith("per_frame_")}
+            if key in ("reference", "baked") else m for key, m in metrics.items()}
 
 
 class BakeCancelled(Exception):

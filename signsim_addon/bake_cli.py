@@ -44,6 +44,8 @@ def run(args, say) -> dict:
     say(f"baking {len(job.frames)} frames of '{job.action_name}' on '{ob.name}' "
         f"({len(job.rig.bone_names)} simulated bones)")
     solved = bake.solve(job)
+    for w in solved.metrics["warnings"][len(job.rig.warnings):]:
+        say(f"warning: {w}")
     physics = ob.signsim.physics
     new = bake.write(scene, job, solved, physics.output_mode, physics.key_tolerance_deg)
     files.save_atomically(args.out)
@@ -57,7 +59,8 @@ def run(args, say) -> dict:
             f"jerk {m['jerk_cost']:.3g} m²/s⁵, penetration max {m['penetration_max_mm']:.2f} mm "
             f"(p95 {m['penetration_p95_mm']:.2f}), limit excess {m['joint_limit_excess_deg']:.2f}°")
     say(f"wrote action '{new.name}' to {args.out}")
-    result = {"action": new.name, "metrics": metrics, "out": os.path.abspath(args.out)}
+    result = {"action": new.name, "metrics": metrics, "out": os.path.abspath(args.out),
+              "warnings": solved.metrics["warnings"]}
     if getattr(args, "picture", None):
         frames = contact_sheet.pick_frames(solved.metrics["reference"]["per_frame_penetration_mm"],
                                            int(job.frames[0]))

@@ -169,19 +169,20 @@ def body_meshes(armature, sk, body, simulated, rest, scale, chest, face_object, 
         hand = body.limbs.get((side, "hand"))
         if not hand or hand[0] not in simulated:
             continue
-        v, _t = region_points(skins, 2 + bonemap.SIDES.index(side))
+        v, t = region_points(skins, 2 + bonemap.SIDES.index(side))
+        if len(t) >= 4:  # the hand's own skin, open at the wrist and the knuckles
+            out.append(body_geom.BodyMesh(f"palm.{side}", hand[0], side, in_frame(v, hand[0]), t))
+            continue
         bases = [b[0] for (s, f), b in body.fingers.items() if s == side and b and f != "thumb"]
         normal = palm_normals.get(side)
         if len(bases) < 2 or normal is None:
-            warnings.append(f"no palm for hand '{sk.names[hand[0]]}': fewer than two fingers to span")
+            warnings.append(f"no palm for hand '{sk.names[hand[0]]}': no skin and fewer than two fingers to span")
             continue
         knuckles = in_frame(np.array([rest[b][:3, 3] for b in bases]), hand[0])
         normal = np.linalg.inv(rest[hand[0]])[:3, :3] @ normal
-        if len(v) < 4:
-            warnings.append(f"no skin on hand '{sk.names[hand[0]]}': its palm is a box spanning the knuckles, "
-                            f"{2e3 * PALM_HALF_THICKNESS:.0f} mm thick (default)")
-        mesh = body_geom.palm_box(knuckles, normal, in_frame(v, hand[0]) if len(v) >= 4 else None,
-                                  PALM_HALF_THICKNESS)
+        warnings.append(f"no skin on hand '{sk.names[hand[0]]}': its palm is a box spanning the knuckles, "
+                        f"{2e3 * PALM_HALF_THICKNESS:.0f} mm thick (default)")
+        mesh = body_geom.palm_box(knuckles, normal, None, PALM_HALF_THICKNESS)
         out.append(body_geom.BodyMesh(f"palm.{side}", hand[0], side, *mesh))
     return out
 

@@ -348,3 +348,32 @@ def region_owner(n_vertices, vertex_indices, group_indices, weights, group_regio
     np.add.at(total, (np.asarray(vertex_indices, dtype=np.intp)[ok], region[ok]), np.asarray(weights, float)[ok])
     best = total.argmax(axis=1)
     return np.where(total[np.arange(n_vertices), best] > min_weight, best, -1)
+
+
+def bone_contacts(model, rotations, base_positions, base_rotations, fields=(), tolerance=1e-3):
+    """(F, n) bool: the bone is within `tolerance` m of touching something at that frame
+    (a capsule pair or a field sample of it); arguments as in contact_depths."""
+    from .contacts import capsule_contacts
+    from .kinematics import capsule_segments, forward_kinematics
+    kin = forward_kinematics(model, rotations, quat.to_matrix(base_rotations), base_positions)
+    seg = capsule_segments(model, kin)
+    out = np.zeros((len(seg), model.n_bones), bool)
+    for f in range(len(seg)):
+        c = capsule_contacts(model, seg[f])
+        near = c.depth > -tolerance
+        out[f, c.bone1[near]] = out[f, c.bone2[near]] = True
+    for field in fields:
+        h = field.grid.bone
+        if h < 0:
+            Rh, ph = quat.to_matrix(base_rotations), np.asarray(base_positions)
+        else:
+            Rh, ph = kin.rotations[:, h], kin.positions[:, h]
+        world = kin.positions[:, field.bones] + (kin.rotations[:, field.bones] @ field.local[..., None])[..., 0]
+        local = np.einsum("nij,nki->nkj", Rh, world - ph[:, None])
+        phi, _ = field.grid.sample(local.reshape(-1, 3), False)
+        near = (field.radius - phi.reshape(len(seg), -1)) > -tolerance
+        for k, b in enumerate(field.bones):
+            out[:, b] |= near[:, k]
+            if h >= 0:
+                out[:, h] |= near[:, k]
+    return out
