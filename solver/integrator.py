@@ -24,7 +24,7 @@ from scipy.linalg.lapack import dpotrf, dpotrs
 from . import dynamics, quat
 from .contacts import capsule_contacts
 from .kinematics import capsule_segments, forward_kinematics, normal_jacobian
-from .limits import limit_coordinates, project_limits
+from .limits import limit_coordinates, limit_rows, project_limits
 
 _MAX_ACTIVE_SET_ITERATIONS = 8
 _ONES3 = np.ones(3)
@@ -144,7 +144,7 @@ class Evaluation:
     spatial inertias (n_bones, 6, 6) in world, mass_matrix M and bias c = RNEA(q, q̇, 0)
     (n_dof,) N·m, bone spatial velocities (n_bones, 6), symmetric gravity stiffness
     (n_dof, n_dof), contact rows G (k, n_dof) = n·(J₁ − J₂) with depths (k,) m (capsule
-    pairs, then face samples), capsules (contacts.CapsuleContacts), face sample
+    pairs, then field samples, then joint limits near reach: limits.limit_rows), capsules (contacts.CapsuleContacts), face sample
     positions, unit outward normals (face-bone frame; when no sample is within its
     radius of the face, which is when normals are read, the raw grid gradient, zero
     outside the grid unless FaceSamples.outside_normals) and clearances (m), and the
@@ -240,9 +240,12 @@ def evaluate(model, physics, state, target):
     else:
         b1, b2, point, normal, depth = b1[0], b2[0], point[0], normal[0], depth[0]
     rows = normal_jacobian(model, kin, b1, point, normal, b2)
+    penetration = float(max(0.0, depth.max(initial=0.0)))
+    limit_g, limit_depth = limit_rows(model, state.limit_x)
+    if len(limit_depth):  # joint limits solved with the contacts (limits.limit_rows)
+        rows, depth = np.concatenate([rows, limit_g]), np.concatenate([depth, limit_depth])
     return Evaluation(state, kin, seg, com, spatial, M, bias, velocities, kg, rows, depth, cap,
-                      face_points, face_normals, face_clear, float(max(0.0, depth.max(initial=0.0))),
-                      momentum=momentum)
+                      face_points, face_normals, face_clear, penetration, momentum=momentum)
 
 
 def tracking_forces(model, physics, ev, tau_ff, mid, end, h, damping_scale=1.0):

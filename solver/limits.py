@@ -83,3 +83,28 @@ def fit_to_reference(model, rotations, margin=LIMIT_MARGIN, hinge_tolerance=HING
     if not widened and not freed:
         return model, [], []
     return replace(model, joint_types=types, limit_lower=new_lower, limit_upper=new_upper), widened, freed
+
+
+LIMIT_LEVER = 0.05
+"""m: a joint limit enters the contact solve as a contact this far from the joint axis."""
+LIMIT_REACH = 0.02
+"""rad: a limit joins the contact solve when its coordinate is this close to it."""
+
+
+def limit_rows(model, x):
+    """Joint limits as unilateral contact rows: (rows (k, n_dof) m, depth (k,) m).
+
+    For every DOF within LIMIT_REACH of a limit (x (n_dof,) rad, limit_coordinates), a
+    row ±LIMIT_LEVER·e_d whose product with the velocity is the separation speed and
+    depth LIMIT_LEVER × the excess (negative inside). Solved with the contacts, a limit
+    holds against them; otherwise a contact pushing a joint into its limit is undone
+    by project_limits after every step and the contact never resolves through the
+    joints that are free to move.
+    """
+    up = np.flatnonzero(x > model.dof_upper - LIMIT_REACH)
+    lo = np.flatnonzero(x < model.dof_lower + LIMIT_REACH)
+    rows = np.zeros((len(up) + len(lo), model.n_dof))
+    rows[np.arange(len(up)), up] = -LIMIT_LEVER
+    rows[len(up) + np.arange(len(lo)), lo] = LIMIT_LEVER
+    depth = LIMIT_LEVER * np.concatenate([x[up] - model.dof_upper[up], model.dof_lower[lo] - x[lo]])
+    return rows, depth
