@@ -12,7 +12,7 @@ import sys
 import bpy
 import numpy as np
 import pytest
-from mathutils import Matrix, Quaternion, Vector
+from mathutils import Quaternion, Vector
 from mathutils.bvhtree import BVHTree
 
 sys.path.insert(0, str(pathlib.Path(__file__).parent))  # --import-mode=importlib: helpers
@@ -209,7 +209,6 @@ def test_fingertip_driven_into_the_face_stops_at_the_skin(addon, mods, godot, sp
         worst.append(max(exact_penetration_mm(tree, posed_samples(ob, b, r, L, job.rig.world_scale), [r] * 99)
                          for b, r, L in ((n, job.rig.model.capsule_radius[i], job.rig.model.capsule_length[i])
                                          for i, n in enumerate(job.rig.bone_names) if n in INDEX_R)))
-    print(spot, worst, m["baked"]["penetration_max_mm_by_kind"], m["reference"]["joint_limit_excess_deg"], m["baked"]["tracking_rms_deg_per_group"])
     assert max(worst) <= 0.5
     # touching: within a millimetre of the skin, not pushed away
     assert max(worst) > -1.0
@@ -252,8 +251,7 @@ def test_hand_driven_into_the_chest_stops_at_the_chest(addon, mods, godot):
     torso_tree = region_bvh(skin, dg, region_mask(addon, ob, skin, "torso"))
     job0 = bake.prepare(bpy.context.scene, ob, key_pose(ob, [{}, {}], "rest"), preset="default")
     chest = np.array(ob.matrix_world @ ob.data.bones[job0.rig.base_bone].head_local)
-    torso = next(m for m in job0.rig.meshes if m.kind == "torso")
-    forward, right = facing(ob)
+    forward, _right = facing(ob)
     point, normal = surface_point(torso_tree, chest + 0.5 * forward, -forward)
     end, _ = reach(addon.solver, job0, ob, ARM_R, "hand.R", point - 0.02 * normal)
     action = key_pose(ob, drive(ob, ARM_R, {}, end), "into_chest")
@@ -264,22 +262,6 @@ def test_hand_driven_into_the_chest_stops_at_the_chest(addon, mods, godot):
     hand = [n for n, p in zip(job.rig.bone_names, job.rig.parts) if p.endswith(".R") and p.split(".")[0] in
             ("hand", "finger", "thumb")]
     exact = _sample_penetration(addon, ob, job, skin, "torso", hand, job.frames[-6:])
-    print("chest", exact, m["baked"]["penetration_max_mm_by_kind"])
-    solver = addon.solver
-    fields = bake.body_fields(job.rig, 0.005, 0.02)
-    tf = next(f for f in fields if f.mesh.kind == "torso")
-    R, pch = chest_frame(ob, job)
-    kin = solver.kinematics.forward_kinematics(job.rig.model, solved.rotations[-1], R, pch)
-    world = kin.positions[tf.bones] + (kin.rotations[tf.bones] @ tf.local[..., None])[..., 0]
-    loc = (world - pch) @ R
-    phi, _ = tf.grid.sample(loc)
-    exact_rest = solver.sdf.mesh_signed_distance(tf.mesh.vertices, tf.mesh.triangles, loc)
-    k = np.argsort(phi - tf.radius)[:5]
-    bpy.context.scene.frame_set(int(job.frames[-1]))
-    tree = region_bvh(skin, bpy.context.evaluated_depsgraph_get(), region_mask(addon, ob, skin, "torso"))
-    for i in k:
-        co, nrm, _j, d = tree.find_nearest(Vector(world[i]))
-        print(job.rig.bone_names[tf.bones[i]], phi[i] - tf.radius[i], exact_rest[i] - tf.radius[i], d - tf.radius[i], tf.radius[i])
     assert exact.max() <= 1.0
     # resting on the chest, not pushed away (the chest field is rigid in the chest's frame,
     # the skin there also follows the raised arm's weights: about a millimetre)
@@ -323,10 +305,9 @@ def test_closed_fist_rests_on_the_palm(addon, mods, godot):
     action = key_pose(ob, drive(ob, fingers, {}, end), "fist")
     job, solved, new, warnings = _bake(bake, ob, action)
     m = solved.metrics
-    print("fist", m["reference"]["penetration_max_mm_by_kind"], m["baked"]["penetration_max_mm_by_kind"])
-    print(m["hinges_freed"], m["baked"]["tracking_rms_deg_per_group"])
     assert m["reference"]["penetration_max_mm_by_kind"]["finger–palm"] > 5.0
-    # touching: some phalanx ends within a millimetre of the palm's surface (exact box distance)
+    # touching: some phalanx ends within a millimetre of the palm's skin (exact point-to-mesh
+    # distance to the hand's rest skin in the hand's frame)
     rot = solved.rotations[-1]
     kin = solver.kinematics.forward_kinematics(model, rot, np.eye(3), np.zeros(3))
     seg = solver.kinematics.capsule_segments(model, kin)
@@ -334,29 +315,6 @@ def test_closed_fist_rests_on_the_palm(addon, mods, godot):
     tips = [names.index(n) for n in fingers if n.split(".")[1] in ("02", "03")]
     gaps = [solver.sdf.mesh_signed_distance(palm.vertices, palm.triangles, ((seg[t, 1] - p) @ R)[None])[0]
             - model.capsule_radius[t] for t in tips]
-    print("gaps", gaps)
-    fields = bake.body_fields(job.rig, 0.005, 0.02)
-    pf = next(f for f in fields if f.mesh.kind == "palm.R")
-    for fr in (-1,):
-        kin = solver.kinematics.forward_kinematics(model, solved.rotations[fr], np.eye(3), np.zeros(3))
-        world = kin.positions[pf.bones] + (kin.rotations[pf.bones] @ pf.local[..., None])[..., 0]
-        phi, _ = pf.grid.sample((world - kin.positions[hand]) @ kin.rotations[hand])
-        for i in np.argsort(phi - pf.radius)[:4]:
-            print(names[pf.bones[i]], pf.local[i], phi[i] - pf.radius[i])
-    I = solver.integrator
-    fm = job.rig.model
-    samples = tuple(I.FaceSamples(f.grid, f.bones, f.local, f.radius) for f in fields)
-    phys = I.Physics(np.ones(fm.n_dof), np.ones(fm.n_dof), 1.0, 1.0, 9.81, samples)
-    st = I.make_state(fm, solved.rotations[-1], np.zeros(fm.n_dof))
-    tg = I.Target(job.reference.rotations[-1], np.zeros(fm.n_dof), solver.quat.to_matrix(job.reference.base_rotations[-1]),
-                  job.reference.base_positions[-1], np.zeros(6), np.zeros(6))
-    ev = I.evaluate(fm, phys, st, tg)
-    k = np.argmax(ev.depth)
-    print("ev depth", ev.depth.max(), "row", np.round(ev.rows[k], 3), "dofs", [names[fm.dof_bone[d]] + str(fm.dof_axis[d]) for d in np.flatnonzero(ev.rows[k])])
-    for n in fingers:
-        j = names.index(n)
-        print(n, model.joint_types[j], np.round(model.limit_lower[j], 2), np.round(model.limit_upper[j], 2),
-              np.round(solver.quat.log(solved.rotations[-1, j]), 2), np.round(solver.quat.log(job.reference.rotations[-1, j]), 2))
     assert min(gaps) <= 1e-3
     assert m["baked"]["penetration_max_mm_by_kind"]["finger–palm"] <= 0.5
     assert m["baked"]["fallbacks"] == 0
@@ -443,7 +401,6 @@ def test_centimetre_copy_bakes_the_same_motion(addon, mods, shared_data, factor,
     data = np.abs(ma.rest_rotations - mb.rest_rotations).max()
     assert data < 1e-12 if factor == 128.0 else data < 2e-6
     keys = np.abs(a.rotations - b.rotations).max()
-    print("scale", factor, "rest-frame difference", data, "key difference", keys)
     assert keys <= max(1e-9, 2.0 * data)
     # Metrics: 1e-9 relative when exact; at ×100 the float32 skin and bones differ by
     # ~0.1 µm, so mm and degree values may differ by 1e-3 (1 µm, a thousandth of a degree).
@@ -460,3 +417,24 @@ def test_non_uniform_scale_is_one_clear_error(mods, godot):
     with pytest.raises(SignSimError, match="non-uniform scale"):
         bake.prepare(bpy.context.scene, godot, action)
     assert sorted(a.name for a in bpy.data.actions) == names
+
+
+def test_json_carries_every_warning_the_human_output_prints(addon, godot, tmp_path, capsys):
+    """The CC0 base mesh without its skin: default radii, no face, no torso, palm boxes —
+    each said once as `warning: …` and listed, with the same text, in --json warnings."""
+    for c in list(godot.children):
+        bpy.data.objects.remove(c)
+    key_pose(godot, [{"f_index.02.R": Quaternion((1, 0, 0), 0.1 * k)} for k in range(6)], "wave")
+    blend = tmp_path / "rig.blend"
+    bpy.ops.wm.save_as_mainfile(filepath=str(blend))
+    cli = addon.signsim_addon.cli.main
+    args = ["bake", "--blend", str(blend), "--armature", godot.name, "--preset", "default"]
+    assert cli([*args, "--out", str(tmp_path / "a.blend")]) == 0
+    human = [line[len("warning: "):] for line in capsys.readouterr().out.splitlines() if line.startswith("warning: ")]
+    assert cli([*args, "--out", str(tmp_path / "b.blend"), "--json"]) == 0
+    result = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert human and result["warnings"] == human
+    assert result["metrics"]["warnings"] == human
+    said = " ".join(human)
+    for what in ("default radii", "no face", "no torso", "palm is a box"):
+        assert what in said, what

@@ -13,7 +13,7 @@ def test_debug(addon, tmp_path):
     rig = bpy.data.objects["Signer"]
     bake = addon.signsim_addon.bake
     solver = addon.solver
-    job = bake.prepare(bpy.context.scene, rig, frame_range=(1, 12), report=print)
+    job = bake.prepare(bpy.context.scene, rig, report=print)
     solved = bake.solve(job)
     m = solved.metrics
     print(m["warnings"], m["hinges_freed"], len(m["limits_widened"]))
@@ -28,4 +28,4 @@ def test_debug(addon, tmp_path):
     err = np.degrees(solver.quat.angle_between(ref.rotations, solved.rotations))
     for f in range(4):
         print(f, [(job.rig.bone_names[i], round(e, 1)) for i, e in enumerate(err[f]) if e > 5])
-    print([(m.kind, len(m.vertices)) for m in job.rig.meshes])
+    print(m["baked"]["tracking_rms_deg_per_group"], m["reference"]["penetration_max_mm"], m["baked"]["penetration_max_mm"])
