@@ -152,7 +152,8 @@ def solve(job: BakeJob, progress=None) -> Solved:
     record["limits_widened"] = list(job.rig.limits_widened)
     record["hinges_freed"] = list(job.rig.hinges_freed)
     touching = bone_contacts(model, result.rotations, ref.base_positions, ref.base_rotations, fields)
-    record["warnings"] = list(job.rig.warnings) + deviation_warnings(job.rig, result, err, touching)
+    record["warnings"] = list(job.rig.warnings) + deviation_warnings(job.rig, result, err, touching,
+                                                                     float(ref.times[1] - ref.times[0]))
     return Solved(result.rotations, record)
 
 
@@ -202,12 +203,14 @@ def contact_pairs(rig, pair_kinds, fields):
 
 
 DEVIATION_DEG = 10.0
+CONTACT_RECOVERY_S = 0.25  # after a contact lets go, the PD needs a few of its periods to catch up
 
 
-def deviation_warnings(rig, result, err, touching):
+def deviation_warnings(rig, result, err, touching, frame_time):
     """Warnings (list of str) about the solve: frames that fell back down the ladder, and
     bones that end more than DEVIATION_DEG from the reference on frames where neither they
-    nor any bone they carry touch anything (err (F, n) deg, touching (F, n) bool)."""
+    nor any bone they carry touch anything, or did within CONTACT_RECOVERY_S before
+    (err (F, n) deg, touching (F, n) bool, frame_time s)."""
     out = []
     counts = np.asarray(result.fallback_counts)
     if counts.sum():
@@ -215,6 +218,8 @@ def deviation_warnings(rig, result, err, touching):
                    f"to softer contacts, {int(counts[2])} passed through unsimulated)")
     # A contact on a fingertip deflects the whole finger and the hand carrying it.
     carried = touching.astype(float) @ rig.model.ancestors > 0  # (F, n): the bone or one it carries
+    for k in range(1, int(round(CONTACT_RECOVERY_S / frame_time)) + 1):
+        carried[k:] |= carried[:-k].copy()
     off = (err > DEVIATION_DEG) & ~carried
     if np.count_nonzero(off):
         frames, bones = np.nonzero(off)
