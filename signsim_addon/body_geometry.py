@@ -59,11 +59,7 @@ def skin_regions(armature, sk, regions):
         if not (skinned or on_bone):
             continue
         mesh = ob.data
-        mesh.calc_loop_triangles()
-        co = np.empty(len(mesh.vertices) * 3)
-        mesh.vertices.foreach_get("co", co)
-        tris = np.empty(len(mesh.loop_triangles) * 3, dtype=np.int32)
-        mesh.loop_triangles.foreach_get("vertices", tris)
+        co, tris = mesh_arrays(mesh)
         if skinned:
             m = to_arm @ np.array(ob.matrix_world)
             sparse = [(v.index, g.group, g.weight) for v in mesh.vertices for g in v.groups]
@@ -73,8 +69,7 @@ def skin_regions(armature, sk, regions):
         else:
             m = to_arm @ rest_world(armature, ob)
             region = np.full(len(mesh.vertices), regions.get(sk.index[ob.parent_bone], -1))
-        verts = co.reshape(-1, 3) @ m[:3, :3].T + m[:3, 3]
-        out.append((verts, tris.reshape(-1, 3).astype(np.intp), region))
+        out.append((co @ m[:3, :3].T + m[:3, 3], tris, region))
     return out
 
 
@@ -108,17 +103,19 @@ def rest_world(armature, ob):
 
 def _separate_face(armature, ob, head_rest):
     """(vertices (V, 3) in the head bone's rest frame, armature units; triangles (T, 3)) of mesh `ob`."""
-    mesh = ob.data
+    co, tris = mesh_arrays(ob.data)
+    m = np.linalg.inv(np.array(armature.matrix_world) @ head_rest) @ rest_world(armature, ob)
+    return co @ m[:3, :3].T + m[:3, 3], tris
+
+
+def mesh_arrays(mesh):
+    """(vertex positions (V, 3) in the mesh's own space, triangles (T, 3)) of a bpy Mesh."""
     mesh.calc_loop_triangles()
     co = np.empty(len(mesh.vertices) * 3)
     mesh.vertices.foreach_get("co", co)
     tris = np.empty(len(mesh.loop_triangles) * 3, dtype=np.int32)
     mesh.loop_triangles.foreach_get("vertices", tris)
-    to_world = rest_world(armature, ob)
-    head_world = np.array(armature.matrix_world) @ head_rest
-    m = np.linalg.inv(head_world) @ to_world
-    verts = co.reshape(-1, 3) @ m[:3, :3].T + m[:3, 3]
-    return verts, tris.reshape(-1, 3)
+    return co.reshape(-1, 3), tris.reshape(-1, 3).astype(np.intp)
 
 
 PALM_HALF_THICKNESS = 0.012  # m, when the rig has no hand skin: an adult palm is 2–3 cm thick

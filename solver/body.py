@@ -313,15 +313,7 @@ def contact_depths(model, rotations, base_positions, base_rotations, fields=(), 
         for k, i in column.items():
             out[k][f] = best[i]
     for field in fields:
-        h = field.grid.bone
-        if h < 0:
-            Rh, ph = quat.to_matrix(base_rotations), np.asarray(base_positions)
-        else:
-            Rh, ph = kin.rotations[:, h], kin.positions[:, h]
-        world = kin.positions[:, field.bones] + (kin.rotations[:, field.bones] @ field.local[..., None])[..., 0]
-        local = np.einsum("nij,nki->nkj", Rh, world - ph[:, None])
-        phi, _ = field.grid.sample(local.reshape(-1, 3), False)
-        depth = np.maximum(field.radius - phi.reshape(n_frames, -1), 0.0)
+        depth = np.maximum(-_field_clearance(kin, field, base_positions, base_rotations), 0.0)
         for kind in sorted(set(field.kinds)):
             cols = np.array([k == kind for k in field.kinds])
             prev = out.get(kind, np.zeros(n_frames))
@@ -363,17 +355,23 @@ def bone_contacts(model, rotations, base_positions, base_rotations, fields=(), t
         near = c.depth > -tolerance
         out[f, c.bone1[near]] = out[f, c.bone2[near]] = True
     for field in fields:
+        near = _field_clearance(kin, field, base_positions, base_rotations) < tolerance
         h = field.grid.bone
-        if h < 0:
-            Rh, ph = quat.to_matrix(base_rotations), np.asarray(base_positions)
-        else:
-            Rh, ph = kin.rotations[:, h], kin.positions[:, h]
-        world = kin.positions[:, field.bones] + (kin.rotations[:, field.bones] @ field.local[..., None])[..., 0]
-        local = np.einsum("nij,nki->nkj", Rh, world - ph[:, None])
-        phi, _ = field.grid.sample(local.reshape(-1, 3), False)
-        near = (field.radius - phi.reshape(len(seg), -1)) > -tolerance
         for k, b in enumerate(field.bones):
             out[:, b] |= near[:, k]
             if h >= 0:
                 out[:, h] |= near[:, k]
     return out
+
+
+def _field_clearance(kin, field, base_positions, base_rotations):
+    """φ − r (F, k) m of a field's sample spheres over F frames (kin: batched Kinematics)."""
+    h = field.grid.bone
+    if h < 0:
+        Rh, ph = quat.to_matrix(base_rotations), np.asarray(base_positions)
+    else:
+        Rh, ph = kin.rotations[:, h], kin.positions[:, h]
+    world = kin.positions[:, field.bones] + (kin.rotations[:, field.bones] @ field.local[..., None])[..., 0]
+    local = np.einsum("nij,nki->nkj", Rh, world - ph[:, None])
+    phi, _ = field.grid.sample(local.reshape(-1, 3), False)
+    return phi.reshape(len(local), -1) - field.radius

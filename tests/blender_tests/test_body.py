@@ -438,3 +438,52 @@ def test_json_carries_every_warning_the_human_output_prints(addon, godot, tmp_pa
     said = " ".join(human)
     for what in ("default radii", "no face", "no torso", "palm is a box"):
         assert what in said, what
+
+
+HAND_CLIPS = ("mocap/pybvh_bvh_test3_fingers.bvh", "mocap/animdrawings_rokoko_jesse_dance.bvh",
+              "mocap/bvhpython_test_freebvh_mixamorig.bvh", "mocap/makehuman_face-poseunits.bvh",
+              "generated/fingerspell_80.bvh", "generated/fingerspell_80_noisy.bvh", "generated/clap_fast.bvh")
+CLIP_FRAMES = 48  # enough for contacts and limits to act; the whole clips take minutes each
+
+
+@pytest.fixture(scope="module")
+def rig_files(tmp_path_factory, addon):
+    """{rig: .blend} for the bundled signer and the two shared glTF characters."""
+    root = pathlib.Path(__file__).resolve().parents[2]
+    shared = root.parent / "shared" / "data"
+    if not shared.is_dir():
+        pytest.skip(f"third-party test data not found at {shared}")
+    folder = tmp_path_factory.mktemp("rigs")
+    out = {"signer": root / "sample_blends" / "signer.blend"}
+    for key in ("godot", "robot"):
+        bpy.ops.wm.read_homefile(use_empty=True)
+        character(shared, key)
+        out[key] = folder / f"{key}.blend"
+        bpy.ops.wm.save_as_mainfile(filepath=str(out[key]))
+    return out
+
+
+@pytest.mark.parametrize("clip", HAND_CLIPS)
+@pytest.mark.parametrize("rig", ["signer", "godot", "robot"])
+def test_real_clips_bake_without_fallbacks_and_with_body_contact(addon, mods, shared_data, rig_files,
+                                                                  tmp_path, rig, clip):
+    """Retargeted real and generated clips on three characters: 0 fallbacks, no limit
+    rejecting the input (limits cover the reference: 0 excess), and hand–face and
+    hand–torso contacts tested whenever the rig has a head and a torso volume."""
+    bake, _geo, _ = mods
+    out = tmp_path / "clip.blend"
+    assert addon.signsim_addon.cli.main(["retarget", "--clip", str(shared_data / clip),
+                                         "--rig", str(rig_files[rig]), "--out", str(out)]) == 0
+    bpy.ops.wm.open_mainfile(filepath=str(out), load_ui=False)
+    ob = next(o for o in bpy.data.objects if o.type == 'ARMATURE' and o.animation_data and o.animation_data.action)
+    first = int(ob.animation_data.action.frame_range[0])
+    job = bake.prepare(bpy.context.scene, ob, frame_range=(first, first + CLIP_FRAMES - 1), preset="default")
+    solved = bake.solve(job)
+    m = solved.metrics
+    assert m["baked"]["fallbacks"] == 0
+    assert m["reference"]["joint_limit_excess_deg"] == 0.0  # the limits hold the reference
+    assert not any("fell back" in w or "limit" in w for w in m["warnings"])
+    kinds = {mesh.kind for mesh in job.rig.meshes}
+    assert {"face", "torso"} <= kinds, kinds
+    assert m["contact_pairs"].get("hand–face") and m["contact_pairs"].get("hand–torso")
+    assert np.all(np.isfinite(solved.rotations))
