@@ -18,7 +18,7 @@ from threadpoolctl import threadpool_limits
 
 from ..solver import armature as armature_fk
 from ..solver import keyreduce, quat
-from ..solver.body import bone_contacts, build_field, capsule_pair_kinds, contact_depths, plate_samples
+from ..solver.body import bone_contacts, build_field, capsule_pair_kinds, contact_depths, hand_plates
 from ..solver.integrator import FaceSamples
 from ..solver.metrics import compare
 from ..solver.reference import Reference
@@ -180,7 +180,7 @@ def body_fields(rig, spacing, margin):
     coarser grid (body_geometry.TORSO_SPACING_FACTOR × spacing m).
     """
     from .body_geometry import TORSO, TORSO_SPACING_FACTOR
-    plates = {m.bone: plate_samples(m.vertices) for m in rig.meshes if m.kind.startswith("palm")}
+    plates = hand_plates(rig.model, rig.parts, rig.meshes)
     fields = []
     for mesh in rig.meshes:
         h = spacing * (TORSO_SPACING_FACTOR if mesh.kind == TORSO else 1.0)

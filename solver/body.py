@@ -149,6 +149,20 @@ def plate_samples(vertices, spacing_radii=SAMPLE_SPACING, max_radius=PLATE_MAX_R
     return centre + plate @ axes, float(radius)
 
 
+def hand_plates(model, parts, meshes):
+    """{hand bone: (centres (k, 3) m, radius m)}: each palm volume (BodyMesh "palm.<side>")
+    as plate_samples, its spheres no thicker than PLATE_MAX_RADIUS or that hand's
+    thickest finger capsule (a giant's palm needs no more layers than a child's)."""
+    out = {}
+    for m in meshes:
+        if m.kind.startswith("palm"):
+            fingers = [b for b, p in enumerate(parts) if p.split(".")[0] in ("finger", "thumb")
+                       and part_side(p) == m.side]
+            thickest = float(model.capsule_radius[fingers].max()) if fingers else 0.0
+            out[m.bone] = plate_samples(m.vertices, max_radius=max(PLATE_MAX_RADIUS, thickest))
+    return out
+
+
 def axis_samples(radius, length, spacing_radii=SAMPLE_SPACING):
     """Sphere centres (k, 3) along a capsule axis (bone-local +Y from 0 to length m)."""
     k = int(np.ceil(length / (spacing_radii * radius))) + 1
@@ -264,8 +278,9 @@ def build_field(model, parts, mesh, plates, build_grid, spacing, margin):
     the rest pose.
 
     build_grid(vertices, triangles, bone, spacing, margin, reach) builds the
-    sdf.DistanceGrid (sdf.build_distance_grid or a cache of it), exact within the
-    thickest sample radius `reach` of the surface; the margin grows to that radius plus
+    sdf.DistanceGrid (sdf.build_distance_grid or a cache of it) at `spacing` m or half
+    the thinnest sample radius if larger, exact within the thickest sample radius
+    `reach` of the surface; the margin grows to that radius plus
     one cell so that a sample outside the grid is never within its radius of the
     surface. Returns None when no sample remains.
     """
@@ -273,6 +288,9 @@ def build_field(model, parts, mesh, plates, build_grid, spacing, margin):
     if len(bones) == 0:
         return None
     reach = float(radius.max())
+    # The trilinear error scales with h²: half the thinnest sample's radius keeps it a
+    # small fraction of every sphere on a giant's rig as on a human's (h = spacing there).
+    spacing = max(spacing, 0.5 * float(radius.min()))
     grid = build_grid(mesh.vertices, mesh.triangles, mesh.bone, spacing, max(margin, reach + spacing), reach)
     rest = rest_frames(model)
     to_field = np.eye(4) if mesh.bone < 0 else np.linalg.inv(rest[mesh.bone])

@@ -186,13 +186,49 @@ def mesh_signed_distance(vertices, triangles, points, chunk=65536, band=None):
     return _pseudo_normal_sign(vertices, triangles, points, best, q, code) * dist
 
 
+_POINTS_PER_PASS = 32768  # points searched together: bounds the candidate arrays' memory
+
+
+def _split_triangles(tri, max_reach):
+    """Pieces (P, 3, 3) of the triangles (T, 3, 3), each split into 4ᵏ by edge midpoints
+    until its centroid-to-corner reach is at most max_reach, and each piece's parent (P,).
+    The pieces cover exactly the same surface (a search over them finds the same nearest
+    points), so the centroid search radius, which grows with the largest reach, stays
+    small on meshes mixing big and small triangles."""
+    pieces, parent = tri, np.arange(len(tri))
+    while True:
+        c = pieces.mean(axis=1)
+        big = np.sqrt(np.sum((pieces - c[:, None]) ** 2, axis=-1)).max(axis=1) > max_reach
+        if not np.count_nonzero(big):
+            return pieces, parent
+        a, b, cc = pieces[big, 0], pieces[big, 1], pieces[big, 2]
+        ab, bc, ca = 0.5 * (a + b), 0.5 * (b + cc), 0.5 * (cc + a)
+        children = np.concatenate([np.stack(x, 1) for x in ((a, ab, ca), (ab, b, bc), (ca, bc, cc), (ab, bc, ca))])
+        pieces = np.concatenate([pieces[~big], children])
+        parent = np.concatenate([parent[~big], np.tile(parent[big], 4)])
+
+
 def _unsigned_distance(vertices, triangles, points, chunk, band):
     """(distance (k,), closest triangle (k,), closest point (k, 3), feature code (k,))."""
     tri = vertices[triangles]
+    reach_each = np.sqrt(np.sum((tri - tri.mean(axis=1)[:, None]) ** 2, axis=-1)).max(axis=1)
+    pieces, parent = _split_triangles(tri, max(float(np.median(reach_each)), 1e-12))
+    best = np.empty(len(points), dtype=np.intp)
+    dist = np.empty(len(points))
+    for s in range(0, len(points), _POINTS_PER_PASS):
+        sl = slice(s, s + _POINTS_PER_PASS)
+        dist[sl], piece = _nearest_piece(pieces, points[sl], chunk, band)
+        best[sl] = parent[piece]
+    q, code = closest_point_on_triangle(points, tri[best, 0], tri[best, 1], tri[best, 2])
+    return dist, best, q, code
+
+
+def _nearest_piece(tri, points, chunk, band):
+    """(distance (k,), index (k,)) of the nearest of the triangles (T, 3, 3) to points (k, 3)."""
     centroid = tri.mean(axis=1)
     reach = np.sqrt(np.sum((tri - centroid[:, None]) ** 2, axis=-1)).max()
     tree = cKDTree(centroid)
-    k = min(8, len(triangles))
+    k = min(8, len(tri))
     _, near = tree.query(points, k=k)
     near = near.reshape(len(points), k)
     q, _ = closest_point_on_triangle(points[:, None], tri[near, 0], tri[near, 1], tri[near, 2])
@@ -214,9 +250,7 @@ def _unsigned_distance(vertices, triangles, points, chunk, band):
         dist[sl] = np.sqrt(np.sum((q - points[owner[sl]]) ** 2, axis=-1))
     # Nearest candidate per point: sort by (owner, distance) and take each group's first.
     first = np.lexsort((dist, owner))[np.concatenate([[0], np.cumsum(counts)[:-1]])]
-    best = cand[first]
-    q, code = closest_point_on_triangle(points, tri[best, 0], tri[best, 1], tri[best, 2])
-    return dist[first], best, q, code
+    return dist[first], cand[first]
 
 
 def _pseudo_normal_sign(vertices, triangles, points, best, q, code):

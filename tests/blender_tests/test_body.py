@@ -218,8 +218,7 @@ def test_fingertip_driven_into_the_face_stops_at_the_skin(addon, mods, godot, sp
 def _sample_penetration(addon, ob, job, skin, region, bones, frames):
     """Exact penetration (mm) per frame of the model's sample spheres of `bones` into the
     evaluated skin of `region`: finger axes as capsule samples, the hand as its palm plate."""
-    plates = {m.bone: addon.solver.body.plate_samples(m.vertices) for m in job.rig.meshes
-              if m.kind.startswith("palm")}
+    plates = addon.solver.body.hand_plates(job.rig.model, job.rig.parts, job.rig.meshes)
     names = list(job.rig.bone_names)
     model = job.rig.model
     out = []
