@@ -147,8 +147,10 @@ def read_rig(armature, simulate_parts=GROUPS, face_object=None, report=None, uni
         offsets.append(rel[:3, 3] * scale)
         rotations.append(quat.from_matrix(rel[:3, :3]))
         group, phalanx, finger = roles[i]
-        # Finger middle/distal joints are hinges; the thumb's MCP and IP also swing.
-        types.append(HINGE if phalanx in (1, 2) and group == "fingers" else BALL)
+        # Finger middle/distal joints are hinges about local X when the rig's bone roll puts
+        # the curl there (the knuckle line, from the palm); the thumb's MCP and IP also swing.
+        curl_axis = _curl_axis(rest[i], palm_normals.get(_side_of(body, i)))
+        types.append(HINGE if phalanx in (1, 2) and group == "fingers" and curl_axis[0] == 0 else BALL)
         groups.append(group)
         length.append(bones[i].length * scale)
         r = bones[i].get(CAPSULE_PROP) or skin.get(i)
@@ -156,8 +158,7 @@ def read_rig(armature, simulate_parts=GROUPS, face_object=None, report=None, uni
             r = DEFAULT_RADIUS[group] / scale
             defaulted.append(sk.names[i])
         radius.append(float(r) * scale)
-        lo, hi = _limits(armature.pose.bones[sk.names[i]], group, phalanx, finger, rest[i],
-                         palm_normals.get(_side_of(body, i)))
+        lo, hi = _limits(armature.pose.bones[sk.names[i]], group, phalanx, finger, curl_axis)
         lower[k], upper[k] = lo, hi
     if defaulted:
         warnings.append(f"no capsule radius from a skin for {len(defaulted)} bones of "
@@ -274,12 +275,31 @@ def _palm_normals(body, rest):
     return out
 
 
-def _limits(pose_bone, group, phalanx, finger, rest, palm_normal):
+HINGE_AXIS_TOLERANCE = np.radians(20.0)  # a curl axis this close to local X is a hinge about X
+
+
+def _curl_axis(rest, palm_normal):
+    """(local axis index 0 (X) or 2 (Z), sign ±1) of the bone's curl: the local axis nearest
+    to y × n, n the palm normal in the bone's rest frame (rest (4, 4) armature space), so
+    that +θ about it closes the bone towards the palm. Z when it is not within
+    HINGE_AXIS_TOLERANCE of X; (0, 1) without a palm normal."""
+    if palm_normal is None:
+        return 0, 1.0
+    u = np.cross([0.0, 1.0, 0.0], rest[:3, :3].T @ palm_normal)
+    if np.linalg.norm(u) < 1e-9:
+        return 0, 1.0
+    u /= np.linalg.norm(u)
+    k = 0 if abs(u[0]) >= np.cos(HINGE_AXIS_TOLERANCE) else 2
+    return k, float(np.sign(u[k]) or 1.0)
+
+
+def _limits(pose_bone, group, phalanx, finger, curl_axis):
     """(lower, upper) (3,) rad on the local rotation vector of one bone.
 
     A Limit Rotation constraint on the bone wins (its Euler bounds, taken per axis);
-    otherwise anatomical defaults, with finger curl signed so it closes towards the palm:
-    a rotation +θ about local X moves the bone's tip along its local +Z.
+    otherwise anatomical defaults, the finger curl range on the local axis of curl_axis
+    (_curl_axis: index and sign, so that the range closes towards the palm) and the
+    spread range on the other of X and Z.
     """
     con = next((c for c in pose_bone.constraints if c.type == 'LIMIT_ROTATION' and c.enabled), None)
     lo, hi = np.full(3, -np.inf), np.full(3, np.inf)
@@ -290,11 +310,10 @@ def _limits(pose_bone, group, phalanx, finger, rest, palm_normal):
         return lo, hi
     if phalanx is not None:
         c_lo, c_hi, twist, spread = (_THUMB_LIMITS if finger == "thumb" else _FINGER_LIMITS)[phalanx]
-        sign = 1.0
-        if palm_normal is not None and np.dot(rest[:3, 2], palm_normal) < 0:
-            sign = -1.0
-        lo[0], hi[0] = sorted((sign * c_lo, sign * c_hi))
-        lo[1], hi[1], lo[2], hi[2] = -twist, twist, -spread, spread
+        k, sign = curl_axis
+        other = 2 - k
+        lo[k], hi[k] = sorted((sign * c_lo, sign * c_hi))
+        lo[1], hi[1], lo[other], hi[other] = -twist, twist, -spread, spread
         return lo, hi
     half = np.array(_BALL_LIMITS[group])
     return -half, half
