@@ -1,18 +1,53 @@
 """SignSim: clean, physically plausible keyframes for signing and gesturing characters.
 
-The repository root is the extension's source folder. Modules register in this order and
-unregister in reverse: properties and the CLI first, then operators, then panels.
+The repository root is the extension's source folder. Everything Blender must know about
+is in ONE ordered list, registered in order and unregistered in reverse: preferences,
+property groups, the `signsim` pointer properties, the preset path, translations, the CLI
+command, operators, panels.
 """
-from . import operators, panels, signsim_addon
+import bpy
 
-_modules = (signsim_addon, operators, panels)
+from . import operators, panels
+from .signsim_addon import cli, preferences, properties, translations
+from .signsim_addon.bake import physics_presets
+
+
+class _Pointer:
+    """A PointerProperty `signsim` on an ID type (bpy.props.PointerProperty)."""
+
+    def __init__(self, id_type, group):
+        self.id_type, self.group = id_type, group
+
+    def register(self):
+        self.id_type.signsim = bpy.props.PointerProperty(type=self.group)
+
+    def unregister(self):
+        del self.id_type.signsim
+
+
+_REGISTRATION = (
+    *preferences.classes,
+    *properties.classes,
+    *(_Pointer(id_type, group) for id_type, group in properties.POINTERS),
+    physics_presets,  # the shipped presets' folder
+    translations,
+    cli,              # bpy.utils.register_cli_command
+    *operators.classes,
+    *panels.classes,
+)
 
 
 def register():
-    for module in _modules:
-        module.register()
+    for entry in _REGISTRATION:
+        if isinstance(entry, type):
+            bpy.utils.register_class(entry)
+        else:
+            entry.register()
 
 
 def unregister():
-    for module in reversed(_modules):
-        module.unregister()
+    for entry in reversed(_REGISTRATION):
+        if isinstance(entry, type):
+            bpy.utils.unregister_class(entry)
+        else:
+            entry.unregister()

@@ -22,7 +22,7 @@ import numpy as np  # noqa: E402
 
 ADDON = devenv.enable_from_source(TMP)
 keys = ADDON.signsim_addon.keys
-bake = ADDON.signsim_addon.bake
+bake = ADDON.signsim_addon.bake.job
 cli = ADDON.signsim_addon.cli
 
 

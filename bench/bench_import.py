@@ -32,7 +32,7 @@ def main():
     tmp = devenv.isolate_user_resources("signsim-bench-")
     import bpy
     addon = devenv.enable_from_source(tmp)
-    library = addon.signsim_addon.library
+    library = addon.signsim_addon.library.api
     files, _failed = library.collect_files(args.paths)
     files = [f for f in files if f.lower().endswith(".bvh")]
     if not files:

@@ -23,8 +23,8 @@ import bpy  # noqa: E402
 import numpy as np  # noqa: E402
 
 ADDON = devenv.enable_from_source(TMP)
-bake = ADDON.signsim_addon.bake
-rig_reader = ADDON.signsim_addon.rig
+bake = ADDON.signsim_addon.bake.api
+rig_reader = ADDON.signsim_addon.bake.rig
 cli = ADDON.signsim_addon.cli
 quat = ADDON.solver.quat
 DATA = ROOT.parent / "shared" / "data"

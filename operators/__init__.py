@@ -1,9 +1,11 @@
 """Thin operators: read properties, call signsim_addon, report."""
 import bpy
 
-from ..signsim_addon import samples
+from ..signsim_addon.demo import api as demo
 from ..signsim_addon.errors import SignSimError
 from . import bake, compose, library, metrics, physics, retarget
+
+rpt_ = bpy.app.translations.pgettext_rpt
 
 
 class SIGNSIM_OT_append_sample(bpy.types.Operator):
@@ -21,14 +23,13 @@ class SIGNSIM_OT_append_sample(bpy.types.Operator):
 
     def execute(self, context):
         try:
-            objects = samples.append_signer(context.scene)
+            objects = demo.append_signer(context.scene)
         except SignSimError as ex:
             self.report({'ERROR'}, str(ex))
             return {'CANCELLED'}
-        self.report({'INFO'}, f"Added {len(objects)} sample objects")
+        self.report({'INFO'}, rpt_("Added {} sample objects").format(len(objects)))
         return {'FINISHED'}
 
 
 classes = (SIGNSIM_OT_append_sample, *library.classes, *retarget.classes, *compose.classes,
            *bake.classes, *physics.classes, *metrics.classes)
-register, unregister = bpy.utils.register_classes_factory(classes)

@@ -1,11 +1,13 @@
 """Thin operators of the Bake panel: bake the physics pass, switch reference/baked."""
 import bpy
 
-from ..signsim_addon import bake, preview
-from ..signsim_addon.errors import SignSimError
+from ..signsim_addon.bake import api as bake
+from ..signsim_addon.errors import SignSimError, operator_reporter
 
-_PRESETS = [('SETTINGS', "Rig Settings", "Use the gains stored on the armature")] + [
-    (p, p.title(), f"The {p} preset's natural frequencies") for p in sorted(bake.PRESET_SCALE)]
+rpt_ = bpy.app.translations.pgettext_rpt
+
+_PRESETS = [('SETTINGS', "Rig Settings", "Use the physics settings stored on the armature")] + [
+    (p, p.title(), f"The Physics panel's {p.title()} preset") for p in bake.PRESETS]
 
 
 def _armature_with_action(cls, context):
@@ -42,7 +44,7 @@ class SIGNSIM_OT_bake(bpy.types.Operator):
         if self.frame_end > 0:
             frame_range = (self.frame_start, self.frame_end)
         return bake.prepare(context.scene, ob, preset=None if self.preset == 'SETTINGS' else self.preset,
-                            frame_range=frame_range, report=lambda m: self.report({'WARNING'}, m))
+                            frame_range=frame_range, report=operator_reporter(self))
 
     def _finish(self, context, job, solved):
         physics = context.active_object.signsim.physics
@@ -50,8 +52,8 @@ class SIGNSIM_OT_bake(bpy.types.Operator):
         for w in solved.metrics["warnings"][len(job.rig.warnings):]:
             self.report({'WARNING'}, w)
         m = solved.metrics["baked"]
-        self.report({'INFO'}, f"Baked '{new.name}': tracking {m['tracking_rms_deg']:.2f}° RMS, "
-                              f"penetration max {m['penetration_max_mm']:.2f} mm")
+        self.report({'INFO'}, rpt_("Baked '{}': tracking {:.2f}° RMS, penetration max {:.2f} mm").format(
+            new.name, m['tracking_rms_deg'], m['penetration_max_mm']))
         return {'FINISHED'}
 
     def execute(self, context):
@@ -79,16 +81,18 @@ class SIGNSIM_OT_bake(bpy.types.Operator):
     def modal(self, context, event):
         worker = self._worker
         if event.type == 'ESC':
-            worker.cancel()
+            worker.cancel()  # the worker stops at its next progress call; Esc is ours
+            return {'RUNNING_MODAL'}
         if event.type != 'TIMER' and not worker.done.is_set():
             return {'PASS_THROUGH'}
         context.window_manager.progress_update(int(100 * worker.fraction))
-        context.workspace.status_text_set(f"SignSim: baking physics {100 * worker.fraction:.0f}% (Esc to cancel)")
+        context.workspace.status_text_set(rpt_("SignSim: baking physics {:.0f}% (Esc to cancel)").format(
+            100 * worker.fraction))
         if not worker.done.is_set():
             return {'RUNNING_MODAL'}
         self._end(context)
         if isinstance(worker.error, bake.BakeCancelled):
-            self.report({'WARNING'}, "Bake cancelled: nothing was written")
+            self.report({'WARNING'}, rpt_("Bake cancelled: nothing was written"))
             return {'CANCELLED'}
         if worker.error is not None:
             self.report({'ERROR'}, str(worker.error))
@@ -99,10 +103,20 @@ class SIGNSIM_OT_bake(bpy.types.Operator):
             self.report({'ERROR'}, str(ex))
             return {'CANCELLED'}
 
+    def cancel(self, context):
+        """Blender cancels the modal operator (file load, window closed): stop the solve
+        and leave nothing behind — no timer, no status text, no new action."""
+        if self._worker is not None:
+            self._worker.cancel()
+            self._worker.join()
+        self._end(context)
+
     def _end(self, context):
         wm = context.window_manager
-        wm.event_timer_remove(self._timer)
-        wm.progress_end()
+        if self._timer is not None:
+            wm.event_timer_remove(self._timer)
+            self._timer = None
+            wm.progress_end()
         context.workspace.status_text_set(None)
 
 
@@ -118,14 +132,14 @@ class SIGNSIM_OT_preview_toggle(bpy.types.Operator):
         if ob is None or ob.type != 'ARMATURE':
             cls.poll_message_set("Select a baked armature")
             return False
-        if preview.baked_pair(ob) is None:
+        if bake.baked_pair(ob) is None:
             cls.poll_message_set("The armature has no physics bake to compare with")
             return False
         return True
 
     def execute(self, context):
-        shown = preview.toggle(context.active_object)
-        self.report({'INFO'}, f"Showing {shown}")
+        shown = bake.toggle_preview(context.active_object)
+        self.report({'INFO'}, rpt_("Showing {}").format(shown))
         return {'FINISHED'}
 
 
@@ -140,8 +154,8 @@ class SIGNSIM_OT_reference_ghost(bpy.types.Operator):
         return SIGNSIM_OT_preview_toggle.poll.__func__(cls, context)
 
     def execute(self, context):
-        ghost = preview.toggle_ghost(context.scene, context.active_object)
-        self.report({'INFO'}, "Ghost shown" if ghost else "Ghost removed")
+        ghost = bake.toggle_ghost(context.scene, context.active_object)
+        self.report({'INFO'}, rpt_("Ghost shown") if ghost else rpt_("Ghost removed"))
         return {'FINISHED'}
 
 

@@ -1,8 +1,11 @@
 """Thin operators of the Compose panel: edit the clip and layer lists, compose."""
 import bpy
 
-from ..signsim_addon import compose, library_ui
+from ..signsim_addon.compose import api as compose
+from ..signsim_addon.library import api as library
 from ..signsim_addon.errors import SignSimError
+
+rpt_ = bpy.app.translations.pgettext_rpt
 
 
 def _target(context):
@@ -37,9 +40,9 @@ class SIGNSIM_OT_compose(bpy.types.Operator):
         warnings = []
         try:
             result = compose.compose(target, clips, layers, threshold=threshold,
-                                     library_path=library_ui.library_path(context),
+                                     library_path=library.ui.library_path(context),
                                      keep_height=settings.keep_height, foot_lock=settings.foot_lock,
-                                     report=warnings.append)
+                                     report=lambda level, m: level == 'WARNING' and warnings.append(m))
         except SignSimError as ex:
             self.report({'ERROR'}, str(ex))
             return {'CANCELLED'}
@@ -47,11 +50,10 @@ class SIGNSIM_OT_compose(bpy.types.Operator):
         scene = context.scene
         scene.frame_start, scene.frame_end = int(result["frames"][0]), int(result["frames"][1])
         for w in warnings:
-            if w.startswith("warning: "):
-                self.report({'WARNING'}, w[len("warning: "):])
+            self.report({'WARNING'}, w)
         flagged = sum(s["flagged"] for s in result["seams"])
         self.report({'WARNING'} if flagged else {'INFO'},
-                    f"Created '{result['action']}': {len(result['seams'])} seams, {flagged} flagged")
+                    rpt_("Created '{}': {} seams, {} flagged").format(result['action'], len(result['seams']), flagged))
         return {'FINISHED'}
 
 

@@ -5,12 +5,14 @@ import os
 import bpy
 from bpy_extras.io_utils import ImportHelper
 
-from ..signsim_addon import library, library_ui
+from ..signsim_addon.library import api as library
 from ..signsim_addon.errors import SignSimError
+
+rpt_ = bpy.app.translations.pgettext_rpt
 
 
 def _clip_poll(cls, context):
-    if library_ui.active_item(context) is None:
+    if library.ui.active_item(context) is None:
         cls.poll_message_set("Select a clip in the SignSim library list (refresh it first)")
         return False
     return True
@@ -53,7 +55,7 @@ class SIGNSIM_OT_import_clips(bpy.types.Operator, ImportHelper):
             paths = [os.path.join(self.directory, n) for n in names]
         else:
             paths = [self.filepath]
-        lib = library_ui.library_path(context, self.library_path)
+        lib = library.ui.library_path(context, self.library_path)
         wm = context.window_manager
         wm.progress_begin(0, 100)
         try:
@@ -69,16 +71,16 @@ class SIGNSIM_OT_import_clips(bpy.types.Operator, ImportHelper):
         for f in (failed if imported else failed[1:]):
             self.report({'WARNING'}, f["error"])
         try:
-            library_ui.refresh_list(context, lib, select=imported[-1]["name"] if imported else None)
+            library.ui.refresh_list(context, lib, select=imported[-1]["name"] if imported else None)
         except SignSimError as ex:
             self.report({'WARNING'}, str(ex))
         if not imported:
-            more = f" (and {len(failed) - 1} more failed file(s))" if len(failed) > 1 else ""
-            self.report({'ERROR'}, f"No clip imported: {failed[0]['error']}{more}"
-                        if failed else "No motion files found")
+            more = rpt_(" (and {} more failed file(s))").format(len(failed) - 1) if len(failed) > 1 else ""
+            self.report({'ERROR'}, rpt_("No clip imported: {}{}").format(failed[0]['error'], more)
+                        if failed else rpt_("No motion files found"))
             return {'CANCELLED'}
-        self.report({'INFO'}, f"Imported {len(imported)} clip(s) into {os.path.basename(lib)}"
-                    + (f", {len(failed)} file(s) failed" if failed else ""))
+        self.report({'INFO'}, rpt_("Imported {} clip(s) into {}").format(len(imported), os.path.basename(lib))
+                    + (rpt_(", {} file(s) failed").format(len(failed)) if failed else ""))
         return {'FINISHED'}
 
 
@@ -89,11 +91,11 @@ class SIGNSIM_OT_library_refresh(bpy.types.Operator):
 
     def execute(self, context):
         try:
-            records = library_ui.refresh_list(context)
+            records = library.ui.refresh_list(context)
         except SignSimError as ex:
             self.report({'ERROR'}, str(ex))
             return {'CANCELLED'}
-        self.report({'INFO'}, f"{len(records)} clip(s) in the library")
+        self.report({'INFO'}, rpt_("{} clip(s) in the library").format(len(records)))
         return {'FINISHED'}
 
 
@@ -111,16 +113,16 @@ class SIGNSIM_OT_clip_preview(bpy.types.Operator):
         return _clip_poll(cls, context)
 
     def execute(self, context):
-        item = library_ui.active_item(context)
+        item = library.ui.active_item(context)
         try:
-            skel = library_ui.preview_clip(context, library_ui.library_path(context), item.name)
+            skel = library.ui.preview_clip(context, library.ui.library_path(context), item.name)
         except SignSimError as ex:
             self.report({'ERROR'}, str(ex))
             return {'CANCELLED'}
         screen = context.screen
         if screen is not None and not screen.is_animation_playing:
             bpy.ops.screen.animation_play()
-        self.report({'INFO'}, f"Previewing '{item.name}' on {skel.name}")
+        self.report({'INFO'}, rpt_("Previewing '{}' on {}").format(item.name, skel.name))
         return {'FINISHED'}
 
 
@@ -136,19 +138,19 @@ class SIGNSIM_OT_clip_rename(bpy.types.Operator):
         return _clip_poll(cls, context)
 
     def invoke(self, context, event):
-        self.new_name = library_ui.active_item(context).name
+        self.new_name = library.ui.active_item(context).name
         return context.window_manager.invoke_props_dialog(self)
 
     def execute(self, context):
-        item = library_ui.active_item(context)
+        item = library.ui.active_item(context)
         try:
-            rec = library.edit_clip(library_ui.library_path(context), item.name,
+            rec = library.edit_clip(library.ui.library_path(context), item.name,
                                     rename=self.new_name)
-            library_ui.refresh_list(context, select=rec["name"])
+            library.ui.refresh_list(context, select=rec["name"])
         except SignSimError as ex:
             self.report({'ERROR'}, str(ex))
             return {'CANCELLED'}
-        self.report({'INFO'}, f"Renamed to '{rec['name']}'")
+        self.report({'INFO'}, rpt_("Renamed to '{}'").format(rec['name']))
         return {'FINISHED'}
 
 
@@ -164,18 +166,18 @@ class SIGNSIM_OT_clip_retag(bpy.types.Operator):
         return _clip_poll(cls, context)
 
     def invoke(self, context, event):
-        self.tags = library_ui.active_item(context).tags
+        self.tags = library.ui.active_item(context).tags
         return context.window_manager.invoke_props_dialog(self)
 
     def execute(self, context):
-        item = library_ui.active_item(context)
+        item = library.ui.active_item(context)
         try:
-            rec = library.edit_clip(library_ui.library_path(context), item.name, tags=self.tags)
-            library_ui.refresh_list(context, select=rec["name"])
+            rec = library.edit_clip(library.ui.library_path(context), item.name, tags=self.tags)
+            library.ui.refresh_list(context, select=rec["name"])
         except SignSimError as ex:
             self.report({'ERROR'}, str(ex))
             return {'CANCELLED'}
-        self.report({'INFO'}, f"Tags of '{rec['name']}': {', '.join(rec['tags']) or 'none'}")
+        self.report({'INFO'}, rpt_("Tags of '{}': {}").format(rec['name'], ', '.join(rec['tags']) or rpt_("none")))
         return {'FINISHED'}
 
 
@@ -192,15 +194,15 @@ class SIGNSIM_OT_clip_delete(bpy.types.Operator):
         return context.window_manager.invoke_confirm(self, event)
 
     def execute(self, context):
-        item = library_ui.active_item(context)
+        item = library.ui.active_item(context)
         name = item.name
         try:
-            library.edit_clip(library_ui.library_path(context), name, delete=True)
-            library_ui.refresh_list(context)
+            library.edit_clip(library.ui.library_path(context), name, delete=True)
+            library.ui.refresh_list(context)
         except SignSimError as ex:
             self.report({'ERROR'}, str(ex))
             return {'CANCELLED'}
-        self.report({'INFO'}, f"Deleted '{name}' from the library")
+        self.report({'INFO'}, rpt_("Deleted '{}' from the library").format(name))
         return {'FINISHED'}
 
 

@@ -2,7 +2,7 @@
 import bpy
 from bpy_extras.io_utils import ExportHelper
 
-from ..signsim_addon import metrics_report
+from ..signsim_addon.bake import api as bake
 from ..signsim_addon.errors import SignSimError
 
 rpt_ = bpy.app.translations.pgettext_rpt
@@ -13,7 +13,7 @@ def _baked_action(cls, context):
     if ob is None or ob.type != 'ARMATURE':
         cls.poll_message_set("Select a baked armature")
         return None
-    action = metrics_report.metrics_action(ob)
+    action = bake.metrics_report.metrics_action(ob)
     if action is None:
         cls.poll_message_set("The armature has no physics bake with metrics")
     return action
@@ -30,10 +30,10 @@ class SIGNSIM_OT_metrics_worst_frame(bpy.types.Operator):
         return _baked_action(cls, context) is not None
 
     def execute(self, context):
-        action = metrics_report.metrics_action(context.active_object)
+        action = bake.metrics_report.metrics_action(context.active_object)
         try:
-            metrics, frames = metrics_report.action_report(action)
-            worst = metrics_report.worst_frame(metrics, frames)
+            metrics, frames = bake.metrics_report.action_report(action)
+            worst = bake.metrics_report.worst_frame(metrics, frames)
         except SignSimError as ex:
             self.report({'ERROR'}, str(ex))
             return {'CANCELLED'}
@@ -52,15 +52,15 @@ class _Export(ExportHelper):
         return _baked_action(cls, context) is not None
 
     def invoke(self, context, event):
-        action = metrics_report.metrics_action(context.active_object)
+        action = bake.metrics_report.metrics_action(context.active_object)
         if action is not None and not self.filepath:
             self.filepath = bpy.path.clean_name(action.name) + "_metrics" + self.filename_ext
         return ExportHelper.invoke(self, context, event)
 
     def execute(self, context):
-        action = metrics_report.metrics_action(context.active_object)
+        action = bake.metrics_report.metrics_action(context.active_object)
         try:
-            metrics, frames = metrics_report.action_report(action)
+            metrics, frames = bake.metrics_report.action_report(action)
             text = self.render(action, metrics, frames)
             with open(self.filepath, "w", encoding="utf-8", newline="") as f:
                 f.write(text)
@@ -80,7 +80,7 @@ class SIGNSIM_OT_metrics_export_csv(_Export, bpy.types.Operator):
     filter_glob: bpy.props.StringProperty(default="*.csv", options={'HIDDEN'})
 
     def render(self, action, metrics, frames):
-        return metrics_report.to_csv(metrics, frames)
+        return bake.metrics_report.to_csv(metrics, frames)
 
 
 class SIGNSIM_OT_metrics_export_json(_Export, bpy.types.Operator):
@@ -95,7 +95,7 @@ class SIGNSIM_OT_metrics_export_json(_Export, bpy.types.Operator):
         import json
         ref = action.signsim.reference_action
         settings = json.loads(action.signsim.bake_settings) if action.signsim.bake_settings else None
-        return metrics_report.to_json(metrics, frames, action.name, ref.name if ref else None, settings)
+        return bake.metrics_report.to_json(metrics, frames, action.name, ref.name if ref else None, settings)
 
 
 class SIGNSIM_OT_metrics_show_curves(bpy.types.Operator):
@@ -109,14 +109,14 @@ class SIGNSIM_OT_metrics_show_curves(bpy.types.Operator):
     def poll(cls, context):
         if _baked_action(cls, context) is None:
             return False
-        if metrics_report.graph_editor(context.screen) is None:
+        if bake.metrics_report.graph_editor(context.screen) is None:
             cls.poll_message_set("Open a Graph Editor to plot the per-frame metrics")
             return False
         return True
 
     def execute(self, context):
         try:
-            n = metrics_report.show_curves(context, context.active_object)
+            n = bake.metrics_report.show_curves(context, context.active_object)
         except SignSimError as ex:
             self.report({'ERROR'}, str(ex))
             return {'CANCELLED'}

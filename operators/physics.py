@@ -2,13 +2,13 @@
 import bpy
 from bl_operators.presets import AddPresetBase
 
-from ..signsim_addon import physics_presets, schedule
+from ..signsim_addon.bake import api as bake
 from ..signsim_addon.errors import SignSimError
 
 rpt_ = bpy.app.translations.pgettext_rpt
 
 _PHASE_ITEMS = [(p, label, f"{desc} (multiplier ×{value:g})")
-                for p, (label, value, desc) in schedule.PHASES.items()]
+                for p, (label, value, desc) in bake.schedule.PHASES.items()]
 
 
 def active_armature(cls, context, what="Select an armature"):
@@ -24,10 +24,10 @@ class SIGNSIM_OT_physics_preset_add(AddPresetBase, bpy.types.Operator):
     """Store the active armature's physics settings as a preset, or remove the chosen preset"""
     bl_idname = "signsim.physics_preset_add"
     bl_label = "Add Physics Preset"
-    preset_menu = physics_presets.MENU
-    preset_subdir = physics_presets.SUBDIR
-    preset_defines = physics_presets.DEFINES
-    preset_values = physics_presets.VALUES
+    preset_menu = bake.physics_presets.MENU
+    preset_subdir = bake.physics_presets.SUBDIR
+    preset_defines = bake.physics_presets.DEFINES
+    preset_values = bake.physics_presets.VALUES
 
     @classmethod
     def poll(cls, context):
@@ -50,7 +50,7 @@ class SIGNSIM_OT_schedule_phase(bpy.types.Operator):
 
     @classmethod
     def description(cls, context, properties):
-        label, value, desc = schedule.PHASES[properties.phase]
+        label, value, desc = bake.schedule.PHASES[properties.phase]
         return (bpy.app.translations.pgettext_tip(desc)
                 + f" (×{value:g}, {properties.frame_start}–{properties.frame_end})")
 
@@ -66,12 +66,12 @@ class SIGNSIM_OT_schedule_phase(bpy.types.Operator):
 
     def execute(self, context):
         try:
-            action, curve = schedule.lay_phase(context.active_object, self.phase,
+            action, curve = bake.schedule.lay_phase(context.active_object, self.phase,
                                                self.frame_start, self.frame_end)
         except SignSimError as ex:
             self.report({'ERROR'}, str(ex))
             return {'CANCELLED'}
-        label, value, _d = schedule.PHASES[self.phase]
+        label, value, _d = bake.schedule.PHASES[self.phase]
         self.report({'INFO'}, rpt_("Keyed {} (×{:g}) on frames {}–{} of '{}'").format(
             rpt_(label), value, self.frame_start, self.frame_end, action.name))
         return {'FINISHED'}
@@ -88,14 +88,14 @@ class SIGNSIM_OT_schedule_clear(bpy.types.Operator):
         ob = active_armature(cls, context, "Select the armature whose schedule to clear")
         if ob is None:
             return False
-        if not schedule.summary(ob):
+        if not bake.schedule.summary(ob):
             cls.poll_message_set("The armature's action has no schedule keys")
             return False
         return True
 
     def execute(self, context):
         try:
-            action = schedule.clear(context.active_object)
+            action = bake.schedule.clear(context.active_object)
         except SignSimError as ex:
             self.report({'ERROR'}, str(ex))
             return {'CANCELLED'}
@@ -134,9 +134,9 @@ class SIGNSIM_OT_schedule_auto(bpy.types.Operator):
     def execute(self, context):
         ob = context.active_object
         try:
-            segments = schedule.detect_phases(context.scene, ob, self.speed_threshold,
+            segments = bake.schedule.detect_phases(context.scene, ob, self.speed_threshold,
                                               self.gap_mm, self.min_frames)
-            action, _keys = schedule.lay_phases(ob, segments)
+            action, _keys = bake.schedule.lay_phases(ob, segments)
         except SignSimError as ex:
             self.report({'ERROR'}, str(ex))
             return {'CANCELLED'}

@@ -2,8 +2,10 @@
 import bpy
 from bpy_extras.io_utils import ExportHelper, ImportHelper
 
-from ..signsim_addon import retarget
+from ..signsim_addon.retarget import api as retarget
 from ..signsim_addon.errors import SignSimError
+
+rpt_ = bpy.app.translations.pgettext_rpt
 
 
 def _armatures(context):
@@ -50,7 +52,7 @@ class SIGNSIM_OT_bonemap_auto(_TargetOperator, bpy.types.Operator):
     def run(self, target, source):
         bone_map = retarget.auto_map(source, target)
         retarget.store_map(target, bone_map)
-        return f"Mapped {len(bone_map.pairs)} bones, {len(bone_map.unmapped_target)} unmapped"
+        return rpt_("Mapped {} bones, {} unmapped").format(len(bone_map.pairs), len(bone_map.unmapped_target))
 
 
 class SIGNSIM_OT_bonemap_set(_TargetOperator, bpy.types.Operator):
@@ -73,7 +75,7 @@ class SIGNSIM_OT_bonemap_mirror(_TargetOperator, bpy.types.Operator):
     bl_label = "Mirror Left → Right"
 
     def run(self, target, source):
-        return f"Mirrored {retarget.mirror_map(target, source)} pairs"
+        return rpt_("Mirrored {} pairs").format(retarget.mirror_map(target, source))
 
 
 class SIGNSIM_OT_bonemap_export(_TargetOperator, bpy.types.Operator, ExportHelper):
@@ -85,7 +87,7 @@ class SIGNSIM_OT_bonemap_export(_TargetOperator, bpy.types.Operator, ExportHelpe
 
     def run(self, target, source):
         retarget.export_map(target, self.filepath)
-        return f"Saved {self.filepath}"
+        return rpt_("Saved {}").format(self.filepath)
 
 
 class SIGNSIM_OT_bonemap_import(_TargetOperator, bpy.types.Operator, ImportHelper):
@@ -96,7 +98,7 @@ class SIGNSIM_OT_bonemap_import(_TargetOperator, bpy.types.Operator, ImportHelpe
     filter_glob: bpy.props.StringProperty(default="*.json", options={'HIDDEN'})
 
     def run(self, target, source):
-        return f"Loaded {retarget.import_map(target, self.filepath)} pairs"
+        return rpt_("Loaded {} pairs").format(retarget.import_map(target, self.filepath))
 
 
 class SIGNSIM_OT_retarget(_TargetOperator, bpy.types.Operator):
@@ -106,12 +108,8 @@ class SIGNSIM_OT_retarget(_TargetOperator, bpy.types.Operator):
     needs_source = True
 
     def run(self, target, source):
-        bone_map = retarget.stored_map(target)
-        if bone_map is None:
-            bone_map = retarget.auto_map(source, target)
-            retarget.store_map(target, bone_map)
-        result = retarget.retarget(source, target, bone_map)
-        return f"Created action '{result.action.name}' ({len(result.frames)} frames)"
+        result = retarget.retarget_source(source, target)
+        return rpt_("Created action '{}' ({} frames)").format(result.action.name, len(result.frames))
 
 
 classes = (SIGNSIM_OT_bonemap_auto, SIGNSIM_OT_bonemap_set, SIGNSIM_OT_bonemap_mirror,

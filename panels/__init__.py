@@ -15,4 +15,3 @@ class SIGNSIM_PT_main(SidebarPanel, bpy.types.Panel):
 
 classes = (SIGNSIM_PT_main, *library.classes, *retarget.classes, *compose.classes,
            *physics.classes, *bake.classes)
-register, unregister = bpy.utils.register_classes_factory(classes)

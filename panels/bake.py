@@ -1,9 +1,8 @@
 """Bake and Metrics panels of the SignSim tab (drawing only)."""
 import bpy
 
-from ..signsim_addon import bake, metrics_report
+from ..signsim_addon.bake import api as bake
 from ..signsim_addon.errors import SignSimError
-from ..signsim_addon.properties import _GROUP_LABELS
 from .sidebar import SidebarPanel
 
 iface_ = bpy.app.translations.pgettext_iface
@@ -55,12 +54,12 @@ class SIGNSIM_PT_metrics(SidebarPanel, bpy.types.Panel):
     def draw(self, context):
         layout = self.layout
         ob = context.active_object
-        action = metrics_report.metrics_action(ob) if ob is not None else None
+        action = bake.metrics_report.metrics_action(ob) if ob is not None else None
         if action is None:
             layout.label(text="Bake an armature to see its metrics", icon='INFO')
             return
         try:
-            metrics = metrics_report.parse(action.signsim.bake_metrics)
+            metrics = bake.metrics_report.parse(action.signsim.bake_metrics)
         except SignSimError as ex:
             layout.label(text=str(ex), icon='ERROR', translate=False)
             return
@@ -72,19 +71,19 @@ class SIGNSIM_PT_metrics(SidebarPanel, bpy.types.Panel):
         before.label(text="Before")
         after.label(text="After")
         marks.label(text="")
-        for r in metrics_report.table_rows(metrics):
+        for r in bake.metrics_report.table_rows(metrics):
             names.label(text=r.label)
             before.label(text=r.text(r.before), translate=False)
             after.label(text=r.text(r.after), translate=False)
             marks.label(text="", icon=VERDICT_ICONS[r.verdict])
-        groups = metrics_report.group_rows(metrics)
+        groups = bake.metrics_report.group_rows(metrics)
         if groups:
             box = layout.box()
             box.label(text="Tracking per Group (°)")
             col = box.column(align=True)
             for g, value in groups:
                 row = col.row()
-                row.label(text=_GROUP_LABELS.get(g, g))
+                row.label(text=bake.GROUP_LABELS.get(g, g))
                 row.label(text=f"{value:.2f}", translate=False)
         warnings = metrics.get("warnings", ())
         if warnings:

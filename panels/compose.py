@@ -1,7 +1,7 @@
 """Compose panel: clips with their seams, layers, the last result (drawing only)."""
 import bpy
 
-from ..signsim_addon import compose
+from ..signsim_addon.compose import api as compose
 from .sidebar import SidebarPanel
 
 

@@ -1,7 +1,7 @@
 """The Motion Library panel of the SignSim sidebar tab, and its clip list. Drawing only."""
 import bpy
 
-from ..signsim_addon import library, library_ui
+from ..signsim_addon.library import api as library
 from .sidebar import SidebarPanel
 
 
@@ -25,7 +25,7 @@ class SIGNSIM_UL_clips(bpy.types.UIList):
         s = context.scene.signsim
         tags = library.parse_tags(s.filter_tags)
         flags = [self.bitflag_filter_item
-                 if library.matches(library_ui.item_record(it), text=s.filter_text,
+                 if library.matches(library.ui.item_record(it), text=s.filter_text,
                                     tags=tags, any_tag=s.filter_any) else 0
                  for it in items]
         return flags, []
@@ -37,7 +37,7 @@ class SIGNSIM_PT_library(SidebarPanel, bpy.types.Panel):
     def draw(self, context):
         layout = self.layout
         s = context.scene.signsim
-        layout.prop(s, "library_path", text="", placeholder=library_ui.library_path(context))
+        layout.prop(s, "library_path", text="", placeholder=library.ui.library_path(context))
         row = layout.row(align=True)
         row.operator("signsim.import_clips", icon='IMPORT')
         row.operator("signsim.library_refresh", text="", icon='FILE_REFRESH')
@@ -53,7 +53,7 @@ class SIGNSIM_PT_library(SidebarPanel, bpy.types.Panel):
         col.operator("signsim.clip_rename", text="", icon='GREASEPENCIL')
         col.operator("signsim.clip_retag", text="", icon='BOOKMARKS')
         col.operator("signsim.clip_delete", text="", icon='TRASH')
-        item = library_ui.active_item(context)
+        item = library.ui.active_item(context)
         if item is None:
             return
         box = layout.box()

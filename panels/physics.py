@@ -1,9 +1,7 @@
 """Physics and Stiffness Schedule panels of the SignSim tab (drawing only)."""
 import bpy
 
-from ..signsim_addon import physics_presets, schedule
-from ..signsim_addon.properties import _GROUP_LABELS
-from ..signsim_addon.rig import GROUPS
+from ..signsim_addon.bake import api as bake
 from .sidebar import SidebarPanel
 
 iface_ = bpy.app.translations.pgettext_iface
@@ -12,8 +10,8 @@ MAX_ROWS = 12  # schedule keys listed in the panel
 
 class SIGNSIM_MT_physics_presets(bpy.types.Menu):
     """Physics presets: soft, default, stiff and the user's own"""
-    bl_label = physics_presets.MENU_LABEL
-    preset_subdir = physics_presets.SUBDIR
+    bl_label = bake.physics_presets.MENU_LABEL
+    preset_subdir = bake.physics_presets.SUBDIR
     preset_operator = "script.execute_preset"
     draw = bpy.types.Menu.draw_preset
 
@@ -37,7 +35,7 @@ class SIGNSIM_PT_physics(SidebarPanel, bpy.types.Panel):
             return
         p = ob.signsim.physics
         row = layout.row(align=True)
-        row.menu(physics_presets.MENU, text=SIGNSIM_MT_physics_presets.bl_label)
+        row.menu(bake.physics_presets.MENU, text=SIGNSIM_MT_physics_presets.bl_label)
         row.operator("signsim.physics_preset_add", text="", icon='ADD')
         row.operator("signsim.physics_preset_add", text="", icon='REMOVE').remove_active = True
 
@@ -48,11 +46,11 @@ class SIGNSIM_PT_physics(SidebarPanel, bpy.types.Panel):
         grid.label(text="Frequency (Hz)")
         grid.label(text="Damping (ζ)")
         simulated = set(p.simulate_parts)
-        for g in GROUPS:  # groups that only follow the reference are greyed out
+        for g in bake.GROUPS:  # groups that only follow the reference are greyed out
             cells = [grid.row() for _ in range(3)]
             for cell in cells:
                 cell.active = g in simulated
-            cells[0].label(text=_GROUP_LABELS[g])
+            cells[0].label(text=bake.GROUP_LABELS[g])
             cells[1].prop(p, f"{g}_frequency", text="")
             cells[2].prop(p, f"{g}_damping", text="")
         box.prop(p, "feedforward")
@@ -87,11 +85,11 @@ class SIGNSIM_PT_schedule(SidebarPanel, bpy.types.Panel):
             return
         p = ob.signsim.physics
         layout.prop(p, "contact_multiplier")
-        rows = schedule.summary(ob)
+        rows = bake.schedule.summary(ob)
         if rows is None:
             layout.label(text="Add an action to key a schedule", icon='INFO')
             return
-        action = schedule.target(ob)[0]
+        action = bake.schedule.target(ob)[0]
         if ob.animation_data.action is not action:
             layout.label(text=iface_("Keys go on the reference '{}'").format(action.name),
                          icon='INFO', translate=False)
@@ -100,7 +98,7 @@ class SIGNSIM_PT_schedule(SidebarPanel, bpy.types.Panel):
         row.prop(s, "schedule_frame_start")
         row.prop(s, "schedule_frame_end")
         row = layout.row(align=True)
-        for phase, (label, value, _desc) in schedule.PHASES.items():
+        for phase, (label, value, _desc) in bake.schedule.PHASES.items():
             op = row.operator("signsim.schedule_phase", text=f"{iface_(label)} ×{value:g}",
                               translate=False)
             op.phase = phase
@@ -111,7 +109,7 @@ class SIGNSIM_PT_schedule(SidebarPanel, bpy.types.Panel):
             box = layout.box()
             col = box.column(align=True)
             for frame, value, phase in rows[:MAX_ROWS]:
-                name = iface_(schedule.PHASES[phase][0]) if phase else ""
+                name = iface_(bake.schedule.PHASES[phase][0]) if phase else ""
                 col.label(text=f"{frame:g}: ×{value:.2f} {name}", icon='KEYFRAME', translate=False)
             if len(rows) > MAX_ROWS:
                 col.label(text=iface_("… {} more keys (Graph Editor)").format(len(rows) - MAX_ROWS),

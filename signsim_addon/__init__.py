@@ -1,14 +1,4 @@
-"""The Blender side of SignSim: data model, drivers of each capability, the CLI."""
-from . import cli, library, physics_presets, preferences, properties, translations  # noqa: F401 (library: API for operators)
-
-_modules = (preferences, properties, physics_presets, translations, cli)
-
-
-def register():
-    for module in _modules:
-        module.register()
-
-
-def unregister():
-    for module in reversed(_modules):
-        module.unregister()
+"""The Blender side of SignSim: one package per capability (library, retarget, compose,
+bake, demo), each with an api.py, plus what they share (compat, keys, files, errors,
+preferences, properties, translations, the CLI dispatcher). Registration: the root
+__init__.py."""

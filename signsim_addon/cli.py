@@ -28,19 +28,13 @@ class _Parser(argparse.ArgumentParser):
         raise _UsageError(f"{self.prog}: {message} (see --help)")
 
 
-def _not_available(what):
-    def add_arguments(parser):
-        parser.add_argument("rest", nargs=argparse.REMAINDER, help=argparse.SUPPRESS)
-
-    def run(args, say):
-        raise SignSimError(f"'{args.command}' is not available yet in this version: {what}")
-
-    return add_arguments, run
-
-
 def _commands():
     """(name, help, add_arguments, run) for every subcommand, in --help order."""
-    from . import bake_cli, batch, demo, library_cli, retarget_cli
+    from .bake import cli as bake_cli
+    from .compose import cli as compose_cli
+    from .demo import cli as demo
+    from .library import cli as library_cli
+    from .retarget import cli as retarget_cli
     return (
         ("demo", "run the main job on the bundled sample and print a summary",
          demo.add_arguments, demo.run),
@@ -53,15 +47,10 @@ def _commands():
         ("bake", "bake the physics pass onto an armature's keyframes",
          bake_cli.add_arguments, bake_cli.run),
         ("batch", "retarget and bake many library clips in parallel",
-         batch.add_arguments, batch.run),
+         bake_cli.add_batch_arguments, bake_cli.run_batch),
         ("compose", "splice clips into one action with transitions",
-         *_compose_cli()),
+         compose_cli.add_arguments, compose_cli.run),
     )
-
-
-def _compose_cli():
-    from . import compose_cli
-    return compose_cli.add_arguments, compose_cli.run
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -1,4 +1,13 @@
-"""The one exception type SignSim raises for bad input or a refused action."""
+"""The one exception type SignSim raises for bad input or a refused action, and the
+reporter protocol every use case takes.
+
+A reporter is a callable `report(level, message)`: level is 'INFO', 'WARNING' or 'ERROR'
+(Blender's operator report types, bpy.types.Operator.report), message one line.
+"""
+
+import contextlib
+
+INFO, WARNING, ERROR = 'INFO', 'WARNING', 'ERROR'
 
 
 class SignSimError(Exception):
@@ -7,3 +16,28 @@ class SignSimError(Exception):
     The message is one line, names the offending file/object, and says what is wrong.
     Operators report it as an error; the CLI prints it as one line on stderr and exits 1.
     """
+
+
+@contextlib.contextmanager
+def from_solver(prefix=""):
+    """Re-raise the solver's ValueError (bad input: a skeleton, a preset, settings) as
+    SignSimError at the add-on boundary, its message prefixed with `prefix`."""
+    try:
+        yield
+    except ValueError as ex:
+        raise SignSimError(f"{prefix}{ex}") from None
+
+
+def silent(level, message):
+    """The reporter that drops every message."""
+
+
+def cli_reporter(say):
+    """A reporter printing through `say(line)`: INFO as it is, others prefixed 'warning: '
+    or 'error: '."""
+    return lambda level, message: say(message if level == INFO else f"{level.lower()}: {message}")
+
+
+def operator_reporter(operator):
+    """A reporter forwarding to bpy.types.Operator.report."""
+    return lambda level, message: operator.report({level}, message)

@@ -4,10 +4,21 @@ Every subcommand checks all its paths before any work, so a bad path costs nothi
 never leaves half a result behind, and no output may overwrite an input or another output.
 """
 import os
+from dataclasses import dataclass
 
 import bpy
 
 from .errors import SignSimError
+
+
+@dataclass(frozen=True, kw_only=True)
+class FileRequest:
+    """What every file-to-file use case names: rig, the input .blend with the armature;
+    out, where the result goes (never an input); armature, the object's name (None: the
+    only armature in rig). Capabilities add their own fields."""
+    rig: str
+    out: str
+    armature: str = None
 
 
 def check_files(inputs, outputs):
@@ -35,6 +46,22 @@ def open_blend(path):
         bpy.ops.wm.open_mainfile(filepath=os.path.abspath(path), load_ui=False)
     except RuntimeError as ex:
         raise SignSimError(f"cannot open {path}: {str(ex).strip().splitlines()[-1]}") from None
+
+
+def find_armature(name=None):
+    """The armature object called `name` in the open file; with no name, the only armature
+    there. Raises SignSimError naming the armatures there are."""
+    armatures = sorted(o.name for o in bpy.data.objects if o.type == 'ARMATURE')
+    if name:
+        ob = bpy.data.objects.get(name)
+        if ob is None or ob.type != 'ARMATURE':
+            raise SignSimError(f"no armature named '{name}' in the rig file; armatures: "
+                               f"{', '.join(armatures) or 'none'}")
+        return ob
+    if len(armatures) != 1:
+        raise SignSimError(f"the rig file has {len(armatures)} armatures "
+                           f"({', '.join(armatures) or 'none'}): choose one with --armature")
+    return bpy.data.objects[armatures[0]]
 
 
 def save_atomically(out, say=None):

@@ -1,17 +1,16 @@
 """Bone animation as arrays: F-curves evaluated directly, keys written in bulk.
 
-Blender 5 actions are slotted: F-curves live in a channelbag per slot
-(bpy_extras.anim_utils.action_get_channelbag_for_slot / action_ensure_channelbag_for_slot).
+Blender 5 actions are slotted: F-curves live in a channelbag per slot (compat.py).
 Reading evaluates each F-curve at the requested frames (no scene update per frame);
-writing adds all keyframe points of a curve at once with foreach_set, which is ~30×
-faster than keyframe_points.insert (BLENDER_NOTES.md, "Writing keys").
+writing adds all keyframe points of a curve at once with foreach_set, many times
+faster than keyframe_points.insert (bpy.types.FCurveKeyframePoints.foreach_set).
 """
 from dataclasses import dataclass
 
 import bpy
 import numpy as np
-from bpy_extras import anim_utils
 
+from . import compat
 from ..solver import quat
 from .errors import SignSimError
 
@@ -38,7 +37,7 @@ def bone_path(bone_name: str, prop: str) -> str:
 
 def channelbag(action, slot):
     """The channelbag of `slot` in `action`, or None when the slot has no F-curves."""
-    return anim_utils.action_get_channelbag_for_slot(action, slot)
+    return compat.get_channelbag(action, slot)
 
 
 def keyed_frame_range(action, slot):
@@ -116,33 +115,6 @@ def write_curves(action, slot, curves, frames, interpolation="LINEAR"):
 
     curves: iterable of (data_path, array_index, group_name, values (F,)); frames (F,).
     """
-    bag = anim_utils.action_ensure_channelbag_for_slot(action, slot)
+    bag = compat.ensure_channelbag(action, slot)
     for data_path, index, group, values in curves:
         write_curve(bag, data_path, index, group, frames, values, interpolation)
-
-
-def bone_curves(bone_names, rotations=None, locations=None):
-    """(data_path, index, group, values) tuples for write_curves.
-
-    rotations (F, B, 4) w-first → rotation_quaternion; locations (F, B, 3) → location.
-    """
-    out = []
-    for j, name in enumerate(bone_names):
-        if rotations is not None:
-            out += [(bone_path(name, "rotation_quaternion"), k, name, rotations[:, j, k]) for k in range(4)]
-        if locations is not None:
-            out += [(bone_path(name, "location"), k, name, locations[:, j, k]) for k in range(3)]
-    return out
-
-
-def assign_action(ob, action, slot):
-    """Assign `action` and `slot` to `ob`, creating animation data if needed.
-
-    Compares slot handles first: re-assigning the already-assigned slot on an unevaluated
-    object crashes Blender 5.0.1 (BLENDER_NOTES.md, "Actions in Blender 5.0").
-    """
-    ad = ob.animation_data or ob.animation_data_create()
-    if ad.action != action:
-        ad.action = action
-    if ad.action_slot_handle != slot.handle:
-        ad.action_slot = slot

@@ -35,4 +35,3 @@ def library_path(context=None) -> str:
 
 
 classes = (SIGNSIM_AP_preferences,)
-register, unregister = bpy.utils.register_classes_factory(classes)

@@ -8,47 +8,46 @@ Each capability adds its fields to these groups; nothing else is stored elsewher
 """
 import bpy
 
-from .bake import DEFAULT_FREQUENCY_HZ
-from .rig import GROUPS
-
-_GROUP_LABELS = {"fingers": "Fingers", "thumb": "Thumb", "wrist": "Wrist", "forearm": "Forearm",
-                 "upper_arm": "Upper Arm", "clavicle": "Clavicle", "neck_head": "Neck/Head"}
+from ..solver import settings as table
+from ..solver.settings import GROUP_LABELS, GROUPS
 
 
 def _physics_annotations():
     ann = {}
     for g in GROUPS:
-        label = _GROUP_LABELS[g]
+        label = GROUP_LABELS[g]
         ann[f"{g}_frequency"] = bpy.props.FloatProperty(
-            name=f"{label} Frequency", default=DEFAULT_FREQUENCY_HZ[g], min=0.1, soft_max=30.0, unit='NONE',
+            name=f"{label} Frequency", default=table.DEFAULT_FREQUENCY_HZ[g], min=0.1, soft_max=30.0, unit='NONE',
             description=f"Natural frequency of the {label.lower()} PD tracking, in Hz "
                         "(Kp = I·ω², ω = 2π·f)")
         ann[f"{g}_damping"] = bpy.props.FloatProperty(
-            name=f"{label} Damping", default=1.0, min=0.05, soft_max=3.0,
+            name=f"{label} Damping", default=table.DEFAULT_DAMPING_RATIO, min=0.05, soft_max=3.0,
             description=f"Damping ratio ζ of the {label.lower()} PD tracking (1 = critical; Kd = 2ζIω)")
     ann.update(
         feedforward=bpy.props.BoolProperty(
-            name="Feedforward", default=True,
+            name="Feedforward", default=table.FEEDFORWARD,
             description="Add the inverse-dynamics torque of the reference (RNEA), so low gains track without lag"),
         contact_stiffness=bpy.props.FloatProperty(
-            name="Contact Stiffness", default=3e4, min=1.0, description="Penalty stiffness kp, in N/m"),
+            name="Contact Stiffness", default=table.CONTACT_STIFFNESS, min=1.0, description="Penalty stiffness kp, in N/m"),
         contact_damping=bpy.props.FloatProperty(
-            name="Contact Damping", default=20.0, min=0.0, description="Contact damping kd, in N·s/m"),
+            name="Contact Damping", default=table.CONTACT_DAMPING, min=0.0, description="Contact damping kd, in N·s/m"),
         target_depth_mm=bpy.props.FloatProperty(
-            name="Target Depth", default=0.2, min=0.01, soft_max=2.0,
+            name="Target Depth", default=table.TARGET_DEPTH_MM, min=0.01, soft_max=2.0,
             description="Penetration depth the adaptive stiffness schedule aims at, in mm"),
         use_schedule=bpy.props.BoolProperty(
-            name="Adaptive Stiffness", default=True,
-            description="Adapt the contact stiffness each frame towards the target depth (seed §9.2)"),
+            name="Adaptive Stiffness", default=table.SCHEDULE,
+            description="Adapt the contact stiffness each frame towards the target depth"),
         contact_multiplier=bpy.props.FloatProperty(
             name="Stiffness Multiplier", default=1.0, min=0.01, soft_max=10.0, options={'ANIMATABLE'},
             description="Animator's multiplier on the contact stiffness; key it to make a schedule"),
-        max_substeps=bpy.props.IntProperty(
-            name="Max Substeps", default=4, min=1, max=32,
-            description="Most solver steps per frame chosen by the step-doubling error estimate (a power of two)"),
+        max_substeps=bpy.props.EnumProperty(
+            name="Max Substeps", default=str(table.MAX_SUBSTEPS),
+            items=[(str(n), str(n), f"At most {n} solver step{'s' if n > 1 else ''} per frame", n)
+                   for n in table.SUBSTEP_CHOICES],
+            description="Most solver steps per frame chosen by the step-doubling error estimate"),
         simulate_parts=bpy.props.EnumProperty(
             name="Simulated", options={'ENUM_FLAG'}, default=set(GROUPS),
-            items=[(g, _GROUP_LABELS[g], f"Simulate the {_GROUP_LABELS[g].lower()} bones") for g in GROUPS],
+            items=[(g, GROUP_LABELS[g], f"Simulate the {GROUP_LABELS[g].lower()} bones") for g in GROUPS],
             description="Joint groups the physics pass simulates; the rest follows the reference"),
         face_object=bpy.props.PointerProperty(
             name="Face", type=bpy.types.Object, poll=lambda self, ob: ob.type == 'MESH',
@@ -115,7 +114,7 @@ class SignSimSceneSettings(bpy.types.PropertyGroup):
 
 
 class SignSimBoneMapItem(bpy.types.PropertyGroup):
-    """One bone map pair: which source bone drives this target bone (retarget.py)."""
+    """One bone map pair: which source bone drives this target bone (retarget/transfer.py)."""
     target: bpy.props.StringProperty(name="Target", description="Bone of this armature")
     source: bpy.props.StringProperty(name="Source", description="Bone of the source armature "
                                      "that drives the target bone (empty: not driven)")
@@ -130,7 +129,7 @@ _CURVES = [("linear", "Linear", "α = s: constant speed, corners at both ends"),
 
 
 class SignSimComposeClip(bpy.types.PropertyGroup):
-    """One clip of a composition and the seam into it (compose.py)."""
+    """One clip of a composition and the seam into it (compose/api.py)."""
     clip: bpy.props.StringProperty(
         name="Clip", description="Library clip name, mocap file (BVH, FBX, glTF) or an action of this file")
     trim_in: bpy.props.IntProperty(name="In", min=0, description="First frame of the clip to use (0: its start)")
@@ -225,7 +224,7 @@ class SignSimActionSettings(bpy.types.PropertyGroup):
 
 classes = (SignSimClipItem, SignSimPhysicsSettings, SignSimSceneSettings, SignSimBoneMapItem,
            SignSimObjectSettings, SignSimActionSettings)
-_pointers = (
+POINTERS = (  # registered after the classes, by the root __init__.py
     (bpy.types.Scene, SignSimSceneSettings),
     (bpy.types.Object, SignSimObjectSettings),
     (bpy.types.Action, SignSimActionSettings),
@@ -233,17 +232,3 @@ _pointers = (
 # the compose groups register before the object settings that point to them
 _at = classes.index(SignSimObjectSettings)
 classes = classes[:_at] + (SignSimComposeClip, SignSimComposeLayer, SignSimComposeSettings) + classes[_at:]
-
-
-def register():
-    for cls in classes:
-        bpy.utils.register_class(cls)
-    for id_type, group in _pointers:
-        id_type.signsim = bpy.props.PointerProperty(type=group)
-
-
-def unregister():
-    for id_type, _group in reversed(_pointers):
-        del id_type.signsim
-    for cls in reversed(classes):
-        bpy.utils.unregister_class(cls)

@@ -83,14 +83,14 @@ def ui_strings() -> set:
             _rna_strings(rna, out, seen)
         elif issubclass(cls, bpy.types.Panel):
             out.add((DEFAULT, cls.bl_label))
-    from . import physics_presets
+    from .bake import physics_presets
     out.add((DEFAULT, physics_presets.MENU_LABEL))  # a preset menu's label is the preset's name
     for id_type in (bpy.types.Scene, bpy.types.Object, bpy.types.Action):
         _rna_strings(id_type.bl_rna.properties["signsim"].fixed_type, out, seen)
     addon = bpy.context.preferences.addons.get(__package__.rpartition(".")[0])
     if addon is not None and addon.preferences is not None:
         _rna_strings(addon.preferences.bl_rna, out, seen)
-    from . import metrics_report, schedule
+    from .bake import metrics_report, schedule
     out |= {(DEFAULT, row[1]) for row in metrics_report.SUMMARY}
     out |= {(DEFAULT, s) for label, _v, desc in schedule.PHASES.values() for s in (label, desc)}
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

@@ -1,9 +1,9 @@
 """SignSim's numerics: numpy and scipy only, arrays in and arrays out.
 
-Nothing in this package may import bpy, mathutils or bmesh (tests/solver_tests/test_layers.py
+Nothing in this package may import bpy, mathutils or bmesh (tests/solver/test_layers.py
 enforces it), so the whole physics pass can be tested and benchmarked without Blender.
 
-Entry points (DESIGN.md "Physics pass" and "Metrics"):
+Entry points:
     model.SkeletonModel       the skeleton, built from arrays
     reference.Reference       the keyed animation to track (plus an optional face mesh)
     simulate.SimSettings      gains, contacts, schedule, substeps (presets: SimSettings.preset)

@@ -36,10 +36,17 @@ def pose_matrices(parents, rest, locations, rotations, scales):
     scales (F, B, 3): the pose channels. Returns (F, B, 4, 4).
     Raises ValueError when a parent comes after its child.
     """
+    return chain(parents, rest, local_matrices(locations, rotations, scales))
+
+
+def chain(parents, rest, local):
+    """Posed armature-space matrices (F, B, 4, 4) from local pose matrices local (F, B, 4, 4)
+    (PoseBone.matrix_basis), parents (B,) ordered parents first and rest (B, 4, 4).
+    Raises ValueError when a parent comes after its child.
+    """
     parents = np.asarray(parents)
     if np.any(parents >= np.arange(parents.size)):
         raise ValueError("bones must be ordered parents first")
-    local = local_matrices(locations, rotations, scales)
     out = np.empty_like(local)
     for i, p in enumerate(parents):
         if p < 0:

@@ -1,4 +1,4 @@
-"""Composition (DESIGN.md "Composition", seed 004 §3–5): splice clips with blend windows,
+"""Composition: splice clips with blend windows,
 layer additive motion, and measure every seam. numpy only; arrays in, arrays out.
 
 Data of one clip (a `Track`), all sampled at one common frame rate `fps` (frames/s):

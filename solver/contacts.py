@@ -1,7 +1,7 @@
 """Capsule–capsule penalty contacts: closest points, rest-pose pair filtering, broad phase.
 
 Penetration d = r₁ + r₂ − ‖c₁ − c₂‖ between the closest points c₁, c₂ of the capsule
-axes, normal n from bone 2 to bone 1 (DESIGN.md "Physics pass" §4). Forces and their
+axes, normal n from bone 2 to bone 1. Forces and their
 implicit linearisation live in integrator.py; this module only does geometry.
 """
 

@@ -1,4 +1,4 @@
-"""Linearised backward-Euler step of the tracked skeleton (DESIGN.md "Physics pass" §3–6).
+"""Linearised backward-Euler step of the tracked skeleton.
 
 One step solves
 
@@ -252,7 +252,7 @@ def tracking_forces(model, physics, ev, tau_ff, mid, end, h, damping_scale=1.0):
     """Generalised force f (n_dof,) N·m without contacts, and the diagonal stiffness and
     damping it adds to K and D (n_dof,), for a step of h seconds.
 
-    PD towards the reference (Kp = I ω², Kd = 2 ζ I ω with I = diag(M), DESIGN.md §3),
+    PD towards the reference (Kp = I ω², Kd = 2 ζ I ω with I = diag(M)),
     feedforward, joint-limit penalties (active where a limit is or would be crossed
     within the step), minus the bias c(q, q̇). The reference is sampled where each term
     lives in the step q⁺ = q ⊕ h v⁺: positions at its end (`end` Target), the velocity
@@ -411,7 +411,7 @@ def _active_set_solve(ev, A, b, h, contact_stiffness, contact_damping):
 
 
 def advance_rotations(model, rotations, increment):
-    """q ⊗ exp(Δ) per bone for DOF increments (n_dof,) rad in each bone's frame (the ⊕ of §6).
+    """q ⊗ exp(Δ) per bone for DOF increments (n_dof,) rad in each bone's frame (the ⊕ of the rotation manifold).
 
     Products of unit quaternions stay unit to rounding (~1e-16 per step), so no
     renormalisation is needed here; simulate() normalises its output.

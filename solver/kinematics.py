@@ -18,7 +18,6 @@ _SKEW = np.zeros((3, 9))
 _SKEW[2, 1], _SKEW[1, 2], _SKEW[2, 3], _SKEW[0, 5], _SKEW[1, 6], _SKEW[0, 7] = -1, 1, 1, -1, -1, 1
 
 
-_EYE3 = np.eye(3)
 _EYE34 = np.eye(3, 4)
 
 

@@ -1,4 +1,4 @@
-"""Quality metrics of DESIGN.md ("Metrics"), computed from arrays for the reference and
+"""Quality metrics, computed from arrays for the reference and
 the physics-pass result alike (before = reference, after = result).
 
 Units: angles in degrees where the name says _deg, lag in ms, jerk cost in m²/s⁵,
@@ -35,9 +35,9 @@ def tracking_error_deg(model, reference_rotations, rotations):
 
 
 def fingertips(model):
-    """Default fingertip bones: leaves labelled "finger", else all leaves."""
+    """Default fingertip bones: leaves labelled "fingers", else all leaves."""
     leaves = np.flatnonzero(model.children_count == 0)
-    fingers = [b for b in leaves if model.groups[b] == "finger"]
+    fingers = [b for b in leaves if model.groups[b] == "fingers"]
     return np.array(fingers if fingers else leaves, dtype=np.intp)
 
 

@@ -1,7 +1,7 @@
 """The physics pass: simulate(model, reference, settings) -> SimResult.
 
 Per frame interval the state is advanced by implicit steps (integrator.py) chosen by
-step doubling (seed §3.3): one step of size h against two of h/2 from the same
+step doubling: one step of size h against two of h/2 from the same
 evaluation; the two half steps are kept, and an interval whose estimate exceeds the
 tolerance is halved again, up to `max_substeps` steps per frame. The estimate (the
 single step) is skipped when the previous frame was taken as one step pair at level 0
@@ -9,17 +9,18 @@ and no contact penetrates at the frame start: that frame is then two half steps 
 halved against tunnelling). Independently, an
 interval is halved while contact points move more than half a capsule radius within a
 step (anti-tunnelling), up to `max_tunnel_substeps`. The contact stiffness follows the
-seed's schedule (§9.2) times the animator's per-frame multiplier, and failures walk
-the fallback ladder (§13.1): smaller steps, then softer contacts and more damping,
+adaptive schedule of SimSettings times the animator's per-frame multiplier, and failures walk
+the fallback ladder: smaller steps, then softer contacts and more damping,
 then a kinematic pass-through of the frame. Everything is deterministic.
 """
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from types import MappingProxyType
 
 import numpy as np
 
 from . import dynamics, quat
+from . import settings as table
 from .contacts import capsule_tunnelling
 from .integrator import (Physics, State, StepFailure, Target, evaluate, face_samples, face_tunnelling,
                          implicit_step, implicit_step_pair)
@@ -37,12 +38,8 @@ class GroupGains:
     damping_ratio: float = 1.0
 
 
-DEFAULT_GAINS = MappingProxyType({
-    "clavicle": GroupGains(4.0), "arm": GroupGains(5.0), "hand": GroupGains(6.0),
-    "finger": GroupGains(8.0), "neck": GroupGains(4.0), "head": GroupGains(4.0)})
-
-# Presets scale every group's natural frequency; gains scale with its square.
-PRESET_FREQUENCY_SCALE = MappingProxyType({"soft": 0.6, "default": 1.0, "stiff": 1.6})
+DEFAULT_GAINS = MappingProxyType({g: GroupGains(table.DEFAULT_FREQUENCY_HZ[g], table.DEFAULT_DAMPING_RATIO)
+                                  for g in table.GROUPS})
 
 LEVEL_SMALLER_STEPS, LEVEL_SOFTER, LEVEL_KINEMATIC = 1, 2, 3
 
@@ -52,7 +49,7 @@ class SimSettings:
     """Physics-pass settings (SI units unless stated).
 
     group_gains: {group label: GroupGains}; default_gains for groups not listed.
-    feedforward: add τ_ff = RNEA(q_ref, q̇_ref, q̈_ref) to the PD torque (seed §4.2).
+    feedforward: add τ_ff = RNEA(q_ref, q̇_ref, q̈_ref) to the PD torque.
     contact_stiffness N/m (initial kp), contact_damping N·s/m.
     schedule: adapt kp per frame, kp ← clamp(kp (1 + eta (d_max − d_target)/d_target),
         k_min, k_max) on frames with contact (d_target m, eta, k_min/k_max N/m).
@@ -66,19 +63,19 @@ class SimSettings:
     """
 
     group_gains: object = field(default_factory=lambda: DEFAULT_GAINS)
-    default_gains: GroupGains = GroupGains(6.0)
-    feedforward: bool = True
-    contact_stiffness: float = 3e4
-    contact_damping: float = 20.0
-    schedule: bool = True
-    d_target: float = 2e-4
+    default_gains: GroupGains = GroupGains(table.OTHER_FREQUENCY_HZ)
+    feedforward: bool = table.FEEDFORWARD
+    contact_stiffness: float = table.CONTACT_STIFFNESS
+    contact_damping: float = table.CONTACT_DAMPING
+    schedule: bool = table.SCHEDULE
+    d_target: float = table.TARGET_DEPTH_MM * 1e-3
     eta: float = 0.1
     k_min: float = 5e3
     k_max: float = 3e6
     stiffness_multiplier: np.ndarray = None
     limit_frequency_hz: float = 30.0
     limit_damping_ratio: float = 1.0
-    max_substeps: int = 4
+    max_substeps: int = table.MAX_SUBSTEPS
     tolerance: float = 0.02
     max_tunnel_substeps: int = 32
     gravity: float = dynamics.GRAVITY
@@ -86,17 +83,34 @@ class SimSettings:
     sdf_margin: float = 0.02
 
     @classmethod
+    def from_values(cls, values, stiffness_multiplier=None, **overrides):
+        """Settings from the table's value names (solver.settings.preset_values: per-group
+        "<group>_frequency" Hz and "<group>_damping", contact values, "target_depth_mm" mm,
+        "use_schedule", "max_substeps"), with field overrides. Raises ValueError for a
+        max_substeps outside SUBSTEP_CHOICES; the rest is checked by validate."""
+        if str(values["max_substeps"]) not in {str(n) for n in table.SUBSTEP_CHOICES}:
+            raise ValueError(f"max_substeps must be one of {', '.join(map(str, table.SUBSTEP_CHOICES))}, "
+                             f"not {values['max_substeps']!r}")
+        gains = MappingProxyType({g: GroupGains(float(values[f"{g}_frequency"]), float(values[f"{g}_damping"]))
+                                  for g in table.GROUPS})
+        fields = dict(group_gains=gains, feedforward=bool(values["feedforward"]),
+                      contact_stiffness=float(values["contact_stiffness"]),
+                      contact_damping=float(values["contact_damping"]), schedule=bool(values["use_schedule"]),
+                      d_target=float(values["target_depth_mm"]) * 1e-3, max_substeps=int(values["max_substeps"]),
+                      stiffness_multiplier=stiffness_multiplier)
+        return cls(**{**fields, **overrides})
+
+    @classmethod
     def preset(cls, name, **overrides):
-        """Settings for preset "soft", "default" or "stiff", with field overrides.
+        """Settings for preset "soft", "default" or "stiff" (solver.settings.PRESETS),
+        with field overrides; bones outside the table's groups get OTHER_FREQUENCY_HZ
+        scaled like the groups.
 
         Raises ValueError for an unknown preset name.
         """
-        if name not in PRESET_FREQUENCY_SCALE:
-            raise ValueError(f"unknown preset {name!r}; choose from {sorted(PRESET_FREQUENCY_SCALE)}")
-        s = PRESET_FREQUENCY_SCALE[name]
-        gains = {g: replace(v, frequency_hz=v.frequency_hz * s) for g, v in DEFAULT_GAINS.items()}
-        default = GroupGains(6.0 * s)
-        return cls(**{"group_gains": MappingProxyType(gains), "default_gains": default, **overrides})
+        values = table.preset_values(name)
+        default = GroupGains(table.OTHER_FREQUENCY_HZ * table.PRESETS[name].frequency_scale)
+        return cls.from_values(values, **{"default_gains": default, **overrides})
 
     def validate(self, n_frames):
         """Raise ValueError for inconsistent values; return the (n_frames,) multiplier."""
@@ -259,7 +273,7 @@ class ReferenceTrack:
         return rot, qd, s.base_rotation, s.base_position, bv, ba, qdd
 
     def _feedforward(self, rot, qd, base_rotation, base_position, bv, ba, qdd):
-        """RNEA(q_ref, q̇_ref, q̈_ref) (T, n_dof) N·m, batched over time (DESIGN.md §3)."""
+        """RNEA(q_ref, q̇_ref, q̈_ref) (T, n_dof) N·m, batched over time."""
         model = self.model
         kin = forward_kinematics(model, rot, base_rotation, base_position)
         spatial = dynamics.spatial_inertias(model, *dynamics.body_inertia_world(model, kin))

@@ -20,7 +20,7 @@ def isolate_user_resources(prefix: str = "signsim-") -> pathlib.Path:
     """Point Blender's user folders at a fresh temp folder; call before the first `import bpy`.
 
     Without this, Blender writes preferences, extension caches and shader caches into the
-    home folder (BLENDER_NOTES.md, "Setting up"). Returns the temp folder.
+    home folder. Returns the temp folder.
     """
     if "bpy" in sys.modules:
         raise RuntimeError("isolate_user_resources() must run before the first 'import bpy'")

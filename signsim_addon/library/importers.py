@@ -30,12 +30,13 @@ import tempfile
 
 import bpy
 import numpy as np
-from bpy_extras import anim_utils
 
-from ..errors import SignSimError
+from .. import compat
+from ..errors import WARNING, SignSimError
 from ..keys import write_curve
 from ...solver import quat
-from . import bvh, clean, tracking
+from ...solver import bvh, clean
+from . import tracking
 
 SUPPORTED = {".bvh": "BVH", ".fbx": "FBX", ".glb": "GLTF", ".gltf": "GLTF"}
 # Files next to glTF scenes: skipped silently inside folders, refused when named.
@@ -110,7 +111,7 @@ def import_file(path, report=None):
     if report:
         for clip in clips:
             for w in clip.warnings:
-                report({'WARNING'}, f"{name}: {w}")
+                report(WARNING, f"{name}: {w}")
     return clips
 
 
@@ -163,7 +164,10 @@ def _import_bvh(path, scene, tr):
     numpy with the importer's own formulas (see _bvh_keys) and written in bulk. Keying
     every frame through the importer costs a Python call per key; tests check that the
     result poses the skeleton exactly as Blender's importer does on the real files."""
-    data = bvh.read(path)
+    try:
+        data = bvh.read(path)
+    except bvh.BvhError as ex:  # one line naming the file
+        raise SignSimError(str(ex)) from None
     up, forward, scale, _height, note = bvh.detect_orientation(data)
     with tempfile.TemporaryDirectory(prefix="signsim-bvh-") as tmp:
         skel_file = os.path.join(tmp, os.path.basename(path))
@@ -224,7 +228,7 @@ def _bvh_keys(arm, action, data, scale, forward, up, warnings):
     Returns the number of frames trimmed."""
     from bpy_extras.io_utils import axis_conversion
     g = np.array(axis_conversion(from_forward=forward, from_up=up))
-    bag = anim_utils.action_get_channelbag_for_slot(action, arm.animation_data.action_slot)
+    bag = compat.get_channelbag(action, arm.animation_data.action_slot)
     bag.fcurves.clear()
     names = _bone_names(arm, data.names)
     q_bvh = bvh.local_rotations(data)                  # (F, J, 4) in the file's axes
@@ -397,7 +401,7 @@ def _key_static_pose(arm, action, slot):
     """A clip must not depend on the skeleton's un-keyed pose: importers (glTF) leave
     pose values on bones the animation does not key; key them (constant) in the clip,
     with the values the import left (not those of another clip evaluated since)."""
-    bag = anim_utils.action_get_channelbag_for_slot(action, slot)
+    bag = compat.get_channelbag(action, slot)
     have = {(fc.data_path, fc.array_index) for fc in bag.fcurves}
     start, end = action.frame_range
     times = np.array([start, end]) if end > start else np.array([start])
@@ -418,7 +422,7 @@ def _key_static_pose(arm, action, slot):
 
 
 def _moves_bones(action, slot, arm):
-    bag = anim_utils.action_get_channelbag_for_slot(action, slot)
+    bag = compat.get_channelbag(action, slot)
     if bag is None:
         return False
     names = {b.name for b in arm.data.bones}
@@ -445,7 +449,7 @@ def _drop_leaf_bones(arm, actions, scene):
     keyed = set()
     for action in actions:
         for slot in action.slots:
-            bag = anim_utils.action_get_channelbag_for_slot(action, slot)
+            bag = compat.get_channelbag(action, slot)
             for fc in (bag.fcurves if bag else ()):
                 m = re.match(r'pose\.bones\["(.+?)"\]', fc.data_path)
                 if m and len({round(k.co[1], 6) for k in fc.keyframe_points}) > 1:
@@ -462,7 +466,7 @@ def _drop_leaf_bones(arm, actions, scene):
     bpy.ops.object.mode_set(mode='OBJECT')
     for action in actions:
         for slot in action.slots:
-            bag = anim_utils.action_get_channelbag_for_slot(action, slot)
+            bag = compat.get_channelbag(action, slot)
             for fc in list(bag.fcurves if bag else ()):
                 m = re.match(r'pose\.bones\["(.+?)"\]', fc.data_path)
                 if m and m.group(1) in leaves:
@@ -475,7 +479,7 @@ def _drop_redundant_object_keys(arm, actions):
     transform (so nothing changes), which lets the rotation be baked into the rest pose."""
     for action in actions:
         for slot in action.slots:
-            bag = anim_utils.action_get_channelbag_for_slot(action, slot)
+            bag = compat.get_channelbag(action, slot)
             for fc in list(bag.fcurves if bag else ()):
                 if fc.data_path not in ("location", "rotation_euler", "rotation_quaternion"):
                     continue
@@ -497,7 +501,7 @@ def _detach_and_apply_rotation(arm, actions, scene):
     keyed = set()
     for action in actions:
         for slot in action.slots:
-            bag = anim_utils.action_get_channelbag_for_slot(action, slot)
+            bag = compat.get_channelbag(action, slot)
             keyed.update(fc.data_path for fc in (bag.fcurves if bag else ()))
     if keyed & {"rotation_euler", "rotation_quaternion", "rotation_axis_angle"}:
         return
@@ -535,7 +539,7 @@ def _scale_armature(arm, factor, actions, scene):
         pose["location"] = tuple(v * factor for v in pose["location"])
     for action in actions:
         for slot in action.slots:
-            bag = anim_utils.action_get_channelbag_for_slot(action, slot)
+            bag = compat.get_channelbag(action, slot)
             if bag is None:
                 continue
             for fc in bag.fcurves:
@@ -558,7 +562,7 @@ def _bake_object_scale(arm, actions, scene):
     scales = []
     for action in actions:
         for slot in action.slots:
-            bag = anim_utils.action_get_channelbag_for_slot(action, slot)
+            bag = compat.get_channelbag(action, slot)
             if bag is None:
                 continue
             for fc in list(bag.fcurves):
@@ -580,7 +584,7 @@ def _bake_object_scale(arm, actions, scene):
 
 def _repair_keyed_action(arm, action, slot, warnings):
     """Quaternion keys with continuous hemispheres (Euler bones converted), spikes reported."""
-    bag = anim_utils.action_get_channelbag_for_slot(action, slot)
+    bag = compat.get_channelbag(action, slot)
     by_bone = {}
     for fc in bag.fcurves:
         m = re.match(r'pose\.bones\["(.+?)"\]\.(rotation_quaternion|rotation_euler)$', fc.data_path)
@@ -635,10 +639,7 @@ def _repair_keyed_action(arm, action, slot, warnings):
 
 def _posed_heads(arm, action, slot, scene, frame):
     """World positions ({bone: head}, {bone: tail}) with `action` at `frame`."""
-    ad = arm.animation_data_create()
-    ad.action = action
-    if ad.action_slot_handle != slot.handle:
-        ad.action_slot = slot
+    compat.assign_action(arm, action, slot)
     if arm.name not in scene.objects:
         scene.collection.objects.link(arm)
     scene.frame_set(int(round(frame)))
@@ -658,7 +659,7 @@ def _turn_upright(arm, actions, scene, axis, sign):
     from mathutils import Vector
     for action in actions:
         for slot in action.slots:
-            bag = anim_utils.action_get_channelbag_for_slot(action, slot)
+            bag = compat.get_channelbag(action, slot)
             if bag is not None and any(not fc.data_path.startswith("pose.") for fc in bag.fcurves):
                 return False
     v = Vector((0.0, 0.0, 0.0))
@@ -741,7 +742,7 @@ def _finish(arm, action, name, key, meta, warnings, slot=None):
 
 def _max_rotation(action, slot, bone_names):
     """Largest angle (radians) any of the bones turns away from its first key."""
-    bag = anim_utils.action_get_channelbag_for_slot(action, slot)
+    bag = compat.get_channelbag(action, slot)
     best = 0.0
     if bag is None:
         return best
@@ -763,7 +764,7 @@ def _max_rotation(action, slot, bone_names):
 
 def _root_travel(arm, action, slot):
     """Largest distance (m) the root bone (or the object) moves from its first key."""
-    bag = anim_utils.action_get_channelbag_for_slot(action, slot)
+    bag = compat.get_channelbag(action, slot)
     if bag is None:
         return 0.0
     roots = [b for b in arm.data.bones if b.parent is None]

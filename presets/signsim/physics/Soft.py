@@ -20,4 +20,4 @@ physics.contact_stiffness = 15000.0
 physics.contact_damping = 20.0
 physics.target_depth_mm = 0.2
 physics.use_schedule = True
-physics.max_substeps = 4
+physics.max_substeps = '4'

@@ -1,0 +1,1 @@
+"""The physics bake: rig reading, the bake job, schedules, preview, metrics, batch, presets."""

@@ -1,0 +1,109 @@
+"""The bake's use cases: what the Bake and Physics operators, `signsim bake`, `signsim
+batch`, the demo and the tests call.
+
+- bake_file(BakeFileRequest, report) -> {"action", "metrics", "out", "warnings"[, "picture"]}
+- prepare / solve / write / BakeWorker: the three phases of one bake (job.py), for the
+  modal operator, which solves in a background thread;
+- bake_many(BatchRequest, report) -> {"clips", "out"}: retarget + bake library clips in
+  child processes (batch.py).
+The settings' table (groups, defaults, presets) is solver.settings; PRESETS, GROUPS and
+GROUP_LABELS are re-exported here for the operators and panels.
+"""
+import json
+import os
+import subprocess
+import sys
+from dataclasses import dataclass
+
+import bpy
+
+from ...solver.settings import GROUP_LABELS, GROUPS  # noqa: F401 (for operators and panels)
+from .. import files
+from ..errors import INFO, WARNING, SignSimError, silent
+from . import contact_sheet
+# the modules behind the Physics, Schedule and Metrics panels' buttons
+from . import metrics_report, physics_presets, schedule  # noqa: F401
+from .batch import BatchRequest, bake_many  # noqa: F401
+from .preview import baked_pair, toggle as toggle_preview, toggle_ghost  # noqa: F401
+from .job import (METRIC_CURVES, PRESETS, SUFFIX, TRACK_PHYSICS, TRACK_REFERENCE, BakeCancelled,  # noqa: F401
+                  BakeJob, BakeWorker, Solved, prepare, public_metrics, reference_of, solve, write)
+
+
+@dataclass(frozen=True, kw_only=True)
+class BakeFileRequest(files.FileRequest):
+    """Bake one armature of a .blend file (files.FileRequest) into a new .blend.
+
+    action: reference action name (None: the armature's assigned action); preset: None
+    (the rig's settings) or one of PRESETS; metrics: optional JSON path; picture:
+    optional PNG path of a before/after contact sheet (rendered in a child process).
+    """
+    action: str = None
+    preset: str = None
+    metrics: str = None
+    picture: str = None
+
+
+def bake_file(request: BakeFileRequest, report=silent) -> dict:
+    """Bake request.armature's action in request.rig and save the result to request.out.
+
+    Returns {"action": new action name, "metrics": public metrics, "out": absolute path,
+    "warnings": every warning reported (the same text), "picture": PNG path when asked}. Raises SignSimError for bad paths, a missing armature
+    or action, and anything prepare/solve refuse; nothing is written then.
+    """
+    r = request
+    files.check_files([r.rig], [r.out, r.metrics, r.picture])
+    files.open_blend(r.rig)
+    ob = files.find_armature(r.armature)
+    action = None
+    if r.action:
+        action = bpy.data.actions.get(r.action)
+        if action is None:
+            raise SignSimError(f"no action named '{r.action}' in {r.rig}")
+    scene = bpy.context.scene
+    job = prepare(scene, ob, action, preset=r.preset, report=report)
+    report(INFO, f"baking {len(job.frames)} frames of '{job.action_name}' on '{ob.name}' "
+                 f"({len(job.rig.bone_names)} simulated bones)")
+    solved = solve(job)
+    for w in solved.metrics["warnings"][len(job.rig.warnings):]:
+        report(WARNING, w)
+    physics = ob.signsim.physics
+    new = write(scene, job, solved, physics.output_mode, physics.key_tolerance_deg)
+    files.save_atomically(r.out)
+    metrics = public_metrics(solved.metrics)
+    if r.metrics:
+        with open(r.metrics, "w", encoding="utf-8") as f:
+            json.dump(metrics, f, indent=1, sort_keys=True)
+    for side in ("reference", "baked"):
+        m = metrics[side]
+        report(INFO, f"{side:>9}: tracking {m['tracking_rms_deg']:.2f}° RMS, lag {m['lag_ms']:.1f} ms, "
+                     f"jerk {m['jerk_cost']:.3g} m²/s⁵, penetration max {m['penetration_max_mm']:.2f} mm "
+                     f"(p95 {m['penetration_p95_mm']:.2f}), limit excess {m['joint_limit_excess_deg']:.2f}°")
+    report(INFO, f"wrote action '{new.name}' to {r.out}")
+    result = {"action": new.name, "metrics": metrics, "out": os.path.abspath(r.out),
+              "warnings": solved.metrics["warnings"]}
+    if r.picture:
+        frames = contact_sheet.pick_frames(solved.metrics["reference"]["per_frame_penetration_mm"],
+                                           int(job.frames[0]))
+        result["picture"] = render_contact_sheet(os.path.abspath(r.out), ob.name, job.action_name,
+                                                 new.name, frames, r.picture)
+        report(INFO, f"wrote contact sheet {result['picture']}")
+    return result
+
+
+def render_contact_sheet(blend, armature, reference, baked, frames, png):
+    """Render contact_sheet.py in a child process; returns the PNG path.
+
+    Raises SignSimError with the child's last line when rendering fails.
+    """
+    png = os.path.abspath(png)
+    args = [blend, armature, reference, baked, ",".join(map(str, frames)), png]
+    script = contact_sheet.__file__
+    if bpy.app.binary_path:
+        cmd = [bpy.app.binary_path, "-b", "--factory-startup", "--python", script, "--", *args]
+    else:  # the bpy module: the same Python runs the script
+        cmd = [sys.executable, script, *args]
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    if proc.returncode != 0 or not os.path.isfile(png):
+        lines = (proc.stderr or proc.stdout).strip().splitlines()
+        raise SignSimError(f"contact sheet failed: {lines[-1] if lines else f'exit {proc.returncode}'}")
+    return png

@@ -1,0 +1,51 @@
+"""`signsim bake` and `signsim batch`: argument parsing and printing over bake.api."""
+import os
+
+from ..errors import cli_reporter
+from . import api
+
+
+def add_arguments(parser):
+    parser.add_argument("--blend", required=True, help="the .blend file with the rig and its action")
+    parser.add_argument("--armature", required=True, help="name of the armature object")
+    parser.add_argument("--action", help="reference action (default: the armature's assigned action)")
+    parser.add_argument("--preset", choices=api.PRESETS,
+                        help="physics preset (the Physics panel's preset of that name) instead of the rig's settings")
+    parser.add_argument("--out", required=True, help="the .blend file to write (never the input)")
+    parser.add_argument("--metrics", help="also write the metrics JSON to this file")
+    parser.add_argument("--picture", metavar="PNG",
+                        help="also render a before/after contact sheet (Workbench, in a subprocess)")
+
+
+def run(args, say) -> dict:
+    return api.bake_file(api.BakeFileRequest(
+        rig=args.blend, armature=args.armature, out=args.out, action=args.action, preset=args.preset,
+        metrics=args.metrics, picture=args.picture), cli_reporter(say))
+
+
+def add_batch_arguments(parser):
+    parser.add_argument("--library", metavar="FILE", help="library .blend (default: the preferences')")
+    parser.add_argument("--rig", required=True, metavar="RIG.blend", help=".blend with the target rig")
+    parser.add_argument("--armature", metavar="NAME", help="target armature (default: the only one)")
+    parser.add_argument("--out", required=True, metavar="DIR", help="folder for one .blend and .json per clip")
+    parser.add_argument("--workers", type=int, default=max(1, (os.cpu_count() or 2) // 2),
+                        help="parallel processes (default: half the cores)")
+    parser.add_argument("--text", default="", help="only clips whose name/tags/catalog contain these words")
+    parser.add_argument("--tags", default="", metavar="a,b", help="only clips with all these tags")
+    parser.add_argument("--preset", choices=api.PRESETS, help="physics preset for every bake")
+
+
+def run_batch(args, say) -> dict:
+    result = api.bake_many(api.BatchRequest(
+        rig=args.rig, out=args.out, library=args.library, armature=args.armature, workers=args.workers,
+        text=args.text, tags=args.tags, preset=args.preset), cli_reporter(say))
+    for r in result["clips"]:
+        say(f"  {r['clip']}: " + (f"FAILED {r['error']}" if "error" in r else
+                                  f"{r['action']}, tracking {r['metrics']['baked']['tracking_rms_deg']:.2f}° RMS"))
+    failed = [r for r in result["clips"] if "error" in r]
+    if failed:
+        import sys
+        print(f"signsim: {len(result['clips']) - len(failed)} clip(s) baked, {len(failed)} failed",
+              file=sys.stderr, flush=True)
+        result["_exit"] = 1
+    return result

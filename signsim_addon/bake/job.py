@@ -1,0 +1,463 @@
+"""The physics bake: reference action on a rig → new action `<reference>.physics` + metrics.
+
+Three phases so one worker serves the operator (modal, with the solve in a thread), the
+CLI and the tests:
+1. `prepare` (main thread, bpy): read the rig and sample the reference F-curves into
+   solver arrays — no scene update per frame;
+2. `solve` (no bpy: safe in a worker thread): solver.simulate + before/after metrics;
+3. `write` (main thread, bpy): a NEW action with the baked keys, written in bulk.
+The reference action is never modified; nothing is written unless phase 3 runs.
+"""
+import hashlib
+import json
+import time
+from dataclasses import dataclass
+
+import numpy as np
+from threadpoolctl import threadpool_limits
+
+from .. import compat
+from ...solver import armature as armature_fk
+from ...solver import keyreduce, quat
+from ...solver.body import bone_contacts, build_field, capsule_pair_kinds, contact_depths, hand_plates
+from ...solver.integrator import FaceSamples
+from ...solver.metrics import compare
+from ...solver.reference import Reference
+from ...solver.sdf import build_distance_grid
+from ...solver import settings as table
+from ...solver.simulate import SimSettings, simulate
+from .. import keys
+from . import rig as rig_reader
+from ..errors import SignSimError
+
+SUFFIX = ".physics"
+TRACK_REFERENCE, TRACK_PHYSICS = "SignSim reference", "SignSim physics"
+PRESETS = tuple(table.PRESETS)  # 'soft', 'default', 'stiff'
+# the Physics settings a preset sets (solver.settings.preset_values' names)
+VALUE_NAMES = tuple(table.preset_values("default"))
+
+
+@dataclass(frozen=True)
+class BakeJob:
+    """Everything the solve needs, as arrays (built by `prepare`)."""
+    armature_name: str
+    action_name: str
+    slot_identifier: str
+    frames: np.ndarray          # (F,) scene frames
+    rig: rig_reader.RigModel
+    reference: Reference
+    settings: SimSettings
+    settings_record: dict       # JSON-able copy of the settings, stored on the result
+
+
+@dataclass(frozen=True)
+class Solved:
+    """Output of `solve`: baked local rotations (F, n, 4) and the metrics record."""
+    rotations: np.ndarray
+    metrics: dict
+
+
+def physics_values(physics) -> dict:
+    """{name: value} of an Object.signsim.physics PropertyGroup for VALUE_NAMES."""
+    return {k: getattr(physics, k) for k in VALUE_NAMES}
+
+
+def _as_stored(values):
+    """Values as the Physics properties store them (single-precision floats), so a preset
+    bakes identically whether applied in the Physics panel or named on the command line."""
+    return {k: float(np.float32(v)) if isinstance(v, float) else v for k, v in values.items()}
+
+
+def sim_settings(physics, multiplier=None, preset=None, n_frames=None) -> tuple:
+    """(SimSettings, JSON-able record) from an Object.signsim.physics PropertyGroup.
+
+    preset: optional 'soft'|'default'|'stiff': the preset's values (solver.settings, the
+    same as the Physics panel's preset of that name) instead of the stored ones.
+    multiplier: (F,) contact stiffness schedule or None. n_frames: when given, the
+    settings are validated for that many frames.
+    Raises SignSimError for an unknown preset or a setting the solver rejects.
+    """
+    try:
+        values = _as_stored(table.preset_values(preset)) if preset is not None else physics_values(physics)
+        s = SimSettings.from_values(values, multiplier)
+        if n_frames is not None:
+            s.validate(n_frames)
+    except ValueError as ex:  # the solver's check, reported at the add-on boundary
+        raise SignSimError(f"invalid physics setting: {ex}") from None
+    record = {"gains": {g: [v.frequency_hz, v.damping_ratio] for g, v in s.group_gains.items()},
+              "feedforward": s.feedforward, "contact_stiffness": s.contact_stiffness,
+              "contact_damping": s.contact_damping, "schedule": s.schedule,
+              "target_depth_mm": float(values["target_depth_mm"]), "max_substeps": s.max_substeps,
+              "preset": preset}
+    return s, record
+
+
+def prepare(scene, armature, action=None, preset=None, frame_range=None, report=None) -> BakeJob:
+    """Read `armature`'s rig and its reference `action` (default: the assigned one).
+
+    frame_range: optional (first, last) scene frames, clipped to the action's keyed range.
+    Raises SignSimError: not an armature, no action, an action without keys or with NaN
+    keys, fewer than 2 frames to bake, a rig without fingers.
+    """
+    if armature is None or armature.type != 'ARMATURE':
+        raise SignSimError(f"'{getattr(armature, 'name', armature)}' is not an armature")
+    action = action or reference_of(armature)
+    if action is None:
+        raise SignSimError(f"armature '{armature.name}' has no action to bake")
+    slot = _slot_for(armature, action)
+    first, last = keys.keyed_frame_range(action, slot)
+    if frame_range is not None:
+        first, last = max(first, frame_range[0]), min(last, frame_range[1])
+    frames = np.arange(int(np.floor(first)), int(np.ceil(last)) + 1, dtype=float)
+    if len(frames) < 2:
+        raise SignSimError(f"action '{action.name}' has fewer than 2 frames to bake")
+    physics = armature.signsim.physics
+    unit = float(scene.unit_settings.scale_length)
+    rig = rig_reader.read_rig(armature, simulate_parts=set(physics.simulate_parts),
+                              face_object=physics.face_object, report=report, unit_scale=unit)
+    fps = scene.render.fps / scene.render.fps_base
+    pose = keys.sample_pose(armature, action, slot, rig.bone_names, frames)
+    rig = rig_reader.fit_to_reference(rig, pose.rotations)
+    chain = keys.sample_pose(armature, action, slot, rig.chain_to_base, frames)
+    bones = armature.data.bones
+    parents = [rig.chain_to_base.index(bones[n].parent.name) if bones[n].parent else -1
+               for n in rig.chain_to_base]
+    rest = np.array([np.array(bones[n].matrix_local) for n in rig.chain_to_base])
+    chest = np.array(armature.matrix_world) @ armature_fk.pose_matrices(
+        parents, rest, chain.locations, chain.rotations, chain.scales)[:, -1]
+    rot = chest[:, :3, :3] / np.cbrt(np.linalg.det(chest[:, :3, :3]))[:, None, None]
+    reference = Reference(times=(frames - frames[0]) / fps, rotations=pose.rotations,
+                          base_positions=chest[:, :3, 3] * unit, base_rotations=quat.from_matrix(rot))
+    multiplier = _schedule(armature, action, slot, frames)
+    settings, record = sim_settings(physics, multiplier, preset, len(frames))
+    return BakeJob(armature.name, action.name, slot.identifier, frames, rig, reference,
+                   settings, record)
+
+
+def solve(job: BakeJob, progress=None) -> Solved:
+    """Run the physics pass and the before/after metrics (no bpy; thread-safe).
+
+    progress: callable(fraction in [0, 1]); raising from it aborts the bake.
+    Raises SignSimError when the solver rejects the settings or the rig.
+    """
+    start = time.perf_counter()
+    ref = job.reference
+    model = job.rig.model
+    fields = body_fields(job.rig, job.settings.sdf_spacing, job.settings.sdf_margin)
+    samples = tuple(FaceSamples(f.grid, f.bones, f.local, f.radius) for f in fields)
+    # The solver's matrices are small (n_dof ≈ 100): BLAS threads only add synchronisation
+    # (2× slower measured on 2 cores), and batch workers already use one core each.
+    try:
+        with threadpool_limits(1, user_api="blas"):
+            result = simulate(model, ref, job.settings, progress=progress, fields=samples)
+    except ValueError as ex:  # the solver's checks, reported at the add-on boundary
+        raise SignSimError(f"invalid physics setting: {ex}") from None
+    seconds = time.perf_counter() - start
+    kinds = capsule_pair_kinds(model, job.rig.parts)
+    cmp = compare(model, ref, result, tips=job.rig.fingertips, fields=fields, pair_kinds=kinds)
+    err = np.degrees(quat.angle_between(ref.rotations, result.rotations))  # (F, n) deg
+    record = metrics_record(cmp, result, ref, seconds, float(np.sqrt(np.mean(err ** 2))))
+    for side, rotations in (("reference", ref.rotations), ("baked", result.rotations)):
+        depth = contact_depths(model, rotations, ref.base_positions, ref.base_rotations, fields, kinds)
+        per_frame = np.max(np.stack(list(depth.values())), axis=0)
+        record[side]["per_frame_penetration_mm"] = np.round(1e3 * per_frame, 4).tolist()
+        record[side]["penetration_max_mm_by_kind"] = {k: float(1e3 * d.max()) for k, d in depth.items()}
+    record["baked"]["per_frame_tracking_deg"] = np.round(np.sqrt(np.mean(err ** 2, axis=1)), 4).tolist()
+    record["contact_pairs"] = contact_pairs(job.rig, kinds, fields)
+    record["limits_widened"] = list(job.rig.limits_widened)
+    record["hinges_freed"] = list(job.rig.hinges_freed)
+    touching = bone_contacts(model, result.rotations, ref.base_positions, ref.base_rotations, fields)
+    record["warnings"] = list(job.rig.warnings) + deviation_warnings(job.rig, result, err, touching,
+                                                                     float(ref.times[1] - ref.times[0]))
+    return Solved(result.rotations, record)
+
+
+_GRIDS = {}  # the last body distance fields, by mesh and grid parameters
+_GRIDS_KEPT = 8  # face, torso and two palms of the last two rigs
+
+
+def face_grid(vertices, triangles, bone, spacing, margin, reach=None):
+    """solver.sdf.build_distance_grid, remembered: re-baking the same rig reuses its body
+    fields (seconds for a dense head mesh). Keeps the _GRIDS_KEPT most recent grids."""
+    key = (hashlib.sha256(np.ascontiguousarray(vertices).tobytes()
+                          + np.ascontiguousarray(triangles).tobytes()).hexdigest(), bone, spacing, margin, reach)
+    if key not in _GRIDS:
+        while len(_GRIDS) >= _GRIDS_KEPT:
+            _GRIDS.pop(next(iter(_GRIDS)))
+        _GRIDS[key] = build_distance_grid(vertices, triangles, bone, spacing, margin, reach=reach)
+    return _GRIDS[key]
+
+
+def body_fields(rig, spacing, margin):
+    """solver.body.BodyField of every volume of `rig` (RigModel) that some sample may touch.
+
+    The hands are sampled as plates across their palm volumes; torso fields use a
+    coarser grid (body_geometry.TORSO_SPACING_FACTOR × spacing m).
+    """
+    from .body_geometry import TORSO, TORSO_SPACING_FACTOR
+    plates = hand_plates(rig.model, rig.parts, rig.meshes)
+    fields = []
+    for mesh in rig.meshes:
+        h = spacing * (TORSO_SPACING_FACTOR if mesh.kind == TORSO else 1.0)
+        f = build_field(rig.model, rig.parts, mesh, plates, face_grid, h, margin)
+        if f is not None:
+            fields.append(f)
+    return tuple(fields)
+
+
+def contact_pairs(rig, pair_kinds, fields):
+    """{contact kind: ["bone–bone" or "bone–volume", …]}: every contact the solver tests."""
+    names = rig.bone_names
+    out = {}
+    for (i, j), kind in zip(rig.model.pairs, pair_kinds):
+        out.setdefault(kind, []).append(f"{names[i]}–{names[j]}")
+    for f in fields:
+        for b, kind in sorted(set(zip(f.bones.tolist(), f.kinds))):
+            out.setdefault(kind, []).append(f"{names[b]}–{f.mesh.kind}")
+    return out
+
+
+DEVIATION_DEG = 10.0
+CONTACT_RECOVERY_S = 0.25  # after a contact lets go, the PD needs a few of its periods to catch up
+
+
+def deviation_warnings(rig, result, err, touching, frame_time):
+    """Warnings (list of str) about the solve: frames that fell back down the ladder, and
+    bones that end more than DEVIATION_DEG from the reference on frames where neither they
+    nor any bone they carry touch anything, or did within CONTACT_RECOVERY_S before
+    (err (F, n) deg, touching (F, n) bool, frame_time s)."""
+    out = []
+    counts = np.asarray(result.fallback_counts)
+    if counts.sum():
+        out.append(f"{int(counts.sum())} frames fell back ({int(counts[0])} to smaller steps, {int(counts[1])} "
+                   f"to softer contacts, {int(counts[2])} passed through unsimulated)")
+    # A contact on a fingertip deflects the whole finger and the hand carrying it.
+    carried = touching.astype(float) @ rig.model.ancestors > 0  # (F, n): the bone or one it carries
+    for k in range(1, int(round(CONTACT_RECOVERY_S / frame_time)) + 1):
+        carried[k:] |= carried[:-k].copy()
+    off = (err > DEVIATION_DEG) & ~carried
+    if np.count_nonzero(off):
+        frames, bones = np.nonzero(off)
+        worst = np.unravel_index(np.argmax(np.where(off, err, -1.0)), err.shape)
+        out.append(f"{len(set(bones.tolist()))} bones end more than {DEVIATION_DEG:.0f}° from the reference on "
+                   f"{len(set(frames.tolist()))} frames without a contact (worst '{rig.bone_names[worst[1]]}' "
+                   f"{err[worst]:.1f}° at frame index {int(worst[0])})")
+    return out
+
+
+def metrics_record(cmp, result, reference, seconds, tracking_rms_deg) -> dict:
+    """The bake's metrics JSON: {"reference": {...}, "baked": {...}} with the keys of the
+    `signsim bake --json` output (units in the key names; tracking and lag are 0 for the reference).
+
+    tracking_rms_deg: RMS geodesic angle over every simulated bone and frame (deg); the
+    per-group values come from solver.metrics.compare.
+    """
+    duration = float(reference.times[-1] - reference.times[0])
+
+    def side(m, tracking, lag, effort):
+        return {"tracking_rms_deg": tracking, "lag_ms": lag, "jerk_cost": m["jerk_cost"],
+                "penetration_max_mm": m["penetration"]["max_mm"],
+                "penetration_p95_mm": m["penetration"]["p95_mm"],
+                "frames_penetrating": m["penetration"]["frames_above"],
+                "joint_limit_excess_deg": m["joint_limits"]["max_deg"], **effort}
+
+    per_group = cmp["tracking_error_deg"]
+    none = {"substeps_mean": 0.0, "fallbacks": 0, "bake_seconds": 0.0, "realtime_factor": 0.0}
+    effort = {"substeps_mean": cmp["effort"]["substeps_mean"],
+              "fallbacks": int(sum(cmp["effort"]["fallbacks"])), "bake_seconds": seconds,
+              "realtime_factor": duration / seconds if seconds > 0 else 0.0}
+    baked = side(cmp["result"], tracking_rms_deg, cmp["lag_ms"], effort)
+    baked["tracking_rms_deg_per_group"] = per_group
+    baked["jerk_change_percent"] = cmp["jerk_change_percent"]
+    return {"reference": side(cmp["reference"], 0.0, 0.0, none), "baked": baked}
+
+
+def write(scene, job: BakeJob, solved: Solved, output="ASSIGN", key_tolerance_deg=0.0):
+    """Write the baked action and hook it up to the armature; returns the new Action.
+
+    output: 'ASSIGN' (the new action becomes the armature's action) or 'NLA' (reference
+    and baked actions stacked as NLA tracks, baked on top). key_tolerance_deg > 0 thins
+    the keys while staying within that angle of the every-frame bake (exactly so for
+    bones in quaternion mode; Euler curves interpolate their angles instead).
+    """
+    import bpy
+    ob = bpy.data.objects[job.armature_name]
+    ref = bpy.data.actions[job.action_name]
+    new = ref.copy()
+    try:
+        new.name = ref.name + SUFFIX
+        if new.asset_data:
+            new.asset_clear()
+        new.use_fake_user = False
+        slot = new.slots[job.slot_identifier]
+        bag = keys.channelbag(new, slot)
+        simulated = set(job.rig.bone_names)
+        for fc in [fc for fc in bag.fcurves if _bone_of(fc.data_path) in simulated
+                   and ".rotation_" in fc.data_path]:
+            bag.fcurves.remove(fc)
+        rotations = quat.make_continuous(solved.rotations)
+        _write_rotations(ob, new, slot, job, rotations, key_tolerance_deg)
+        new.signsim.reference_action = ref
+        new.signsim.bake_metrics = json.dumps(solved.metrics, sort_keys=True)
+        new.signsim.bake_settings = json.dumps(job.settings_record, sort_keys=True)
+        _write_metric_curves(ob, new, slot, job.frames, solved.metrics)
+        _hook_up(ob, ref, new, slot, output)
+    except Exception:
+        bpy.data.actions.remove(new)
+        raise
+    return new
+
+
+def _write_rotations(ob, action, slot, job, rotations, tolerance_deg):
+    from mathutils import Quaternion
+    frames = job.frames
+    for j, name in enumerate(job.rig.bone_names):
+        q = rotations[:, j]
+        keep = (keyreduce.keep_mask(q, np.radians(tolerance_deg)) if tolerance_deg > 0
+                else np.ones(len(frames), bool))
+        mode = ob.pose.bones[name].rotation_mode
+        if mode == 'QUATERNION':
+            curves = [(keys.bone_path(name, "rotation_quaternion"), k, name, q[keep, k]) for k in range(4)]
+        elif mode == 'AXIS_ANGLE':
+            angle = 2.0 * np.arccos(np.clip(q[:, 0], -1.0, 1.0))
+            axis = q[:, 1:] / np.maximum(np.linalg.norm(q[:, 1:], axis=1, keepdims=True), 1e-12)
+            aa = np.column_stack([angle, axis])
+            curves = [(keys.bone_path(name, "rotation_axis_angle"), k, name, aa[keep, k]) for k in range(4)]
+        else:  # Euler: continuous angles via mathutils' compatible conversion
+            eul, prev = np.empty((len(q), 3)), None
+            for f, qq in enumerate(q):
+                e = Quaternion(qq).to_euler(mode, prev) if prev else Quaternion(qq).to_euler(mode)
+                eul[f], prev = e, e
+            curves = [(keys.bone_path(name, "rotation_euler"), k, name, eul[keep, k]) for k in range(3)]
+        keys.write_curves(action, slot, curves, frames[keep])
+
+
+# Per-frame metrics as F-curves on custom properties of the armature object, so the
+# Graph Editor plots them against the timeline: (property, metrics side, per-frame key).
+METRIC_CURVES = (("signsim_penetration_mm", "baked", "per_frame_penetration_mm"),
+                 ("signsim_reference_penetration_mm", "reference", "per_frame_penetration_mm"),
+                 ("signsim_tracking_deg", "baked", "per_frame_tracking_deg"))
+
+
+def _write_metric_curves(ob, action, slot, frames, metrics):
+    curves = []
+    for prop, side, key in METRIC_CURVES:
+        values = metrics.get(side, {}).get(key)
+        if values is None:
+            continue
+        if prop not in ob:
+            ob[prop] = 0.0
+        curves.append((f'["{prop}"]', 0, "SignSim metrics", np.asarray(values, dtype=float)))
+    keys.write_curves(action, slot, curves, frames)
+
+
+def _hook_up(ob, ref, new, slot, output):
+    if output == 'ASSIGN':
+        compat.assign_action(ob, new, slot)
+        return
+    ad = ob.animation_data or ob.animation_data_create()
+    for name, act in ((TRACK_REFERENCE, ref), (TRACK_PHYSICS, new)):
+        track = ad.nla_tracks.get(name) or ad.nla_tracks.new()
+        track.name = name
+        for strip in list(track.strips):
+            track.strips.remove(strip)
+        strip = track.strips.new(act.name, int(act.frame_range[0]), act)
+        strip.action_slot = act.slots[slot.identifier]
+    ad.action = None
+
+
+def _bone_of(data_path):
+    if not data_path.startswith('pose.bones["'):
+        return None
+    return data_path[len('pose.bones["'):].split('"]', 1)[0].replace('\\"', '"').replace("\\\\", "\\")
+
+
+def reference_of(ob):
+    """The action a bake of `ob` tracks: the assigned action, or — when `ob` shows a bake
+    (assigned, or on the NLA physics track) — that bake's reference, so re-baking with new
+    settings starts again from the original motion. None without animation."""
+    ad = ob.animation_data
+    if ad is None:
+        return None
+    track = ad.nla_tracks.get(TRACK_PHYSICS)
+    shown = ad.action or (track.strips[0].action if track is not None and len(track.strips) else None)
+    if shown is not None and shown.signsim.reference_action is not None:
+        return shown.signsim.reference_action
+    return shown
+
+
+def _slot_for(ob, action):
+    ad = ob.animation_data
+    if ad and ad.action == action and ad.action_slot:
+        return ad.action_slot
+    if ad and ad.action_slot and ad.action_slot.identifier in action.slots:
+        return action.slots[ad.action_slot.identifier]  # a bake's reference shares its slot
+    slots = [s for s in action.slots if s.target_id_type in ('OBJECT', 'UNSPECIFIED')]
+    if not slots:
+        raise SignSimError(f"action '{action.name}' has no object slot")
+    return slots[0]
+
+
+def _schedule(ob, action, slot, frames):
+    """The animator's contact-stiffness multiplier per frame (F,), or None when unkeyed."""
+    bag = keys.channelbag(action, slot)
+    fc = bag.fcurves.find("signsim.physics.contact_multiplier") if bag else None
+    if fc is None:
+        value = ob.signsim.physics.contact_multiplier
+        return None if value == 1.0 else np.full(len(frames), value)
+    values = np.array([fc.evaluate(f) for f in frames])
+    if not np.all(np.isfinite(values)) or np.any(values <= 0):
+        raise SignSimError("the contact stiffness schedule must stay positive")
+    return values
+
+
+def public_metrics(metrics) -> dict:
+    """The metrics record without per-frame arrays (what the CLI prints and exports)."""
+    return {key: {k: v for k, v in m.items() if not k.startswith("per_frame_")}
+            if key in ("reference", "baked") else m for key, m in metrics.items()}
+
+
+class BakeCancelled(Exception):
+    """Raised inside the solve when the user cancels; nothing has been written."""
+
+
+class BakeWorker:
+    """The solve of one BakeJob in a background thread, for the modal operator.
+
+    The solver never touches bpy, so it may run off the main thread; the main thread polls
+    `fraction`, may call `cancel()`, and calls `write` itself once `done` is set and
+    `error` is None. A cancelled worker ends with error = BakeCancelled and no result.
+    """
+
+    def __init__(self, job: BakeJob):
+        import threading
+        self.job = job
+        self.fraction = 0.0
+        self.result = None
+        self.error = None
+        self._cancel = threading.Event()
+        self.done = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="signsim-bake", daemon=True)
+
+    def start(self):
+        self._thread.start()
+        return self
+
+    def cancel(self):
+        self._cancel.set()
+
+    def join(self, timeout=None):
+        self._thread.join(timeout)
+
+    def _progress(self, fraction):
+        if self._cancel.is_set():
+            raise BakeCancelled("bake cancelled")
+        self.fraction = fraction
+
+    def _run(self):
+        try:
+            self.result = solve(self.job, progress=self._progress)
+        except Exception as ex:  # handed to the main thread, which reports it
+            self.error = ex
+        finally:
+            self.done.set()

@@ -1,0 +1,1 @@
+"""Composing: splice library clips into one action with blended seams."""

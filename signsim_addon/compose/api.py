@@ -1,0 +1,522 @@
+"""Compose: splice clips into ONE new action on a rig, with blend windows, root
+alignment, additive layers and a quality check of every seam (numerics: solver/compose.py).
+
+Each clip (a library clip name, a mocap file, or an action of the open file that keys the
+rig's bones) is brought onto the rig first: library clips and mocap files through
+retarget.source_clip + retarget.transfer (arrays only, no intermediate action), trimmed
+to its in/out frames (the clip's own frames). An action of the open file is read as it is.
+
+Arrays given to the solver (target bones in data.bones order, B bones):
+  rotations (F, B, 4)  local (basis) quaternions; for root bones (no parent) the rotation
+                       in armature space q_L ⊗ q_B, so alignment turns them about Z
+  positions (F, P, 3)  root bones: head in armature space L_rot · t_B + head_L (m); other
+                       bones with location keys: their basis location
+Armature space is the floor frame (the armature object is assumed upright, Z up). After
+composing, root channels go back to basis, the layers are applied on basis rotations, and
+the keys are written with retarget's bulk writer (every frame, LINEAR, one slot).
+
+Layers: q = q_base ⊗ (q_layer ⊗ q_ref⁻¹)^w on the masked bones (q_ref: the layer's first
+frame); w per frame = the layer's weight: a number, or the animatable property
+Object.signsim.compose.layers[i].weight read from its F-curve in the rig's current action
+(copied into the new action so it keeps playing there), 0 outside the layer's frames.
+
+The new action gets Action.signsim.compose_report (JSON: clips, seams, layers). Sources are
+never modified; on any error the source skeletons are removed and no action is left.
+"""
+import json
+import os
+from dataclasses import dataclass
+
+import bpy
+import numpy as np
+from bpy_extras import anim_utils
+
+from .. import compat, files
+from ...solver import compose as sc
+from ...solver import quat
+from ...solver import bonemap
+from ...solver import retarget as transfer_math
+from ..library import api as library
+from ..retarget import api as retarget_api
+from ..retarget import transfer as retarget
+from .. import keys as keyio
+from ..errors import INFO, WARNING, SignSimError, from_solver, silent
+
+CURVES = sc.CURVES  # blend curve names, for the CLI's choices
+
+WEIGHT_PATH = "signsim.compose.layers[{}].weight"
+
+
+class ClipSpec:
+    """One clip of the sequence and the seam into it: clip (str), trim (in, out) in the
+    clip's own frames (None: its start/end), window (frames; None: the suggested one),
+    curve ('linear', 'smoothstep', 'smootherstep')."""
+
+    def __init__(self, clip, trim_in=None, trim_out=None, window=None, curve="smoothstep"):
+        self.clip, self.trim_in, self.trim_out = clip, trim_in, trim_out
+        self.window, self.curve = window, curve
+
+
+class LayerSpec:
+    """An additive layer: clip (str), bones (names the layer may change; empty: all),
+    start (frame offset in the composition, 0 = its first frame), weight (number, (F,)
+    array, or None: Object.signsim.compose.layers[index].weight and its F-curve)."""
+
+    def __init__(self, clip, bones=(), start=0, weight=None, index=0):
+        self.clip, self.bones, self.start, self.weight, self.index = clip, list(bones), int(start), weight, index
+
+
+# ------------------------------------------------------------------------------ reading
+
+def _bones(target):
+    return [b.name for b in target.data.bones]
+
+
+def _rest_quats(target):
+    rest = retarget.rest_matrices(target)
+    return rest, quat.from_matrix(rest[:, :3, :3])
+
+
+def _keys_from_action(action, target, frame_range=None):
+    """{"rot", "loc"} arrays of an action of the open file that keys target's pose bones,
+    evaluated at every frame of frame_range (default: its keyed range) by keys.sample_pose
+    (bones it does not key keep their current pose); "loc" only for bones with location
+    F-curves."""
+    slot = next((s for s in action.slots if s.target_id_type == 'OBJECT'), None)
+    bag = keyio.channelbag(action, slot) if slot is not None else None
+    paths = {fc.data_path for fc in bag.fcurves} if bag is not None else set()
+    names = _bones(target)
+    if not any(keyio.bone_path(n, p) in paths for n in names
+               for p in ("rotation_quaternion", "rotation_euler", "rotation_axis_angle", "location")):
+        raise SignSimError(f"action '{action.name}' keys no bone of '{target.name}'")
+    first, last = frame_range or keyio.keyed_frame_range(action, slot)
+    frames = np.arange(int(round(first)), int(round(last)) + 1, dtype=float)
+    pose = keyio.sample_pose(target, action, slot, names, frames)
+    return {"rot": {n: pose.rotations[:, j] for j, n in enumerate(names)},
+            "loc": {n: pose.locations[:, j] for j, n in enumerate(names) if keyio.bone_path(n, "location") in paths}}
+
+
+def _clip_keys(spec, target, library_path, bone_map, maps, report):
+    """{"rot", "loc"} arrays of one clip on target (see the module docstring) and its name."""
+    clip = spec.clip
+    if not retarget.is_clip_file(clip) and clip in bpy.data.actions:
+        action = bpy.data.actions[clip]
+        first, last = action.frame_range
+        return _keys_from_action(action, target, _trim(spec, first, last))
+    with retarget.source_clip(clip, library_path, report=report) as src:
+        first, last = src.action.frame_range
+        skel = src.armature
+        bm = bone_map if bone_map is not None and all(s in skel.data.bones for s in bone_map.as_dict().values()) \
+            else None
+        if bm is None:
+            key = tuple(b.name for b in skel.data.bones)
+            bm = maps.get(key) or retarget.auto_map(skel, target)
+            maps[key] = bm
+        res = retarget.transfer(skel, target, bm, source_fps=src.fps, frame_range=_trim(spec, first, last),
+                                report=report)
+        return res.keys
+
+
+def _trim(spec, first, last):
+    a = first if not spec.trim_in else float(spec.trim_in)
+    b = last if not spec.trim_out else float(spec.trim_out)
+    if not (first <= a < b <= last):
+        raise SignSimError(f"{spec.clip}: trim {a:g}–{b:g} is not inside the clip's frames {first:g}–{last:g} "
+                           f"(in must come before out)")
+    return a, b
+
+
+def _frames_of(keys):
+    return len(next(iter(keys["rot"].values()))) if keys["rot"] else len(next(iter(keys["loc"].values())))
+
+
+def _basis_rotations(keys, names):
+    """(F, B, 4) basis quaternions of keys for bones `names` (identity where not keyed)."""
+    rot = np.tile(quat.IDENTITY, (_frames_of(keys), len(names), 1))
+    for i, name in enumerate(names):
+        if name in keys["rot"]:
+            rot[:, i] = keys["rot"][name]
+    return rot
+
+
+def _to_track(keys, target, channels):
+    """solver Track of keys: rotations (F, B, 4), positions (F, P, 3) for `channels`
+    (root bones first, then bones with location keys), roots in armature space."""
+    names = _bones(target)
+    n = _frames_of(keys)
+    rest, q_rest = _rest_quats(target)
+    rot = _basis_rotations(keys, names)
+    pos = np.zeros((n, len(channels), 3))
+    for c, name in enumerate(channels):
+        b = names.index(name)
+        t = keys["loc"].get(name, np.zeros((n, 3)))
+        if target.data.bones[name].parent is None:
+            pos[:, c] = t @ rest[b, :3, :3].T + rest[b, :3, 3]
+        else:
+            pos[:, c] = t
+    for b in _root_indices(target):
+        rot[:, b] = quat.mul(q_rest[b], rot[:, b])
+    return sc.Track(rot, pos)
+
+
+def _from_track(track, target, channels):
+    """Basis rotations (F, B, 4) and {bone: (F, 3)} locations of a composed Track."""
+    rest, q_rest = _rest_quats(target)
+    names = _bones(target)
+    rot = track.rotations.copy()
+    for b in _root_indices(target):
+        rot[:, b] = quat.mul(quat.conj(q_rest[b]), rot[:, b])
+    loc = {}
+    for c, name in enumerate(channels):
+        b = names.index(name)
+        p = track.positions[:, c]
+        loc[name] = (p - rest[b, :3, 3]) @ rest[b, :3, :3] if target.data.bones[name].parent is None else p
+    return quat.make_continuous(rot), loc
+
+
+def _root_indices(target):
+    return [i for i, b in enumerate(target.data.bones) if b.parent is None]
+
+
+def _main_root(target):
+    roots = _root_indices(target)
+    return max(roots, key=lambda i: len(target.data.bones[i].children_recursive))
+
+
+# ------------------------------------------------------------------------------ layers
+
+def _layer_weight(target, spec, frames):
+    """(F,) weight of a layer at the composed frames (see LayerSpec)."""
+    if spec.weight is not None:
+        return np.broadcast_to(np.asarray(spec.weight, dtype=float), frames.shape).copy()
+    layers = target.signsim.compose.layers
+    const = layers[spec.index].weight if spec.index < len(layers) else 1.0
+    fc = _weight_curve(target, spec.index)
+    if fc is None:
+        return np.full(frames.shape, const)
+    return np.array([fc.evaluate(f) for f in frames])
+
+
+def _weight_curve(target, index):
+    ad = target.animation_data
+    if ad is None or ad.action is None:
+        return None
+    bag = anim_utils.animdata_get_channelbag_for_assigned_slot(ad)
+    return bag.fcurves.find(WEIGHT_PATH.format(index)) if bag is not None else None
+
+
+def _copy_weight_curves(target, old_action, old_handle, new_action):
+    """Layer weight F-curves of the previous action → the new one (object channels)."""
+    if old_action is None or old_action == new_action:
+        return
+    slot = next((s for s in old_action.slots if s.handle == old_handle), None)
+    bag = keyio.channelbag(old_action, slot) if slot is not None else None
+    if bag is None:
+        return
+    new_bag = compat.ensure_channelbag(new_action, new_action.slots[0])
+    for fc in bag.fcurves:
+        if fc.data_path.startswith("signsim.compose.layers["):
+            copy = new_bag.fcurves.new(fc.data_path, index=fc.array_index)
+            n = len(fc.keyframe_points)
+            co = np.empty(2 * n)
+            fc.keyframe_points.foreach_get("co", co)
+            copy.keyframe_points.add(n)
+            copy.keyframe_points.foreach_set("co", co)
+            interp = np.empty(n, dtype=np.int32)
+            fc.keyframe_points.foreach_get("interpolation", interp)
+            copy.keyframe_points.foreach_set("interpolation", interp)
+            copy.update()
+
+
+# ------------------------------------------------------------------------- joint limits
+
+def joint_limits(target):
+    """(lower, upper) (B, 3) rad on each bone's log(q_basis) from the physics rig's limits
+    (rig.read_rig: Limit Rotation constraints, else anatomical defaults; hinges only on
+    their curl axis); ±inf for bones it does not model. None when the rig cannot be read
+    (no fingers, no chest)."""
+    from ..bake import rig
+    try:
+        model = rig.read_rig(target, face_object=None)
+    except SignSimError:
+        return None
+    names = _bones(target)
+    lower, upper = np.full((len(names), 3), -np.inf), np.full((len(names), 3), np.inf)
+    m = model.model
+    for k, name in enumerate(model.bone_names):
+        cols = [0] if m.hinge[k] else [0, 1, 2]
+        lower[names.index(name), cols] = m.limit_lower[k, cols]
+        upper[names.index(name), cols] = m.limit_upper[k, cols]
+    return lower, upper
+
+
+# ---------------------------------------------------------------------------- foot lock
+
+def _feet(target):
+    """Bone indices of the feet and toes of target (empty without legs)."""
+    try:
+        with from_solver():
+            body = bonemap.analyse(retarget.skeleton(target))
+    except SignSimError:
+        return []
+    return [i for side in bonemap.SIDES for part in ("foot", "toe") for i in body.limbs.get((side, part), [])[:1]]
+
+
+def _foot_positions(target, rot, loc):
+    """Armature-space heads (F, K, 3) of the feet and toes for basis rot (F, B, 4), loc."""
+    feet = _feet(target)
+    if not feet:
+        return np.zeros((len(rot), 0, 3))
+    sk = retarget.skeleton(target)
+    names = _bones(target)
+    basis = {b: quat.to_matrix(rot[:, b]) for b in range(len(names))}
+    posed = transfer_math.pose_matrices(sk, retarget.rest_matrices(target), basis,
+                                        {names.index(n): v for n, v in loc.items()})
+    return np.stack([posed[f][:, :3, 3] for f in feet], axis=1)
+
+
+# ------------------------------------------------------------------------------ compose
+
+def compose(target, clips, layers=(), *, library_path=None, bone_map=None, threshold=None,
+            max_window=None, keep_height=False, foot_lock=False, action_name=None, report=None):
+    """Compose clips (ClipSpec, in order) and layers (LayerSpec) into one new action on
+    target (an armature object), assigned with its own slot. Returns a JSON-able dict:
+    {"armature", "action", "frames": [first, last], "fps", "threshold" (the ε given, or None),
+     "clips": [{"clip", "frames"}], "layers": [{"clip", "bones", "start"}],
+     "seams": [{"index", "window", "suggested", "curve", "velocity_jump" (rad/s),
+                "threshold", "flagged", "frame" (first frame of the window), "root_jump" (m/s),
+                "heading_deg", "root_offset_m", "limit_excess_deg"}]}.
+    threshold: ε in rad/s for every seam (None: per seam, solver.compose.default_threshold
+    of the two clips it joins);
+    max_window caps suggested windows (frames). Raises SignSimError for unusable input.
+    """
+    report = report or silent
+    if target is None or target.type != 'ARMATURE':
+        raise SignSimError("compose needs an armature to write the action on")
+    clips = [c if isinstance(c, ClipSpec) else ClipSpec(c) for c in clips]
+    if not clips:
+        raise SignSimError("no clips to compose")
+    for c in clips:
+        if c.curve not in sc.CURVES:
+            raise SignSimError(f"unknown blend curve '{c.curve}' (choose {', '.join(sc.CURVES)})")
+    names = _bones(target)
+    for layer in layers:
+        unknown = [b for b in layer.bones if b not in target.data.bones]
+        if unknown:
+            raise SignSimError(f"layer '{layer.clip}': '{target.name}' has no bone {', '.join(unknown[:4])}")
+    scene = bpy.context.scene
+    fps = scene.render.fps / scene.render.fps_base
+    maps = {}
+    keys = [_clip_keys(c, target, library_path, bone_map, maps, report) for c in clips]
+    layer_keys = [_clip_keys(ClipSpec(l.clip), target, library_path, bone_map, maps, report) for l in layers]
+
+    roots = [names[i] for i in _root_indices(target)]
+    located = sorted({n for k in keys for n in k["loc"]} - set(roots), key=names.index)
+    channels = roots + located
+    tracks = [_to_track(k, target, channels) for k in keys]
+    short = [c.clip for c, t in zip(clips, tracks) if len(t) < 3]
+    if short:
+        raise SignSimError(f"clip '{short[0]}' has fewer than 3 frames after trimming")
+    main = _main_root(target)
+    rig = sc.Rig(root=main, root_position=channels.index(names[main]),
+                 floor_bones=_root_indices(target), floor_positions=list(range(len(roots))),
+                 keep_height=keep_height)
+    if threshold is not None and not threshold > 0:
+        raise SignSimError(f"the threshold must be a positive velocity jump in rad/s, not {threshold}")
+    try:
+        track, seams = sc.compose(tracks, fps, windows=[c.window for c in clips[1:]],
+                                  kinds=[c.curve for c in clips[1:]], rig=rig, threshold=threshold,
+                                  max_window=max_window, limits=joint_limits(target))
+    except ValueError as ex:
+        raise SignSimError(str(ex)) from None
+    first_frame = float(scene.frame_start)
+    frames = first_frame + np.arange(len(track), dtype=float)
+    rot, loc = _from_track(track, target, channels)
+    if foot_lock:
+        feet = _foot_positions(target, rot, loc)
+        pos = track.positions
+        for s in seams:
+            pos, k = sc.lock_feet(pos, feet, s["start"], s["window"], rig, fps=fps)
+            if k is not None:
+                feet = _foot_positions(target, rot, _from_track(sc.Track(track.rotations, pos), target, channels)[1])
+        rot, loc = _from_track(sc.Track(track.rotations, pos), target, channels)
+
+    for i, layer in enumerate(layers):
+        lrot = _basis_rotations(layer_keys[i], names)          # layers act on basis rotations
+        n = len(frames)
+        full = np.tile(lrot[:1], (n, 1, 1))
+        lo, hi = min(layer.start, n), min(layer.start + len(lrot), n)
+        full[lo:hi] = lrot[:hi - lo]
+        full[hi:] = lrot[min(hi - lo, len(lrot) - 1)]
+        weight = _layer_weight(target, layer, frames)
+        weight[:lo] = 0.0
+        weight[hi:] = 0.0
+        mask = np.array([(not layer.bones) or n_ in layer.bones for n_ in names])
+        rot = sc.apply_layer(rot, full, weight, mask=mask, reference=lrot[0])
+
+    seam_out = []
+    for s in seams:
+        seam_out.append({"index": s["index"], "window": s["window"], "suggested": s["suggested"],
+                         "curve": s["curve"], "velocity_jump": s["velocity_jump"], "threshold": s["threshold"],
+                         "flagged": s["flagged"], "frame": float(first_frame + s["start"]),
+                         "root_jump": s["root_jump"], "heading_deg": s["heading_deg"],
+                         "root_offset_m": s["root_offset_m"], "limit_excess_deg": s["limit_excess_deg"]})
+        if s["flagged"]:
+            why = "" if s["suggest_found"] else " (no window up to the clips' length is enough)"
+            report(WARNING, f"seam {s['index']} at frame {first_frame + s['start']:g}: velocity jump "
+                   f"{s['velocity_jump']:.2f} rad/s exceeds {s['threshold']:.2f} rad/s with a {s['window']}-frame "
+                   f"window; suggested {s['suggested']}{why}")
+    result = {
+        "armature": target.name, "fps": fps, "threshold": threshold,
+        "frames": [float(frames[0]), float(frames[-1])],
+        "clips": [{"clip": c.clip, "frames": len(t)} for c, t in zip(clips, tracks)],
+        "layers": [{"clip": l.clip, "bones": l.bones, "start": l.start} for l in layers],
+        "seams": seam_out,
+    }
+    old_action = target.animation_data.action if target.animation_data else None
+    old_handle = compat.assigned_slot_handle(target)
+    name = action_name or f"{target.name} composed"
+    keyset = {"rot": {n_: rot[:, i] for i, n_ in enumerate(names)}, "loc": loc}
+    action = retarget._write_action(target, keyset, frames, name)
+    try:
+        result["action"] = action.name
+        action.signsim.compose_report = json.dumps(result, sort_keys=True)
+        _copy_weight_curves(target, old_action, old_handle, action)
+    except Exception:
+        compat.restore_action(target, old_action, old_handle)
+        bpy.data.actions.remove(action)
+        raise
+    report(INFO, f"composed {len(clips)} clips into '{action.name}' ({len(frames)} frames, "
+           f"{sum(s['flagged'] for s in seam_out)} of {len(seam_out)} seams flagged)")
+    return result
+
+
+def specs_from_settings(target):
+    """(ClipSpecs, LayerSpecs, threshold or None) of Object.signsim.compose (the panel's)."""
+    st = target.signsim.compose
+    clips = [ClipSpec(c.clip.strip(), c.trim_in or None, c.trim_out or None,
+                      None if c.window < 0 else c.window, c.curve) for c in st.clips if c.clip.strip()]
+    layers = [LayerSpec(l.clip.strip(), [b.strip() for b in l.bones.split(",") if b.strip()], l.start, None, i)
+              for i, l in enumerate(st.layers) if l.clip.strip()]
+    return clips, layers, (st.threshold or None)
+
+
+def store_result(target, result):
+    """Per-seam results of a compose onto the panel's clip list (the seam into clip i)."""
+    st = target.signsim.compose
+    items = [c for c in st.clips if c.clip.strip()]
+    for item in items:
+        item.suggested_window, item.velocity_jump, item.threshold, item.flagged = -1, 0.0, 0.0, False
+    for seam in result["seams"]:
+        item = items[seam["index"]]
+        item.suggested_window = seam["suggested"]
+        item.velocity_jump = seam["velocity_jump"]
+        item.threshold = seam["threshold"]
+        item.flagged = seam["flagged"]
+
+
+def flagged_seams(action):
+    """The flagged seams stored on an action by compose (list of seam dicts)."""
+    try:
+        data = json.loads(action.signsim.compose_report or "{}")
+    except ValueError:
+        return []
+    return [s for s in data.get("seams", []) if s.get("flagged")]
+
+
+@dataclass(frozen=True, kw_only=True)
+class ComposeRequest(files.FileRequest):
+    """Compose clips onto the rig of a .blend file, written to a new .blend (the options of
+    `signsim compose`; files.FileRequest's rig, out, armature): clips in order (library names, mocap files or actions of rig),
+    windows/curves (None, one value, or one per seam), trims ("IN:OUT" per clip), layer
+    (clip, comma-separated bones, start frame, weight)."""
+    clips: tuple
+    windows: tuple = None
+    curves: tuple = None
+    trims: tuple = None
+    library: str = None
+    bone_map: str = None
+    threshold: float = None
+    max_window: int = None
+    keep_height: bool = False
+    foot_lock: bool = False
+    layer: str = None
+    layer_bones: str = ""
+    layer_start: int = 0
+    layer_weight: float = 1.0
+
+
+def _per_seam(values, n, what):
+    if values is None:
+        return [None] * n
+    if len(values) == 1:
+        return list(values) * n
+    if len(values) != n:
+        raise SignSimError(f"--{what}: give one value or one per seam ({n})")
+    return list(values)
+
+
+def _trims(trims, n):
+    if trims is None:
+        return [(None, None)] * n
+    if len(trims) != n:
+        raise SignSimError(f"--trim: give one IN:OUT per clip ({n})")
+    out = []
+    for t in trims:
+        a, sep, b = t.partition(":")
+        try:
+            if not sep:
+                raise ValueError
+            out.append((int(a) if a.strip() else None, int(b) if b.strip() else None))
+        except ValueError:
+            raise SignSimError(f"--trim: '{t}' is not IN:OUT (whole frames, either side may be empty)") from None
+    return out
+
+
+def _absolute(clip):
+    return os.path.abspath(clip) if retarget.is_clip_file(clip) else clip
+
+
+def compose_files(args: ComposeRequest, report=silent) -> dict:
+    """Compose the request's clips on its rig and save args.out; returns compose()'s result
+    with "out". Raises SignSimError for bad options or paths (nothing is written then)."""
+    n = len(args.clips)
+    if n < 1:
+        raise SignSimError("--clips: name at least one clip")
+    windows = _per_seam(args.windows, n - 1, "window")
+    curves = _per_seam(args.curves, n - 1, "curve")
+    trims = _trims(args.trims, n)
+    if any(w is not None and w < 0 for w in windows):
+        raise SignSimError("--window: a window cannot be negative")
+    for clip in list(args.clips) + ([args.layer] if args.layer else []):
+        if retarget.is_clip_file(clip) and not os.path.isfile(clip):
+            raise SignSimError(f"clip not found: {clip}")
+    files.check_files([args.rig], [args.out])
+    library_file = library.library_file(args.library) if args.library else None
+    if library_file and not os.path.isfile(library_file):
+        raise SignSimError(f"no motion library at {library_file}")
+    preset = retarget.load_preset(args.bone_map) if args.bone_map else None
+    clips = [_absolute(c) for c in args.clips]
+    layer = _absolute(args.layer) if args.layer else None
+
+    target = retarget_api.open_rig(args.rig, args.armature)
+    for clip in clips + ([layer] if layer else []):
+        if not retarget.is_clip_file(clip) and clip not in bpy.data.actions:
+            path = library_file or library.library_file(None)
+            if not os.path.isfile(path):
+                raise SignSimError(f"clip not found: {clip} (not a file nor an action of the rig, and no "
+                                   f"motion library at {path})")
+    specs = [ClipSpec(c, t_in, t_out, None if i == 0 else windows[i - 1],
+                              "smoothstep" if i == 0 or curves[i - 1] is None else curves[i - 1])
+             for i, (c, (t_in, t_out)) in enumerate(zip(clips, trims))]
+    layers = []
+    if layer:
+        layers.append(LayerSpec(layer, [b.strip() for b in args.layer_bones.split(",") if b.strip()],
+                                        args.layer_start, args.layer_weight))
+    result = compose(target, specs, layers, library_path=library_file, bone_map=preset,
+                             threshold=args.threshold, max_window=args.max_window,
+                             keep_height=args.keep_height, foot_lock=args.foot_lock, report=report)
+    scene = bpy.context.scene
+    scene.frame_start, scene.frame_end = int(result["frames"][0]), int(result["frames"][1])
+    result["out"] = files.save_atomically(args.out)
+    return result

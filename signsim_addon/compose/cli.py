@@ -1,0 +1,67 @@
+"""`signsim compose`: splice clips into one action on a rig, written to a new .blend.
+
+    signsim compose --clips A B [C …] --rig RIG.blend [--armature NAME] [--window N [N …]]
+                    [--curve smoothstep [CURVE …]] [--trim IN:OUT …] [--library FILE]
+                    [--map PRESET.json] [--threshold EPS] [--max-window N] [--keep-height]
+                    [--foot-lock] [--layer CLIP --layer-bones B1,B2 [--layer-start F]
+                    [--layer-weight W]] --out OUT.blend [--json]
+
+A clip is a mocap file (BVH, FBX, glTF/GLB), a clip name of the motion library (--library,
+default: the preferences' library) or an action already in RIG. --window and --curve take
+one value for every seam or one per seam; without --window each seam gets its suggested
+window (the shortest that keeps the velocity jump under the threshold). --trim takes one
+IN:OUT per clip in the clip's own frames (empty side: the clip's start or end; ':' keeps
+the whole clip).
+
+Prints (with --json) {"armature", "action", "frames", "fps", "threshold", "clips",
+"layers", "seams": [{"index", "window", "suggested", "curve", "velocity_jump",
+"threshold", "flagged", "frame", "root_jump", "heading_deg", "root_offset_m",
+"limit_excess_deg"}], "out"}. OUT is written only on success, atomically.
+"""
+from ..errors import cli_reporter
+from . import api
+
+
+def add_arguments(parser):
+    parser.add_argument("--clips", nargs="+", required=True, metavar="CLIP",
+                        help="clips in order: library clip names, mocap files or actions of RIG")
+    parser.add_argument("--rig", required=True, metavar="RIG.blend", help=".blend file holding the rig")
+    parser.add_argument("--armature", metavar="NAME", help="target armature (default: the only one in RIG)")
+    parser.add_argument("--window", nargs="+", type=int, metavar="N",
+                        help="blend window(s) in frames, one for all seams or one per seam (0: hard cut; "
+                        "default: the suggested window of each seam)")
+    parser.add_argument("--curve", nargs="+", choices=api.CURVES, metavar="CURVE",
+                        help=f"blend curve(s): {', '.join(api.CURVES)} (default smoothstep)")
+    parser.add_argument("--trim", nargs="+", metavar="IN:OUT",
+                        help="per clip, the frames to use (e.g. 10:80, 20:, :)")
+    parser.add_argument("--library", metavar="FILE", help="motion library .blend for clip names")
+    parser.add_argument("--map", metavar="PRESET.json", help="bone map preset for the clips' skeletons")
+    parser.add_argument("--threshold", type=float, metavar="EPS",
+                        help="largest seam velocity jump in rad/s (default, per seam: the 99th percentile "
+                        "of the two clips' own frame-to-frame velocity changes)")
+    parser.add_argument("--max-window", type=int, metavar="N", help="longest window a suggestion may use")
+    parser.add_argument("--keep-height", action="store_true",
+                        help="align floor position and heading only; each clip keeps its root height")
+    parser.add_argument("--foot-lock", action="store_true",
+                        help="keep a planted foot still through each window by moving the root")
+    parser.add_argument("--layer", metavar="CLIP", help="additive layer clip (e.g. a head nod)")
+    parser.add_argument("--layer-bones", metavar="B1,B2", default="",
+                        help="bones the layer may change, comma-separated (default: all)")
+    parser.add_argument("--layer-start", type=int, default=0, metavar="F",
+                        help="frame offset of the layer in the composition")
+    parser.add_argument("--layer-weight", type=float, default=1.0, metavar="W", help="layer weight (0–1)")
+    parser.add_argument("--out", required=True, metavar="OUT.blend", help="where to write the rig")
+
+
+def run(args, say):
+    result = api.compose_files(api.ComposeRequest(
+        clips=tuple(args.clips), rig=args.rig, out=args.out, armature=args.armature, windows=args.window,
+        curves=args.curve, trims=args.trim, library=args.library, bone_map=args.map, threshold=args.threshold,
+        max_window=args.max_window, keep_height=args.keep_height, foot_lock=args.foot_lock, layer=args.layer,
+        layer_bones=args.layer_bones, layer_start=args.layer_start, layer_weight=args.layer_weight),
+        cli_reporter(say))
+    say(f"wrote {result['out']}")
+    for seam in result["seams"]:
+        say(f"seam {seam['index']}: window {seam['window']} ({seam['curve']}), velocity jump "
+            f"{seam['velocity_jump']:.2f} rad/s (ε {seam['threshold']:.2f}){'  FLAGGED' if seam['flagged'] else ''}")
+    return result

@@ -1,0 +1,1 @@
+"""The bundled sample signer and the end-to-end demo."""

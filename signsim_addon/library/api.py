@@ -1,0 +1,130 @@
+"""The motion library's use cases: import BVH/FBX/glTF clips into a tagged, searchable
+.blend of action assets, and search it.
+
+Public API (operators, the CLI, batch, the demo and the tests call only these):
+- library_file(path=None) -> the library .blend: path, else the preferences' 
+- import_paths(paths, library, tags=(), catalog=None, report=None) -> {"imported", "failed"}
+- list_clips(library, **filters) -> [clip record]   (filters: see store.matches)
+- edit_clip(library, name, rename=None, tags=None, delete=False)
+- load_clip(library, name) -> (action, skeleton)   appended into the open file
+- collect_files(paths) -> ([file], [(path, error)])
+
+Modules: tracking (datablock snapshots and rollback), importers (Blender's importers +
+repairs), store (the library .blend, catalogs, tags, search), ui (the sidebar's state);
+the pure parts are solver/bvh.py (BVH validation + numpy FK) and solver/clean.py.
+"""
+import os
+
+from .. import preferences
+from ..errors import ERROR, SignSimError
+from . import importers, store, tracking
+from .store import edit_clip, list_clips, load_clip, matches, parse_tags  # noqa: F401
+
+__all__ = ("library_file", "import_paths", "list_clips", "edit_clip", "load_clip", "collect_files", "matches",
+           "parse_tags")
+
+
+def library_file(path=None) -> str:
+    """The absolute path of the library .blend: `path` (~ expanded), else the one in the
+    preferences. Raises SignSimError when neither is set."""
+    if path:
+        return os.path.abspath(os.path.expanduser(path))
+    try:
+        return preferences.library_path()
+    except Exception as ex:  # noqa: BLE001 (no preferences: the add-on is not enabled)
+        raise SignSimError(f"no library given and no library path in the preferences ({ex})") from None
+
+
+def collect_files(paths, skipped=None):
+    """Expand files and folders (recursively, sorted) into ([file], [(path, error)]).
+
+    Inside folders, hidden files and companions (glTF .bin and images, .txt/.md notes,
+    .blend1 backups) are skipped (appended to `skipped` when given); any other
+    unsupported file is reported as a failure, as is a named file of an unsupported type
+    or a path that does not exist.
+    """
+    files, failed = [], []
+    for p in paths:
+        p = os.path.abspath(os.path.expanduser(str(p)))
+        if os.path.isdir(p):
+            for root, dirs, names in os.walk(p):
+                dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+                for n in sorted(names):
+                    if n.startswith("."):
+                        continue
+                    full = os.path.join(root, n)
+                    ext = os.path.splitext(n)[1].lower()
+                    if ext in importers.SUPPORTED:
+                        files.append(full)
+                    elif ext not in importers.COMPANIONS:
+                        failed.append((full, _error_text(full)))
+                    elif skipped is not None:
+                        skipped.append(full)
+        elif os.path.isfile(p):
+            if os.path.splitext(p)[1].lower() in importers.SUPPORTED:
+                files.append(p)
+            else:
+                failed.append((p, _error_text(p)))
+        else:
+            failed.append((p, f"{os.path.basename(p) or p}: no such file or folder"))
+    seen, unique = set(), []
+    for f in files:
+        if f not in seen:
+            seen.add(f)
+            unique.append(f)
+    return unique, failed
+
+
+def _error_text(path):
+    try:
+        importers.format_of(path)
+    except SignSimError as ex:
+        return str(ex)
+    return f"{os.path.basename(path)}: cannot import"
+
+
+def import_paths(paths, library, tags=(), catalog=None, report=None, progress=None):
+    """Import files/folders into the library at `library` (created when missing).
+
+    Every file is imported on its own: a failing file is rolled back completely and
+    listed in "failed" with a one-line reason; the others carry on. The library is
+    written once, atomically, when at least one clip was imported; the open file is left
+    exactly as it was (see store.py). Returns
+    {"imported": [record + "updated"], "failed": [{"path", "error"}], "skipped": [path],
+     "library": path}.
+    progress(i, n, path) is called before each file.
+    """
+    tags = store.parse_tags(tags)
+    bad = [t for t in tags if ":" in t and t.split(":", 1)[0] in store.FACETS and not t.split(":", 1)[1]]
+    if bad:
+        raise SignSimError(f"facet tag '{bad[0]}' has no value (use facet:value)")
+    catalog = store.normalise_catalog(catalog) if catalog else None
+    skipped = []
+    files, failed = collect_files(paths, skipped)
+    failed = [{"path": p, "error": e} for p, e in failed]
+    imported = []
+    library = store.check_library_path(library)
+    with tracking.NameGuard() as guard, tracking.Tracker():
+        clips = []
+        for i, path in enumerate(files):
+            if progress:
+                progress(i, len(files), path)
+            try:
+                clips.append((path, importers.import_file(path, report)))
+            except SignSimError as ex:
+                failed.append({"path": path, "error": str(ex)})
+                if report:
+                    report(ERROR, str(ex))
+        if clips:
+            with store.open_library(library, guard=guard) as lib:
+                for _path, file_clips in clips:
+                    for clip in file_clips:
+                        action, updated = lib.add(clip, tags, catalog)
+                        rec = store.clip_record(action)
+                        rec["updated"] = updated
+                        imported.append(rec)
+                lib.save()
+    return {"imported": imported, "failed": failed, "skipped": skipped, "library": library}
+
+# the sidebar's state (which library, its clip list, the preview): imported last, it uses this API
+from . import ui  # noqa: E402,F401

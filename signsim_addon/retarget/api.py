@@ -1,0 +1,147 @@
+"""Retargeting's use cases: what the Retarget operators, `signsim retarget`, `signsim
+compose`, batch, the demo and the tests call.
+
+- retarget_files(RetargetRequest, report) -> JSON-able result (clips onto a rig file);
+- retarget_source(source, target, report) -> Result (the operator: the stored bone map,
+  else the automatic one);
+- bone map editing on an armature: auto_map, store_map, stored_map, set_pair,
+  mirror_map, export_map, import_map; presets: load_preset, check_preset.
+A bone map preset naming bones the target lacks is refused with one clear error, by the
+CLI and the operator alike.
+"""
+import os
+from dataclasses import dataclass
+
+
+from .. import compat, files
+from ..errors import SignSimError, silent
+from ..library import api as library
+from ...solver import bonemap
+from . import transfer
+from .transfer import (auto_map, export_map, is_clip_file, mirror_map, retarget, set_pair,  # noqa: F401
+                       skeleton, source_clip, store_map, stored_map)
+
+
+@dataclass(frozen=True, kw_only=True)
+class RetargetRequest(files.FileRequest):
+    """Retarget clips onto the armature of a rig file (files.FileRequest), written to a
+    new .blend.
+
+    clips: library clip names or mocap files (BVH, FBX, glTF/GLB); bone_map: preset JSON
+    path (None: the automatic map of each skeleton); library: motion library .blend for
+    clip names (None: the preferences').
+    """
+    clips: tuple
+    bone_map: str = None
+    library: str = None
+
+
+def load_preset(filepath, target=None):
+    """A BoneMap from a JSON preset file, checked against `target` when given (check_preset).
+    Raises SignSimError for a missing or malformed file."""
+    bone_map = transfer.load_preset(filepath)
+    if target is not None:
+        check_preset(bone_map, target, filepath)
+    return bone_map
+
+
+def check_preset(bone_map, target, filepath):
+    """SignSimError when the preset names target bones `target` does not have."""
+    unknown = [t for t in bone_map.as_dict() if t not in target.data.bones]
+    if unknown:
+        raise SignSimError(f"{filepath}: bones not in '{target.name}': {', '.join(unknown[:6])}")
+
+
+def import_map(target, filepath):
+    """Store the preset at filepath on target; returns the number of pairs stored.
+    Raises SignSimError for a missing/malformed preset or one naming bones target lacks."""
+    bone_map = load_preset(filepath, target)
+    store_map(target, bone_map)
+    return len(bone_map.pairs)
+
+
+def open_rig(path, armature=None):
+    """Open the rig .blend and return its target armature object (files.find_armature)."""
+    files.open_blend(path)
+    return files.find_armature(armature)
+
+
+def resolve_clips(clips, library_path):
+    """(clip specs with file paths made absolute, absolute library path or None).
+
+    Checked before the rig is opened (relative paths, one-line errors): a missing mocap
+    file, or a clip name without a library file, raise SignSimError.
+    """
+    names = [c for c in clips if not is_clip_file(c)]
+    for clip in clips:
+        if is_clip_file(clip) and not os.path.isfile(clip):
+            raise SignSimError(f"clip not found: {clip}")
+    library_file = None
+    if names:
+        library_file = library.library_file(library_path)
+        if not os.path.isfile(library_file):
+            raise SignSimError(f"clip not found: {names[0]} (not a file, and no motion library "
+                               f"at {library_file})")
+    return [os.path.abspath(c) if is_clip_file(c) else c for c in clips], library_file
+
+
+def retarget_source(source, target, report=silent):
+    """Retarget source's action onto target with target's stored bone map, else the
+    automatic map (then stored). Returns transfer.Result; raises SignSimError."""
+    bone_map = stored_map(target)
+    if bone_map is None:
+        bone_map = auto_map(source, target)
+        store_map(target, bone_map)
+    return retarget(source, target, bone_map, report=report)
+
+
+def retarget_files(request: RetargetRequest, report=silent) -> dict:
+    """Retarget every clip of the request onto the rig and save request.out.
+
+    One map serves all clips: the preset, or the automatic map of each skeleton (clips
+    sharing a skeleton share it). OUT is written only when every clip succeeded, through
+    a temporary file renamed into place; the clips' own armatures are not kept in it.
+    Returns {"armature", "action", "bone_map": {target: source}, "coverage",
+    "unmapped_target", "confidence", "frames": [first, last], "out"[, "actions"]} (bone
+    map and frames of the first clip). Raises SignSimError.
+    """
+    r = request
+    clips, library_file = resolve_clips(list(r.clips), r.library)
+    files.check_files([r.rig], [r.out])
+    preset = transfer.load_preset(r.bone_map) if r.bone_map else None
+
+    target = open_rig(r.rig, r.armature)
+    if preset is not None:
+        check_preset(preset, target, r.bone_map)
+    results, maps = [], {}
+    for clip in clips:
+        with source_clip(clip, library_file, report=report) as src:
+            # one map for every clip of one skeleton: the preset, or the automatic map
+            skeleton_key = tuple(b.name for b in src.armature.data.bones)
+            bone_map = preset or maps.get(skeleton_key) or auto_map(src.armature, target)
+            maps.setdefault(skeleton_key, bone_map)
+            name = os.path.splitext(os.path.basename(clip))[0] if is_clip_file(clip) else clip
+            results.append(retarget(src.armature, target, bone_map, source_fps=src.fps,
+                                    action_name=f"{name}_{target.name}", report=report))
+    for res in results[1:]:
+        res.action.use_fake_user = True    # kept in OUT although only the first is assigned
+    first = results[0].action
+    compat.assign_action(target, first, first.slots[0])
+    bone_map = results[0].bone_map
+    store_map(target, bone_map)
+
+    out = files.save_atomically(r.out)
+    sk_t = skeleton(target)
+    result = {
+        "armature": target.name,
+        "action": first.name,
+        "bone_map": bone_map.as_dict(),
+        "coverage": bonemap.coverage(bone_map, sk_t),
+        "unmapped_target": [b.name for b in target.data.bones if b.name not in bone_map.as_dict()],
+        "confidence": bone_map.confidence(),
+        "frames": [float(results[0].frames[0]), float(results[0].frames[-1])],
+        "out": out,
+    }
+    if len(results) > 1:
+        result["actions"] = [r.action.name for r in results]
+    return result

@@ -1,0 +1,391 @@
+"""Retargeting math on arrays (numpy only, no bpy): rest and posed matrices of a source and a
+target skeleton in, the target's local rotation and hips location keys out.
+
+Notation (all world space, i.e. armature object transform included; rotations are 3×3
+matrices, arrays are float64):
+  S_b(t)   posed world rotation of source bone b at frame t          (F, 3, 3)
+  S_b,ref  source reference rotation (its rest pose, or its first frame when the rest is not
+           a usable human pose: bones along their local X, up axis different from the motion)
+  T_b      target rest world rotation (bone.matrix_local with the object's rotation) (3, 3)
+  Q_b(t)   world "delta" applied to the target bone: posed world rotation = Q_b(t) · T_b
+
+The rest-relative transfer, R_t(t) = R_s(t) · R_s,rest⁻¹ · R_t,rest, is Q_b = S_b · S_b,ref⁻¹
+when both rest poses coincide. When they differ (A-pose vs T-pose, bone-axis rests), each
+bone is first aligned by an orthonormal frame built from *directions between joint heads*,
+never from bone axes, so bone rolls cannot change the result:
+
+  F = [a, n, a × n]   a = unit direction from the bone's head to the head(s) of its next
+                      mapped bone(s), n = a reference direction (body forward; body
+                      lateral for feet; body up where the aim is nearly forward) made
+                      orthogonal to a. Body axes: up = hips → head (world Z for a standing
+                      body), lateral = right → left upper arm, forward = lateral × up.
+  A_b = F_t · F_s,ref⁻¹                 (source reference frame → target rest frame)
+  Q_ref,b(t) = S_b(t) · S_b,ref⁻¹ · A_b⁻¹
+
+An A-pose target differs from a T-pose one by a rotation W of each arm about the forward
+axis, which leaves n unchanged: F_t′ = W · F_t, so Q′ = Q · W⁻¹ and the posed world
+rotation Q′ · T′ = Q · W⁻¹ · W · T is the same; a roll R about the bone's own axis only
+changes T into T · R, which moves no joint.
+
+Then, so that the *directions* between mapped joints follow the source exactly even when the
+source has extra joints in between (the direction spans several source bones):
+  - one mapped child:   Q_b = swing(Q_ref,b · a_t → a_s(t)) · Q_ref,b
+                        (the smallest rotation that puts the aim onto the source's aim
+                        keeps the twist from the source's own rotation);
+  - ≥ 2 mapped children in different directions (hips, chest, hand): the rotation that
+    best maps the target rest directions d_t,i onto the source's posed directions d_s,i(t)
+    (Wahba's problem, solved by SVD: B = Σ d_s,i d_t,iᵀ = U Σ Vᵀ,
+    Q_fit = U diag(1, 1, det(U Vᵀ)) Vᵀ), then swung so the main line (spine, neck, hand,
+    middle finger) is exact: Q_b = swing(Q_fit · d_t,main → d_s,main(t)) · Q_fit. The
+    other children (thighs, clavicles, other finger bases) keep the constant offset by which
+    the two skeletons place them differently;
+  - no mapped child (head, finger tips): Q_ref,b with the parent's alignment A.
+A mapped child counts for bone b when its source bone hangs below b's source bone.
+
+Local pose rotations follow down the hierarchy (parents first). With L the armature-space
+rest matrices (bone.matrix_local), the posed armature matrix of bone b is
+  M_b = M_p · L_p⁻¹ · L_b · B_b          (B_b = pose_bone.matrix_basis)
+so, with world rotations W = R_obj · M (rotation parts) and W_b = Q_b · T_b:
+  B_b,rot = (T_p⁻¹ · T_b)⁻¹ · W_p⁻¹ · W_b      (root bone: B_b,rot = T_b⁻¹ · W_b)
+(the object rotation cancels because T = R_obj · L_rot). Unmapped bones keep B = identity,
+W_b = W_p · T_p⁻¹ · T_b. Quaternions are made hemisphere-continuous over frames.
+
+Root motion: the target hips head follows
+  p′(t) = k · (p(t) − p_ref) + p′_ref,  k = L_t / L_s
+with L the hips height above the floor (target: its rest pose above its lowest bone point;
+source: the median over frames of hips height above its lowest joint), p_ref = the source
+hips at the first frame dropped to the source floor, p′_ref = the target rest hips dropped to
+the target floor. When either skeleton has no legs (an upper-body signer), L is the hips →
+chest length and p_ref, p′_ref are the source's first-frame and the target's rest hips. The location key of the hips bone is solved from
+  head_b = L_b,rot · t_B + head_local_b   (parents of the hips at rest).
+Bones outside the mapped hierarchy (IK targets and poles hanging from a root) follow the
+nearest mapped bone of their side rigidly: M_b(t) = M_anchor(t) · L_anchor⁻¹ · L_b.
+
+Units: metres, radians; frames are Blender frames (floats where subframes are sampled).
+"""
+import numpy as np
+
+from . import armature, bonemap, quat
+
+
+class RetargetError(ValueError):
+    """A bone map the transfer cannot use (hips or chest unmapped, no measurable height)."""
+
+
+# ---------------------------------------------------------------------------------------
+# small numpy rotation kit (batched over leading axes)
+
+def _unit(v, eps=1e-12):
+    n = np.linalg.norm(v, axis=-1, keepdims=True)
+    return v / np.maximum(n, eps)
+
+
+def _swing(a, b):
+    """Rotation matrices (…, 3, 3) taking unit vectors a onto unit vectors b (…, 3), about a × b."""
+    a, b = np.broadcast_arrays(a, b)
+    v = np.cross(a, b)
+    c = np.sum(a * b, axis=-1)
+    vx = np.zeros(a.shape[:-1] + (3, 3))
+    vx[..., 0, 1], vx[..., 0, 2] = -v[..., 2], v[..., 1]
+    vx[..., 1, 0], vx[..., 1, 2] = v[..., 2], -v[..., 0]
+    vx[..., 2, 0], vx[..., 2, 1] = -v[..., 1], v[..., 0]
+    eye = np.broadcast_to(np.eye(3), vx.shape)
+    # Rodrigues with 1/(1+c); antiparallel vectors (c → −1) get a half turn about any normal
+    k = 1.0 / np.maximum(1.0 + c, 1e-9)
+    r = eye + vx + (vx @ vx) * k[..., None, None]
+    flip = c < -1.0 + 1e-9
+    if np.any(flip):
+        axis = np.cross(a[flip], [1.0, 0.0, 0.0])
+        bad = np.linalg.norm(axis, axis=-1) < 1e-6
+        axis[bad] = np.cross(a[flip][bad], [0.0, 1.0, 0.0])
+        axis = _unit(axis)
+        r[flip] = 2.0 * axis[..., :, None] * axis[..., None, :] - np.eye(3)
+    return r
+
+
+def _wahba(d_t, d_s):
+    """Rotations (F, 3, 3) best mapping directions d_t (k, 3) onto d_s (F, k, 3) (SVD)."""
+    b = np.einsum("fki,kj->fij", d_s, d_t)
+    u, _s, vt = np.linalg.svd(b)
+    det = np.linalg.det(u @ vt)
+    d = np.ones(det.shape + (3,))
+    d[..., 2] = det
+    return (u * d[..., None, :]) @ vt
+
+
+def _frame(aim, ref):
+    """Orthonormal frames [a, n, a × n] as columns (…, 3, 3) from an aim and a reference."""
+    a = _unit(aim)
+    n = _unit(ref - np.sum(ref * a, axis=-1, keepdims=True) * a)
+    return np.stack([a, n, np.cross(a, n)], axis=-1)
+
+
+def _rot(m):
+    """Rotation parts (…, 3, 3) of (…, 4, 4) matrices with uniform scale removed."""
+    r = np.asarray(m)[..., :3, :3]
+    return r / np.linalg.norm(r, axis=-2, keepdims=True)
+
+
+# ---------------------------------------------------------------------------------------
+# body axes (reference directions for the alignment frames)
+
+def _axes(body, heads):
+    """(forward, lateral, up) unit vectors (3,) of a body in a pose given by heads (N, 3)."""
+    up = None
+    top = body.head if body.head is not None else (body.spine[-1] if body.spine else None)
+    if top is not None:
+        up = heads[top] - heads[body.hips]
+    lat = None
+    for part in ("upper_arm", "thigh", "shoulder"):
+        left, right = body.limbs.get(("L", part)), body.limbs.get(("R", part))
+        if left and right:
+            lat = heads[left[0]] - heads[right[0]]
+            break
+    if up is None or lat is None or np.linalg.norm(up) < 1e-9 or np.linalg.norm(lat) < 1e-9:
+        return np.array([0.0, -1.0, 0.0]), np.array([1.0, 0.0, 0.0]), np.array([0.0, 0.0, 1.0])
+    up = _unit(up)
+    if up[2] > 0.85:
+        # a standing body: forward and lateral in the floor plane, so a rest pose that only
+        # lowers the arms (A-pose) about the forward axis keeps the same reference frames
+        up = np.array([0.0, 0.0, 1.0])
+    lat = _unit(lat - np.dot(lat, up) * up)
+    return np.cross(lat, up), lat, up
+
+
+def _reference_kind(body):
+    """bone index → 'lateral' for feet and toes (they point forward), else 'forward'."""
+    kind = {}
+    for side in bonemap.SIDES:
+        for part in ("foot", "toe"):
+            for i in body.limbs.get((side, part), []):
+                kind[i] = "lateral"
+    return kind
+
+
+def _has_legs(body):
+    return body is not None and all((side, "thigh") in body.limbs for side in bonemap.SIDES)
+
+
+def _primary_children(body):
+    """Bones that continue their parent's main line at a branching bone: the spine and neck
+    (over the legs and arms), the hand(s) (over a thumb on the forearm, as on the robot), the
+    middle finger (over the other fingers), by preference.
+    """
+    out = set(body.spine) | set(body.neck) | ({body.head} if body.head is not None else set())
+    for side in bonemap.SIDES:
+        out |= set(body.limbs.get((side, "hand"), []))
+        for finger in ("middle", "ring", "index", "pinky"):
+            chain = body.fingers.get((side, finger))
+            if chain:
+                out.add(chain[0])
+                if (side, finger) in body.meta:
+                    out.add(body.meta[(side, finger)])
+                break
+    return out
+
+
+def _usable_rest(body, rest_heads):
+    """True when a source rest pose is a standing human pose in Z-up (spine up, legs down)."""
+    _fwd, _lat, up = _axes(body, rest_heads)
+    if up[2] < 0.9:
+        return False
+    for side in bonemap.SIDES:
+        thigh, foot = body.limbs.get((side, "thigh")), body.limbs.get((side, "foot"))
+        if thigh and foot:
+            leg = _unit(rest_heads[foot[0]] - rest_heads[thigh[0]])
+            if leg[2] > -0.8:
+                return False
+    return True
+
+
+# ---------------------------------------------------------------------------------------
+# the transfer
+
+def solve(sk_s, rest_s_world, mats, tails, sk_t, mo_t, rest_t_arm, tails_t, pairs, target_name):
+    """Local quaternion and hips location keys for the target (see the module docstring).
+
+    sk_s: source bonemap.Skeleton (heads of the first posed frame, m); rest_s_world
+    (Ns, 4, 4) source rest matrices in world space; mats: source posed world matrices
+    (F, Ns, 4, 4); tails (F, Ns, 3) m; sk_t: target Skeleton (world rest heads); mo_t
+    (4, 4) target object matrix; rest_t_arm (Nt, 4, 4) target armature-space rest
+    matrices (Bone.matrix_local); tails_t (Nt, 3) target world rest tails; pairs:
+    [(target name, source name)]; target_name: for messages.
+    Returns dict: rot {bone name: (F, 4)}, loc {bone name: (F, 3)}, root_path (F, 3), scale.
+    Raises RetargetError when the hips (or, without legs, the chest) are not mapped or no
+    hips height can be measured.
+    """
+    t_of = {sk_t.index[t]: sk_s.index[s] for t, s in pairs}
+    n_frames = mats.shape[0]
+
+    rest_t = mo_t @ rest_t_arm                            # (Nt, 4, 4) world rest
+    T = _rot(rest_t)
+    h_t = rest_t[:, :3, 3]
+    S = _rot(mats)
+    P = mats[..., :3, 3]
+
+    try:
+        body_t = bonemap.analyse(sk_t)
+        body_s = bonemap.analyse(sk_s)
+    except bonemap.BoneMapError:
+        body_t = body_s = None
+    if body_s is not None and _usable_rest(body_s, rest_s_world[:, :3, 3]):
+        S_ref, P_ref = _rot(rest_s_world), rest_s_world[:, :3, 3]
+    else:
+        S_ref, P_ref = S[0], P[0]
+    if body_t is not None:
+        ax_t = dict(zip(("forward", "lateral", "up"), _axes(body_t, h_t)))
+        ax_s = dict(zip(("forward", "lateral", "up"), _axes(body_s, P_ref)))
+        kind = _reference_kind(body_t)
+    else:
+        ax_t = ax_s = {"forward": np.array([0.0, -1.0, 0.0]), "lateral": np.array([1.0, 0.0, 0.0]),
+                       "up": np.array([0.0, 0.0, 1.0])}
+        kind = {}
+
+    # nearest mapped target descendants whose source bones hang below the same source bone
+    order = sk_t.order()
+    kids = {b: [] for b in t_of}
+    for c in t_of:
+        a = next((x for x in sk_t.ancestors(c) if x in t_of), None)
+        if a is not None and sk_s.is_descendant(t_of[c], t_of[a]) \
+                and np.linalg.norm(h_t[c] - h_t[a]) > 1e-6 \
+                and np.linalg.norm(P_ref[t_of[c]] - P_ref[t_of[a]]) > 1e-6:
+            kids[a].append(c)
+
+    primary = _primary_children(body_t) if body_t is not None else set()
+    Q, A = {}, {}
+    for b in order:
+        if b not in t_of:
+            continue
+        s = t_of[b]
+        ks = kids[b]
+        ref = ax_t["lateral" if kind.get(b) == "lateral" else "forward"]
+        ref_s = ax_s["lateral" if kind.get(b) == "lateral" else "forward"]
+        if ks:
+            d_t = _unit(h_t[ks] - h_t[b])                                   # (k, 3)
+            d_ref = _unit(P_ref[[t_of[c] for c in ks]] - P_ref[s])           # (k, 3)
+            d_s = _unit(P[:, [t_of[c] for c in ks]] - P[:, s][:, None])      # (F, k, 3)
+            spread = max((np.linalg.norm(np.cross(d_t[i], d_t[j]))
+                          for i in range(len(ks)) for j in range(i + 1, len(ks))), default=0.0)
+            if spread > 0.2:
+                # the twist from all children, then the primary child's direction exactly
+                q_fit = _wahba(d_t, d_s)
+                A[b] = _wahba(d_ref, d_t[None])[0]
+                j = next((n for n, c in enumerate(ks) if c in primary), None)
+                Q[b] = q_fit if j is None else _swing(_unit(q_fit @ d_t[j]), d_s[:, j]) @ q_fit
+                continue
+            aim_t, aim_ref, aim_s = _unit(d_t.mean(0)), _unit(d_ref.mean(0)), _unit(d_s.mean(1))
+            if abs(np.dot(aim_t, ref)) > 0.95 or abs(np.dot(aim_ref, ref_s)) > 0.95:
+                ref, ref_s = ax_t["up"], ax_s["up"]
+            A[b] = _frame(aim_t, ref) @ _frame(aim_ref, ref_s).T
+            q_ref = S[:, s] @ S_ref[s].T @ A[b].T
+            Q[b] = _swing(_unit(q_ref @ aim_t), aim_s) @ q_ref
+        else:
+            parent = next((x for x in sk_t.ancestors(b) if x in A), None)
+            A[b] = A[parent] if parent is not None else np.eye(3)
+            Q[b] = S[:, s] @ S_ref[s].T @ A[b].T
+
+    # world rotations down the hierarchy, then local basis rotations
+    W = {}
+    rot, basis_of = {}, {}
+    for b in order:
+        p = sk_t.parents[b]
+        if b in Q:
+            W[b] = Q[b] @ T[b]
+        elif p >= 0:
+            W[b] = W[p] @ (T[p].T @ T[b])
+        else:
+            W[b] = np.broadcast_to(T[b], (n_frames, 3, 3))
+        if p >= 0:
+            basis = (T[p].T @ T[b]).T @ np.swapaxes(W[p], -1, -2) @ W[b]
+        else:
+            basis = T[b].T @ W[b]
+        basis_of[b] = basis
+        rot[sk_t.names[b]] = quat.make_continuous(quat.from_matrix(basis))
+
+    # root motion: hips height ratio, floors from the lowest points
+    hips_t = body_t.hips if body_t is not None else order[0]
+    hips_s = t_of.get(hips_t)
+    if hips_s is None:
+        raise RetargetError(f"the hips of '{target_name}' ({sk_t.names[hips_t]}) are not mapped")
+    if _has_legs(body_t) and _has_legs(body_s):
+        floor_t = min(h_t[:, 2].min(), tails_t[:, 2].min())
+        lowest_s = np.minimum(P[..., 2].min(axis=1), tails[..., 2].min(axis=1))  # (F,)
+        floor_s = float(np.percentile(lowest_s, 5))
+        height_s = float(np.median(P[:, hips_s, 2] - lowest_s))
+        height_t = float(h_t[hips_t, 2] - floor_t)
+        p_ref = np.array([P[0, hips_s, 0], P[0, hips_s, 1], floor_s])
+        p_ref_t = np.array([h_t[hips_t, 0], h_t[hips_t, 1], floor_t])
+    else:
+        # an upper body on either side: no floor to meet; scale by the hips → chest length
+        # and start from the target's rest hips
+        chest_t = body_t.spine[-1] if body_t is not None and body_t.spine else None
+        if chest_t not in t_of:
+            raise RetargetError(f"'{target_name}': without legs the chest must be mapped to "
+                               f"scale the hips motion")
+        height_t = float(np.linalg.norm(h_t[chest_t] - h_t[hips_t]))
+        height_s = float(np.linalg.norm(P_ref[t_of[chest_t]] - P_ref[hips_s]))
+        p_ref, p_ref_t = P[0, hips_s], h_t[hips_t]
+    if height_s < 1e-6 or height_t < 1e-6:
+        raise RetargetError("cannot measure the hips height of the source or the target")
+    k = height_t / height_s
+    root = k * (P[:, hips_s] - p_ref) + p_ref_t                          # (F, 3) world
+    # location basis of the hips with its parents at rest: head = L_rot · t + head_local
+    rest_local = rest_t_arm[hips_t]
+    root_arm = (np.linalg.inv(mo_t) @ np.c_[root, np.ones(len(root))].T).T[:, :3]
+    loc = {hips_t: (root_arm - rest_local[:3, 3]) @ _rot(rest_local)}
+    _follow_detached(sk_t, set(t_of), rest_t_arm, basis_of, loc)
+    rot.update({sk_t.names[b]: quat.make_continuous(quat.from_matrix(basis_of[b])) for b in loc})
+    return {"rot": rot, "loc": {sk_t.names[b]: v for b, v in loc.items()}, "root_path": root,
+            "scale": k}
+
+
+def pose_matrices(sk, rest, basis, loc):
+    """Posed armature-space matrices {bone index: (F, 4, 4)}: M_b = M_p · L_p⁻¹ · L_b · B_b
+    (solver.armature.chain, over the skeleton's parents-first order). sk: Skeleton; rest:
+    (N, 4, 4) armature-space rest matrices L; basis: bone index → (F, 3, 3) basis
+    rotations (every bone); loc: bone index → (F, 3) basis locations (bones without one sit
+    at their rest offset)."""
+    order = sk.order()
+    at = {b: k for k, b in enumerate(order)}
+    n_frames = next(iter(basis.values())).shape[0]
+    local = np.broadcast_to(np.eye(4), (n_frames, len(order), 4, 4)).copy()
+    for k, b in enumerate(order):
+        local[:, k, :3, :3] = basis[b]
+        if b in loc:
+            local[:, k, :3, 3] = loc[b]
+    parents = [at[sk.parents[b]] if sk.parents[b] >= 0 else -1 for b in order]
+    posed = armature.chain(parents, np.asarray(rest)[order], local)
+    return {b: posed[:, k] for k, b in enumerate(order)}
+
+
+def _follow_detached(sk, mapped, rest, basis, loc):
+    """Bones outside the mapped hierarchy (IK targets and poles hanging from a root, like
+    the robot's Foot.L and PoleTarget.L) follow the nearest mapped bone of their side
+    rigidly, as in the rest pose, so a foot mesh parented to them stays on the leg and an
+    IK setup, if the user adds one, agrees with the keyed pose.
+
+    sk: target Skeleton; mapped: set of mapped bone indices; rest: armature-space rest
+    matrices (N, 4, 4); basis: bone index → (F, 3, 3) basis rotations, updated in place;
+    loc: bone index → (F, 3) basis locations, updated in place.
+    """
+    under = set()
+    for b in sk.order():
+        p = sk.parents[b]
+        if b in mapped or (p >= 0 and p in under):
+            under.add(b)
+    above = {a for b in mapped for a in sk.ancestors(b)}
+    detached = [b for b in sk.order() if b not in under and b not in above]
+    if not detached:
+        return
+    posed = pose_matrices(sk, rest, basis, loc)
+    sides = [bonemap.split_side(n)[0] for n in sk.names]
+    for b in detached:
+        candidates = [m for m in mapped if sides[m] == sides[b]] or list(mapped)
+        anchor = min(candidates, key=lambda m: np.linalg.norm(rest[m][:3, 3] - rest[b][:3, 3]))
+        target = posed[anchor] @ np.linalg.inv(rest[anchor]) @ rest[b]          # (F, 4, 4)
+        p = sk.parents[b]
+        parent = posed[p] @ np.linalg.inv(rest[p]) if p >= 0 else np.eye(4)
+        local = np.linalg.inv(rest[b]) @ np.linalg.inv(parent) @ target
+        basis[b] = local[:, :3, :3]
+        loc[b] = local[:, :3, 3]
+        posed[b] = target

@@ -1,0 +1,332 @@
+"""The library file: assets, catalogs, tags, search, re-import, edits, atomic save, the
+open file left alone, and the sidebar operators."""
+import pathlib
+import types
+
+import bpy
+import pytest
+
+import library_samples as S
+
+
+@pytest.fixture
+def lib(addon):
+    return addon.signsim_addon.library.api
+
+
+@pytest.fixture
+def three(lib, tmp_path):
+    """A library with three clips: different fps, durations, tags and catalogs."""
+    library = tmp_path / "lib.blend"
+    a = S.write(tmp_path / "hello.bvh", S.bvh_text(S.still_rows(30), frame_time=1 / 30))
+    b = S.write(tmp_path / "thanks.bvh", S.bvh_text(S.still_rows(600), frame_time=1 / 60))
+    c = S.write(tmp_path / "walk.bvh", S.bvh_text(
+        S.still_rows(400, pos=lambda t: (0, S.HIP_HEIGHT, t)), frame_time=1 / 120))
+    lib.import_paths([str(a)], str(library), tags="gloss:HELLO,handedness:right,style:formal",
+                     catalog="signs/greetings")
+    lib.import_paths([str(b)], str(library), tags="gloss:THANK-YOU,handedness:both",
+                     catalog="signs/courtesy")
+    lib.import_paths([str(c)], str(library), tags="body_part:full_body", catalog="mocap")
+    return library
+
+
+def names(clips):
+    return sorted(c["name"] for c in clips)
+
+
+def test_clips_are_assets_with_catalogs_tags_and_metadata(three, tmp_path):
+    cats = (tmp_path / "blender_assets.cats.txt").read_text()
+    assert "VERSION 1" in cats
+    paths = {line.split(":")[1]: line.split(":")[0] for line in cats.splitlines()
+             if line and not line.startswith(("#", "VERSION"))}
+    assert {"signs", "signs/greetings", "signs/courtesy", "mocap"} <= set(paths)
+    assert len(set(paths.values())) == len(paths)  # one UUID per catalog
+    with bpy.data.libraries.load(str(three), link=False) as (src, dst):
+        dst.actions = ["hello"]
+    hello = dst.actions[0]
+    assert hello.asset_data is not None
+    assert hello.asset_data.catalog_id == paths["signs/greetings"]
+    tags = {t.name for t in hello.asset_data.tags}
+    assert {"gloss:HELLO", "handedness:right", "style:formal", "fps:30",
+            "duration:short"} <= tags
+    s = hello.signsim
+    assert s.is_clip and s.source_format == "BVH" and len(s.sha256) == 64
+    assert s.fps == 30 and s.frame_count == 30 and s.duration == pytest.approx(1.0)
+    assert s.bone_count == len(S.JOINTS) and len(s.skeleton_signature) == 16
+    skel = s.skeleton
+    assert skel is not None and skel.type == 'ARMATURE' and len(skel.data.bones) == len(S.JOINTS)
+    assert skel.animation_data is None or skel.animation_data.action is None
+
+
+def test_search_filters(lib, three):
+    L = str(three)
+    assert names(lib.list_clips(L)) == ["hello", "thanks", "walk"]
+    assert names(lib.list_clips(L, text="thank")) == ["thanks"]
+    assert names(lib.list_clips(L, text="HELLO")) == ["hello"]          # tag text
+    assert names(lib.list_clips(L, tags=["handedness:right", "style:formal"])) == ["hello"]
+    assert names(lib.list_clips(L, tags=["handedness:right", "handedness:both"])) == []
+    assert names(lib.list_clips(L, tags=["handedness:right", "handedness:both"],
+                                any_tag=True)) == ["hello", "thanks"]
+    assert names(lib.list_clips(L, catalog="signs")) == ["hello", "thanks"]
+    assert names(lib.list_clips(L, catalog="signs/courtesy")) == ["thanks"]
+    assert names(lib.list_clips(L, min_duration=2.0)) == ["thanks", "walk"]
+    assert names(lib.list_clips(L, max_duration=3.4)) == ["hello", "walk"]
+    assert names(lib.list_clips(L, fps=120)) == ["walk"]
+    assert names(lib.list_clips(L, tags=["has_root_motion"])) == ["walk"]
+    sig = lib.list_clips(L)[0]["skeleton"]
+    assert names(lib.list_clips(L, skeleton=sig[:6])) == ["hello", "thanks", "walk"]
+    assert names(lib.list_clips(L, skeleton="0000000000")) == []
+
+
+def test_list_cli_flags(addon, three, capsys):
+    import json
+    cli = addon.signsim_addon.cli.main
+    capsys.readouterr()
+    assert cli(["list", "--library", str(three), "--tags", "handedness:right,handedness:both",
+                "--any", "--catalog", "signs", "--min-duration", "0.5", "--max-duration",
+                "20", "--fps", "60", "--text", "than", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert names(out["clips"]) == ["thanks"]
+    assert cli(["list", "--library", str(three.parent / "missing.blend"), "--json"]) == 1
+    assert "no motion library" in capsys.readouterr().err
+
+
+def test_reimport_same_file_updates_instead_of_duplicating(lib, tmp_path):
+    library = tmp_path / "lib.blend"
+    f = S.write(tmp_path / "sign.bvh", S.bvh_text(S.still_rows(20)))
+    lib.import_paths([str(f)], str(library), tags="gloss:A")
+    lib.edit_clip(str(library), "sign", tags="gloss:A,mine")
+    (rec,) = lib.import_paths([str(f)], str(library), tags="style:new")["imported"]
+    assert rec["updated"] is True and rec["name"] == "sign"
+    clips = lib.list_clips(str(library))
+    assert len(clips) == 1
+    assert {"gloss:A", "mine", "style:new", "fps:30"} <= set(clips[0]["tags"])
+    # a copy under another name is the same file (same SHA-256): still one clip
+    g = tmp_path / "copy.bvh"
+    g.write_bytes(f.read_bytes())
+    lib.import_paths([str(g)], str(library))
+    assert len(lib.list_clips(str(library))) == 1
+    with bpy.data.libraries.load(str(library)) as (src, _dst):
+        assert len(src.objects) == 1 and len(src.armatures) == 1  # old skeleton gone
+
+
+def test_atomic_save_keeps_one_backup(lib, tmp_path):
+    library = tmp_path / "lib.blend"
+    a = S.write(tmp_path / "a.bvh", S.bvh_text(S.still_rows(10)))
+    b = S.write(tmp_path / "b.bvh", S.bvh_text(S.still_rows(11)))
+    lib.import_paths([str(a)], str(library))
+    first = library.read_bytes()
+    lib.import_paths([str(b)], str(library))
+    backup = pathlib.Path(str(library) + "1")
+    assert backup.read_bytes() == first
+    left = sorted(p.name for p in tmp_path.iterdir() if "tmp" in p.name)
+    assert left == []
+
+
+def test_rename_retag_delete(lib, three):
+    L = str(three)
+    rec = lib.edit_clip(L, "hello", rename="hello formal")
+    assert rec["name"] == "hello formal"
+    with pytest.raises(Exception, match="already has a clip named 'walk'"):
+        lib.edit_clip(L, "thanks", rename="walk")
+    rec = lib.edit_clip(L, "thanks", tags="gloss:THANKS, style:casual")
+    assert rec["tags"] == ["gloss:THANKS", "style:casual"]
+    lib.edit_clip(L, "walk", delete=True)
+    assert names(lib.list_clips(L)) == ["hello formal", "thanks"]
+    with bpy.data.libraries.load(L) as (src, _dst):
+        assert len(src.objects) == 2  # the deleted clip's skeleton went with it
+
+
+def test_successful_import_leaves_the_open_file_alone(lib, tmp_path):
+    sc = bpy.context.scene
+    sc.render.fps = 25
+    sc.frame_end = 33
+    own = bpy.data.actions.new("walk")  # same name as the clip about to be imported
+    own.use_fake_user = True
+    cube = bpy.data.objects.new("walk skeleton", bpy.data.meshes.new("m"))
+    sc.collection.objects.link(cube)
+    bpy.context.view_layer.objects.active = cube
+    before = {k: sorted(i.name for i in getattr(bpy.data, k))
+              for k in ("actions", "objects", "armatures", "meshes", "scenes", "libraries")}
+    f = S.write(tmp_path / "walk.bvh", S.bvh_text(S.still_rows(40), frame_time=0.01))
+    lib.import_paths([str(f)], str(tmp_path / "lib.blend"))
+    lib.list_clips(str(tmp_path / "lib.blend"))
+    after = {k: sorted(i.name for i in getattr(bpy.data, k)) for k in before}
+    assert after == before
+    assert (sc.render.fps, sc.frame_end) == (25, 33)
+    assert bpy.context.view_layer.objects.active == cube
+    # …and the library's names did not pick up '.001' from the open file's names
+    clip = lib.list_clips(str(tmp_path / "lib.blend"))[0]
+    assert clip["name"] == "walk" and clip["skeleton_object"] == "walk skeleton"
+
+
+# ------------------------------------------------------------------------ sidebar / UI
+
+def test_sidebar_operators(addon, three):
+    s = bpy.context.scene.signsim
+    s.library_path = str(three)
+    assert not bpy.ops.signsim.clip_preview.poll()
+    assert bpy.ops.signsim.library_refresh() == {'FINISHED'}
+    assert [i.name for i in s.clips] == ["hello", "thanks", "walk"]
+    # the list filter is the CLI's filter
+    ul = bpy.types.SIGNSIM_UL_clips
+    fake = types.SimpleNamespace(bitflag_filter_item=1 << 30)
+    s.filter_tags = "handedness:right,handedness:both"
+    flags, _ = ul.filter_items(fake, bpy.context, s, "clips")
+    assert [bool(f) for f in flags] == [False, False, False]
+    s.filter_any = True
+    flags, _ = ul.filter_items(fake, bpy.context, s, "clips")
+    assert [bool(f) for f in flags] == [True, True, False]
+    s.filter_text = "thank"
+    flags, _ = ul.filter_items(fake, bpy.context, s, "clips")
+    assert [bool(f) for f in flags] == [False, True, False]
+    # preview: the clip on its skeleton, at its true speed, scene fps untouched
+    s.clip_index = 1  # thanks: 600 frames at 60 fps = 10 s
+    sc = bpy.context.scene
+    fps = sc.render.fps
+    assert bpy.ops.signsim.clip_preview() == {'FINISHED'}
+    skel = bpy.context.view_layer.objects.active
+    assert skel.signsim.is_preview and skel.type == 'ARMATURE'
+    strip = skel.animation_data.nla_tracks[0].strips[0]
+    assert strip.action.name.startswith("thanks")
+    assert (strip.frame_end - strip.frame_start) / fps == pytest.approx(10.0, abs=2 / 60)
+    assert sc.render.fps == fps and sc.use_preview_range
+    assert bpy.ops.signsim.clip_preview() == {'FINISHED'}  # replaces the previous one
+    assert sum(o.signsim.is_preview for o in bpy.data.objects) == 1
+    # rename / retag / delete through the operators
+    assert bpy.ops.signsim.clip_rename(new_name="thank you") == {'FINISHED'}
+    assert s.clips[s.clip_index].name == "thank you"
+    assert bpy.ops.signsim.clip_retag(tags="gloss:THANK-YOU,style:warm") == {'FINISHED'}
+    assert s.clips[s.clip_index].tags == "gloss:THANK-YOU, style:warm"
+    with pytest.raises(RuntimeError, match="already has a clip named 'walk'"):
+        bpy.ops.signsim.clip_rename(new_name="walk")  # ERROR report, CANCELLED
+    assert bpy.ops.signsim.clip_delete() == {'FINISHED'}
+    assert [i.name for i in s.clips] == ["hello", "walk"]
+
+
+def test_import_operator_reports_failures_without_traceback(addon, tmp_path):
+    bad = S.write(tmp_path / "empty.bvh", "")
+    lib = tmp_path / "lib.blend"
+    with pytest.raises(RuntimeError) as err:  # ERROR reports raise in background mode
+        bpy.ops.signsim.import_clips(filepath=str(bad), library_path=str(lib))
+    assert "empty.bvh: the file is empty" in str(err.value)
+    assert "Traceback" not in str(err.value)
+    assert not lib.exists()
+
+
+class _Layout:
+    """Records what a panel draws; checks every property and operator exists."""
+
+    def __init__(self):
+        self.ops = []
+
+    def __getattr__(self, name):
+        if name in ("row", "column", "box", "split"):
+            return lambda *a, **k: self
+        return lambda *a, **k: None
+
+    def prop(self, data, prop, **kw):
+        assert prop in data.bl_rna.properties, prop
+
+    def operator(self, idname, **kw):
+        mod, name = idname.split(".")
+        assert hasattr(getattr(bpy.ops, mod), name), idname
+        self.ops.append(idname)
+
+    def template_list(self, listtype, list_id, data, prop, active_data, active_prop, **kw):
+        assert hasattr(bpy.types, listtype)
+        assert prop in data.bl_rna.properties and active_prop in active_data.bl_rna.properties
+
+
+def test_panel_draws_with_real_properties_and_operators(addon, three):
+    bpy.context.scene.signsim.library_path = str(three)
+    bpy.ops.signsim.library_refresh()
+    layout = _Layout()
+    bpy.types.SIGNSIM_PT_library.draw(types.SimpleNamespace(layout=layout), bpy.context)
+    assert {"signsim.import_clips", "signsim.clip_preview", "signsim.clip_rename",
+            "signsim.clip_retag", "signsim.clip_delete"} <= set(layout.ops)
+    panel = bpy.types.SIGNSIM_PT_library
+    assert (panel.bl_space_type, panel.bl_region_type, panel.bl_category) == ('VIEW_3D', 'UI', 'SignSim')
+
+
+def test_import_operator_whole_folder_recursive(addon, tmp_path):
+    (tmp_path / "in" / "deep").mkdir(parents=True)
+    S.write(tmp_path / "in" / "one.bvh", S.bvh_text(S.still_rows(10)))
+    S.write(tmp_path / "in" / "deep" / "two.bvh", S.bvh_text(S.still_rows(12)))
+    lib = tmp_path / "lib.blend"
+    assert bpy.ops.signsim.import_clips(directory=str(tmp_path / "in"), whole_folder=True,
+                                        tags="style:test", catalog="tests/folder",
+                                        library_path=str(lib)) == {'FINISHED'}
+    clips = addon.signsim_addon.library.api.list_clips(str(lib), catalog="tests")
+    assert names(clips) == ["one", "two"]
+    assert all("style:test" in c["tags"] for c in clips)
+
+
+@pytest.mark.slow
+def test_launcher_import_and_list(tmp_path):
+    """`./signsim import … --json` and `./signsim list … --json` in a fresh process."""
+    import json
+    import subprocess
+    root = pathlib.Path(__file__).resolve().parents[2]
+    if not (root / ".venv" / "bin" / "python").exists():
+        pytest.skip("no .venv next to ./signsim")
+    f = S.write(tmp_path / "wave.bvh", S.bvh_text(S.still_rows(30)))
+    bad = S.write(tmp_path / "bad.bvh", "HIERARCHY\nROOT Hips\n{\n")
+    lib = tmp_path / "lib.blend"
+    run = subprocess.run([str(root / "signsim"), "import", str(f), str(bad), "--library",
+                          str(lib), "--tags", "gloss:WAVE", "--json"],
+                         capture_output=True, text=True, timeout=120)
+    assert run.returncode == 1
+    assert run.stderr.strip().splitlines() == ["signsim: 1 clip(s) imported, 1 file(s) failed"]
+    out = json.loads(run.stdout.strip().splitlines()[-1])
+    assert [c["name"] for c in out["imported"]] == ["wave"]
+    assert out["failed"][0]["path"] == str(bad) and "truncated" in out["failed"][0]["error"]
+    run = subprocess.run([str(root / "signsim"), "list", "--library", str(lib), "--tags",
+                          "gloss:WAVE", "--json"], capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stderr
+    clips = json.loads(run.stdout.strip().splitlines()[-1])["clips"]
+    assert [(c["name"], c["frames"], c["fps"]) for c in clips] == [("wave", 30, 30.0)]
+
+
+def test_same_name_different_file_keeps_the_existing_clip_name(lib, tmp_path):
+    library = tmp_path / "lib.blend"
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    first = S.write(tmp_path / "a" / "walk.bvh", S.bvh_text(S.still_rows(20)))
+    second = S.write(tmp_path / "b" / "walk.bvh", S.bvh_text(S.still_rows(25)))
+    bpy.data.actions.new("walk").use_fake_user = True  # the open file has one too
+    lib.import_paths([str(first)], str(library))
+    (rec,) = lib.import_paths([str(second)], str(library))["imported"]
+    assert rec["name"] == "walk.001" and rec["updated"] is False
+    clips = {c["name"]: c["frames"] for c in lib.list_clips(str(library))}
+    assert clips == {"walk": 20, "walk.001": 25}
+    assert sorted(a.name for a in bpy.data.actions) == ["walk"]
+
+
+def test_load_clip_for_scripts_and_bad_library_paths(lib, three, tmp_path):
+    before = {k: len(getattr(bpy.data, k)) for k in ("actions", "objects", "libraries")}
+    action, skel = lib.load_clip(str(three), "walk")
+    assert action.signsim.is_clip and skel.type == 'ARMATURE' and action.signsim.skeleton == skel
+    assert len(bpy.data.actions) == before["actions"] + 1
+    assert len(bpy.data.libraries) == before["libraries"]
+    with pytest.raises(Exception, match="no clip named 'nope'"):
+        lib.load_clip(str(three), "nope")
+    with pytest.raises(Exception, match="not a folder"):
+        lib.import_paths([str(tmp_path)], str(tmp_path))
+    with pytest.raises(Exception, match="must be a .blend"):
+        lib.list_clips(str(tmp_path / "lib.txt"))
+    (tmp_path / "junk.blend").write_text("not a blend file")
+    with pytest.raises(Exception, match="cannot read the library"):
+        lib.list_clips(str(tmp_path / "junk.blend"))
+
+
+def test_a_scene_file_is_never_taken_for_a_library(addon, tmp_path):
+    """Pointing --library at a rig or scene .blend must not replace its contents."""
+    import shutil
+    scene_file = tmp_path / "signer_copy.blend"
+    shutil.copy(pathlib.Path(__file__).resolve().parent.parent.parent / "sample_blends" / "signer.blend", scene_file)
+    before = scene_file.read_bytes()
+    clip = pathlib.Path(__file__).resolve().parent.parent.parent / "sample_blends" / "chin_cheek.bvh"
+    code = addon.signsim_addon.cli.main(["import", str(clip), "--library", str(scene_file)])
+    assert code == 1
+    assert scene_file.read_bytes() == before

@@ -1,0 +1,170 @@
+"""`signsim retarget`: JSON result, the written .blend, presets, and one-line errors."""
+import json
+
+import bpy
+import pytest
+
+from retarget_rigs import stand_in_signer
+
+MIXAMO = "bvhpython_test_freebvh_mixamorig.bvh"
+PYBVH = "pybvh_bvh_test3_fingers.bvh"
+TWO_JOINTS = """HIERARCHY
+ROOT Hips
+{
+  OFFSET 0 90 0
+  CHANNELS 6 Xposition Yposition Zposition Zrotation Xrotation Yrotation
+  JOINT Spine
+  {
+    OFFSET 0 10 0
+    CHANNELS 3 Zrotation Xrotation Yrotation
+    End Site
+    {
+      OFFSET 0 10 0
+    }
+  }
+}
+MOTION
+"""
+
+
+@pytest.fixture
+def cli(addon):
+    return addon.signsim_addon.cli.main
+
+
+@pytest.fixture
+def rig(tmp_path):
+    stand_in_signer()
+    path = tmp_path / "rig.blend"
+    bpy.ops.wm.save_as_mainfile(filepath=str(path), copy=True)
+    return path
+
+
+def _last_json(capsys):
+    captured = capsys.readouterr()
+    return json.loads(captured.out.strip().splitlines()[-1]), captured.err
+
+
+def test_two_clips_one_call(cli, rig, shared_data, tmp_path, capsys):
+    out = tmp_path / "out.blend"
+    code = cli(["retarget", "--clip", str(shared_data / "mocap" / MIXAMO),
+                "--clip", str(shared_data / "mocap" / PYBVH),
+                "--rig", str(rig), "--out", str(out), "--json"])
+    result, err = _last_json(capsys)
+    assert code == 0, err
+    assert result["armature"] == "Signer"
+    assert result["actions"][0] == result["action"] and len(result["actions"]) == 2
+    assert result["bone_map"]["hand.L"] == "mixamorig:LeftHand"
+    assert result["bone_map"]["f_index.03.R"] == "mixamorig:RightHandIndex3"
+    assert {"index.L", "pinky.R", "thumb.L", "head", "neck", "spine", "hips"} <= set(result["coverage"])
+    assert "heel.02.L" in result["unmapped_target"]
+    assert 0 < min(result["confidence"].values()) <= max(result["confidence"].values()) == 1.0
+    assert not list(tmp_path.glob("*.partial.blend"))
+
+    bpy.ops.wm.open_mainfile(filepath=str(out))
+    armatures = [o for o in bpy.data.objects if o.type == 'ARMATURE']
+    assert [o.name for o in armatures] == ["Signer"]       # the clips' armatures are not kept
+    signer = armatures[0]
+    assert signer.animation_data.action.name == result["action"]
+    assert set(result["actions"]) <= {a.name for a in bpy.data.actions}
+    stored = {i.target: i.source for i in signer.signsim.bone_map if i.source}
+    assert stored == result["bone_map"]
+
+
+def test_preset_map_is_used_for_the_clip(cli, rig, shared_data, tmp_path, capsys, addon):
+    bm = addon.solver.bonemap
+    preset = tmp_path / "map.json"
+    preset.write_text(bm.BoneMap([("spine", "mixamorig:Hips", 1.0), ("spine.001", "mixamorig:Spine", 1.0),
+                                  ("thigh.L", "mixamorig:LeftUpLeg", 1.0),
+                                  ("thigh.R", "mixamorig:RightUpLeg", 1.0)]).to_json())
+    out = tmp_path / "out.blend"
+    code = cli(["retarget", "--clip", str(shared_data / "mocap" / MIXAMO), "--rig", str(rig),
+                "--map", str(preset), "--out", str(out), "--json"])
+    result, err = _last_json(capsys)
+    assert code == 0, err
+    assert result["bone_map"] == {"spine": "mixamorig:Hips", "spine.001": "mixamorig:Spine",
+                                  "thigh.L": "mixamorig:LeftUpLeg", "thigh.R": "mixamorig:RightUpLeg"}
+    assert out.exists()
+
+
+def _bvh(tmp_path, name, frames):
+    path = tmp_path / name
+    rows = "".join(f"0 90 0 0 {10 * k} 0 0 0 0\n" for k in range(frames))
+    path.write_text(TWO_JOINTS + f"Frames: {frames}\nFrame Time: 0.033333\n" + rows)
+    return path
+
+
+@pytest.mark.parametrize("case,message", [
+    ("missing rig", "file not found"),
+    ("unknown armature", "no armature named 'Nope' in the rig file; armatures: Signer"),
+    ("clip without keys", "has no motion keys"),
+    ("no hips", "no hips found"),
+    ("library missing", "no motion library at"),
+    ("clip not in library", "no clip named 'wave_hello'"),
+    ("missing preset", "bone map preset not found"),
+    ("missing clip", "clip not found"),
+    ("rig not a blend", "cannot open"),
+])
+def test_bad_input_is_one_line_and_writes_nothing(cli, rig, addon, shared_data, tmp_path, capsys, case,
+                                                  message):
+    out = tmp_path / "out.blend"
+    clip = str(shared_data / "mocap" / MIXAMO)
+    args = {"missing rig": lambda: ["--rig", str(tmp_path / "nope.blend")],
+            "unknown armature": lambda: ["--armature", "Nope"],
+            "clip without keys": lambda: ["--clip", str(_bvh(tmp_path, "still.bvh", 1))],
+            "no hips": lambda: ["--clip", str(_bvh(tmp_path, "stick.bvh", 3))],
+            "library missing": lambda: ["--clip", "wave_hello", "--library", str(tmp_path / "lib.blend")],
+            "clip not in library": lambda: ["--clip", "wave_hello",
+                                            "--library", str(_library(addon, shared_data, tmp_path))],
+            "missing preset": lambda: ["--map", str(tmp_path / "nope.json")],
+            "missing clip": lambda: ["--clip", "wave_hello"],
+            "rig not a blend": lambda: ["--rig", str(_bvh(tmp_path, "text.blend", 3))]}[case]()
+    argv = ["retarget", "--rig", str(rig), "--out", str(out), "--json"]
+    if "--clip" not in args:
+        argv += ["--clip", clip]
+    code = cli(argv + args)
+    result, err = _last_json(capsys)
+    assert code == 1
+    assert len(err.strip().splitlines()) == 1 and message in err, err
+    assert message in result["error"]
+    assert not out.exists() and not list(tmp_path.glob("*.partial.blend"))
+
+
+def _library(addon, shared_data, tmp_path):
+    """A motion library .blend holding the Mixamo clip, under the name of its file."""
+    lib = tmp_path / "lib.blend"
+    result = addon.signsim_addon.library.api.import_paths([str(shared_data / "mocap" / MIXAMO)], str(lib))
+    assert [r["name"] for r in result["imported"]] == [MIXAMO[:-4]]
+    bpy.ops.wm.read_homefile(use_empty=True)
+    return lib
+
+
+def test_library_clip_by_name(cli, rig, addon, shared_data, tmp_path, capsys):
+    """--clip NAME --library FILE: the library's clip (imported with its repairs) onto the rig."""
+    lib = _library(addon, shared_data, tmp_path)
+    out = tmp_path / "out.blend"
+    code = cli(["retarget", "--clip", MIXAMO[:-4], "--library", str(lib), "--rig", str(rig),
+                "--out", str(out), "--json"])
+    result, err = _last_json(capsys)
+    assert code == 0, err
+    assert result["action"] == f"{MIXAMO[:-4]}_Signer"
+    assert result["bone_map"]["hand.L"] == "mixamorig:LeftHand"
+    bpy.ops.wm.open_mainfile(filepath=str(out))
+    assert [o.name for o in bpy.data.objects] == ["Signer"]       # the clip's skeleton is gone
+    assert [a.name for a in bpy.data.actions] == [result["action"]]
+
+
+def test_gltf_clip_robot_dance_onto_the_signer(cli, rig, shared_data, tmp_path, capsys):
+    """A glTF character's first animation as the clip: the robot's 4-digit hands drive the
+    signer's thumb, index, middle and ring; the robot's meshes do not come along."""
+    out = tmp_path / "out.blend"
+    code = cli(["retarget", "--clip", str(shared_data / "characters" / "threejs_RobotExpressive.glb"),
+                "--rig", str(rig), "--out", str(out), "--json"])
+    result, err = _last_json(capsys)
+    assert code == 0, err
+    assert result["action"] == "threejs_RobotExpressive_Signer"
+    assert {"thumb.L", "index.L", "middle.L", "ring.L"} <= set(result["coverage"])
+    assert "pinky.L" not in result["coverage"]
+    bpy.ops.wm.open_mainfile(filepath=str(out))
+    assert [o.name for o in bpy.data.objects] == ["Signer"]
+    assert [a.name for a in bpy.data.actions] == [result["action"]]
