@@ -8,10 +8,11 @@ pose (m) and each vertex's owning bone — so everything here is pure geometry:
 - face / torso: the skin triangles whose corners all belong to the head-and-neck (resp.
   spine) bones, expressed in the head (resp. chest) frame; the cut at the neck and arms
   leaves holes, which the winding-number sign of sdf.mesh_signed_distance tolerates;
-- palm: the convex hull of the skin the hand (and metacarpal) bones own, a flat volume
-  spanning the knuckles, so that a fist's fingertips rest on the palm's surface;
-- the hand itself, as seen by the other volumes: a plate of spheres across the palm's
-  mid-surface with the palm's half thickness as radius (not one fat capsule).
+- palm: the skin the hand (and metacarpal) bones own, in the hand's frame (a box over
+  the knuckles without skin: palm_box), so that a fist's fingertips rest on the palm's
+  surface instead of inside one fat capsule;
+- the hand itself, as seen by the other volumes: layers of spheres filling the palm
+  (plate_samples), not one fat capsule.
 
 Samples that already touch a volume in the rest pose (a proximal phalanx rooted in the
 palm, a shoulder in the torso) are left out, as contacts.rest_filtered_pairs does for
