@@ -8,8 +8,15 @@ balls: rig.fit_to_reference, what the bake does) and with the rig's defaults alo
 (anatomical limit boxes on the local rotation vector, middle and distal finger joints
 hinged about local X). Prints tracking RMS of fingers and thumb, the worst bone, and the
 frames on which some bone is more than 90° from the reference.
+
+Measured (150 frames, default preset; fitted vs defaults): fingers/thumb RMS signer
+fingerspell_80 9.8/13.1° vs 66.1/52.1° (frames > 90°: 6 vs 150), jesse dance 0.8/0.5° vs
+16.1/14.7°; base mesh jesse dance 0.7/0.5° vs 19.0/15.3°, test3_fingers 0.35° vs 10.4°;
+robot jesse dance 5.6/8.6° vs 18.0/53.2°. (The generated clips still retarget upside down.)
 """
 import argparse
+import contextlib
+import io
 import pathlib
 import sys
 import tempfile
@@ -64,8 +71,9 @@ def main():
             rig = rig_file(key, folder)
             for clip in CLIPS:
                 out = folder / "clip.blend"
-                if cli.main(["retarget", "--clip", str(DATA / clip), "--rig", str(rig), "--out", str(out),
-                             "--json"]) != 0:
+                with contextlib.redirect_stdout(io.StringIO()):
+                    code = cli.main(["retarget", "--clip", str(DATA / clip), "--rig", str(rig), "--out", str(out)])
+                if code != 0:
                     continue
                 for mode in ("fitted", "defaults"):
                     bpy.ops.wm.open_mainfile(filepath=str(out), load_ui=False)
