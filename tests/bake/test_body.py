@@ -160,7 +160,6 @@ def surface_point(tree, origin, direction):
 
 
 ARM_R = ("shoulder.R", "upper_arm.R", "forearm.R", "hand.R")
-INDEX_R = ("f_index.01.R", "f_index.02.R", "f_index.03.R")
 
 
 @pytest.fixture
@@ -179,7 +178,8 @@ def _bake(bake, ob, action, frames=None):
 @pytest.mark.parametrize("spot", ["chin", "cheek"])
 def test_fingertip_driven_into_the_face_stops_at_the_skin(addon, mods, godot, spot):
     """On one skinned mesh (no face object) the index tip, keyed 1 cm into the chin or
-    cheek, stops at the skin: ≤ 0.5 mm by the exact mesh test on the evaluated skin."""
+    cheek, stops at the skin: ≤ 0.5 mm on every frame by the exact mesh test on the
+    evaluated skin, which also agrees with the reported hand–face penetration."""
     bake, geo, _ = mods
     ob = godot
     skin = skin_of(ob)
@@ -199,17 +199,15 @@ def test_fingertip_driven_into_the_face_stops_at_the_skin(addon, mods, godot, sp
     m = solved.metrics
     assert m["reference"]["penetration_max_mm_by_kind"]["hand–face"] > 5.0
     ob.animation_data.action = new
-    worst = []
-    for f in job.frames[-6:]:
-        bpy.context.scene.frame_set(int(f))
-        dg = bpy.context.evaluated_depsgraph_get()
-        tree = region_bvh(skin, dg, region_mask(addon, ob, skin, "face"))
-        worst.append(max(exact_penetration_mm(tree, posed_samples(ob, b, r, L, job.rig.world_scale), [r] * 99)
-                         for b, r, L in ((n, job.rig.model.capsule_radius[i], job.rig.model.capsule_length[i])
-                                         for i, n in enumerate(job.rig.bone_names) if n in INDEX_R)))
-    assert max(worst) <= 0.5
-    # touching: within a millimetre of the skin, not pushed away
-    assert max(worst) > -1.0
+    hand = [n for n, p in zip(job.rig.bone_names, job.rig.parts) if p.endswith(".R") and p.split(".")[0] in
+            ("hand", "finger", "thumb")]
+    exact = _sample_penetration(addon, ob, job, skin, "face", hand, job.frames)
+    assert exact.max() <= 0.5  # on every frame
+    assert exact[-6:].max() > -1.0  # touching at the end, not pushed away
+    # one penetration definition: the reported hand–face depth is the exact one to within
+    # the distance grid's interpolation (0.1 mm at 5 mm spacing, see sdf.build_distance_grid)
+    reported = m["baked"]["penetration_max_mm_by_kind"]["hand–face"]
+    assert abs(reported - max(exact.max(), 0.0)) <= 0.15
     assert m["baked"]["fallbacks"] == 0
 
 
@@ -258,11 +256,11 @@ def test_hand_driven_into_the_chest_stops_at_the_chest(addon, mods, godot):
     ob.animation_data.action = new
     hand = [n for n, p in zip(job.rig.bone_names, job.rig.parts) if p.endswith(".R") and p.split(".")[0] in
             ("hand", "finger", "thumb")]
-    exact = _sample_penetration(addon, ob, job, skin, "torso", hand, job.frames[-6:])
-    assert exact.max() <= 1.0
+    exact = _sample_penetration(addon, ob, job, skin, "torso", hand, job.frames)
+    assert exact.max() <= 1.0  # on every frame
     # resting on the chest, not pushed away (the chest field is rigid in the chest's frame,
     # the skin there also follows the raised arm's weights: about a millimetre)
-    assert exact.max() > -2.0
+    assert exact[-6:].max() > -2.0
     assert m["baked"]["penetration_max_mm_by_kind"]["hand–torso"] <= 1.0
     assert m["baked"]["fallbacks"] == 0
 
