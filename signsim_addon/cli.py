@@ -6,7 +6,9 @@ Each subcommand is a module function `run(args, say) -> dict`; `say` prints a hu
 stdout line when --json is given. Errors exit non-zero with one line on stderr.
 """
 import argparse
+import contextlib
 import json
+import signal
 import sys
 import traceback
 
@@ -86,7 +88,8 @@ def main(argv) -> int:
             parser.print_help()
             return _fail("signsim: a subcommand is required (see --help)", EXIT_USAGE, want_json)
         say = (lambda *a: None) if args.json else (lambda *a: print(*a, flush=True))
-        result = args.run(args, say)
+        with _terminate_as_interrupt():
+            result = args.run(args, say)
     except _UsageError as ex:
         return _fail(str(ex), EXIT_USAGE, want_json)
     except (SignSimError, OSError, ValueError) as ex:
@@ -103,6 +106,23 @@ def main(argv) -> int:
     if args.json:
         _print_json(result)
     return code
+
+
+@contextlib.contextmanager
+def _terminate_as_interrupt():
+    """SIGTERM raises KeyboardInterrupt like Ctrl-C, so an interrupted command unwinds
+    through its `finally` blocks and leaves no temporary files (Python's signal module)."""
+    def on_term(signum, frame):
+        raise KeyboardInterrupt
+    try:
+        old = signal.signal(signal.SIGTERM, on_term)
+    except ValueError:  # not the main thread: leave the signal alone
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, old)
 
 
 def _fail(message, code, want_json):

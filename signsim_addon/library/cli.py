@@ -38,9 +38,10 @@ def run_import(args, say) -> dict:
         say(f"  skipped {len(result['skipped'])} companion file(s) (images, .bin, notes)")
     say(f"library: {result['library']}")
     if result["failed"] or not result["imported"]:
-        # One summary line on stderr; the exit code says some file failed.
+        # One line on stderr naming each failed file and why; the exit code says so too.
+        reasons = "; ".join(f["error"] for f in result["failed"]) or "no supported file found"
         print(f"signsim: {len(result['imported'])} clip(s) imported, "
-              f"{len(result['failed'])} file(s) failed", file=sys.stderr, flush=True)
+              f"{len(result['failed'])} file(s) failed: {reasons}", file=sys.stderr, flush=True)
         result["_exit"] = 1
     return result
 
