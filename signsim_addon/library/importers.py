@@ -31,7 +31,7 @@ import tempfile
 import bpy
 import numpy as np
 
-from .. import compat
+from .. import compat, files
 from ..errors import WARNING, SignSimError
 from ..keys import write_curve
 from ...solver import quat
@@ -158,7 +158,7 @@ def _last_line(ex):
 
 
 def _run_importer(op, fmt, path, **kwargs):
-    with tracking.quiet() as log:
+    with files.quiet() as log:
         try:
             result = op(filepath=path, **kwargs)
         except RuntimeError as ex:

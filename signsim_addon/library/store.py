@@ -21,6 +21,7 @@ import uuid
 
 import bpy
 
+from .. import files
 from ..errors import SignSimError
 from . import tracking
 
@@ -107,6 +108,21 @@ def parse_tags(text):
     for t in text.split(","):
         t = t.strip()
         if t and t not in out:
+            out.append(t)
+    return out
+
+
+def is_facet_tag(tag):
+    return ":" in tag and tag.split(":", 1)[0] in FACETS
+
+
+def merge_tags(old, new):
+    """`old` tags with `new` added, in order; a facet tag (facet:value) replaces the value
+    that facet had (style:formal replaces style:casual)."""
+    facets = {t.split(":", 1)[0] for t in new if is_facet_tag(t)}
+    out = [t for t in old if not (is_facet_tag(t) and t.split(":", 1)[0] in facets)]
+    for t in new:
+        if t not in out:
             out.append(t)
     return out
 
@@ -241,11 +257,7 @@ class Library:
             action.asset_mark()
         action.asset_data.catalog_id = ensure_catalog(self.catalogs, cat)
         action.asset_data.description = f"{s.source_format} clip from {os.path.basename(s.source_path)}"
-        all_tags = []
-        for t in list(clip.tags) + keep_tags + list(tags):
-            if t not in all_tags:
-                all_tags.append(t)
-        set_tags(action, all_tags)
+        set_tags(action, merge_tags(merge_tags(list(clip.tags), keep_tags), list(tags)))
         self.guard.claim(clip.skeleton,
                          f"{os.path.splitext(os.path.basename(s.source_path))[0]} skeleton")
         self.clips.append(action)
@@ -262,7 +274,8 @@ class Library:
         tmp = f"{self.path}.{os.getpid()}.tmp"
         ids = set(self.clips) | {a.signsim.skeleton for a in self.clips if a.signsim.skeleton}
         try:
-            bpy.data.libraries.write(tmp, ids, fake_user=True, path_remap='NONE', compress=True)
+            with files.quiet():
+                bpy.data.libraries.write(tmp, ids, fake_user=True, path_remap='NONE', compress=True)
             if os.path.exists(self.path):
                 shutil.copy2(self.path, self.path + "1.tmp")
                 os.replace(self.path + "1.tmp", self.path + "1")
@@ -293,7 +306,7 @@ def open_library(path, must_exist=False, guard=None):
         lib = Library(path, guard)
         if os.path.isfile(path):
             try:
-                with tracking.quiet():
+                with files.quiet():
                     with bpy.data.libraries.load(path, link=False) as (src, dst):
                         scenes = list(src.scenes)
                         names = {"actions": [], "objects": [], "armatures": []} if scenes else {
@@ -316,13 +329,16 @@ def open_library(path, must_exist=False, guard=None):
         yield lib
 
 
-def check_library_path(path):
-    """The absolute library path, or SignSimError when it cannot be a library file."""
+def check_library_path(path, write=False):
+    """The absolute library path, or SignSimError when it cannot be a library file (with
+    write: or cannot be written, checked in its nearest existing folder)."""
     path = os.path.abspath(os.path.expanduser(str(path)))
     if os.path.isdir(path):
         raise SignSimError(f"the library must be a .blend file, not a folder: {path}")
     if not path.lower().endswith(".blend"):
         raise SignSimError(f"the library must be a .blend file: {path}")
+    if write:
+        files.check_writable(path)
     return path
 
 
@@ -333,7 +349,7 @@ def load_clip(path, name):
     path = check_library_path(path)
     if not os.path.isfile(path):
         raise SignSimError(f"no motion library at {path}")
-    with tracking.quiet():
+    with files.quiet():
         with bpy.data.libraries.load(path, link=False) as (src, dst):
             if name not in src.actions:
                 raise SignSimError(f"no clip named '{name}' in {path}")
@@ -357,6 +373,22 @@ def list_clips(path, **filters):
         raise SignSimError(f"no motion library at {os.path.abspath(path)}")
     with open_library(path) as lib:
         return [r for r in lib.records() if matches(r, **filters)]
+
+
+def tag_clip(path, name, add=(), remove=()):
+    """Add and remove tags of one clip (a facet tag replaces that facet's value); returns
+    its new record. SignSimError when the clip lacks a tag to remove (nothing written)."""
+    add, remove = parse_tags(add), parse_tags(remove)
+    with open_library(path, must_exist=True) as lib:
+        action = lib.by_name(name)
+        tags = merge_tags(clip_tags(action), add)
+        missing = [t for t in remove if t not in tags]
+        if missing:
+            raise SignSimError(f"clip '{name}' has no tag '{missing[0]}' (its tags: "
+                               f"{', '.join(sorted(tags)) or 'none'})")
+        set_tags(action, [t for t in tags if t not in remove])
+        lib.save()
+        return clip_record(action)
 
 
 def edit_clip(path, name, rename=None, tags=None, delete=False):

@@ -8,12 +8,6 @@ IDs are removed — always (`keep=False`) or only when the block raised (`keep=T
 the open file: a file datablock holding a wanted name is parked under a temporary name and
 renamed back at the end, so neither side keeps a '.001' suffix.
 """
-import contextlib
-import io
-import os
-import sys
-import tempfile
-
 import bpy
 
 
@@ -148,32 +142,6 @@ class NameGuard:
             except ReferenceError:
                 pass
         return False
-
-
-@contextlib.contextmanager
-def quiet():
-    """Swallow the importers' progress prints and Blender's traceback print (Python-level
-    and the C logger's line on file descriptor 2); yields the captured Python text for
-    error messages. SignSim reports importer failures itself, in one line."""
-    buf = io.StringIO()
-    sys.stdout.flush()
-    sys.stderr.flush()
-    saved, sink = None, None
-    try:
-        sink = tempfile.TemporaryFile()
-        saved = os.dup(2)
-        os.dup2(sink.fileno(), 2)
-    except (OSError, ValueError):
-        saved = None
-    try:
-        with contextlib.redirect_stdout(buf), contextlib.redirect_stderr(buf):
-            yield buf
-    finally:
-        if saved is not None:
-            os.dup2(saved, 2)
-            os.close(saved)
-        if sink is not None:
-            sink.close()
 
 
 class SceneState:
