@@ -40,7 +40,7 @@ def collect_files(paths, skipped=None):
     """Expand files and folders (recursively, sorted) into ([file], [(path, error)]).
 
     Inside folders, hidden files and companions (glTF .bin and images, .txt/.md notes,
-    .blend1 backups) are skipped (appended to `skipped` when given); any other
+    .blend1 backups, the library's index and lock) are skipped (appended to `skipped` when given); any other
     unsupported file is reported as a failure, as is a named file of an unsupported type
     or a path that does not exist.
     """
@@ -117,7 +117,7 @@ def import_paths(paths, library, tags=(), catalog=None, report=None, progress=No
                 if report:
                     report(ERROR, str(ex))
         if clips:
-            with store.open_library(library, guard=guard) as lib:
+            with store.open_library(library, guard=guard, lock=True) as lib:
                 for _path, file_clips in clips:
                     for clip in file_clips:
                         action, updated = lib.add(clip, tags, catalog)

@@ -40,7 +40,8 @@ from . import tracking
 
 SUPPORTED = {".bvh": "BVH", ".fbx": "FBX", ".glb": "GLTF", ".gltf": "GLTF"}
 # Files next to glTF scenes: skipped silently inside folders, refused when named.
-COMPANIONS = {".bin", ".png", ".jpg", ".jpeg", ".webp", ".ktx2", ".blend1", ".txt", ".md"}
+COMPANIONS = {".bin", ".png", ".jpg", ".jpeg", ".webp", ".ktx2", ".blend1", ".txt", ".md",
+              ".sqlite", ".lock"}
 
 _FINGER = re.compile(r"thumb|index|middle|ring|pinky|little|finger|f_", re.I)
 ROOT_MOTION_MIN = 0.2   # metres of root travel that count as root motion
@@ -178,6 +179,10 @@ def _keep_only(tr, clips):
     """Remove what the import made beyond the clips' actions and skeletons."""
     keep_objects = {c.skeleton for c in clips}
     for ob in keep_objects:
+        # out of the scene: a folder import keeps every skeleton until the library is
+        # written, and each linked one would slow every later importer call down
+        for coll in list(ob.users_collection):
+            coll.objects.unlink(ob)
         if ob.parent is not None:
             mw = ob.matrix_world.copy()
             ob.parent = None

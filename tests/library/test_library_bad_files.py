@@ -116,10 +116,9 @@ def test_malformed_bvh_refused_before_blenders_importer(lib, real, tmp_path, kin
     bad.write_text(text)
     _refused(lib, bad, library, words)
     assert library.read_bytes() == stamp
-    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
-        ["good.bvh", bad.name, "lib.blend", "lib.blend.index.sqlite", "blender_assets.cats.txt"]
-        if (tmp_path / "lib.blend.index.sqlite").exists() else
-        ["good.bvh", bad.name, "lib.blend", "blender_assets.cats.txt"])
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(   # no temporary file left
+        ["good.bvh", bad.name, "lib.blend", "lib.blend.index.sqlite", "lib.blend.lock",
+         "blender_assets.cats.txt"])
 
 
 def _keys(addon, lib, library, name):

@@ -110,17 +110,57 @@ def test_reimport_same_file_updates_instead_of_duplicating(lib, tmp_path):
         assert len(src.objects) == 1 and len(src.armatures) == 1  # old skeleton gone
 
 
-def test_atomic_save_keeps_one_backup(lib, tmp_path):
+def test_atomic_save_keeps_no_backup_copy_and_an_index_for_the_file(lib, tmp_path):
+    """No .blend1 (the rename is atomic); the index describes exactly the .blend there."""
+    import sqlite3
     library = tmp_path / "lib.blend"
     a = S.write(tmp_path / "a.bvh", S.bvh_text(S.still_rows(10)))
     b = S.write(tmp_path / "b.bvh", S.bvh_text(S.still_rows(11)))
     lib.import_paths([str(a)], str(library))
-    first = library.read_bytes()
     lib.import_paths([str(b)], str(library))
-    backup = pathlib.Path(str(library) + "1")
-    assert backup.read_bytes() == first
-    left = sorted(p.name for p in tmp_path.iterdir() if "tmp" in p.name)
-    assert left == []
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        "a.bvh", "b.bvh", "blender_assets.cats.txt", "lib.blend", "lib.blend.index.sqlite", "lib.blend.lock"]
+    con = sqlite3.connect(str(library) + ".index.sqlite")
+    meta = dict(con.execute("SELECT key, value FROM meta"))
+    assert int(meta["blend_size"]) == library.stat().st_size
+    assert int(meta["blend_mtime_ns"]) == library.stat().st_mtime_ns
+    assert sorted(n for (n,) in con.execute("SELECT name FROM clips")) == ["a", "b"]
+    con.close()
+
+
+def test_list_reads_the_index_and_rebuilds_it_when_missing_or_stale(lib, tmp_path):
+    import os
+    library = tmp_path / "lib.blend"
+    a = S.write(tmp_path / "a.bvh", S.bvh_text(S.still_rows(10)))
+    b = S.write(tmp_path / "b.bvh", S.bvh_text(S.still_rows(12)))
+    lib.import_paths([str(a), str(b)], str(library), tags="gloss:A")
+    expected = lib.list_clips(str(library))
+    assert [c["name"] for c in expected] == ["a", "b"]
+    index = pathlib.Path(str(library) + ".index.sqlite")
+    real, st = library.read_bytes(), library.stat()
+    # fresh index: the .blend is never read (garbage of the same size and time still lists)
+    library.write_bytes(b"\0" * len(real))
+    os.utime(library, ns=(st.st_atime_ns, st.st_mtime_ns))
+    assert lib.list_clips(str(library)) == expected
+    assert lib.list_clips(str(library), min_duration=0.35) == expected[1:]
+    # stale index (another time stamp): not trusted, the .blend is read
+    os.utime(library, ns=(st.st_atime_ns, st.st_mtime_ns + 10**9))
+    with pytest.raises(lib.SignSimError, match="cannot read the library"):
+        lib.list_clips(str(library))
+    library.write_bytes(real)
+    assert lib.list_clips(str(library)) == expected
+    # rebuilt for the new stamp: the garbage test passes again
+    st = library.stat()
+    library.write_bytes(b"\0" * len(real))
+    os.utime(library, ns=(st.st_atime_ns, st.st_mtime_ns))
+    assert lib.list_clips(str(library)) == expected
+    library.write_bytes(real)
+    os.utime(library, ns=(st.st_atime_ns, st.st_mtime_ns))
+    # missing or corrupt index: rebuilt from the .blend
+    index.unlink()
+    assert lib.list_clips(str(library)) == expected and index.is_file()
+    index.write_bytes(b"not a database")
+    assert lib.list_clips(str(library)) == expected
 
 
 def test_rename_retag_delete(lib, three):
