@@ -370,3 +370,47 @@ def test_a_scene_file_is_never_taken_for_a_library(addon, tmp_path):
     code = addon.signsim_addon.cli.main(["import", str(clip), "--library", str(scene_file)])
     assert code == 1
     assert scene_file.read_bytes() == before
+
+
+def test_a_waiting_writer_stops_with_a_clear_message(addon, lib, tmp_path, monkeypatch):
+    store = addon.signsim_addon.library.store
+    library = tmp_path / "lib.blend"
+    a = S.write(tmp_path / "a.bvh", S.bvh_text(S.still_rows(10)))
+    lib.import_paths([str(a)], str(library))
+    stamp = library.read_bytes()
+    monkeypatch.setattr(store, "LOCK_TIMEOUT_S", 0.3)
+    b = S.write(tmp_path / "b.bvh", S.bvh_text(S.still_rows(11)))
+    with store.writer_lock(str(library)):     # another writer holds the library
+        with pytest.raises(lib.SignSimError, match="being written by another SignSim process"):
+            lib.import_paths([str(b)], str(library))
+        with pytest.raises(lib.SignSimError, match="waited 0.3 s"):
+            lib.tag_clip(str(library), "a", add="x")
+    assert library.read_bytes() == stamp
+    assert [c["name"] for c in lib.list_clips(str(library))] == ["a"]    # readers never wait
+    lib.import_paths([str(b)], str(library))
+    assert [c["name"] for c in lib.list_clips(str(library))] == ["a", "b"]
+
+
+@pytest.mark.slow
+def test_concurrent_imports_keep_every_clip(tmp_path):
+    """Four `./signsim import` processes into one library at once, ten times: all clips kept."""
+    import json
+    import subprocess
+    root = pathlib.Path(__file__).resolve().parents[2]
+    library = tmp_path / "lib.blend"
+    expected = []
+    for rep in range(10):
+        procs = []
+        for k in range(4):
+            name = f"r{rep}_p{k}"
+            f = S.write(tmp_path / f"{name}.bvh", S.bvh_text(S.still_rows(10 + 4 * rep + k)))
+            expected.append(name)
+            procs.append(subprocess.Popen([str(root / "signsim"), "import", str(f), "--library", str(library),
+                                           "--json"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
+        for p in procs:
+            out, err = p.communicate(timeout=600)
+            assert p.returncode == 0, err
+        listing = subprocess.run([str(root / "signsim"), "list", "--library", str(library), "--json"],
+                                 capture_output=True, text=True, timeout=300)
+        names = sorted(c["name"] for c in json.loads(listing.stdout.strip().splitlines()[-1])["clips"])
+        assert names == sorted(expected), f"repetition {rep}"
