@@ -439,7 +439,7 @@ def list_clips(path, **filters):
     path = check_library_path(path)
     if not os.path.isfile(path):
         raise SignSimError(f"no motion library at {os.path.abspath(path)}")
-    found = index.search(path, lambda summary: matches(summary, **filters))
+    found = index.search(path, lambda rec: matches(rec, **filters), **filters)
     if found is not None:
         return found
     stamp = index.stamp_of(path)

@@ -414,3 +414,20 @@ def test_concurrent_imports_keep_every_clip(tmp_path):
                                  capture_output=True, text=True, timeout=300)
         names = sorted(c["name"] for c in json.loads(listing.stdout.strip().splitlines()[-1])["clips"])
         assert names == sorted(expected), f"repetition {rep}"
+
+
+def test_index_search_agrees_with_matches(lib, three):
+    """The index narrows rows in SQL before store.matches: never fewer clips than matches."""
+    L = str(three)
+    lib.edit_clip(L, "walk", tags="Ünïcode:Ä,with_under%score,body_part:full_body")
+    everything = lib.list_clips(L)
+    cases = [dict(text="HeLLo"), dict(text="thanks.bvh"), dict(text="under%s"), dict(text="_"),
+             dict(text="ünï"), dict(text="signs greet"), dict(tags=["ünïcode:ä"]),
+             dict(tags=["WITH_UNDER%SCORE"]), dict(tags=["gloss:hello", "ünïcode:ä"], any_tag=True),
+             dict(tags=["handedness:right", "style:formal"]), dict(min_duration=1.0, max_duration=3.3334),
+             dict(max_duration=1.0), dict(tags=["fps:"]), dict(text="a", catalog="signs", fps=30)]
+    for f in cases:
+        want = [r["name"] for r in everything if lib.matches(r, **f)]
+        assert [r["name"] for r in lib.list_clips(L, **f)] == want, f
+    assert [r["name"] for r in lib.list_clips(L, tags=["ünïcode:ä"])] == ["walk"]
+    assert [r["name"] for r in lib.list_clips(L, text="under%s")] == ["walk"]
