@@ -54,7 +54,6 @@ class BvhData:
 FPS_RANGE = (1.0, 1000.0)       # frames per second a motion file may declare
 ROTATION_LIMIT_DEG = 1.0e5      # |angle| beyond this (≈ 278 turns) is no real rotation key
 FLOAT32_MAX = float(np.finfo(np.float32).max)  # Blender stores keys as 32-bit floats
-_CHUNK_ROWS = 20000             # data rows parsed per numpy call (bounded memory)
 
 
 def read(path, progress=None) -> BvhData:
@@ -133,7 +132,7 @@ def read(path, progress=None) -> BvhData:
             fail("the hierarchy declares no channels, so there is no motion")
         chunks, n_rows, done = [], 0, f.tell()
         while True:
-            lines = f.readlines(1 << 22)
+            lines = f.readlines(max(1 << 16, min(1 << 22, size // 20)))  # ≤ 5 % per chunk
             if not lines:
                 break
             rows = [ln for ln in lines if ln.strip()]

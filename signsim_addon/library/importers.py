@@ -32,7 +32,7 @@ import bpy
 import numpy as np
 
 from .. import compat, files
-from ..errors import WARNING, SignSimError
+from ..errors import INFO, WARNING, SignSimError
 from ..keys import write_curve
 from ...solver import quat
 from ...solver import bvh, clean, gltf
@@ -49,6 +49,7 @@ FINGER_BONES_MIN = 10   # articulated hands, not a single "hand end" joint per h
 FINGER_MOTION_MIN = math.radians(1.0)  # fingers that never move are not finger animation
 SHORT_S, LONG_S = 2.0, 10.0
 KEYED_HEIGHT_RANGE = (0.3, 4.0)  # FBX/glTF heights (m) trusted as they are
+LONG_FILE_BYTES = 16 << 20  # BVH files above this report their reading every 10 %
 
 
 class Clip:
@@ -97,7 +98,7 @@ def import_file(path, report=None):
         scene = bpy.context.scene
         try:
             if fmt == "BVH":
-                clips = _import_bvh(path, scene, tr)
+                clips = _import_bvh(path, scene, tr, report)
             elif fmt == "FBX":
                 clips = _import_fbx(path, scene, tr)
             else:
@@ -195,14 +196,28 @@ def _keep_only(tr, clips):
 
 # ---------------------------------------------------------------------------------- BVH
 
-def _import_bvh(path, scene, tr):
+def _read_progress(path, report):
+    """progress(fraction) for bvh.read that reports each 10 % step of a long file."""
+    if report is None or os.path.getsize(path) < LONG_FILE_BYTES:
+        return None
+    name, shown = os.path.basename(path), [0]
+
+    def progress(fraction):
+        step = int(fraction * 10 + 1e-9)
+        if step > shown[0]:
+            shown[0] = step
+            report(INFO, f"  {name}: {10 * step} % read")
+    return progress
+
+
+def _import_bvh(path, scene, tr, report=None):
     """Blender's BVH importer builds the armature (rest pose, axis conversion, scale) from
     the file's hierarchy and first frame; every frame's keys are then computed here in
     numpy with the importer's own formulas (see _bvh_keys) and written in bulk. Keying
     every frame through the importer costs a Python call per key; tests check that the
     result poses the skeleton exactly as Blender's importer does on the real files."""
     try:
-        data = bvh.read(path)
+        data = bvh.read(path, progress=_read_progress(path, report))
     except bvh.BvhError as ex:  # one line naming the file
         raise SignSimError(str(ex)) from None
     up, forward, scale, _height, note = bvh.detect_orientation(data)

@@ -232,3 +232,24 @@ def test_interrupted_import_leaves_no_temporary_files(shared_data, tmp_path, sig
     assert err.strip().splitlines() == ["signsim: interrupted"]
     assert list(temp.iterdir()) == []
     assert sorted(p.name for p in tmp_path.iterdir()) == ["long.bvh", "tmp"]
+
+
+def test_long_file_reports_progress_every_ten_percent(addon, shared_data, tmp_path, capsys):
+    importers = addon.signsim_addon.library.importers
+    real = (shared_data / "mocap" / "cmu_01_01_cgspeed__fairmotion.bvh").read_text()
+    head, rest = real.split("Frame Time:", 1)
+    ft, body = rest.split("\n", 1)
+    body = body.strip() + "\n"
+    reps = importers.LONG_FILE_BYTES // len(body) + 1
+    big = tmp_path / "long.bvh"
+    big.write_text(f"{head}Frame Time:{ft}\n" + body * reps)
+    capsys.readouterr()
+    code = addon.signsim_addon.cli.main(["import", str(big), "--library", str(tmp_path / "l.blend")])
+    out = capsys.readouterr().out
+    assert code == 0
+    steps = [int(ln.split(": ")[1].split(" %")[0]) for ln in out.splitlines() if "% read" in ln]
+    assert steps == list(range(10, 101, 10))
+    (clip,) = addon.signsim_addon.library.api.list_clips(str(tmp_path / "l.blend"))
+    rows = reps * len(body.strip().splitlines())   # every row (a calibration pose may be trimmed)
+    trimmed = rows - clip["frames"]
+    assert trimmed == 0 or (0 < trimmed <= 3 and any("calibration" in w for w in clip["warnings"]))
