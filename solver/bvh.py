@@ -107,25 +107,25 @@ def read(path, progress=None) -> BvhData:
                 if ln.strip():
                     return ln
 
-        m = re.match(r"\s*Frames:\s*(\S+)\s*$", header_line(), re.I)
-        if not m:
-            fail("the MOTION section does not start with 'Frames: <count>'")
-        try:
-            data.header_frames = int(m.group(1))
-        except ValueError:
-            fail(f"the frame count '{m.group(1)[:20]}' is not a whole number")
-        m = re.match(r"\s*Frame\s+Time:\s*(\S+)\s*$", header_line(), re.I)
-        if not m:
-            fail("the MOTION section has no 'Frame Time: <seconds>' line")
-        try:
-            data.frame_time = float(m.group(1))
-        except ValueError:
-            fail(f"the frame time '{m.group(1)[:20]}' is not a number")
+        def header(pattern, missing, convert, what):
+            m = re.match(pattern, header_line(), re.I)
+            if not m:
+                fail(missing)
+            try:
+                return convert(m.group(1)), m.group(1)[:20]
+            except ValueError:
+                fail(f"the {what} '{m.group(1)[:20]}' is not a "
+                     f"{'whole number' if convert is int else 'number'}")
+
+        data.header_frames, _text = header(r"\s*Frames:\s*(\S+)\s*$", "the MOTION section "
+                                           "does not start with 'Frames: <count>'", int, "frame count")
+        data.frame_time, text = header(r"\s*Frame\s+Time:\s*(\S+)\s*$", "the MOTION section "
+                                       "has no 'Frame Time: <seconds>' line", float, "frame time")
         lo, hi = FPS_RANGE
         if not math.isfinite(data.frame_time) or data.frame_time <= 0:
-            fail(f"the frame time {m.group(1)[:20]} is not a positive number of seconds")
+            fail(f"the frame time {text} is not a positive number of seconds")
         if not 1.0 / hi <= data.frame_time <= 1.0 / lo:
-            fail(f"the frame time {m.group(1)[:20]} s is {1.0 / data.frame_time:.4g} frames "
+            fail(f"the frame time {text} s is {1.0 / data.frame_time:.4g} frames "
                  f"per second, outside {lo:g}–{hi:g} fps")
         expected = data.channel_count
         if expected == 0:
@@ -172,8 +172,8 @@ def _parse_rows(rows, first, expected, fail):
                  f"hierarchy declares {expected} channels (a truncated or damaged row)")
         bad = next((w for w in words if not _is_float(w)), None)
         if bad is not None:
-            fail(f"the motion data holds '{bad[:20]}' in frame "
-                 f"{first + k + 1}, which is not a number")
+            fail(f"the motion data holds '{bad[:20]}', which is not a number (frame "
+                 f"{first + k + 1})")
     fail("the motion data cannot be read as numbers")
 
 
