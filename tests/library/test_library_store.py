@@ -317,7 +317,9 @@ def test_launcher_import_and_list(tmp_path):
                           str(lib), "--tags", "gloss:WAVE", "--json"],
                          capture_output=True, text=True, timeout=120)
     assert run.returncode == 1
-    assert run.stderr.strip().splitlines() == ["signsim: 1 clip(s) imported, 1 file(s) failed"]
+    assert run.stderr.strip().splitlines() == [
+        "signsim: 1 clip(s) imported, 1 file(s) failed: bad.bvh: truncated: the hierarchy is not closed "
+        "before the MOTION section"]
     out = json.loads(run.stdout.strip().splitlines()[-1])
     assert [c["name"] for c in out["imported"]] == ["wave"]
     assert out["failed"][0]["path"] == str(bad) and "truncated" in out["failed"][0]["error"]
