@@ -213,6 +213,7 @@ class Library:
         self.guard = guard
         self.catalogs = read_catalogs(self.path)
         self.clips = []       # actions
+        self._keys = None     # (sha256, clip key) → action, built by find
         self.dirty = False
 
     def by_name(self, name):
@@ -222,13 +223,14 @@ class Library:
         raise SignSimError(f"no clip named '{name}' in {self.path}")
 
     def find(self, sha, key):
-        for a in self.clips:
-            if a.signsim.sha256 == sha and a.signsim.clip_key == key:
-                return a
-        return None
+        if self._keys is None:   # one pass, then a dict: a folder import asks once per clip
+            self._keys = {(a.signsim.sha256, a.signsim.clip_key): a for a in self.clips}
+        return self._keys.get((sha, key))
 
     def remove(self, action):
         skel = action.signsim.skeleton
+        if self._keys is not None:
+            self._keys.pop((action.signsim.sha256, action.signsim.clip_key), None)
         self.clips.remove(action)
         bpy.data.actions.remove(action)
         if skel is not None and not any(a.signsim.skeleton == skel for a in self.clips):
@@ -270,6 +272,8 @@ class Library:
         self.guard.claim(clip.skeleton,
                          f"{os.path.splitext(os.path.basename(s.source_path))[0]} skeleton")
         self.clips.append(action)
+        if self._keys is not None:
+            self._keys[(sha, clip.key)] = action
         self.dirty = True
         return action, old is not None
 

@@ -9,6 +9,7 @@ the open file: a file datablock holding a wanted name is parked under a temporar
 renamed back at the end, so neither side keeps a '.001' suffix.
 """
 import bpy
+import numpy as np
 
 
 def _id_collections():
@@ -41,24 +42,34 @@ def id_collections():
     return _COLLECTIONS
 
 
-def snapshot():
-    """{session_uid} of every ID in bpy.data."""
-    uids = set()
-    for name in id_collections():
-        coll = getattr(bpy.data, name, None)
-        if coll is None:
-            continue
-        uids.update(i.session_uid for i in coll)
+def _uids(coll):
+    # foreach_get reads every ID's session_uid in one call: a folder import keeps every
+    # clip in bpy.data until the library is written, so a Python loop here would make
+    # each file slower than the one before
+    uids = np.empty(len(coll), dtype=np.int32)
+    coll.foreach_get("session_uid", uids)
     return uids
 
 
+def snapshot():
+    """{collection name: session_uid array} of every ID in bpy.data."""
+    out = {}
+    for name in id_collections():
+        coll = getattr(bpy.data, name, None)
+        if coll is not None:
+            out[name] = _uids(coll)
+    return out
+
+
 def new_ids(before):
+    """The IDs in bpy.data that were not there at `before` (a snapshot())."""
     out = []
     for name in id_collections():
         coll = getattr(bpy.data, name, None)
         if coll is None:
             continue
-        out.extend(i for i in coll if i.session_uid not in before)
+        new = np.nonzero(~np.isin(_uids(coll), before.get(name, ())))[0]
+        out.extend(coll[int(i)] for i in new)
     return out
 
 
