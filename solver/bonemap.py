@@ -1,35 +1,36 @@
-"""Automatic bone maps between two humanoid skeletons: name conventions plus chain topology.
+"""Automatic bone maps between two humanoid skeletons: geometry first, names second.
 
-Pure Python + numpy (no bpy): a skeleton is given as bone names, parent indices and rest
-head positions, so the same code serves armatures, BVH hierarchies and tests.
+Pure Python + numpy (no bpy): a skeleton is given as bone names, parent indices, rest
+heads (and, when known, rest tails and a few posed frames of heads), so the same code
+serves armatures, BVH hierarchies and tests.
 
-How a skeleton is read (`analyse`):
-1. Every name is normalised (namespace such as `mixamorig:`, `DEF-`/`ORG-`, `Bip01 `,
-   side tokens `.L`, `_l`, `Left…`, `L_`, `l…` (DAZ), `L…` (CMU) removed, lower case) and
-   classified into a body part with a side and, for fingers, a phalanx number. Supported
-   conventions: Blender/Rigify metarig, generated Rigify, Mixamo, CMU/cgspeed,
-   MotionBuilder/HumanIK, Perception Neuron/Rokoko, 3ds Max Biped, Unreal, DAZ/Poser,
-   MakeHuman, SMPL/SMPL-X (joint-named: `L_Shoulder` is the upper arm when a collar
-   exists, `L_Knee` the shin, `L_Foot` the toe).
-2. The hierarchy decides what names cannot: the hips are the top-most bone with three
-   branches at least two bones deep (spine + two legs), the chest is where the two arms
-   branch, the spine and neck are the paths between hips, chest and head. A name that
-   contradicts the hierarchy (a "Hips" bone that is not above the legs, an IK "Foot"
-   target outside the leg chain) is dropped. Parts without a usable name are inferred
-   from the chains (lower confidence); unnamed fingers are ordered by position.
+How a skeleton is read (`analyse`): solver.skeleton finds the body from its geometry —
+hips where the legs and the spine meet, the chest where the arms leave, the up axis from
+the feet to the head, the facing from the feet (knees, face), anatomical left from the
+facing, chains proximal → distal with their joint counts, metacarpals, IK/pole/twist/end
+bones as helpers. Bone names enter through `classify` (below): they settle what geometry
+leaves open (which finger, a Biped `Pelvis` above the bone the thighs hang from, the elbow
+of a twist-split arm) and raise the confidence of roles they agree with; names that
+contradict the geometry lose (with a warning). Supported name conventions: Blender/Rigify
+metarig, generated Rigify, Mixamo, CMU/cgspeed, MotionBuilder/HumanIK, Perception
+Neuron/Rokoko, 3ds Max Biped, Unreal, DAZ/Poser, MakeHuman, SMPL/SMPL-X (joint-named:
+`L_Shoulder` is the upper arm when a collar exists, `L_Knee` the shin, `L_Foot` the toe).
 
-How two skeletons are paired (`auto_map`): part by part; chains of different length
-(spine 3 vs 6 bones, neck 1 vs 2, 2-joint vs 3-joint fingers) map their ends and spread
-the rest one-to-one, leaving surplus bones unmapped (they then follow their parent
-rigidly). Bones a skeleton has twice for one part (the robot's three palm bones for one
-hand) all map to the one source bone. Confidence of a pair = min of both sides': 1.0 for
-a name matched by convention and confirmed by the hierarchy, 0.8 for a part found by
-topology, 0.7 for spine/neck bones spread over chains of different length.
+How two skeletons are paired (`auto_map`): role by role (solver.skeleton.pair): anatomical
+sides on both, chains of different length (spine 3 vs 6 bones, 2-joint vs 3-joint
+fingers) map their ends and spread the rest one-to-one; the transfer shares the rotation
+over the bones left between. Several target bones for one part (the robot's three palm
+bones) all map to the one source bone. Confidence of a pair = the lower of both roles':
+1.0 when the geometry found the role and the name agrees, 0.8 from geometry alone, 0.6
+when the name contradicts the geometry, 0.5 when the sides are a guess. The map carries
+the warnings of both analyses (shape alone, a guessed facing, contradicting names).
 """
 import json
 import re
 
 import numpy as np
+
+from . import skeleton as body_of
 
 
 class BoneMapError(ValueError):
@@ -40,10 +41,6 @@ FINGERS = ("thumb", "index", "middle", "ring", "pinky")
 SIDES = ("L", "R")
 ARM = ("shoulder", "upper_arm", "forearm", "hand")
 LEG = ("thigh", "shin", "foot", "toe")
-
-CONF_NAME = 1.0
-CONF_TOPOLOGY = 0.8
-CONF_SPREAD = 0.7
 
 
 # ---------------------------------------------------------------------------------------
@@ -162,66 +159,19 @@ def _is_joint_named(names):
 # ---------------------------------------------------------------------------------------
 # hierarchy
 
-class Skeleton:
-    """Bone names, parent indices (-1 for roots) and rest heads (N, 3) in metres (any frame)."""
+class Skeleton(body_of.Tree):
+    """Bone names, parent indices (-1 for roots) and rest heads (N, 3) in metres (any
+    frame); optionally rest tails (N, 3) and posed heads (F, N, 3) of a few frames of the
+    skeleton's motion (a mocap rest may be no human pose: the frames then decide). The tree
+    walks (order, ancestors, path, subtree) are solver.skeleton.Tree's."""
 
-    def __init__(self, names, parents, heads):
+    def __init__(self, names, parents, heads, tails=None, poses=None):
+        super().__init__(parents)
         self.names = list(names)
-        self.parents = [int(p) for p in parents]
         self.heads = np.asarray(heads, dtype=float).reshape(len(self.names), 3)
+        self.tails = None if tails is None else np.asarray(tails, dtype=float).reshape(len(self.names), 3)
+        self.poses = None if poses is None else np.asarray(poses, dtype=float).reshape(-1, len(self.names), 3)
         self.index = {n: i for i, n in enumerate(self.names)}
-        self.children = [[] for _ in self.names]
-        for i, p in enumerate(self.parents):
-            if p >= 0:
-                self.children[p].append(i)
-        self.size = [1] * len(self.names)   # subtree sizes
-        self.depth = [1] * len(self.names)  # longest chain below, counting the bone
-        for i in reversed(self.order()):
-            for c in self.children[i]:
-                self.size[i] += self.size[c]
-                self.depth[i] = max(self.depth[i], 1 + self.depth[c])
-
-    def order(self):
-        """Bone indices, parents before children (breadth first from the roots)."""
-        order = [i for i, p in enumerate(self.parents) if p < 0]
-        k = 0
-        while k < len(order):
-            order.extend(self.children[order[k]])
-            k += 1
-        return order
-
-    def ancestors(self, i):
-        """Indices above bone i, nearest first."""
-        out = []
-        while self.parents[i] >= 0:
-            i = self.parents[i]
-            out.append(i)
-        return out
-
-    def is_descendant(self, i, of):
-        return of in self.ancestors(i)
-
-    def path(self, top, bottom):
-        """Bones from top (exclusive) down to bottom (inclusive); None if not below top."""
-        out = [bottom]
-        for a in self.ancestors(bottom):
-            if a == top:
-                return out[::-1]
-            out.append(a)
-        return None
-
-    def main_chain(self, i):
-        """Bones from i down while each has exactly one child; the last one has none or
-        fans out (a hand into fingers, a head into face bones)."""
-        chain = [i]
-        while len(self.children[i]) == 1:
-            i = self.children[i][0]
-            chain.append(i)
-        return chain
-
-    def branches(self, i, min_depth=2):
-        """Children of i whose chains are at least min_depth bones deep (a leg, not a stub)."""
-        return [c for c in self.children[i] if self.depth[c] >= min_depth]
 
 
 class Body:
@@ -230,304 +180,51 @@ class Body:
     Attributes: hips (int), spine (list, hips excluded, chest last), neck (list), head
     (int or None), limbs[(side, part)] → list of bone indices (several for the robot's
     palms), fingers[(side, finger)] → list of phalanx bone indices (metacarpals excluded),
-    meta[(side, finger)] → metacarpal index, conf[bone index] → confidence.
+    meta[(side, finger)] → the metacarpal next to the finger, conf[bone index] →
+    confidence, anatomy: the solver.skeleton.Anatomy it came from (up, forward, left,
+    helpers, warnings).
     """
 
-    def __init__(self):
-        self.hips = None
-        self.spine = []
-        self.neck = []
-        self.head = None
-        self.limbs = {}
-        self.fingers = {}
-        self.meta = {}
-        self.conf = {}
-
-
-
-class _Names:
-    """Name classifications of one skeleton: (part, side) → [(number, bone index)]."""
-
-    def __init__(self, sk):
-        self.sk = sk
-        joint_named = _is_joint_named(sk.names)
-        self.hits = {}
-        for i, n in enumerate(sk.names):
-            c = classify(n, joint_named)
-            if c:
-                self.hits.setdefault((c[0], c[1]), []).append((c[2], i))
-        for side in SIDES:
-            # a wrist is the hand; a 'hand' below it is then SMPL's hand end (no fingers)
-            wrist = self.hits.pop(("wrist", side), None)
-            if wrist:
-                self.hits[("hand", side)] = wrist
-
-    def find(self, part, side, below=None):
-        """Bones named (part, side), below bone `below` if given, lowest number first."""
-        hits = sorted(self.hits.get((part, side), []), key=lambda t: (t[0] is not None, t[0] or 0))
-        return [i for _n, i in hits if below is None or self.sk.is_descendant(i, below)]
-
-    def numbered(self, part, side):
-        return self.hits.get((part, side), [])
-
-    def has(self, part, side, i):
-        return any(j == i for _n, j in self.hits.get((part, side), []))
+    def __init__(self, anatomy):
+        an = self.anatomy = anatomy
+        self.hips, self.spine, self.neck, self.head = an.hips, list(an.spine), list(an.neck), an.head
+        self.limbs = {k: list(v) for k, v in an.limbs.items()}
+        self.fingers = {k: list(v) for k, v in an.fingers.items()}
+        self.meta = {k: v[-1] for k, v in an.metacarpals.items()}
+        self.conf = {i: r.confidence for i, r in an.roles.items() if r.part != "helper"}
 
 
 def analyse(skeleton):
-    """Read a Skeleton into a Body (an upper body without legs is read from its root).
-
-    Raises BoneMapError when no bone splits into a spine and two legs (no hips) nor into two
-    arms and a neck (no chest).
+    """Read a Skeleton into a Body (solver.skeleton.analyse with this module's name
+    conventions). Raises BoneMapError when no bone joins a spine to two legs nor two arms
+    to a neck (no hips: not a humanoid).
     """
     sk = skeleton
-    names = _Names(sk)
-    body = Body()
-
-    # hips: where the named thighs and an upper arm meet (a root, IK targets or a 'Hips'
-    # bone above or below it do not matter), else the top-most bone with three branches
-    # at least two bones deep (spine and two legs)
-    named_limbs = [names.find(part, side) for part, side in
-                   (("thigh", "L"), ("thigh", "R"), ("upper_arm", "L"))]
-    hips = None
-    if all(named_limbs):
-        hips = _common_ancestor(sk, [hits[0] for hits in named_limbs])
-    legless = False
-    if hips is None:
-        candidates = [i for i in range(len(sk.names)) if len(sk.branches(i)) >= 3]
-        arms = [names.find("upper_arm", side) for side in SIDES]
-        if all(arms):
-            # the chest also splits three ways (arms and neck): not a hips candidate
-            chest = _common_ancestor(sk, [hits[0] for hits in arms])
-            candidates = [i for i in candidates if chest is None or not _within(sk, i, chest)]
-        if candidates:
-            hips = max(candidates, key=lambda i: sk.size[i])
-        else:
-            # an upper body without legs (common for signing avatars): the biggest root
-            legless = True
-            hips = max((i for i, p in enumerate(sk.parents) if p < 0), key=lambda i: sk.size[i])
-    no_hips = BoneMapError(f"no hips found: no bone splits into a spine and two legs, nor "
-                           f"into two arms and a neck ({len(sk.names)} bones: "
-                           f"{', '.join(sk.names[:5])}…)")
-    if not sk.children[hips]:
-        raise no_hips
-    body.hips = hips
-    body.conf[hips] = CONF_NAME if names.has("hips", None, hips) else CONF_TOPOLOGY
-    spine_root = max(sk.branches(hips, 1), key=lambda c: sk.size[c])
-    if all(named_limbs):
-        spine_root = next(c for c in sk.children[hips] if _within(sk, named_limbs[2][0], c))
-
-    # the chest is where the arms of both sides branch off
-    arm_tops = {}
-    for side in SIDES:
-        for part in ARM:
-            hit = names.find(part, side, hips)
-            if hit and sk.is_descendant(hit[0], spine_root) or hit and hit[0] == spine_root:
-                arm_tops[side] = hit[0]
-                break
-    chest = None
-    if len(arm_tops) == 2:
-        left_line = [arm_tops["L"]] + sk.ancestors(arm_tops["L"])
-        chest = next((a for a in sk.ancestors(arm_tops["R"]) if a in left_line), None)
-        if chest == hips or chest is None or not (chest == spine_root or sk.is_descendant(chest, spine_root)):
-            chest = None
-    if chest is None:
-        chest = next((i for i in [spine_root] + _descend(sk, spine_root)
-                      if len(sk.branches(i, 1)) >= 3), None)
-    if chest is None:
-        if legless:
-            raise no_hips
-        raise BoneMapError("no chest found: no bone above the hips branches into two arms and a neck")
-    body.spine = sk.path(hips, chest)
-    for i in body.spine:
-        named = names.has("spine", None, i) or names.has("hips", None, i)
-        body.conf[i] = CONF_NAME if named else CONF_TOPOLOGY
-
-    # arm branches of the chest: by side names, else the two mirrored subtrees
-    chest_branches = sk.children[chest]
-    side_of = {}
-    for c in chest_branches:
-        for side, top in arm_tops.items():
-            if top == c or sk.is_descendant(top, c):
-                side_of[c] = side
-    if len(set(side_of.values())) < 2:
-        pair = _mirrored_pair(sk, chest_branches)
-        if pair:
-            left, right = sorted(pair, key=lambda c: -sk.heads[c][0])
-            side_of = {left: "L", right: "R"}
-    rest = [c for c in chest_branches if c not in side_of]
-    head_named = names.find("head", None, chest)
-    if head_named:
-        body.head = head_named[0]
-    elif rest:
-        body.head = sk.main_chain(max(rest, key=lambda c: sk.size[c]))[-1]
-    if body.head is not None:
-        body.conf[body.head] = CONF_NAME if head_named else CONF_TOPOLOGY
-        body.neck = (sk.path(chest, body.head) or [body.head])[:-1]
-        for i in body.neck:
-            body.conf[i] = CONF_NAME if names.has("neck", None, i) else CONF_TOPOLOGY
-
-    for branch, side in side_of.items():
-        _read_arm(sk, body, names, branch, side)
-    legs = [c for c in sk.branches(hips) if c != spine_root]
-    for side in SIDES:
-        _read_leg(sk, body, names, hips, legs, side)
-    return body
-
-
-def _common_ancestor(sk, bones):
-    """The lowest bone above all of `bones` (not one of them), or None."""
-    lines = [set(sk.ancestors(b)) for b in bones]
-    return next((a for a in sk.ancestors(bones[0]) if all(a in line for line in lines)), None)
-
-
-def _descend(sk, i):
-    out, queue = [], list(sk.children[i])
-    while queue:
-        j = queue.pop(0)
-        out.append(j)
-        queue.extend(sk.children[j])
-    return out
-
-
-def _mirrored_pair(sk, roots):
-    """The two roots whose subtrees have the same size and depth (largest such), or None."""
-    best = None
-    for a, ra in enumerate(roots):
-        for rb in roots[a + 1:]:
-            if sk.size[ra] == sk.size[rb] and sk.depth[ra] == sk.depth[rb] and sk.depth[ra] >= 2:
-                if best is None or sk.size[ra] > best[0]:
-                    best = (sk.size[ra], (ra, rb))
-    return best[1] if best else None
-
-
-def _within(sk, i, top):
-    return i == top or sk.is_descendant(i, top)
-
-
-def _read_arm(sk, body, names, branch, side):
-    """Shoulder, upper arm, forearm, hand(s) and fingers of one arm branch of the chest."""
-    found, prev = {}, None
-    for part in ARM:
-        hits = [i for i in names.find(part, side) if _within(sk, i, branch)
-                and (prev is None or sk.is_descendant(i, prev))]
-        if hits:
-            found[part] = hits[0]
-            prev = hits[0]
-    palms = [i for i in names.find("palm", side) if _within(sk, i, branch)]
-    hands = [found["hand"]] if "hand" in found else palms   # robot: palms, no hand bone
-    if not hands or not {"upper_arm", "forearm"} <= set(found):
-        chain = sk.main_chain(branch)       # the arm down to its first fan-out: the hand
-        if len(chain) >= 3:
-            for part, i in zip(ARM[-len(chain[-4:]):], chain[-4:]):
-                if part not in found and i not in found.values():
-                    found[part] = i
-                    body.conf[i] = CONF_TOPOLOGY
-            if not hands:
-                hands = [found["hand"]]
-    for part, i in found.items():
-        if part != "hand":
-            body.limbs[(side, part)] = [i]
-            body.conf.setdefault(i, CONF_NAME)
-    if not hands:
-        return
-    body.limbs[(side, "hand")] = hands
-    for h in hands:
-        body.conf.setdefault(h, CONF_NAME)
-    _read_fingers(sk, body, names, side, hands, found.get("forearm", hands[0]))
-
-
-def _read_fingers(sk, body, names, side, hands, top):
-    for finger in FINGERS:
-        hits = [(n, i) for n, i in names.numbered(finger, side) if sk.is_descendant(i, top)]
-        if not hits:
-            continue
-        numbers = {n for n, _ in hits}
-        phalanges = []
-        for n, i in hits:
-            if n == 0 or (n is None and 1 in numbers):
-                body.meta[(side, finger)] = i       # metacarpal (Rokoko InHand…, pybvh HandRing)
-            else:
-                phalanges.append(i)
-        phalanges.sort(key=lambda i: len(sk.ancestors(i)))
-        chain = phalanges[:1]
-        for i in phalanges[1:]:
-            if sk.is_descendant(i, chain[-1]) and len(chain) < 3:
-                chain.append(i)
-        if chain:
-            body.fingers[(side, finger)] = chain
-            for i in chain:
-                body.conf[i] = CONF_NAME
-    if any(k[0] == side for k in body.fingers):
-        return
-    # unnamed fingers: the hand's child chains; the thumb's base is the most separate one,
-    # the others follow by distance from the thumb (index nearest)
-    roots = list(sk.children[hands[0]])
-    if len(roots) < 4:
-        return
-    bases = np.array([sk.heads[c] for c in roots])
-    spread = [np.linalg.norm(bases[k] - np.delete(bases, k, 0).mean(0)) for k in range(len(roots))]
-    thumb = int(np.argmax(spread))
-    others = sorted((k for k in range(len(roots)) if k != thumb),
-                    key=lambda k: np.linalg.norm(bases[k] - bases[thumb]))
-    for finger, k in [("thumb", thumb)] + list(zip(FINGERS[1:], others)):
-        chain = sk.main_chain(roots[k])[:3]
-        body.fingers[(side, finger)] = chain
-        for i in chain:
-            body.conf[i] = CONF_TOPOLOGY
-
-
-def _read_leg(sk, body, names, hips, legs, side):
-    found, prev = {}, hips
-    for part in LEG:
-        hits = names.find(part, side, prev)
-        if hits:
-            found[part] = hits[0]
-            prev = hits[0]
-    if "thigh" not in found and len(legs) == 2:
-        left, right = sorted(legs, key=lambda c: -sk.heads[sk.main_chain(c)[-1]][0])
-        chain = sk.main_chain(left if side == "L" else right)
-        if len(chain) >= 5:
-            chain = chain[1:]          # a hip stub first (CMU LHipJoint, MakeHuman pelvis.L)
-        for part, i in zip(LEG, chain):
-            found.setdefault(part, i)
-            body.conf[i] = CONF_TOPOLOGY
-    for part, i in found.items():
-        body.limbs[(side, part)] = [i]
-        body.conf.setdefault(i, CONF_NAME)
+    joint_named = _is_joint_named(sk.names)
+    try:
+        an = body_of.analyse(sk.names, sk.parents, sk.heads, sk.tails, sk.poses,
+                             classify=lambda name: classify(name, joint_named))
+    except ValueError as ex:
+        raise BoneMapError(f"no hips found: {ex}") from None
+    return Body(an)
 
 
 # ---------------------------------------------------------------------------------------
 # pairing
-
-def _spread(targets, sources, anchor="first"):
-    """One-to-one pairs of two ordered chains (lists of bone indices, root first).
-
-    Both ends are matched and the longer chain is thinned evenly; a chain of one bone
-    pairs with the `anchor` end ('first' or 'last') of the other.
-    """
-    n, m = len(targets), len(sources)
-    if n == 0 or m == 0:
-        return []
-    if n == 1 or m == 1:
-        k = 0 if anchor == "first" else -1
-        return [(targets[k], sources[k])]
-    if n <= m:
-        return [(targets[k], sources[round(k * (m - 1) / (n - 1))]) for k in range(n)]
-    return [(targets[round(k * (n - 1) / (m - 1))], sources[k]) for k in range(m)]
-
 
 class BoneMap:
     """target bone → (source bone, confidence), plus the target bones left unmapped.
 
     pairs: list of (target, source, confidence) in target hierarchy order.
     unmapped_target: names of target bones no source bone drives.
+    warnings: what the map is unsure of (found from the shape alone, sides guessed, …).
     """
 
-    def __init__(self, pairs, unmapped_target=(), source_armature=""):
+    def __init__(self, pairs, unmapped_target=(), source_armature="", warnings=()):
         self.pairs = [(t, s, float(c)) for t, s, c in pairs]
         self.unmapped_target = list(unmapped_target)
         self.source_armature = source_armature
+        self.warnings = list(warnings)
 
     def as_dict(self):
         """{target: source}"""
@@ -555,43 +252,19 @@ class BoneMap:
 
 
 def auto_map(source, target):
-    """Pair two Skeletons part by part. Returns a BoneMap (target bone → source bone).
-
-    Raises BoneMapError (from analyse) when either skeleton has no hips or chest.
+    """Pair two Skeletons role by role. Returns a BoneMap (target bone → source bone) with
+    the warnings of both analyses. Raises BoneMapError (from analyse) when either skeleton
+    is not a humanoid.
     """
     bs, bt = analyse(source), analyse(target)
-    pairs = []   # (target index, source index, confidence)
-
-    def add(ti, si, conf=None):
-        c = min(bt.conf.get(ti, CONF_TOPOLOGY), bs.conf.get(si, CONF_TOPOLOGY))
-        pairs.append((ti, si, c if conf is None else min(c, conf)))
-
-    add(bt.hips, bs.hips)
-    for chain_t, chain_s, anchor in ((bt.spine, bs.spine, "last"), (bt.neck, bs.neck, "first")):
-        exact = len(chain_t) == len(chain_s)
-        for ti, si in _spread(chain_t, chain_s, anchor):
-            add(ti, si, None if exact else CONF_SPREAD)
-    if bt.head is not None and bs.head is not None:
-        add(bt.head, bs.head)
-    for side in SIDES:
-        for part in ARM + LEG:
-            ts, ss = bt.limbs.get((side, part)), bs.limbs.get((side, part))
-            if ts and ss:
-                for ti in ts:
-                    add(ti, ss[0])
-        for finger in FINGERS:
-            ft, fs = bt.fingers.get((side, finger)), bs.fingers.get((side, finger))
-            if ft and fs:
-                for ti, si in _spread(ft, fs):
-                    add(ti, si)
-            mt, ms = bt.meta.get((side, finger)), bs.meta.get((side, finger))
-            if mt is not None and ms is not None:
-                add(mt, ms)
+    pairs = body_of.pair(bs.anatomy, bt.anatomy)
     order = {i: k for k, i in enumerate(target.order())}
     pairs.sort(key=lambda p: order[p[0]])
     mapped = {p[0] for p in pairs}
     unmapped = [target.names[i] for i in target.order() if i not in mapped]
-    return BoneMap([(target.names[t], source.names[s], c) for t, s, c in pairs], unmapped)
+    warnings = body_of.map_warnings(bs.anatomy, bt.anatomy, "source", "target")
+    return BoneMap([(target.names[t], source.names[s], c) for t, s, c in pairs], unmapped,
+                   warnings=warnings)
 
 
 def coverage(bone_map, target):

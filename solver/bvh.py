@@ -12,7 +12,7 @@ import re
 
 import numpy as np
 
-from . import quat
+from . import quat, skeleton
 
 
 class BvhError(ValueError):
@@ -429,36 +429,6 @@ def joint_channels(data, j):
     return (pos if any(p is not None for p in pos) else None), rot_cols, rot_axes
 
 
-_HEAD = re.compile(r"head(?!.*(end|top|site|nub))", re.I)
-_HIPS = re.compile(r"hip|pelvis", re.I)
-_NECK = re.compile(r"neck", re.I)
-
-
-def find_joint(names, pattern, prefer_short=True):
-    hits = [i for i, n in enumerate(names) if pattern.search(n.split(":")[-1])]
-    if not hits:
-        return None
-    return min(hits, key=lambda i: (len(names[i]), i)) if prefer_short else hits[0]
-
-
-def head_and_hips(names, parents):
-    """Indices (head, hips) by name, falling back to the neck and the first joint that
-    has more than one child (the pelvis of every human hierarchy)."""
-    head = find_joint(names, _HEAD)
-    if head is None:
-        head = find_joint(names, _NECK)
-    hips = None
-    hips_named = [i for i, n in enumerate(names)
-                  if _HIPS.search(n.split(":")[-1]) and not re.search(r"(left|right|\.l|\.r|_l|_r)\b", n, re.I)]
-    if hips_named:
-        hips = min(hips_named)
-    if hips is None:
-        children = np.bincount([p for p in parents if p >= 0], minlength=len(names))
-        multi = np.nonzero(children > 1)[0]
-        hips = int(multi[0]) if len(multi) else 0
-    return head, hips
-
-
 _AXIS_NAMES = ("X", "Y", "Z")
 # Candidate file units (metres per unit), tried in order when the height is out of range.
 UNIT_CANDIDATES = (1.0, 0.01, 0.1, 0.0254, 0.001, 0.056444)
@@ -466,41 +436,71 @@ HEIGHT_RANGE = (1.2, 2.2)
 TARGET_HEIGHT = 1.7
 
 
+UNIT_NAMES = {1.0: "metres", 0.01: "centimetres", 0.1: "decimetres", 0.0254: "inches",
+              0.001: "millimetres", 0.056444: "CMU units (0.056444 m)"}
+
+
+def rest_positions(data):
+    """Joint positions (J, 3) of the hierarchy's OFFSETs alone, in file units and axes."""
+    rest = np.zeros((len(data.names), 3))
+    for j, p in enumerate(data.parents):
+        rest[j] = data.offsets[j] + (rest[p] if p >= 0 else 0.0)
+    return rest
+
+
+def up_axis(names, parents, rest, poses):
+    """(axis 0–2, sign ±1, note or None): the file axis nearest the body's up direction,
+    read by solver.skeleton from the geometry of rest (J, 3) and poses (F, J, 3) — the head
+    chain above the two legs — never from joint names. The note says when it is a guess
+    (no humanoid found, or a body lying between two axes)."""
+    try:
+        an = skeleton.analyse(names, parents, rest, poses=poses)
+        d, note = an.up, None
+        if np.abs(d).max() < 0.9:
+            note = (f"the body's up direction lies between the file axes "
+                    f"({np.round(d, 2).tolist()}): taken as the nearest")
+    except ValueError:
+        # not a humanoid: the longest extent, with the root below its middle
+        ext = poses.max(axis=1) - poses.min(axis=1)
+        axis = int(np.argmax(np.median(ext, axis=0)))
+        mid = (poses.max(axis=1) + poses.min(axis=1)) / 2
+        d = np.zeros(3)
+        d[axis] = np.median(mid[:, axis] - poses[:, 0, axis]) or 1.0
+        note = "no head above two legs found: the up axis is a guess (the longest extent)"
+    axis = int(np.argmax(np.abs(d)))
+    return axis, (1.0 if d[axis] >= 0 else -1.0), note
+
+
 def detect_orientation(data, samples=32):
     """(axis_up, axis_forward, scale, height_in_file_units, note) for Blender's importer.
 
-    Up = the file axis along which the head sits above the hips, averaged over up to
-    `samples` frames spread through the clip (the rest pose can disagree with the motion).
+    Up = the file axis nearest the body's up direction (up_axis) over up to `samples`
+    frames spread through the clip (the rest pose can disagree with the motion).
     Height = the extent of the joints along that axis (median over the sampled frames);
     scale = the first common unit that puts it in 1.2–2.2 m, else the factor giving 1.7 m.
+    A BVH file declares no unit: any unit but metres is reported in the note, as is an up
+    axis that is a guess (notes joined by '; ', None when there is nothing to say).
     """
     rows = np.unique(np.linspace(0, data.rows - 1, min(samples, data.rows)).astype(int))
     pos = joint_positions(data, rows)
-    head, hips = head_and_hips(data.names, data.parents)
-    if head is not None and head != hips:
-        d = (pos[:, head] - pos[:, hips]).mean(axis=0)
-    else:  # no head: the longest extent, with the root below the middle
-        ext = pos.max(axis=1) - pos.min(axis=1)
-        axis = int(np.argmax(np.median(ext, axis=0)))
-        mid = (pos.max(axis=1) + pos.min(axis=1)) / 2
-        d = np.zeros(3)
-        d[axis] = np.median(mid[:, axis] - pos[:, 0, axis]) or 1.0
-    axis = int(np.argmax(np.abs(d)))
-    sign = 1.0 if d[axis] >= 0 else -1.0
+    axis, sign, up_note = up_axis(data.names, data.parents, rest_positions(data), pos)
     up = ("-" if sign < 0 else "") + _AXIS_NAMES[axis]
     # A forward axis different from up: keep Blender's defaults where they apply.
     forward = {"Y": "-Z", "-Y": "Z", "Z": "Y", "-Z": "-Y", "X": "-Z", "-X": "-Z"}[up]
     heights = pos[..., axis].max(axis=1) - pos[..., axis].min(axis=1)
     height = float(np.median(heights))
-    note = None
+    notes = [up_note] if up_note else []
     if not math.isfinite(height) or height <= 1e-9:
-        return up, forward, 1.0, height, "the skeleton has no height; its size was kept"
+        return up, forward, 1.0, height, "; ".join(notes + ["the skeleton has no height; its size was kept"])
     for unit in UNIT_CANDIDATES:
         if HEIGHT_RANGE[0] <= height * unit <= HEIGHT_RANGE[1]:
             scale = unit
+            if unit != 1.0:
+                notes.append(f"units taken as {UNIT_NAMES[unit]} (the skeleton is {height:.4g} "
+                             f"units tall): scaled by {unit:g} to metres")
             break
     else:
         scale = TARGET_HEIGHT / height
-        note = (f"skeleton height {height:.4g} units matches no common unit; "
-                f"scaled to {TARGET_HEIGHT} m")
-    return up, forward, scale, height, note
+        notes.append(f"skeleton height {height:.4g} units matches no common unit; "
+                     f"scaled to {TARGET_HEIGHT} m")
+    return up, forward, scale, height, "; ".join(notes) or None

@@ -32,13 +32,14 @@ source has extra joints in between (the direction spans several source bones):
   - one mapped child:   Q_b = swing(Q_ref,b · a_t → a_s(t)) · Q_ref,b
                         (the smallest rotation that puts the aim onto the source's aim
                         keeps the twist from the source's own rotation);
-  - ≥ 2 mapped children in different directions (hips, chest, hand): the rotation that
-    best maps the target rest directions d_t,i onto the source's posed directions d_s,i(t)
-    (Wahba's problem, solved by SVD: B = Σ d_s,i d_t,iᵀ = U Σ Vᵀ,
-    Q_fit = U diag(1, 1, det(U Vᵀ)) Vᵀ), then swung so the main line (spine, neck, hand,
-    middle finger) is exact: Q_b = swing(Q_fit · d_t,main → d_s,main(t)) · Q_fit. The
-    other children (thighs, clavicles, other finger bases) keep the constant offset by which
-    the two skeletons place them differently;
+  - ≥ 2 mapped children in different directions (hips, chest, hand): aligned at rest by
+    the rotation that best maps the source's reference directions onto the target's rest
+    ones (Wahba's problem, SVD: B = Σ d_t,i d_ref,iᵀ = U Σ Vᵀ, A = U diag(1, 1, det(U Vᵀ)) Vᵀ),
+    then the source's own rotation change Q_ref,b — its twist, continuous as the source's
+    is, never a per-frame fit that can flip half a turn — swung so the main line (spine,
+    neck, hand, middle finger) is exact. The other children (thighs, clavicles, other
+    finger bases) keep the constant offset by which the two skeletons place them
+    differently; a child whose source head sits on its parent's is aimed at by its tail;
   - no mapped child (head, finger tips): Q_ref,b with the parent's alignment A.
 A mapped child counts for bone b when its source bone hangs below b's source bone.
 
@@ -65,7 +66,8 @@ Units: metres, radians; frames are Blender frames (floats where subframes are sa
 """
 import numpy as np
 
-from . import armature, bonemap, quat
+from . import armature, bonemap, posing, quat
+from . import skeleton as body_of
 
 
 class RetargetError(ValueError):
@@ -201,19 +203,26 @@ def _usable_rest(body, rest_heads):
 # ---------------------------------------------------------------------------------------
 # the transfer
 
-def solve(sk_s, rest_s_world, mats, tails, sk_t, mo_t, rest_t_arm, tails_t, pairs, target_name):
+def solve(sk_s, rest_s_world, mats, tails, sk_t, mo_t, rest_t_arm, tails_t, pairs, target_name,
+          fps, shoulder_rhythm=True, plant_feet=True):
     """Local quaternion and hips location keys for the target (see the module docstring).
 
-    sk_s: source bonemap.Skeleton (heads of the first posed frame, m); rest_s_world
+    sk_s: source bonemap.Skeleton (world rest heads and tails, a few posed frames of heads,
+    m); rest_s_world
     (Ns, 4, 4) source rest matrices in world space; mats: source posed world matrices
     (F, Ns, 4, 4); tails (F, Ns, 3) m; sk_t: target Skeleton (world rest heads); mo_t
     (4, 4) target object matrix; rest_t_arm (Nt, 4, 4) target armature-space rest
     matrices (Bone.matrix_local); tails_t (Nt, 3) target world rest tails; pairs:
-    [(target name, source name)]; target_name: for messages.
-    Returns dict: rot {bone name: (F, 4)}, loc {bone name: (F, 3)}, root_path (F, 3), scale.
+    [(target name, source name)]; target_name: for messages; fps: frames per second of the
+    output frames; shoulder_rhythm: drive unmoving source clavicles by the scapulohumeral
+    rhythm (_girdle_rhythm); plant_feet: hold planted feet on the target's floor
+    (_plant_feet).
+    Returns dict: rot {bone name: (F, 4)}, loc {bone name: (F, 3)}, root_path (F, 3), scale,
+    warnings (list of str).
     Raises RetargetError when the hips (or, without legs, the chest) are not mapped or no
-    hips height can be measured.
+    hips height can be measured, and for an impossible result (_refuse).
     """
+    P = mats[..., :3, 3]
     t_of = {sk_t.index[t]: sk_s.index[s] for t, s in pairs}
     n_frames = mats.shape[0]
 
@@ -221,17 +230,17 @@ def solve(sk_s, rest_s_world, mats, tails, sk_t, mo_t, rest_t_arm, tails_t, pair
     T = _rot(rest_t)
     h_t = rest_t[:, :3, 3]
     S = _rot(mats)
-    P = mats[..., :3, 3]
 
     try:
         body_t = bonemap.analyse(sk_t)
         body_s = bonemap.analyse(sk_s)
     except bonemap.BoneMapError:
         body_t = body_s = None
+    rest_tails_s = sk_s.tails
     if body_s is not None and _usable_rest(body_s, rest_s_world[:, :3, 3]):
-        S_ref, P_ref = _rot(rest_s_world), rest_s_world[:, :3, 3]
+        S_ref, P_ref, tails_ref = _rot(rest_s_world), rest_s_world[:, :3, 3], rest_tails_s
     else:
-        S_ref, P_ref = S[0], P[0]
+        S_ref, P_ref, tails_ref = S[0], P[0], tails[0]
     if body_t is not None:
         ax_t = dict(zip(("forward", "lateral", "up"), _axes(body_t, h_t)))
         ax_s = dict(zip(("forward", "lateral", "up"), _axes(body_s, P_ref)))
@@ -241,15 +250,24 @@ def solve(sk_s, rest_s_world, mats, tails, sk_t, mo_t, rest_t_arm, tails_t, pair
                        "up": np.array([0.0, 0.0, 1.0])}
         kind = {}
 
-    # nearest mapped target descendants whose source bones hang below the same source bone
+    # nearest mapped target descendants whose source bones hang below the same source bone;
+    # a child whose source head sits on its parent's (CMU's LowerBack on the Hips) is aimed
+    # at by its tail, the next joint along
     order = sk_t.order()
     kids = {b: [] for b in t_of}
+    end_s, end_ref = {}, {}
     for c in t_of:
         a = next((x for x in sk_t.ancestors(c) if x in t_of), None)
-        if a is not None and sk_s.is_descendant(t_of[c], t_of[a]) \
-                and np.linalg.norm(h_t[c] - h_t[a]) > 1e-6 \
-                and np.linalg.norm(P_ref[t_of[c]] - P_ref[t_of[a]]) > 1e-6:
-            kids[a].append(c)
+        if a is None or not sk_s.is_descendant(t_of[c], t_of[a]) or np.linalg.norm(h_t[c] - h_t[a]) <= 1e-6:
+            continue
+        sc, sa = t_of[c], t_of[a]
+        if np.linalg.norm(P_ref[sc] - P_ref[sa]) > 1e-6:
+            end_s[c], end_ref[c] = P[:, sc], P_ref[sc]
+        elif np.linalg.norm(tails_ref[sc] - P_ref[sa]) > 1e-6:
+            end_s[c], end_ref[c] = tails[:, sc], tails_ref[sc]
+        else:
+            continue
+        kids[a].append(c)
 
     primary = _primary_children(body_t) if body_t is not None else set()
     Q, A = {}, {}
@@ -262,16 +280,18 @@ def solve(sk_s, rest_s_world, mats, tails, sk_t, mo_t, rest_t_arm, tails_t, pair
         ref_s = ax_s["lateral" if kind.get(b) == "lateral" else "forward"]
         if ks:
             d_t = _unit(h_t[ks] - h_t[b])                                   # (k, 3)
-            d_ref = _unit(P_ref[[t_of[c] for c in ks]] - P_ref[s])           # (k, 3)
-            d_s = _unit(P[:, [t_of[c] for c in ks]] - P[:, s][:, None])      # (F, k, 3)
+            d_ref = _unit(np.array([end_ref[c] for c in ks]) - P_ref[s])       # (k, 3)
+            d_s = _unit(np.stack([end_s[c] for c in ks], axis=1) - P[:, s][:, None])  # (F, k, 3)
             spread = max((np.linalg.norm(np.cross(d_t[i], d_t[j]))
                           for i in range(len(ks)) for j in range(i + 1, len(ks))), default=0.0)
             if spread > 0.2:
-                # the twist from all children, then the primary child's direction exactly
-                q_fit = _wahba(d_t, d_s)
+                # aligned at rest by all children (Wahba), then the source's own rotation
+                # change (its twist, continuous as the source's is) with the primary
+                # child's direction made exact
                 A[b] = _wahba(d_ref, d_t[None])[0]
-                j = next((n for n, c in enumerate(ks) if c in primary), None)
-                Q[b] = q_fit if j is None else _swing(_unit(q_fit @ d_t[j]), d_s[:, j]) @ q_fit
+                q_ref = S[:, s] @ S_ref[s].T @ A[b].T
+                j = next((n for n, c in enumerate(ks) if c in primary), 0)
+                Q[b] = _swing(_unit(q_ref @ d_t[j]), d_s[:, j]) @ q_ref
                 continue
             aim_t, aim_ref, aim_s = _unit(d_t.mean(0)), _unit(d_ref.mean(0)), _unit(d_s.mean(1))
             if abs(np.dot(aim_t, ref)) > 0.95 or abs(np.dot(aim_ref, ref_s)) > 0.95:
@@ -283,6 +303,9 @@ def solve(sk_s, rest_s_world, mats, tails, sk_t, mo_t, rest_t_arm, tails_t, pair
             parent = next((x for x in sk_t.ancestors(b) if x in A), None)
             A[b] = A[parent] if parent is not None else np.eye(3)
             Q[b] = S[:, s] @ S_ref[s].T @ A[b].T
+
+    if shoulder_rhythm and body_t is not None:
+        _girdle_rhythm(body_t, sk_s, t_of, Q, S, h_t)
 
     # world rotations down the hierarchy, then local basis rotations
     W = {}
@@ -330,13 +353,153 @@ def solve(sk_s, rest_s_world, mats, tails, sk_t, mo_t, rest_t_arm, tails_t, pair
     k = height_t / height_s
     root = k * (P[:, hips_s] - p_ref) + p_ref_t                          # (F, 3) world
     # location basis of the hips with its parents at rest: head = L_rot · t + head_local
-    rest_local = rest_t_arm[hips_t]
+    notes = []
     root_arm = (np.linalg.inv(mo_t) @ np.c_[root, np.ones(len(root))].T).T[:, :3]
-    loc = {hips_t: (root_arm - rest_local[:3, 3]) @ _rot(rest_local)}
+    mover = hips_t
+    if body_t is not None and body_t.anatomy.biped and body_t.anatomy.above_hips:
+        # 3ds Max Biped: the root above the pelvis (Bip01) carries the translation; it stays
+        # unturned, so its head is the pelvis head less their rest offset
+        mover = body_t.anatomy.above_hips[-1]
+        root_arm = root_arm - (rest_t_arm[hips_t][:3, 3] - rest_t_arm[mover][:3, 3])
+    rest_local = rest_t_arm[mover]
+    loc = {mover: (root_arm - rest_local[:3, 3]) @ _rot(rest_local)}
+    if plant_feet and _has_legs(body_t) and _has_legs(body_s):
+        notes = _plant_feet(target_name, sk_t, body_t, body_s, T, W, basis_of, loc, P, tails,
+                            floor_s, fps, mo_t, rest_t_arm, tails_t)
+        rot.update({sk_t.names[b]: quat.make_continuous(quat.from_matrix(basis_of[b]))
+                    for side in bonemap.SIDES for part in ("thigh", "shin", "foot")
+                    for b in body_t.limbs.get((side, part), [])[:1]})
     _follow_detached(sk_t, set(t_of), rest_t_arm, basis_of, loc)
     rot.update({sk_t.names[b]: quat.make_continuous(quat.from_matrix(basis_of[b])) for b in loc})
+    if body_t is not None and body_s is not None:
+        _refuse(target_name, sk_t, sk_s, body_t, body_s, t_of, basis_of, loc, P, mo_t, rest_t_arm)
     return {"rot": rot, "loc": {sk_t.names[b]: v for b, v in loc.items()}, "root_path": root,
-            "scale": k}
+            "scale": k, "warnings": notes}
+
+
+
+def _refuse(target_name, sk_t, sk_s, body_t, body_s, t_of, basis_of, loc, P, mo, rest_arm):
+    """RetargetError for a result that cannot be right, before anything is written: a left
+    limb driven by a right one (anatomical sides, each body's own, when both facings are
+    known), or the target's head below its hips on a frame where the source's head is
+    above its own (world Z)."""
+    a_s, a_t = body_s.anatomy, body_t.anatomy
+    if "none" not in (a_s.facing_evidence, a_t.facing_evidence):
+        crossed = body_of.sides_crossed(a_s, a_t, list(t_of.items()))
+        if crossed:
+            shown = ", ".join(f"{sk_t.names[t]} ← {sk_s.names[s]}" for t, s in crossed[:4])
+            raise RetargetError(f"the bone map drives {len(crossed)} left/right bone(s) of "
+                                f"'{target_name}' with the other side of the source ({shown}"
+                                f"{'…' if len(crossed) > 4 else ''}): refused, nothing written")
+    if body_t.head is None or body_s.head is None:
+        return
+    posed = pose_matrices(sk_t, rest_arm, basis_of, loc)
+    rise_t = (mo @ posed[body_t.head])[:, 2, 3] - (mo @ posed[body_t.hips])[:, 2, 3]
+    rise_s = P[:, body_s.head, 2] - P[:, body_s.hips, 2]
+    bad = np.nonzero((rise_t < 0) & (rise_s > 0))[0]
+    if len(bad):
+        raise RetargetError(f"'{target_name}' would hold its head below its hips on {len(bad)} "
+                            f"frame(s) (first: {int(bad[0])}) where the source stands upright: "
+                            f"refused, nothing written (check the bone map and the up axis)")
+
+
+CLAVICLE_STILL = np.radians(3.0)   # a source clavicle turning less than this does not move
+
+
+def _girdle_rhythm(body_t, sk_s, t_of, Q, S, h_t):
+    """Raise the target's shoulder girdle with the arm (solver.posing.girdle_rise) where the
+    source's clavicle does not move (or the source has none): Q (target bone → (F, 3, 3)
+    world rotation changes) is updated in place for the shoulder bones."""
+    chest = body_t.spine[-1] if body_t.spine else None
+    line = [i for i in body_t.neck + ([body_t.head] if body_t.head is not None else [])
+            if np.linalg.norm(h_t[i] - h_t[chest]) > 1e-6] if chest is not None else []
+    if chest not in Q or not line:
+        return
+    up = _unit(Q[chest] @ _unit(h_t[line[0]] - h_t[chest]))                     # (F, 3)
+    for side in bonemap.SIDES:
+        sh = body_t.limbs.get((side, "shoulder"), [None])[0]
+        ua = body_t.limbs.get((side, "upper_arm"), [None])[0]
+        fo = body_t.limbs.get((side, "forearm"), [None])[0]
+        if sh is None or ua not in Q or fo is None:
+            continue
+        if sh in t_of:
+            s, p = t_of[sh], sk_s.parents[t_of[sh]]
+            rel = np.swapaxes(S[:, p], -1, -2) @ S[:, s] if p >= 0 else S[:, s]
+            turn = np.swapaxes(rel[:1], -1, -2) @ rel
+            angle = np.arccos(np.clip((np.trace(turn, axis1=-2, axis2=-1) - 1) / 2, -1.0, 1.0))
+            if angle.max() > CLAVICLE_STILL:
+                continue                                   # the source's own girdle motion
+        q_sh = Q.get(sh, Q[chest])
+        arm = Q[ua] @ (h_t[fo] - h_t[ua])
+        clav = q_sh @ (h_t[ua] - h_t[sh])
+        Q[sh] = posing.girdle_rotation(clav, up, posing.girdle_rise(arm, up)) @ q_sh
+
+
+PLANT_SPEED = 0.3     # m/s: a source foot slower than this, on its floor, is planted
+PLANT_HEIGHT = 0.025  # m above the source floor
+PLANT_RAMP = 0.2      # s over which the foot hold comes and goes
+PLANT_REACH = 0.03    # m: the hold corrects a planted foot by this much at most
+
+
+def _plant_feet(target_name, sk_t, body_t, body_s, T, W, basis_of, loc, P, tails, floor_s, fps,
+                mo, rest_arm, tails_t):
+    """Where a source foot is planted (solver.posing.planted on its lowest point), the target
+    foot stands on its floor: its ankle held at one spot per run of planted frames (where
+    the transferred pose puts it on average over the run, so the legs keep the source's
+    directions as far as they can) at the height that puts the foot's lowest point (foot,
+    toes, heel, in the source's foot rotation) on the floor those bones rest on in the rest
+    pose, reached by a two-bone IK of thigh and shin, blended in and out over PLANT_RAMP.
+    A run needing more than PLANT_REACH is left as transferred (the two skeletons' legs or
+    feet differ in shape; bending the legs to hide that would lose the source's leg
+    directions) and reported. W (world rotations) and basis_of (local) are updated in
+    place. mo (4, 4), rest_arm (N, 4, 4), tails_t (N, 3): the target's object matrix,
+    armature-space rest matrices and world rest tails. Returns warnings (list of str)."""
+    out = []
+    tails_arm = (np.linalg.inv(mo) @ np.c_[tails_t, np.ones(len(tails_t))].T).T[:, :3]
+    lengths = np.linalg.norm(tails_arm - rest_arm[:, :3, 3], axis=1)      # bone lengths
+    for side in bonemap.SIDES:
+        th, sh, ft = (body_t.limbs.get((side, p), [None])[0] for p in ("thigh", "shin", "foot"))
+        feet_s = [body_s.limbs[(side, p)][0] for p in ("foot", "toe") if (side, p) in body_s.limbs]
+        if None in (th, sh, ft) or not feet_s or sk_t.parents[sh] != th or sk_t.parents[ft] != sh:
+            continue
+        pts = np.concatenate([P[:, feet_s], tails[:, feet_s]], axis=1)           # (F, k, 3)
+        low_s = pts[np.arange(len(pts)), np.argmin(pts[..., 2], axis=1)]
+        mask = posing.planted(low_s, fps, floor_s, PLANT_SPEED, PLANT_HEIGHT)
+        if not mask.any():
+            continue
+        toes = sk_t.subtree(ft)          # foot, toe, heel: what can touch the floor
+        rest_w = mo @ rest_arm[toes]
+        floor_t = min(rest_w[:, 2, 3].min(), (rest_w[:, 2, 3] + rest_w[:, 2, 1] * lengths[toes]).min())
+        heading = W[ft] @ T[ft].T @ T[ft][:, 1]          # where the foot points (F, 3)
+        posed = pose_matrices(sk_t, rest_arm, basis_of, loc)
+        world = {b: mo @ posed[b] for b in {th, sh, *toes}}
+        foot_pts = np.concatenate(
+            [np.stack([world[b][:, :3, 3], world[b][:, :3, 3] + world[b][:, :3, 1] * lengths[b]], 1)
+             for b in toes], axis=1)                                              # (F, 2k, 3)
+        ankle = world[ft][:, :3, 3]
+        offset = foot_pts[..., 2].min(axis=1) - ankle[:, 2]
+        goal = posing.plant_goals(ankle, offset, mask, floor_t)
+        need = np.linalg.norm(goal - ankle, axis=1)
+        for start, stop in posing.runs(mask):
+            if need[start:stop].max() > PLANT_REACH:
+                out.append(f"planted {side} foot of '{target_name}' stays {need[start:stop].max() * 100:.1f} cm "
+                           f"off its floor spot at frames {start}–{stop - 1} (legs or feet shaped "
+                           f"unlike the source's): not forced")
+                mask[start:stop] = False
+        if not mask.any():
+            continue
+        w = posing.plant_weights(mask, ramp=max(2, int(round(PLANT_RAMP * fps))))
+        goal = posing.plant_goals(ankle, offset, mask, floor_t)
+        goal = ankle + w[:, None] * (goal - ankle)
+        hip, knee = world[th][:, :3, 3], world[sh][:, :3, 3]
+        # the knee bends towards where the foot points
+        d_up, d_low = posing.two_bone_ik(hip, knee, ankle, goal, knee + _unit(heading))
+        W[th] = d_up @ W[th]
+        W[sh] = d_low @ W[sh]
+        for b in (th, sh, ft):
+            p = sk_t.parents[b]
+            basis_of[b] = (T[p].T @ T[b]).T @ np.swapaxes(W[p], -1, -2) @ W[b]
+    return out
 
 
 def pose_matrices(sk, rest, basis, loc):

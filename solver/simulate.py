@@ -24,9 +24,8 @@ from . import settings as table
 from .contacts import capsule_tunnelling
 from .integrator import (Physics, State, StepFailure, Target, evaluate, face_samples, face_tunnelling,
                          implicit_step, implicit_step_pair)
-from .kinematics import forward_kinematics
 from .limits import project_limits
-from .reference import ReferenceSpline
+from .reference import ReferenceSpline, fit_reference
 from .sdf import build_distance_grid
 
 
@@ -49,7 +48,8 @@ class SimSettings:
     """Physics-pass settings (SI units unless stated).
 
     group_gains: {group label: GroupGains}; default_gains for groups not listed.
-    feedforward: add τ_ff = RNEA(q_ref, q̇_ref, q̈_ref) to the PD torque.
+    feedforward: add the computed-torque feedforward M(q) q̈_ref + c(q, q̇) to the PD
+        torque (_FrameStepper.tau_ff).
     contact_stiffness N/m (initial kp), contact_damping N·s/m.
     schedule: adapt kp per frame, kp ← clamp(kp (1 + eta (d_max − d_target)/d_target),
         k_min, k_max) on frames with contact (d_target m, eta, k_min/k_max N/m).
@@ -59,7 +59,11 @@ class SimSettings:
     tolerance rad: step-doubling bound on the largest bone-rotation difference;
     max_tunnel_substeps: power of two ≥ max_substeps, most steps per frame when
         halving against tunnelling; gravity m/s² along −Z;
-    sdf_spacing, sdf_margin m: face distance grid resolution and padding.
+    sdf_spacing, sdf_margin m: face distance grid resolution and padding;
+    smooth_reference: track a zero-phase smoothing fit of the keyed bone rotations
+        (reference.fit_reference) instead of the keys themselves, with
+        fit_tolerance_deg (largest RMS residual, degrees) and spike_deg (smallest
+        single-frame spike rejected, degrees).
     """
 
     group_gains: object = field(default_factory=lambda: DEFAULT_GAINS)
@@ -81,6 +85,9 @@ class SimSettings:
     gravity: float = dynamics.GRAVITY
     sdf_spacing: float = 0.005
     sdf_margin: float = 0.02
+    smooth_reference: bool = True
+    fit_tolerance_deg: float = 2.0
+    spike_deg: float = 8.0
 
     @classmethod
     def from_values(cls, values, stiffness_multiplier=None, **overrides):
@@ -121,7 +128,7 @@ class SimSettings:
         if self.max_tunnel_substeps < self.max_substeps:
             raise ValueError("max_tunnel_substeps must be >= max_substeps")
         positive = ("contact_stiffness", "d_target", "k_min", "k_max", "tolerance",
-                    "sdf_spacing", "sdf_margin", "limit_frequency_hz")
+                    "sdf_spacing", "sdf_margin", "limit_frequency_hz", "fit_tolerance_deg", "spike_deg")
         for name in positive:
             if not np.isfinite(getattr(self, name)) or not getattr(self, name) > 0:
                 raise ValueError(f"{name} must be a positive finite number")
@@ -174,26 +181,23 @@ def dof_gains(model, settings):
 
 
 class ReferenceTrack:
-    """Reference targets (integrator.Target) and feedforward torques on a grid of `grid`
+    """Reference targets (integrator.Target) and accelerations q̈_ref on a grid of `grid`
     points per frame interval (index k·grid + j is frame k plus j/grid of its interval).
 
     Targets come from the spline in batches for chunks of frames as the simulation
-    reaches them. The feedforward RNEA(q_ref, q̇_ref, q̈_ref) is only needed at step
-    starts, so it is batched at the starts of the default two-step frames (j = 0 and
-    grid/2) and computed on demand, once, at the starts of finer steps. Off-grid times
-    (very fine anti-tunnelling steps) are evaluated directly.
+    reaches them. Off-grid times (very fine anti-tunnelling steps) are evaluated
+    directly.
     """
 
-    def __init__(self, model, reference, physics, grid, chunk_frames=64):
+    def __init__(self, model, reference, grid, chunk_frames=64):
         self.model = model
-        self.physics = physics
         self.spline = ReferenceSpline(reference)
         self.times = reference.times
         self.grid = grid
         self.chunk_frames = chunk_frames
         self._start = self._stop = 0
-        self._targets = self._batched_ff = None
-        self._ff, self._made = {}, {}
+        self._targets = None
+        self._made = {}
 
     def grid_time(self, index):
         k, j = divmod(index, self.grid)
@@ -217,8 +221,6 @@ class ReferenceTrack:
             self._start = index - index % self.grid
             self._stop = min(self._start + self.chunk_frames * self.grid, (len(self.times) - 1) * self.grid) + 1
             self._targets = self._sample(self.grid_times(self._start, self._stop))
-            self._batched_ff = self._feedforward(*(a[::self.grid // 2] for a in self._targets))
-            self._ff = {}
             self._made = {}
         return index - self._start
 
@@ -236,25 +238,11 @@ class ReferenceTrack:
         """Target at time t (s), computed directly."""
         return Target(*[a[0] for a in self._sample(np.array([t]))[:6]])
 
-    def feedforward(self, index, t):
-        """τ_ff (n_dof,) N·m at grid point `index` (a float when off the grid) or time t."""
+    def acceleration(self, index, t):
+        """q̈_ref (n_dof,) rad/s² at grid point `index` (a float when off the grid) or time t."""
         if index != int(index):
-            return self._feedforward(*self._sample(np.array([t])))[0]
-        i = self._chunk(int(index))
-        if i % (self.grid // 2) == 0:
-            return self._batched_ff[i // (self.grid // 2)]
-        if i not in self._ff:
-            quarter = self.grid // 4
-            if quarter and i % quarter == 0:
-                # Quarter-frame starts come in pairs (a frame split into four steps needs
-                # both), so both are computed in one batch.
-                first = i - i % self.grid + quarter
-                both = [first, first + 2 * quarter]
-                ff = self._feedforward(*(a[both] for a in self._targets))
-                self._ff.update(zip(both, ff))
-            else:
-                self._ff[i] = self._feedforward(*(a[i:i + 1] for a in self._targets))[0]
-        return self._ff[i]
+            return self._sample(np.array([t]))[6][0]
+        return self._targets[6][self._chunk(int(index))]
 
     def _sample(self, times):
         """Target fields (batched over times) followed by q̈_ref (T, n_dof)."""
@@ -271,13 +259,6 @@ class ReferenceTrack:
         bv, ba = dynamics.base_motion(s.base_position, s.base_velocity, s.base_omega,
                                       s.base_acceleration, s.base_omega_dot)
         return rot, qd, s.base_rotation, s.base_position, bv, ba, qdd
-
-    def _feedforward(self, rot, qd, base_rotation, base_position, bv, ba, qdd):
-        """RNEA(q_ref, q̇_ref, q̈_ref) (T, n_dof) N·m, batched over time."""
-        model = self.model
-        kin = forward_kinematics(model, rot, base_rotation, base_position)
-        spatial = dynamics.spatial_inertias(model, *dynamics.body_inertia_world(model, kin))
-        return dynamics.rnea(model, kin, spatial, qd, qdd, bv, ba, self.physics.gravity)[0]
 
 
 class _FrameStepper:
@@ -324,15 +305,31 @@ class _FrameStepper:
         # Grid indices are exact binary fractions: integral ones are on the grid.
         return self.track.at_index(int(index)) if index == int(index) else self.track.at_time(t)
 
+    def tau_ff(self, e0, index, t):
+        """Computed-torque feedforward M(q) q̈_ref + c(q, q̇) at the step start (N·m), or None.
+
+        At the simulated state rather than the reference's, so that the inertial,
+        Coriolis, gravity and base-motion torques of the actual motion cancel exactly
+        and the PD gains act on the tracking error alone (computed-torque control:
+        Craig, "Introduction to Robotics: Mechanics and Control", ch. 10; Khosla &
+        Kanade, "Experimental evaluation of nonlinear feedback and feedforward control
+        schemes for manipulators", 1988). A deviation pushed in by a contact is then
+        pulled back by the PD spring only, instead of being flung around by the parent
+        chain's motion (a finger on a swinging arm).
+        """
+        if not self.settings.feedforward:
+            return None
+        return e0.mass_matrix @ self.track.acceleration(index, t) + e0.bias
+
     def step(self, e0, index, length, t, h):
-        tau_ff = self.track.feedforward(index, t) if self.settings.feedforward else None
+        tau_ff = self.tau_ff(e0, index, t)
         return implicit_step(self.model, self.physics, e0, tau_ff, self.target(index + 0.5 * length, t + 0.5 * h),
                              self.target(index + length, t + h), h, self.contact_k,
                              self.settings.contact_damping, self.damping)
 
     def step_pair(self, e0, index, length, t, h):
         """(First half step, single step) over h from e0, as two step() calls would give."""
-        tau_ff = self.track.feedforward(index, t) if self.settings.feedforward else None
+        tau_ff = self.tau_ff(e0, index, t)
         half = 0.5 * length
         mids = (self.target(index + 0.5 * half, t + 0.25 * h), self.target(index + half, t + 0.5 * h))
         ends = (self.target(index + half, t + 0.5 * h), self.target(index + length, t + h))
@@ -418,7 +415,9 @@ def simulate(model, reference, settings=None, progress=None, face_grid=None):
     physics = Physics(omega, zeta, 2.0 * np.pi * settings.limit_frequency_hz,
                       settings.limit_damping_ratio, settings.gravity, face)
     # Steps of H/max_substeps sample the reference at their middle: grid of 2·max_substeps.
-    track = ReferenceTrack(model, reference, physics, 2 * settings.max_substeps)
+    tracked = fit_reference(reference, settings.fit_tolerance_deg, settings.spike_deg) if settings.smooth_reference \
+        else reference
+    track = ReferenceTrack(model, tracked, 2 * settings.max_substeps)
 
     first = track.at_index(0)
     ev = evaluate(model, physics, _limited_state(model, first), first)

@@ -35,7 +35,7 @@ from .. import compat, files
 from ..errors import INFO, WARNING, SignSimError
 from ..keys import write_curve
 from ...solver import quat
-from ...solver import bvh, clean, gltf
+from ...solver import bvh, clean, gltf, skeleton
 from . import tracking
 
 SUPPORTED = {".bvh": "BVH", ".fbx": "FBX", ".glb": "GLTF", ".gltf": "GLTF"}
@@ -711,21 +711,23 @@ def _normalise_units(arm, clips, scene):
     parents = [names.index(arm.pose.bones[n].parent.name) if arm.pose.bones[n].parent else -1
                for n in names]
     pos = np.array([heads[n] for n in names])
-    head, hips = bvh.head_and_hips(names, parents)
-    if head is not None and hips is not None and head != hips:
-        d = pos[head] - pos[hips]
-        axis = int(np.argmax(np.abs(d)))
-        if axis != 2 or d[2] <= 0:
-            if _turn_upright(arm, [c.action for c in clips], scene, axis, float(np.sign(d[axis]))):
-                label = ("-" if d[axis] < 0 else "+") + "XYZ"[axis]
-                for c in clips:
-                    c.warnings.append(f"the skeleton stood along {label}: turned upright (Z up)")
-                heads, tails = _posed_heads(arm, clip.action, slot, scene, clip.meta["frame_start"])
-                pos = np.array([heads[n] for n in names])
-            else:
-                for c in clips:
-                    c.warnings.append("the skeleton does not stand upright (head not above "
-                                      "hips) and its object rotation is animated: not turned")
+    mw = np.array(arm.matrix_world)
+    rest = np.array([(mw @ np.append(np.array(arm.data.bones[n].head_local), 1.0))[:3] for n in names])
+    axis, sign, note = bvh.up_axis(names, parents, rest, pos[None])
+    if note:
+        for c in clips:
+            c.warnings.append(note)
+    if axis != 2 or sign < 0:
+        if _turn_upright(arm, [c.action for c in clips], scene, axis, sign):
+            label = ("-" if sign < 0 else "+") + "XYZ"[axis]
+            for c in clips:
+                c.warnings.append(f"the skeleton stood along {label}: turned upright (Z up)")
+            heads, tails = _posed_heads(arm, clip.action, slot, scene, clip.meta["frame_start"])
+            pos = np.array([heads[n] for n in names])
+        else:
+            for c in clips:
+                c.warnings.append("the skeleton does not stand upright (head not above "
+                                  "hips) and its object rotation is animated: not turned")
     # FBX and glTF declare their units: only units that are clearly wrong are fixed.
     # Height from the floor (z = 0) to the top of the highest bone.
     z = np.concatenate((pos[:, 2], np.array([tails[n] for n in names])[:, 2]))
@@ -790,28 +792,38 @@ def _max_rotation(action, slot, bone_names):
     return best
 
 
-def _root_travel(arm, action, slot):
-    """Largest distance (m) the root bone (or the object) moves from its first key."""
-    bag = compat.get_channelbag(action, slot)
-    if bag is None:
-        return 0.0
-    roots = [b for b in arm.data.bones if b.parent is None]
-    paths = {"location"} | {f'pose.bones["{bpy.utils.escape_identifier(b.name)}"].location'
-                            for b in roots}
-    best = 0.0
-    for path in paths:
-        fcs = [bag.fcurves.find(path, index=i) for i in range(3)]
-        if any(fc is None for fc in fcs):
-            continue
-        n = {len(fc.keyframe_points) for fc in fcs}
-        if len(n) != 1:
-            continue
-        n = n.pop()
-        v = []
-        for fc in fcs:
-            co = np.empty(2 * n)
-            fc.keyframe_points.foreach_get("co", co)
-            v.append(co[1::2])
-        v = np.stack(v, axis=1)
-        best = max(best, float(np.linalg.norm(v - v[0], axis=1).max()) if n else 0.0)
-    return best
+def _root_travel(arm, action, slot, samples=16):
+    """Largest distance (m) the body's hips travel from their place at the first frame,
+    over `samples` frames: the hips found from the skeleton's geometry (where the legs and
+    the spine meet), so a static root above them (Bandai's joint_Root, a Biped's Bip01 left
+    at rest) does not hide root motion; a skeleton that is no humanoid uses its root."""
+    first, last = action.frame_range
+    scene = bpy.context.scene
+    frames = np.linspace(first, last, samples)
+    # leave the skeleton as it was: its un-keyed pose values belong to the import
+    linked = arm.name in scene.objects
+    ad = arm.animation_data
+    before = (ad.action, ad.action_slot) if ad is not None else None
+    pose = [(pb.location.copy(), pb.rotation_quaternion.copy(), pb.rotation_euler.copy(),
+             tuple(pb.rotation_axis_angle), pb.scale.copy()) for pb in arm.pose.bones]
+    heads = [_posed_heads(arm, action, slot, scene, f)[0] for f in frames]
+    if before is not None:
+        arm.animation_data.action = before[0]
+        if before[1] is not None and arm.animation_data.action_slot != before[1]:
+            arm.animation_data.action_slot = before[1]
+    else:
+        arm.animation_data_clear()
+    for pb, (loc, q, e, aa, sc) in zip(arm.pose.bones, pose):
+        pb.location, pb.rotation_quaternion, pb.rotation_euler = loc, q, e
+        pb.rotation_axis_angle, pb.scale = aa, sc
+    if not linked:
+        scene.collection.objects.unlink(arm)
+    names = list(heads[0])
+    pos = np.array([[h[n] for n in names] for h in heads])           # (F, N, 3)
+    parents = [names.index(arm.pose.bones[n].parent.name) if arm.pose.bones[n].parent else -1
+               for n in names]
+    try:
+        hips = skeleton.analyse(names, parents, pos[0], poses=pos).hips
+    except ValueError:
+        hips = parents.index(-1)
+    return float(np.linalg.norm(pos[:, hips] - pos[0, hips], axis=1).max())

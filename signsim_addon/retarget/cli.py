@@ -5,9 +5,11 @@
 
 A CLIP is a mocap file (BVH, FBX, glTF/GLB, through the motion library's importer) or the
 name of a clip in the motion library (--library, default: the preferences' library).
-Prints (with --json) the result of retarget.api.retarget_files.
+Prints (with --json) the result of retarget.api.retarget_files, plus "warnings": every
+warning the run gave (guessed units or up axis on import, a bone map found from the
+skeleton's shape alone, guessed sides), also printed as 'warning: …' lines without --json.
 """
-from ..errors import cli_reporter
+from ..errors import WARNING, cli_reporter
 from . import api
 
 
@@ -29,8 +31,16 @@ def add_arguments(parser):
 
 
 def run(args, say):
+    warnings, human = [], cli_reporter(say)
+
+    def report(level, message):
+        if level == WARNING:
+            warnings.append(message)
+        human(level, message)
+
     result = api.retarget_files(api.RetargetRequest(
         clips=tuple(args.clip), rig=args.rig, out=args.out, armature=args.armature,
-        bone_map=args.map, library=args.library), cli_reporter(say))
+        bone_map=args.map, library=args.library), report)
     say(f"wrote {result['out']}")
+    result["warnings"] = warnings
     return result

@@ -20,14 +20,35 @@ from ..errors import INFO, WARNING, SignSimError, from_solver, silent
 # ---------------------------------------------------------------------------------------
 # reading armatures
 
-def skeleton(ob, heads=None):
-    """bonemap.Skeleton of an armature object: names, parents, rest heads in world space (m)."""
+def skeleton(ob, poses=None):
+    """bonemap.Skeleton of an armature object: names, parents, rest heads and tails in world
+    space (m), and posed heads poses (F, N, 3) when given (see motion_sample)."""
     bones = ob.data.bones
     index = {b.name: i for i, b in enumerate(bones)}
-    if heads is None:
-        heads = [ob.matrix_world @ b.head_local for b in bones]
+    heads = [ob.matrix_world @ b.head_local for b in bones]
+    tails = [ob.matrix_world @ b.tail_local for b in bones]
     return bonemap.Skeleton([b.name for b in bones],
-                            [index[b.parent.name] if b.parent else -1 for b in bones], heads)
+                            [index[b.parent.name] if b.parent else -1 for b in bones], heads,
+                            tails, poses)
+
+
+MOTION_SAMPLES = 12   # frames of a clip the skeleton analysis looks at
+
+
+def motion_sample(ob, scene=None):
+    """Posed world heads (F, N, 3) at MOTION_SAMPLES frames spread over ob's action, or
+    None when ob has no action (the current frame is restored)."""
+    ad = ob.animation_data
+    if ad is None or ad.action is None:
+        return None
+    scene = scene or bpy.context.scene
+    first, last = ad.action.frame_range
+    saved = scene.frame_current
+    try:
+        mats, _tails = sample_pose(ob, np.linspace(first, last, MOTION_SAMPLES), scene)
+    finally:
+        scene.frame_set(saved)
+    return mats[..., :3, 3]
 
 
 def rest_matrices(ob):
@@ -77,21 +98,26 @@ class Result:
 
 
 def retarget(source, target, bone_map, *, source_fps=None, frame_range=None, action_name=None,
-             report=None):
+             shoulder_rhythm=True, plant_feet=True, report=None):
     """Retarget source's current action onto target as a new action assigned to target.
 
     source, target: armature objects in the same scene. bone_map: bonemap.BoneMap
     (target → source names). source_fps: frame rate of the source action (default: the
     scene's); keys are written at the scene's rate so the clip plays at its real speed.
     frame_range: (first, last) source frames (default: the action's range).
+    shoulder_rhythm: where the source's clavicles do not move, raise the target's shoulder
+    girdle with the arm (scapulohumeral rhythm; on by default). plant_feet: where a source
+    foot is planted, hold the target's on its floor (IK of thigh and shin; on by default).
     The source and its action are not modified; on any error the new action is removed and
     target's previous action is restored. Raises SignSimError for unusable input (no
-    action, no mapped bones, missing bones).
+    action, no mapped bones, missing bones) and for a result that cannot be right (the
+    head below the hips where the source's is above them, a left limb driven by a right
+    one), before anything is written. The bone map's warnings go to report(WARNING, …).
     Returns a Result.
     """
     report = report or silent
     res = transfer(source, target, bone_map, source_fps=source_fps, frame_range=frame_range,
-                   report=report)
+                   shoulder_rhythm=shoulder_rhythm, plant_feet=plant_feet, report=report)
     src_name = source.animation_data.action.name
     res.action = _write_action(target, res.keys, res.frames,
                                action_name or f"{src_name}_{target.name}")
@@ -100,13 +126,14 @@ def retarget(source, target, bone_map, *, source_fps=None, frame_range=None, act
     return res
 
 
-def transfer(source, target, bone_map, *, source_fps=None, frame_range=None, report=None):
+def transfer(source, target, bone_map, *, source_fps=None, frame_range=None,
+             shoulder_rhythm=True, plant_feet=True, report=None):
     """The keys `retarget` would write, as arrays, without touching any action: a Result
     with action None and keys = {"rot": {bone: (F, 4) local quaternions, w first,
     hemisphere-continuous}, "loc": {bone: (F, 3) local locations, m}} for target's bones.
     Arguments and errors as for `retarget`.
     """
-    report = report or (lambda *_a: None)
+    report = report or silent
     scene = bpy.context.scene
     ad = source.animation_data
     if ad is None or ad.action is None:
@@ -140,10 +167,16 @@ def transfer(source, target, bone_map, *, source_fps=None, frame_range=None, rep
     finally:
         scene.frame_set(saved_frame)
     tails_t = np.array([target.matrix_world @ b.tail_local for b in target.data.bones])
+    for warning in bone_map.warnings:
+        report(WARNING, warning)
+    heads = mats[..., :3, 3]
+    sampled = heads[np.unique(np.linspace(0, len(heads) - 1, MOTION_SAMPLES).astype(int))]
     with from_solver():
-        keys = transfer_math.solve(skeleton(source, mats[0, :, :3, 3]), _world(source) @ rest_matrices(source),
+        keys = transfer_math.solve(skeleton(source, sampled), _world(source) @ rest_matrices(source),
                                    mats, tails, skeleton(target), _world(target), rest_matrices(target),
-                                   tails_t, pairs, target.name)
+                                   tails_t, pairs, target.name, fps_t, shoulder_rhythm, plant_feet)
+    for warning in keys["warnings"]:
+        report(WARNING, warning)
     for bone in keys["loc"]:
         if target.data.bones[bone].use_connect:
             report(WARNING, f"'{bone}' is connected to its parent, so Blender ignores its "
@@ -283,9 +316,10 @@ def source_clip(clip, library_path=None, scene=None, report=None):
 # the bone map stored on the target armature (ob.signsim.bone_map)
 
 def auto_map(source, target):
-    """bonemap.auto_map between two armature objects (rest heads in world space)."""
+    """bonemap.auto_map between two armature objects (rest in world space; the source's
+    motion sampled too when it has an action)."""
     with from_solver():
-        bone_map = bonemap.auto_map(skeleton(source), skeleton(target))
+        bone_map = bonemap.auto_map(skeleton(source, motion_sample(source)), skeleton(target))
     bone_map.source_armature = source.name
     return bone_map
 

@@ -69,12 +69,6 @@ def test_a_skeleton_without_hips_is_one_clear_error(bm):
         bm.auto_map(_chain_skeleton(bm, ["a", "b", "c"]), _chain_skeleton(bm, ["x", "y", "z"]))
 
 
-def test_chains_of_different_length_map_their_ends(bm):
-    assert bm._spread([0, 1, 2], [10, 11, 12, 13, 14, 15]) == [(0, 10), (1, 12), (2, 15)]
-    assert bm._spread([0, 1, 2, 3], [10, 11]) == [(0, 10), (3, 11)]
-    assert bm._spread([0], [10, 11, 12], "last") == [(0, 12)]
-
-
 def test_preset_round_trip_and_mirror(bm):
     err = bm.BoneMapError
     m = bm.BoneMap([("upper_arm.L", "LeftArm", 1.0), ("hand.L", "LeftHand", 0.8)],

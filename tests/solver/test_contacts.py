@@ -62,15 +62,17 @@ def test_fast_fist_keeps_penetration_below_0_35_mm(rigs):
 
 def test_stiffness_schedule_adapts_from_a_soft_start(rigs):
     """From kp = 300 N/m the schedule (d_target 0.2 mm, η 0.1) stiffens the contacts until
-    the per-cycle peak is ≤ 0.35 mm; with the schedule off it stays above 1 mm."""
+    the per-cycle peak is ≤ 0.35 mm; with the schedule off it stays above 0.5 mm (with
+    the computed-torque feedforward the PD spring alone pushes the fingers into the palm,
+    so even the soft start stays below a millimetre)."""
     model, ref = _fist(rigs, 3.0)
     soft = dict(group_gains=FIST_GAINS, contact_stiffness=300.0, contact_damping=1.0, k_min=100.0)
     on = simulate(model, ref, SimSettings(**soft))
     off = simulate(model, ref, SimSettings(schedule=False, **soft))
     cycles = on.penetration_mm[1:].reshape(-1, 10).max(axis=1)
-    assert cycles[0] > 1.0 and cycles[-1] <= 0.35
+    assert cycles[0] > 0.5 and cycles[-1] <= 0.35
     assert np.all(np.diff(cycles[:8]) < 0)
-    assert off.penetration_mm.max() > 1.0
+    assert off.penetration_mm.max() > 0.5
     assert on.contact_stiffness.max() > 5 * off.contact_stiffness.max()
 
 

@@ -1,0 +1,517 @@
+"""Quality of the physics pass on real rigs and clips, measured independently of the solver.
+
+    .venv/bin/python bench/quality.py [--rig signer|basemesh|RIG.blend …] [--clip CLIP …]
+                                      [--json OUT.json] [--repeat]
+
+For every rig and clip: retarget with the product, bake with the product (preset
+"default"), write the baked action, then measure from the keys as Blender evaluates them
+(pose-bone tails, the evaluated skin mesh), never from the solver's own model:
+
+- tracking: RMS geodesic angle per joint group, on frames without contact (neither the
+  solver's reported contact nor the exact mesh test within ±3 frames) and overall; the
+  worst bone/frame, and whether that frame is a contact frame;
+- jerk: Σ‖Δ³p‖² of the fingertip tails, baked vs reference (%);
+- lag: the time shift (ms, sub-frame) that best aligns the baked fingertip trajectories
+  with the reference's (least squares);
+- penetration by pair kind with an exact mesh test: points of one skin region against the
+  triangles of another (mathutils.bvhtree.BVHTree.find_nearest on the evaluated mesh; a
+  point is inside when it lies behind the nearest triangle's normal); peak and p95 (mm),
+  with the rest pose's own value subtracted per point (skin regions that touch at rest);
+  the summary prints a reading at the 30 mm search radius as ">=30": the probe's
+  limit (often a point behind an open skin region's edge), not a measured depth;
+- fallbacks, NaN, real-time factor (clip duration / solve time), and with --repeat
+  whether a second bake is bit-identical;
+- the same columns for a causal 2nd-order Butterworth filter (scipy.signal.butter +
+  lfilter) of the reference rotations, with the cutoff giving the bake's lag (at least
+  one frame: a 2nd-order Butterworth has DC group delay √2/ω_c);
+- for a clip `X_noisy.bvh` next to `X.bvh`: the errors of the noisy input, the bake and
+  the Butterworth baseline against the clean clip retargeted onto the same rig.
+
+Ends with a markdown summary table, one line per rig and clip.
+
+The calls into the add-on live in `Product` only, so a change of module layout is one edit.
+"""
+import argparse
+import json
+import math
+import pathlib
+import sys
+import tempfile
+import time
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "tools"))
+import devenv  # noqa: E402
+
+TMP = devenv.isolate_user_resources("signsim-quality-")
+import bpy  # noqa: E402
+import numpy as np  # noqa: E402
+from mathutils import Vector  # noqa: E402
+from mathutils.bvhtree import BVHTree  # noqa: E402
+from scipy.signal import butter, lfilter  # noqa: E402
+
+ADDON = devenv.enable_from_source(TMP)
+DATA = pathlib.Path("/work/shared/data")
+RIGS = {"signer": ROOT / "sample_blends" / "signer.blend",
+        "basemesh": DATA / "characters" / "godot_male_base_mesh_cc0.glb"}
+MOVING_HANDS = ("animdrawings_rokoko_jesse_dance.bvh", "bandai_dataset-1_bye_active_001.bvh",
+                "pybvh_bvh_test3_fingers.bvh", "cmu_01_01_cgspeed__fairmotion.bvh")
+CONTACT_DILATION = 3  # frames on each side of a contact counted as contact frames
+SEARCH = 0.03  # m: points farther than this from a region cannot penetrate it
+
+
+class Product:
+    """Every call into the add-on (one place to adapt when its modules move)."""
+
+    def __init__(self):
+        sa = ADDON.signsim_addon
+        self.cli, self.bake, self.compat = sa.cli, sa.bake.api, sa.compat
+        self.skeleton_of, self.analyse = sa.bake.rig.skeleton_of, ADDON.solver.bonemap.analyse
+        self.quat = ADDON.solver.quat
+
+    def retarget(self, clip, rig_blend, out):
+        code = self.cli.main(["retarget", "--clip", str(clip), "--rig", str(rig_blend), "--out", str(out)])
+        if code != 0:
+            raise RuntimeError(f"retarget of {clip} failed ({code})")
+
+    def prepare(self, armature):
+        return self.bake.prepare(bpy.context.scene, armature, preset="default")
+
+    def solve(self, job):
+        return self.bake.solve(job)
+
+    def write(self, job, rotations, name):
+        solved = self.bake.Solved(rotations, {})
+        action = self.bake.write(bpy.context.scene, job, solved)
+        action.name = name
+        return action
+
+    def assign(self, armature, action):
+        slot = action.slots[0]
+        self.compat.assign_action(armature, action, slot)
+
+    def body(self, armature):
+        return self.analyse(self.skeleton_of(armature.data))
+
+
+P = None
+
+
+def rig_blend(name, tmp):
+    """A .blend holding the rig: the bundled signer, or a glTF imported with Blender's importer."""
+    path = RIGS.get(name, pathlib.Path(name))
+    if path.suffix == ".blend":
+        return path
+    bpy.ops.wm.read_homefile(use_empty=True)
+    bpy.ops.import_scene.gltf(filepath=str(path))
+    out = pathlib.Path(tmp) / (path.stem + ".blend")
+    bpy.ops.wm.save_as_mainfile(filepath=str(out))
+    return out
+
+
+# ---------------------------------------------------------------------------------------
+# skin regions and the exact mesh test
+
+def skin_regions(armature):
+    """(skinned mesh object, {region: vertex indices}, face object or None).
+
+    Regions by the bone dominating each vertex: ("finger", side, name, phalanx ≥ 1 only:
+    the distal two), ("hand", side) for the palm and all fingers, "head", "torso".
+    """
+    body = P.body(armature)
+    names = [b.name for b in armature.data.bones]
+    role = {}
+    for (side, finger), bones in body.fingers.items():
+        for k, i in enumerate(bones):
+            role[names[i]] = ("finger", side, finger, k)
+    for (side, part), bones in body.limbs.items():
+        if part == "hand":
+            for i in bones:
+                role[names[i]] = ("palm", side)
+    if body.head is not None:
+        role[names[body.head]] = ("head",)
+    for i in body.spine:
+        role[names[i]] = ("torso",)
+    if body.hips is not None:
+        role[names[body.hips]] = ("torso",)
+    mesh_ob = max((o for o in armature.children if o.type == 'MESH'
+                   and any(m.type == 'ARMATURE' for m in o.modifiers)), key=lambda o: len(o.data.vertices))
+    face_ob = next((o for o in armature.children if o.type == 'MESH' and o.parent_type == 'BONE'
+                    and body.head is not None and o.parent_bone == names[body.head]), None)
+    me = mesh_ob.data
+    n = len(me.vertices)
+    owner = np.full(n, -1)
+    best = np.zeros(n)
+    gname = {g.index: g.name for g in mesh_ob.vertex_groups}
+    for v in me.vertices:
+        for g in v.groups:
+            if g.weight > best[v.index]:
+                best[v.index], owner[v.index] = g.weight, g.group
+    regions = {}
+    for vi in range(n):
+        r = role.get(gname.get(owner[vi]))
+        if r is None:
+            continue
+        if r[0] == "finger":
+            regions.setdefault(("hand", r[1]), []).append(vi)
+            regions.setdefault(("finger", r[1], r[2]), []).append(vi)
+            if r[3] >= 1:
+                regions.setdefault(("tip", r[1], r[2]), []).append(vi)
+        elif r[0] == "palm":
+            regions.setdefault(("hand", r[1]), []).append(vi)
+            regions.setdefault(("palm", r[1]), []).append(vi)
+        else:
+            regions.setdefault(r, []).append(vi)
+    return mesh_ob, {k: np.array(v) for k, v in regions.items()}, face_ob
+
+
+def pair_tests(regions, has_face):
+    """[(kind, point region, surface region)] of the exact test."""
+    tests = []
+    hands = [k for k in regions if k[0] == "hand"]
+    for h in hands:
+        side = h[1]
+        if has_face or ("head",) in regions:
+            tests.append(("finger-face", h, "face"))
+        if ("torso",) in regions:
+            tests.append(("hand-torso", h, ("torso",)))
+        other = ("hand", "R" if side == "L" else "L")
+        if other in regions:
+            tests.append(("hand-hand", h, other))
+        tips = [k for k in regions if k[0] == "tip" and k[1] == side]
+        for t in tips:
+            for f in regions:
+                if f[0] == "finger" and f[1] == side and f[2] != t[2]:
+                    tests.append(("finger-finger", t, f))
+            if ("palm", side) in regions:
+                tests.append(("finger-palm", t, ("palm", side)))
+    return tests
+
+
+class MeshProbe:
+    """Exact point-to-mesh penetration of skin regions on the evaluated mesh (m)."""
+
+    def __init__(self, armature):
+        self.arm = armature
+        self.mesh_ob, self.regions, self.face_ob = skin_regions(armature)
+        me = self.mesh_ob.data
+        me.calc_loop_triangles()
+        tris = np.empty(len(me.loop_triangles) * 3, dtype=np.int64)
+        me.loop_triangles.foreach_get("vertices", tris)
+        tris = tris.reshape(-1, 3)
+        self.region_tris = {}
+        for key, verts in self.regions.items():
+            mask = np.zeros(len(me.vertices), bool)
+            mask[verts] = True
+            self.region_tris[key] = tris[mask[tris].all(axis=1)].tolist()
+        self.face_tris = None
+        if self.face_ob is not None:
+            fm = self.face_ob.data
+            fm.calc_loop_triangles()
+            ft = np.empty(len(fm.loop_triangles) * 3, dtype=np.int64)
+            fm.loop_triangles.foreach_get("vertices", ft)
+            self.face_tris = ft.reshape(-1, 3).tolist()
+        self.tests = pair_tests(self.regions, self.face_ob is not None)
+        self.rest = None
+
+    def _coords(self, ob):
+        dg = bpy.context.evaluated_depsgraph_get()
+        ev = ob.evaluated_get(dg)
+        me = ev.to_mesh()
+        co = np.empty(len(me.vertices) * 3)
+        me.vertices.foreach_get("co", co)
+        ev.to_mesh_clear()
+        m = np.array(ob.matrix_world)
+        return co.reshape(-1, 3) @ m[:3, :3].T + m[:3, 3]
+
+    def _tree(self, co, key):
+        if key == "face":
+            if self.face_tris is not None:
+                return BVHTree.FromPolygons(self._coords(self.face_ob).tolist(), self.face_tris)
+            key = ("head",)
+        return BVHTree.FromPolygons(co.tolist(), self.region_tris[key])
+
+    def depths(self):
+        """Per test the penetration (k points,) m at the current frame (0 outside)."""
+        co = self._coords(self.mesh_ob)
+        trees = {}
+        out = []
+        for kind, pts, surf in self.tests:
+            if surf not in trees:
+                trees[surf] = self._tree(co, surf)
+            tree = trees[surf]
+            d = np.zeros(len(self.regions[pts]))
+            for j, vi in enumerate(self.regions[pts]):
+                p = Vector(co[vi])
+                loc, normal, _i, dist = tree.find_nearest(p, SEARCH)
+                # Inside: behind the nearest triangle, seen along its normal. An
+                # off-normal offset means the nearest point is on an edge of the
+                # region's open boundary (a finger's cut end), not a penetration.
+                if loc is not None and (p - loc).dot(normal) < -0.7 * dist:
+                    d[j] = dist
+            out.append(d)
+        return out
+
+    def measure(self, scene, frames):
+        """{kind: (F,) peak penetration m per frame}, rest-pose contact removed per point."""
+        if self.rest is None:
+            saved = self.arm.data.pose_position
+            self.arm.data.pose_position = 'REST'
+            bpy.context.view_layer.update()
+            self.rest = self.depths()
+            self.arm.data.pose_position = saved
+            bpy.context.view_layer.update()
+        kinds = sorted({t[0] for t in self.tests})
+        out = {k: np.zeros(len(frames)) for k in kinds}
+        for f, frame in enumerate(frames):
+            scene.frame_set(int(frame))
+            for (kind, _p, _s), d, r in zip(self.tests, self.depths(), self.rest):
+                out[kind][f] = max(out[kind][f], float(np.max(np.maximum(d - r, 0.0), initial=0.0)))
+        return out
+
+
+# ---------------------------------------------------------------------------------------
+# trajectories and filters (numpy)
+
+def tip_tracks(scene, armature, tip_names, frames):
+    """World tail positions (F, k, 3) m of the named pose bones, as Blender evaluates them."""
+    out = np.empty((len(frames), len(tip_names), 3))
+    m = armature.matrix_world
+    for f, frame in enumerate(frames):
+        scene.frame_set(int(frame))
+        for j, n in enumerate(tip_names):
+            out[f, j] = m @ armature.pose.bones[n].tail
+    return out
+
+
+def jerk(p):
+    """Σ‖Δ³p‖² over frames and points (per-frame units: only ratios are reported)."""
+    return float(np.sum(np.diff(p, 3, axis=0) ** 2))
+
+
+def best_shift(ref, p, max_frames=8):
+    """Sub-frame shift s (frames, + = p trails ref) minimising Σ‖p(t + s) − ref(t)‖²."""
+    n = len(ref)
+    shifts = np.arange(-max_frames, max_frames + 1)
+    m = max_frames
+    cost = np.array([np.mean((p[m + s:n - m + s] - ref[m:n - m]) ** 2) for s in shifts])
+    k = int(np.argmin(cost))
+    if 0 < k < len(cost) - 1:
+        a, b, c = cost[k - 1], cost[k], cost[k + 1]
+        den = a - 2 * b + c
+        return float(shifts[k] + (0.5 * (a - c) / den if den > 0 else 0.0))
+    return float(shifts[k])
+
+
+def butterworth(rotations, lag_frames):
+    """Causal 2nd-order Butterworth low-pass of (F, n, 4) quaternions (continuous
+    hemisphere, renormalised) with DC group delay lag_frames: ω_c = √2 / lag."""
+    q = P.quat.make_continuous(rotations)
+    wc = math.sqrt(2.0) / max(lag_frames, 1e-9)  # rad/frame
+    wn = min(wc / math.pi, 0.99)  # fraction of Nyquist
+    b, a = butter(2, wn)
+    # Start at rest on the first frame (no transient from zero).
+    x = q - q[0]
+    y = lfilter(b, a, x, axis=0) + q[0]
+    return y / np.linalg.norm(y, axis=-1, keepdims=True)
+
+
+def angles_deg(a, b):
+    return np.degrees(P.quat.angle_between(a, b))
+
+
+# ---------------------------------------------------------------------------------------
+
+def measure_motion(ctx, rotations, label):
+    """Columns of one motion (baked or baseline) against the reference in ctx."""
+    job, scene, arm = ctx["job"], ctx["scene"], ctx["arm"]
+    action = P.write(job, rotations, f"quality.{label}")
+    P.assign(arm, action)
+    tips = tip_tracks(scene, arm, ctx["tip_names"], job.frames)
+    pen = ctx["probe"].measure(scene, job.frames)
+    P.assign(arm, ctx["ref_action"])
+    ang = angles_deg(job.reference.rotations, rotations)  # (F, n)
+    return {"rotations": rotations, "tips": tips, "pen": pen, "angle": ang}
+
+
+def summarise(ctx, m, contact):
+    model = ctx["job"].rig.model
+    groups = list(dict.fromkeys(model.groups))
+    free = ~contact
+    ang = m["angle"]
+    per_group = {}
+    for g in groups:
+        cols = [i for i, x in enumerate(model.groups) if x == g]
+        a = ang[:, cols]
+        per_group[g] = {"free": float(np.sqrt(np.mean(a[free] ** 2))) if free.any() else float("nan"),
+                        "all": float(np.sqrt(np.mean(a ** 2)))}
+    f, b = np.unravel_index(np.argmax(ang), ang.shape)
+    ref_tips = ctx["ref_tips"]
+    jr = jerk(ref_tips)
+    out = {"tracking_deg": per_group,
+           "worst": {"bone": ctx["job"].rig.bone_names[b], "frame": int(ctx["job"].frames[f]),
+                     "deg": float(ang[f, b]), "contact": bool(contact[f])},
+           "free_max_deg": float(ang[free].max()) if free.any() else float("nan"),
+           "jerk_pct": 100.0 * (jerk(m["tips"]) / jr - 1.0) if jr > 0 else 0.0,
+           "lag_frames": best_shift(ref_tips, m["tips"]),
+           "penetration_mm": {k: {"peak": 1e3 * float(v.max()), "p95": 1e3 * float(np.percentile(v, 95))}
+                              for k, v in m["pen"].items()},
+           "nan": bool(not np.all(np.isfinite(m["rotations"])))}
+    return out
+
+
+def run_clip(rig_path, clip, tmp, repeat, clean_cache):
+    out = pathlib.Path(tmp) / f"{pathlib.Path(rig_path).stem}_{pathlib.Path(clip).stem}.blend"
+    P.retarget(clip, rig_path, out)
+    bpy.ops.wm.open_mainfile(filepath=str(out), load_ui=False)
+    scene = bpy.context.scene
+    arm = next(o for o in bpy.data.objects if o.type == 'ARMATURE')
+    ref_action = arm.animation_data.action
+    job = P.prepare(arm)
+    t = time.perf_counter()
+    solved = P.solve(job)
+    wall = time.perf_counter() - t
+    baked_m = solved.metrics["baked"]
+    identical = None
+    if repeat:
+        again = P.solve(job)
+        identical = bool(np.array_equal(again.rotations, solved.rotations))
+    tip_names = [job.rig.bone_names[i] for i in job.rig.fingertips]
+    probe = MeshProbe(arm)
+    ctx = {"job": job, "scene": scene, "arm": arm, "ref_action": ref_action, "tip_names": tip_names,
+           "probe": probe}
+    ctx["ref_tips"] = tip_tracks(scene, arm, tip_names, job.frames)
+    ref_pen = probe.measure(scene, job.frames)
+    baked = measure_motion(ctx, solved.rotations, "baked")
+    lag = best_shift(ctx["ref_tips"], baked["tips"])
+    bw = measure_motion(ctx, butterworth(job.reference.rotations, max(lag, 1.0)), "butterworth")
+    solver_contact = (np.asarray(baked_m["per_frame_penetration_mm"]) > 0) | (
+        np.asarray(solved.metrics["reference"]["per_frame_penetration_mm"]) > 0)
+    mesh_contact = np.zeros(len(job.frames), bool)
+    for v in list(ref_pen.values()) + list(baked["pen"].values()):
+        mesh_contact |= v > 0
+    contact = solver_contact | mesh_contact
+    k = CONTACT_DILATION
+    contact = np.convolve(contact.astype(float), np.ones(2 * k + 1), "same") > 0
+    row = {"rig": pathlib.Path(rig_path).stem, "clip": pathlib.Path(clip).name, "frames": len(job.frames),
+           "contact_frames": int(contact.sum()),
+           "reference": {"penetration_mm": {kk: {"peak": 1e3 * float(v.max()),
+                                                 "p95": 1e3 * float(np.percentile(v, 95))}
+                                            for kk, v in ref_pen.items()}},
+           "baked": summarise(ctx, baked, contact), "butterworth": summarise(ctx, bw, contact),
+           "fallbacks": int(baked_m["fallbacks"]), "realtime_factor": float(baked_m["realtime_factor"]),
+           "solve_wall_s": wall, "bit_identical": identical}
+    stem = pathlib.Path(clip).stem
+    clean_cache[(row["rig"], stem)] = (job.reference.rotations, ctx["ref_tips"], job.rig.bone_names)
+    if stem.endswith("_noisy"):
+        clean = pathlib.Path(clip).with_name(stem[:-len("_noisy")] + ".bvh")
+        key = (row["rig"], clean.stem)
+        if key not in clean_cache and clean.exists():
+            cout = pathlib.Path(tmp) / f"{row['rig']}_{clean.stem}_clean.blend"
+            P.retarget(clean, rig_path, cout)
+            bpy.ops.wm.open_mainfile(filepath=str(cout), load_ui=False)
+            carm = next(o for o in bpy.data.objects if o.type == 'ARMATURE')
+            cjob = P.prepare(carm)
+            clean_cache[key] = (cjob.reference.rotations, tip_tracks(bpy.context.scene, carm, tip_names,
+                                                                        cjob.frames), cjob.rig.bone_names)
+        if key in clean_cache:
+            crot, ctips, _ = clean_cache[key]
+            n = min(len(crot), len(job.frames))
+            hand = [i for i, g in enumerate(job.rig.model.groups) if g in ("fingers", "thumb", "wrist")]
+
+            def err(rot, tips):
+                a = angles_deg(crot[:n, hand], rot[:n, hand])
+                return {"tip_rms_mm": 1e3 * float(np.sqrt(np.mean(np.sum((tips[:n] - ctips[:n]) ** 2, -1)))),
+                        "angle_rms_deg": float(np.sqrt(np.mean(a ** 2)))}
+            row["denoise"] = {"noisy": err(job.reference.rotations, ctx["ref_tips"]),
+                              "baked": err(solved.rotations, baked["tips"]),
+                              "butterworth": err(bw["rotations"], bw["tips"])}
+    return row
+
+
+def fmt_row(r):
+    lines = []
+    for side in ("baked", "butterworth"):
+        s = r[side]
+        tr = " ".join(f"{g}={v['free']:.2f}/{v['all']:.2f}" for g, v in s["tracking_deg"].items())
+        pen = " ".join(f"{k}={v['peak']:.2f}/{v['p95']:.2f}" for k, v in s["penetration_mm"].items())
+        w = s["worst"]
+        lines.append(f"  {side:11s} track free/all deg: {tr}")
+        lines.append(f"  {'':11s} worst {w['bone']}@{w['frame']} {w['deg']:.1f}deg contact={w['contact']}; "
+                     f"max off-contact {s['free_max_deg']:.1f}deg; jerk {s['jerk_pct']:+.1f}%; "
+                     f"lag {s['lag_frames']:+.2f} fr; NaN={s['nan']}")
+        lines.append(f"  {'':11s} pen peak/p95 mm: {pen}")
+    ref = " ".join(f"{k}={v['peak']:.2f}/{v['p95']:.2f}" for k, v in r["reference"]["penetration_mm"].items())
+    head = (f"{r['rig']} | {r['clip']} | {r['frames']} frames, {r['contact_frames']} contact | "
+            f"fallbacks {r['fallbacks']} | RT {r['realtime_factor']:.1f}x | bit-identical {r['bit_identical']}")
+    lines.insert(0, head)
+    lines.insert(1, f"  {'reference':11s} pen peak/p95 mm: {ref}")
+    if "denoise" in r:
+        d = r["denoise"]
+        lines.append("  denoise vs clean: " + "; ".join(
+            f"{k} tip {v['tip_rms_mm']:.2f} mm, angle {v['angle_rms_deg']:.2f} deg" for k, v in d.items()))
+    return "\n".join(lines)
+
+
+def _mm(v):
+    # A reading at the search radius is the probe's limit, not a measured depth.
+    return f">={1e3 * SEARCH:.0f}" if v >= 0.99e3 * SEARCH else f"{v:.1f}"
+
+
+KINDS = ("finger-face", "hand-hand", "finger-finger", "finger-palm", "hand-torso")
+
+
+def summary(rows):
+    """One markdown line per rig and clip: the Done-when columns of the physics pass."""
+    def free(s):
+        v = [g["free"] for g in s["tracking_deg"].values() if not math.isnan(g["free"])]
+        return f"{max(v):.2f}" if v else "-"
+
+    def pen(p):
+        return "/".join(_mm(p[k]["peak"]) if k in p else "-" for k in KINDS)
+    out = ["| rig | clip | tracking free (worst group) ° | worst bone ° | off-contact max ° | jerk % (Butterworth) | "
+           "lag fr (Butterworth) | peak mm " + "/".join(KINDS) + ": reference -> baked | fallbacks | RT | bit-identical |",
+           "|---|---|---|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        b, w = r["baked"], r["butterworth"]
+        out.append(f"| {r['rig']} | {r['clip']} | {free(b)} | {b['worst']['bone']} {b['worst']['deg']:.0f} | "
+                   f"{b['free_max_deg']:.1f} | {b['jerk_pct']:+.0f} ({w['jerk_pct']:+.0f}) | "
+                   f"{b['lag_frames']:+.2f} ({w['lag_frames']:+.2f}) | {pen(r['reference']['penetration_mm'])} -> "
+                   f"{pen(b['penetration_mm'])} | {r['fallbacks']} | {r['realtime_factor']:.1f} | {r['bit_identical']} |")
+    return "\n".join(out)
+
+
+def default_clips():
+    clips = sorted((ROOT / "sample_blends").glob("*.bvh")) + sorted((DATA / "generated").glob("*.bvh"))
+    return clips + [DATA / "mocap" / c for c in MOVING_HANDS]
+
+
+def main():
+    global P
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--rig", action="append", help="signer, basemesh or a .blend/.glb (default: both)")
+    ap.add_argument("--clip", action="append", help="mocap clip (default: samples, generated, mocap)")
+    ap.add_argument("--json", help="write the rows as JSON here")
+    ap.add_argument("--repeat", action="store_true", help="bake twice and compare the keys bit for bit")
+    args = ap.parse_args()
+    P = Product()
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for rig in args.rig or ["signer", "basemesh"]:
+            path = rig_blend(rig, tmp)
+            cache = {}
+            for clip in args.clip or default_clips():
+                try:
+                    row = run_clip(path, clip, tmp, args.repeat, cache)
+                except Exception as ex:  # one clip failing must not hide the others
+                    print(f"{rig} | {pathlib.Path(clip).name} | FAILED: {ex}", flush=True)
+                    continue
+                rows.append(row)
+                print(fmt_row(row), flush=True)
+    print(summary(rows))
+    if args.json:
+        pathlib.Path(args.json).write_text(json.dumps(rows, indent=1))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,286 @@
+"""Geometric measurements of a retarget: what a viewer sees, from Blender's evaluated poses.
+
+Each skeleton's body (hips, chains, sides, fingers) is read by solver.skeleton from its own
+geometry with names ignored, so a measurement can never agree with a wrong bone map by
+sharing its names. Values are in metres and degrees.
+
+`Poses(ob, frames)` samples world heads, tails and rotations once; the functions below
+compare a source's and a target's Poses over the same clip.
+"""
+import math
+
+import bpy
+import numpy as np
+
+from solver import posing, skeleton
+
+ARM = ("upper_arm", "forearm", "hand")
+LEG = ("thigh", "shin", "foot", "toe")
+DEG = math.degrees(1.0)
+
+
+class Poses:
+    """World heads (F, N, 3), tails (F, N, 3), rotations (F, N, 3, 3) of ob's pose bones at
+    (sub)frames, and the body read without names (`body`) from ob's rest geometry or, with
+    from_motion (a mocap source, whose rest may be no human pose), from the sampled poses."""
+
+    def __init__(self, ob, frames, from_motion=False):
+        scene = bpy.context.scene
+        n = len(ob.pose.bones)
+        buf = np.empty(n * 16)
+        self.mats = np.empty((len(frames), n, 4, 4))
+        for k, fr in enumerate(frames):
+            whole = math.floor(fr)
+            scene.frame_set(int(whole), subframe=float(fr - whole))
+            ob.pose.bones.foreach_get("matrix", buf)
+            self.mats[k] = np.array(ob.matrix_world) @ buf.reshape(n, 4, 4).transpose(0, 2, 1)
+        lengths = np.array([b.length for b in ob.data.bones])
+        r = self.mats[..., :3, :3]
+        scale = np.linalg.norm(r, axis=-2, keepdims=True)
+        self.rot = r / scale
+        self.heads = self.mats[..., :3, 3]
+        self.tails = self.heads + r[..., :, 1] * lengths[None, :, None]
+        bones = ob.data.bones
+        self.bones = list(bones)
+        self.names = [b.name for b in bones]
+        parents = [self.names.index(b.parent.name) if b.parent else -1 for b in bones]
+        mw = ob.matrix_world
+        rest_h = np.array([mw @ b.head_local for b in bones])
+        rest_t = np.array([mw @ b.tail_local for b in bones])
+        self.rest_heads, self.rest_tails = rest_h, rest_t
+        poses = self.heads[np.linspace(0, len(frames) - 1, min(16, len(frames))).astype(int)] \
+            if from_motion else None
+        self.body = skeleton.analyse([f"n{k}" for k in range(n)], parents, rest_h, rest_t, poses)
+
+
+def _unit(v):
+    return v / np.maximum(np.linalg.norm(v, axis=-1, keepdims=True), 1e-12)
+
+
+def landmarks(body):
+    """Named chains of landmark bones (heads): {name: [bone, …]} for one body, with keys
+    independent of the skeleton (sides anatomical, fingers with joint counts)."""
+    out = {}
+    b = body
+    if b.spine:
+        out["spine"] = [b.hips, b.spine[-1]]
+    if b.head is not None and b.spine:
+        out["neck"] = [b.spine[-1], b.head]
+    for side in skeleton.SIDES:
+        arm = [b.limbs[(side, p)][0] for p in ARM if (side, p) in b.limbs]
+        if len(arm) == 3:
+            out[f"arm.{side}"] = arm
+        leg = [b.limbs[(side, p)][0] for p in LEG if (side, p) in b.limbs]
+        if len(leg) >= 2:
+            out[f"leg.{side}"] = leg
+        for f in skeleton.FINGERS:
+            if (side, f) in b.fingers:
+                out[f"{f}.{side}"] = b.fingers[(side, f)]
+    return out
+
+
+def chain_cosines(src, tgt):
+    """Mean direction cosine over the clip per landmark segment present in both bodies:
+    {(chain, k): cosine}. Chains of different length (fingers with 2 vs 3 joints, legs
+    with or without feet) compare their common landmarks; a finger of different joint
+    count compares base → last joint; hips → chest and chest → head after rest alignment."""
+    ls, lt = landmarks(src.body), landmarks(tgt.body)
+    out = {}
+    for name in sorted(set(ls) & set(lt)):
+        cs, ct = ls[name], lt[name]
+        if len(cs) != len(ct):
+            if name.split(".")[0] in skeleton.FINGERS:
+                cs, ct = [cs[0], cs[-1]], [ct[0], ct[-1]]
+            else:
+                k = min(len(cs), len(ct))
+                cs, ct = cs[:k], ct[:k]
+        for k in range(len(cs) - 1):
+            ds = _unit(src.heads[:, cs[k + 1]] - src.heads[:, cs[k]])
+            dt = _unit(tgt.heads[:, ct[k + 1]] - tgt.heads[:, ct[k]])
+            if np.linalg.norm(src.rest_heads[cs[k + 1]] - src.rest_heads[cs[k]]) < 1e-3:
+                continue
+            if name in ("spine", "neck"):
+                # from the hips and the chest the two skeletons start their lines at
+                # different points (a root behind the spine, a neck on the chest): compare
+                # after the one constant rotation that best aligns them (Wahba over frames)
+                u, _s, vt = np.linalg.svd(dt.T @ ds)
+                ds = ds @ (u @ np.diag([1.0, 1.0, np.linalg.det(u @ vt)]) @ vt).T
+            out[(name, k)] = float(np.mean(np.sum(ds * dt, axis=1)))
+    return out
+
+
+def _frames(a, b):
+    """Orthonormal frames (F, 3, 3) from a main direction a and a second one b (F, 3)."""
+    a = _unit(a)
+    n = _unit(b - np.sum(a * b, axis=-1, keepdims=True) * a)
+    return np.stack([a, n, np.cross(a, n)], axis=-1)
+
+
+def offset_angles(fs, ft):
+    """Per-frame angle (deg) between the rotation from frame fs to ft and its mean over the
+    clip: how far the target's frame strays from following the source's after the
+    constant rest difference is removed (F,)."""
+    off = np.swapaxes(fs, -1, -2) @ ft
+    u, _s, vt = np.linalg.svd(off.sum(0))
+    mean = u @ np.diag([1.0, 1.0, np.linalg.det(u @ vt)]) @ vt
+    cos = (np.trace(np.swapaxes(mean, -1, -2) @ off, axis1=-2, axis2=-1) - 1) / 2
+    return np.degrees(np.arccos(np.clip(cos, -1.0, 1.0)))
+
+
+def palm_frames(p):
+    """{side: (F, 3, 3)} palm frames: wrist → middle-finger base, across from the index
+    to the last finger base (its normal is the palm normal)."""
+    out = {}
+    b = p.body
+    for side in skeleton.SIDES:
+        fingers = [f for f in skeleton.FINGERS[1:] if (side, f) in b.fingers]
+        hand = b.limbs.get((side, "hand"))
+        if len(fingers) < 2 or not hand:
+            continue
+        wrist = p.heads[:, hand].mean(axis=1)
+        mid = b.fingers[(side, "middle" if "middle" in fingers else fingers[0])][0]
+        first, last = b.fingers[(side, fingers[0])][0], b.fingers[(side, fingers[-1])][0]
+        out[side] = _frames(p.heads[:, mid] - wrist, p.heads[:, first] - p.heads[:, last])
+    return out
+
+
+def chest_frame(p):
+    """(F, 3, 3) chest frame: chest → neck base (the line fixed in the chest bone; the head
+    nods on its own), across the upper arm heads (right → left)."""
+    b = p.body
+    chest = b.spine[-1]
+    line = [i for i in b.neck + [b.head]
+            if np.linalg.norm(p.rest_heads[i] - p.rest_heads[chest]) > 1e-3]   # CMU: a Neck on the chest
+    top = line[0]
+    across = p.heads[:, b.limbs[("L", "upper_arm")][0]] - p.heads[:, b.limbs[("R", "upper_arm")][0]]
+    return _frames(p.heads[:, top] - p.heads[:, chest], across)
+
+
+def rotation_jumps(p):
+    """Per bone, the world rotation angle (deg) between adjacent frames (F-1, N)."""
+    rel = np.swapaxes(p.rot[:-1], -1, -2) @ p.rot[1:]
+    cos = (np.trace(rel, axis1=-2, axis2=-1) - 1) / 2
+    return np.degrees(np.arccos(np.clip(cos, -1.0, 1.0)))
+
+
+def jump_excess(src, tgt, pairs):
+    """{"jump_excess_deg": the largest amount (deg) by which a mapped target bone's world
+    rotation changes between adjacent frames more than the source's own does, "jump_worst":
+    that bone}. A target bone stands for its source bone and the source joints it spans
+    down to the source bones of its nearest mapped children (a target without metacarpals
+    or with 2-joint fingers carries those joints' motion): the source's own jump is the
+    largest of theirs. pairs: {target name: source name}."""
+    js, jt = rotation_jumps(src), rotation_jumps(tgt)
+    si = {n: i for i, n in enumerate(src.names)}
+    ti = {n: i for i, n in enumerate(tgt.names)}
+    s_parent = {i: (si.get(b.parent.name) if b.parent else None) for i, b in enumerate(src.bones)}
+    t_parent = {i: (ti.get(b.parent.name) if b.parent else None) for i, b in enumerate(tgt.bones)}
+    mapped = {ti[t]: si[s] for t, s in pairs.items()}
+    spans = {t: {s} for t, s in mapped.items()}
+    for c, sc in mapped.items():
+        a = t_parent[c]
+        while a is not None and a not in mapped:
+            a = t_parent[a]
+        if a is None:
+            continue
+        j = s_parent[sc]
+        path = []
+        while j is not None and j != mapped[a]:
+            path.append(j)
+            j = s_parent[j]
+        if j is not None:
+            spans[a] |= set(path)
+    excess = {tgt.names[t]: float((jt[:, t] - js[:, sorted(span)].max(axis=1)).max())
+              for t, span in spans.items()}
+    worst = max(excess, key=excess.get)
+    return {"jump_excess_deg": excess[worst], "jump_worst": worst}
+
+
+def head_above_hips(p):
+    """Per frame, the head's height above the hips (m), world Z (F,)."""
+    return p.heads[:, p.body.head, 2] - p.heads[:, p.body.hips, 2]
+
+
+def floor_height(p):
+    """The rest floor: the lowest rest head or tail (m)."""
+    return float(min(p.rest_heads[:, 2].min(), p.rest_tails[:, 2].min()))
+
+
+def planted(src, side, speed, fps, floor_tol):
+    """Frames (bool (F,)) where the source foot of `side` is planted: its lowest point
+    moves slower than `speed` (m/s) and lies within floor_tol (m) of the source floor, for
+    three frames in a row at least."""
+    b = src.body
+    bones = [b.limbs[(side, p)][0] for p in ("foot", "toe") if (side, p) in b.limbs]
+    if not bones:
+        return None
+    pts = np.concatenate([src.heads[:, bones], src.tails[:, bones]], axis=1)    # (F, k, 3)
+    low = pts[np.arange(len(pts)), np.argmin(pts[..., 2], axis=1)]
+    floor = np.percentile(pts[..., 2].min(axis=1), 5)
+    v = np.zeros(len(pts))
+    v[1:] = np.linalg.norm(np.diff(low[:, :2], axis=0), axis=1) * fps
+    v[0] = v[1] if len(v) > 1 else 0.0
+    mask = (v < speed) & (low[:, 2] < floor + floor_tol)
+    run = np.convolve(mask, np.ones(3), "same") >= 3        # inside a run of three
+    return mask & (run | np.roll(run, 1) | np.roll(run, -1))
+
+
+def foot_bones(p, side):
+    """The foot bone of `side` and every bone below it (toes, heel)."""
+    foot = p.body.limbs[(side, "foot")][0]
+    out = [i for i, b in enumerate(p.bones) if b == p.bones[foot] or p.bones[foot] in b.parent_recursive]
+    return out
+
+
+def foot_slide_and_height(tgt, side, mask):
+    """Over runs of planted frames: the largest horizontal slide (m) of the target foot's
+    lowest point (foot, toes, heel) and its largest distance (m) from the target's floor,
+    where those bones rest in the rest pose."""
+    bones = foot_bones(tgt, side)
+    pts = np.concatenate([tgt.heads[:, bones], tgt.tails[:, bones]], axis=1)
+    low = pts[np.arange(len(pts)), np.argmin(pts[..., 2], axis=1)]
+    floor = float(min(tgt.rest_heads[bones, 2].min(), tgt.rest_tails[bones, 2].min()))
+    slide, height = 0.0, 0.0
+    for start, stop in posing.runs(mask):
+        run = low[start:stop]
+        slide = max(slide, float(np.linalg.norm(run[:, :2] - run[0, :2], axis=1).max()))
+        height = max(height, float(np.abs(run[:, 2] - floor).max()))
+    return slide, height
+
+
+def elevation(p, bone_a, bone_b, chest):
+    """Angle (deg, F) between the direction bone_a → bone_b heads and the chest's down
+    axis: 0 for an arm hanging, 90 straight out to the side or forward."""
+    d = _unit(p.heads[:, bone_b] - p.heads[:, bone_a])
+    down = -chest[..., 0]
+    return np.degrees(np.arccos(np.clip(np.sum(d * down, axis=-1), -1.0, 1.0)))
+
+
+def girdle_moves(p, side, still=3.0):
+    """True when the shoulder bone of `side` turns more than `still` degrees relative to its
+    parent over the clip (a source with its own clavicle motion)."""
+    b = p.body
+    if (side, "shoulder") not in b.limbs:
+        return False
+    sh = b.limbs[(side, "shoulder")][0]
+    parent = next((i for i, bone in enumerate(p.bones) if bone == p.bones[sh].parent), None)
+    rel = np.swapaxes(p.rot[:, parent], -1, -2) @ p.rot[:, sh] if parent is not None else p.rot[:, sh]
+    turn = np.swapaxes(rel[:1], -1, -2) @ rel
+    cos = (np.trace(turn, axis1=-2, axis2=-1) - 1) / 2
+    return bool(np.degrees(np.arccos(np.clip(cos, -1.0, 1.0))).max() > still)
+
+
+def clavicle_rhythm(p, side, chest, threshold=30.0):
+    """Least-squares slope of shoulder-girdle elevation increase over arm elevation increase
+    for frames whose arm elevation (relative to the chest) exceeds threshold (deg); None
+    when too few such frames or too little range (< 10°)."""
+    b = p.body
+    if (side, "shoulder") not in b.limbs:
+        return None
+    sh, ua, fo = (b.limbs[(side, part)][0] for part in ("shoulder", "upper_arm", "forearm"))
+    arm = elevation(p, ua, fo, chest)
+    girdle = elevation(p, sh, ua, chest)
+    m = arm > threshold
+    if m.sum() < 5 or np.ptp(arm[m]) < 10.0:
+        return None
+    return float(np.polyfit(arm[m], girdle[m], 1)[0])

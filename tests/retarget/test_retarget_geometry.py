@@ -1,0 +1,170 @@
+"""Every shared clip onto five rigs, judged by geometry only (see retarget_measure).
+
+Targets: the bundled signer, the CC0 base mesh, the robot (two-joint fingers, IK feet),
+the base mesh with every bone renamed Node_<n>, and the base mesh renamed to 3ds Max Biped
+names with a `Bip01` root above `Bip01 Pelvis` and the thighs on `Bip01 Spine` (both
+copies made here). The rigs are built once per session into a .blend each test appends
+from; clips are cut to their first SECONDS.
+"""
+import json
+import os
+import pathlib
+
+import bpy
+import numpy as np
+import pytest
+
+import retarget_measure as rm
+from retarget_rigs import character, signer
+
+DATA = pathlib.Path(__file__).resolve().parents[3] / "shared" / "data"
+CLIPS = sorted(str(p.relative_to(DATA)) for d in ("mocap", "generated") for p in (DATA / d).glob("*.bvh"))
+RIGS = ("signer", "godot", "robot", "godot_nodes", "godot_biped")
+SECONDS = 2.5
+
+BIPED = {"spine": "Bip01 Pelvis", "spine.001": "Bip01 Spine", "spine.002": "Bip01 Spine1",
+         "spine.003": "Bip01 Spine2", "spine.004": "Bip01 Neck", "spine.005": "Bip01 Head"}
+for _s in ("L", "R"):
+    BIPED.update({f"shoulder.{_s}": f"Bip01 {_s} Clavicle", f"upper_arm.{_s}": f"Bip01 {_s} UpperArm",
+                  f"forearm.{_s}": f"Bip01 {_s} Forearm", f"hand.{_s}": f"Bip01 {_s} Hand",
+                  f"thigh.{_s}": f"Bip01 {_s} Thigh", f"shin.{_s}": f"Bip01 {_s} Calf",
+                  f"foot.{_s}": f"Bip01 {_s} Foot", f"toe.{_s}": f"Bip01 {_s} Toe0"})
+    for _k, _f in enumerate(("thumb", "f_index", "f_middle", "f_ring", "f_pinky")):
+        for _j in range(3):
+            BIPED[f"{_f}.{_j + 1:02d}.{_s}"] = f"Bip01 {_s} Finger{_k}{'' if _j == 0 else _j}"
+
+
+def _rename(ob, names):
+    for b in list(ob.data.bones):
+        b.name = names(b.name)
+
+
+def _biped(ob):
+    """Biped names, a Bip01 root under the pelvis' head, the thighs on Bip01 Spine."""
+    _rename(ob, lambda n: BIPED.get(n, n))
+    bpy.context.view_layer.objects.active = ob
+    bpy.ops.object.mode_set(mode='EDIT')
+    eb = ob.data.edit_bones
+    root = eb.new("Bip01")
+    pelvis = eb["Bip01 Pelvis"]
+    root.head = pelvis.head
+    root.tail = pelvis.head + (pelvis.tail - pelvis.head) * 0.5
+    pelvis.parent = root
+    for s in ("L", "R"):
+        eb[f"Bip01 {s} Thigh"].parent = eb["Bip01 Spine"]
+    bpy.ops.object.mode_set(mode='OBJECT')
+
+
+@pytest.fixture(scope="session")
+def rig_file(tmp_path_factory, addon):
+    """A .blend holding the five target armatures (objects named as RIGS)."""
+    bpy.ops.wm.read_homefile(use_empty=True)
+    made = {"signer": signer(), "godot": character(DATA, "godot"), "robot": character(DATA, "robot")}
+    for key, change in (("godot_nodes", None), ("godot_biped", _biped)):
+        ob = character(DATA, "godot")
+        if change is None:
+            _rename(ob, lambda n, names=[b.name for b in ob.data.bones]: f"Node_{names.index(n)}")
+        else:
+            change(ob)
+        made[key] = ob
+    for key, ob in made.items():
+        ob.name = key
+    path = tmp_path_factory.mktemp("rigs") / "rigs.blend"
+    bpy.data.libraries.write(str(path), set(made.values()), fake_user=True)
+    return path
+
+
+def load_rig(path, key):
+    with bpy.data.libraries.load(str(path)) as (_src, dst):
+        dst.objects = [key]
+    ob = dst.objects[0]
+    bpy.context.collection.objects.link(ob)
+    for child in [o for o in bpy.data.objects if o.parent == ob]:
+        bpy.context.collection.objects.link(child)
+    return ob
+
+
+def run(addon, rig_file, clip, rig, seconds=SECONDS):
+    rt = addon.signsim_addon.retarget.api
+    target = load_rig(rig_file, rig)
+    source, _action, fps, _cleanup = rt.source_clip(str(DATA / clip))
+    first, last = source.animation_data.action.frame_range
+    bone_map = rt.auto_map(source, target)
+    warnings = []
+    result = rt.retarget(source, target, bone_map, source_fps=fps,
+                         frame_range=(first, min(last, first + seconds * fps)),
+                         report=lambda level, msg: warnings.append(msg) if level == "WARNING" else None)
+    result.warnings = warnings
+    return rm.Poses(source, result.source_frames, from_motion=True), rm.Poses(target, result.frames), result, fps
+
+
+def measure(src, tgt, result, fps):
+    """Every Done-when number of one source × target pair (dict)."""
+    m = {}
+    m["head_minus_hips_min"] = float(rm.head_above_hips(tgt).min())
+    cos = rm.chain_cosines(src, tgt)
+    m["chain_cos_min"] = min(cos.values())
+    m["chain_cos_worst"] = min(cos, key=cos.get)
+    # left follows left: the target's geometric left arm follows the source's geometric left
+    m["left_arm_cos"] = min(c for (name, _k), c in cos.items() if name in ("arm.L", "arm.R"))
+    ps, pt = rm.palm_frames(src), rm.palm_frames(tgt)
+    palm = [float(rm.offset_angles(ps[s], pt[s]).mean()) for s in ps if s in pt]
+    m["palm_deg"] = max(palm) if palm else None
+    m["chest_deg"] = float(rm.offset_angles(rm.chest_frame(src), rm.chest_frame(tgt)).max())
+    m.update(rm.jump_excess(src, tgt, result.bone_map.as_dict()))
+    # root path: hips height ratio, each floor under its own skeleton
+    # the target's hips: the bone the source's (geometric) hips drive (a Biped's Pelvis,
+    # above the bone its thighs hang from)
+    hips_s = src.body.hips
+    hips_t = tgt.names.index(next(t for t, s in result.bone_map.as_dict().items() if s == src.names[hips_s]))
+    floor_t = rm.floor_height(tgt)
+    lowest_s = np.minimum(src.heads[..., 2].min(1), src.tails[..., 2].min(1))
+    floor_s = np.percentile(lowest_s, 5)
+    k = (tgt.rest_heads[hips_t, 2] - floor_t) / np.median(src.heads[:, hips_s, 2] - lowest_s)
+    p = src.heads[:, hips_s]
+    expected = k * (p - [p[0, 0], p[0, 1], floor_s]) + [tgt.rest_heads[hips_t, 0], tgt.rest_heads[hips_t, 1], floor_t]
+    m["root_err"] = float(np.linalg.norm(tgt.heads[:, hips_t] - expected, axis=1).max())
+    slide = height = 0.0
+    for side in ("L", "R"):
+        mask = rm.planted(src, side, 0.25, fps, 0.02) if ("L", "foot") in tgt.body.limbs else None
+        if mask is not None and mask.any():
+            s_, h_ = rm.foot_slide_and_height(tgt, side, mask)
+            slide, height = max(slide, s_), max(height, h_)
+    m["foot_slide"], m["foot_height"] = slide, height
+    chest = rm.chest_frame(tgt)
+    rhythm = [rm.clavicle_rhythm(tgt, s, chest) for s in ("L", "R") if not rm.girdle_moves(src, s)]
+    m["rhythm"] = [r for r in rhythm if r is not None]
+    return m
+
+
+@pytest.mark.parametrize("rig", RIGS)
+@pytest.mark.parametrize("clip", CLIPS)
+def test_geometry(addon, rig_file, clip, rig):
+    """The Done-when points of the skeleton-understanding retarget, pair by pair."""
+    src, tgt, result, fps = run(addon, rig_file, clip, rig)
+    m = measure(src, tgt, result, fps)
+    if os.environ.get("SIGNSIM_MEASURE_LOG"):     # a table of the numbers, for reports
+        with open(os.environ["SIGNSIM_MEASURE_LOG"], "a", encoding="utf-8") as fh:
+            fh.write(json.dumps({"clip": clip, "rig": rig, **m, "warnings": result.warnings},
+                                default=str) + "\n")
+    assert m["head_minus_hips_min"] > 0
+    # every chain, the arms and legs by anatomical side, follows the source's directions
+    assert m["chain_cos_min"] >= 0.98, m["chain_cos_worst"]
+    assert m["palm_deg"] is None or m["palm_deg"] <= 1.5
+    assert m["chest_deg"] <= 5.0
+    assert m["jump_excess_deg"] <= 5.0, m["jump_worst"]
+    assert m["root_err"] <= 0.02
+    for ratio in m["rhythm"]:
+        assert 0.3 <= ratio <= 0.55
+    # planted feet: held on the floor, or (where the skeletons' legs and feet differ too
+    # much to hold them without bending the legs off the source's) said so
+    if m["foot_slide"] > 0.02 or m["foot_height"] > 0.015:
+        assert any("planted" in w and "not forced" in w for w in result.warnings)
+    if rig == "godot_biped":      # the Biped root carries the translation, the pelvis turns
+        assert "Bip01" in result.keys["loc"] and "Bip01 Pelvis" not in result.keys["loc"]
+        assert result.bone_map.as_dict()["Bip01 Pelvis"] == src.names[src.body.hips]
+    if rig == "robot":            # two-joint fingers: every joint of a finger the source has
+        assert set(tgt.body.finger_joints().values()) == {2}
+        fingers = [i for key, f in tgt.body.fingers.items() if key in src.body.fingers for i in f]
+        assert {tgt.names[i] for i in fingers} <= set(result.bone_map.as_dict())
+        assert len(fingers) == 2 * len(set(tgt.body.fingers) & set(src.body.fingers))

@@ -1,0 +1,77 @@
+"""Planted-foot IK and the scapulohumeral rhythm (analytic checks)."""
+import numpy as np
+from scipy.spatial.transform import Rotation
+
+from solver import posing
+
+
+def test_swing_is_the_smallest_rotation(rng):
+    a = rng.normal(size=(50, 3))
+    b = rng.normal(size=(50, 3))
+    r = posing.swing(a, b)
+    au, bu = a / np.linalg.norm(a, axis=1)[:, None], b / np.linalg.norm(b, axis=1)[:, None]
+    assert np.allclose(np.einsum("fij,fj->fi", r, au), bu, atol=1e-12)
+    angle = np.linalg.norm(Rotation.from_matrix(r).as_rotvec(), axis=1)
+    assert np.allclose(angle, np.arccos(np.clip(np.sum(au * bu, 1), -1, 1)), atol=1e-9)
+    # the axis is normal to both: a vector along a × b does not move
+    ax = np.cross(au, bu)
+    assert np.allclose(np.einsum("fij,fj->fi", r, ax), ax, atol=1e-12)
+    flip = posing.swing(np.array([[0, 0, 1.0]]), np.array([[0, 0, -1.0]]))
+    assert np.allclose(flip[0] @ [0, 0, 1.0], [0, 0, -1.0])
+
+
+def test_two_bone_ik_reaches_reachable_goals_and_keeps_lengths(rng):
+    n = 200
+    root = rng.normal(size=(n, 3))
+    mid = root + posing._unit(rng.normal(size=(n, 3))) * 0.45
+    end = mid + posing._unit(rng.normal(size=(n, 3))) * 0.4
+    goal = root + posing._unit(rng.normal(size=(n, 3))) * rng.uniform(0.1, 0.8, (n, 1))
+    du, dl = posing.two_bone_ik(root, mid, end, goal, pole=root + [0, -1.0, 0])
+    new_mid = root + np.einsum("fij,fj->fi", du, mid - root)
+    new_end = new_mid + np.einsum("fij,fj->fi", dl, end - mid)
+    assert np.abs(new_end - goal).max() < 1e-9
+    assert np.allclose(np.linalg.norm(new_mid - root, axis=1), 0.45)
+    # the knee stays on its side of the root → goal line
+    g = posing._unit(goal - root)
+    side_old = (mid - root) - np.sum((mid - root) * g, 1)[:, None] * g
+    side_new = (new_mid - root) - np.sum((new_mid - root) * g, 1)[:, None] * g
+    assert np.all(np.sum(side_old * side_new, 1) > 0)
+    # out of reach: straight towards the goal
+    far = root + [0, 0, -5.0]
+    du, dl = posing.two_bone_ik(root, mid, end, far, pole=root + [0, -1.0, 0])
+    new_end = root + np.einsum("fij,fj->fi", du, mid - root) + np.einsum("fij,fj->fi", dl, end - mid)
+    assert np.allclose(posing._unit(new_end - root), [0, 0, -1.0], atol=1e-5)
+
+
+def test_planted_frames_weights_and_goals():
+    fps = 30.0
+    t = np.arange(60)
+    x = np.where(t < 20, 0.0, np.where(t < 40, (t - 20) * 0.05, 1.0))   # still, walk 1.5 m/s, still
+    z = np.where((t >= 20) & (t < 40), 0.2, 0.01)
+    pts = np.stack([x, 0 * x, z], 1)
+    mask = posing.planted(pts, fps, floor=0.0)
+    assert mask[:19].all() and not mask[21:40].any() and mask[41:].all()
+    w = posing.plant_weights(mask, ramp=4)
+    assert np.all((w >= 0) & (w <= 1)) and np.all(w[mask] == 1)
+    assert np.abs(np.diff(w)).max() <= 0.5
+    ankle = pts + [0, 0, 0.08] + np.stack([0 * x, 0.01 * np.sin(t), 0 * x], 1)
+    goal = posing.plant_goals(ankle, np.full(60, -0.08), mask, floor=0.0)
+    assert np.allclose(goal[mask, 2], 0.08)
+    run = goal[:19]
+    assert np.ptp(run[:, :2], axis=0).max() == 0.0      # one spot per run
+
+
+def test_girdle_follows_the_arm_at_the_rhythm_ratio():
+    up = np.tile([0, 0, 1.0], (91, 1))
+    elev = np.radians(np.arange(91.0) * 2)                 # 0 … 180°
+    arm = np.stack([np.sin(elev), 0 * elev, -np.cos(elev)], 1)
+    rise = posing.girdle_rise(arm, up)
+    assert rise[elev < np.radians(10)].max() < np.radians(0.1)
+    past = elev > np.radians(50)
+    slope = np.polyfit(elev[past], rise[past], 1)[0]
+    assert abs(slope - posing.RHYTHM_RATIO) < 1e-3
+    assert np.all(np.diff(rise) >= 0)
+    clav = np.tile([1.0, 0, 0], (91, 1))
+    r = posing.girdle_rotation(clav, up, rise)
+    raised = np.einsum("fij,fj->fi", r, clav)
+    assert np.allclose(np.arcsin(raised[:, 2]), rise)
