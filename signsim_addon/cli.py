@@ -3,10 +3,14 @@
 One handler, `main(argv)`, serves both (Blender API: bpy.utils.register_cli_command).
 Each subcommand is a module function `run(args, say) -> dict`; `say` prints a human line
 (silenced by --json), and the returned dict is printed as one JSON object on the last
-stdout line when --json is given. Errors exit non-zero with one line on stderr.
+stdout line when --json is given, with every warning the command reported
+(errors.cli_reporter(say)) in its 'warnings' list. Errors exit non-zero with one line on
+stderr. Blender's own log lines (files.quiet) never reach stdout.
 """
 import argparse
+import contextlib
 import json
+import signal
 import sys
 import traceback
 
@@ -42,6 +46,8 @@ def _commands():
          library_cli.add_import_arguments, library_cli.run_import),
         ("list", "search and list the clips of a motion library",
          library_cli.add_list_arguments, library_cli.run_list),
+        ("tag", "add or remove tags of a library clip",
+         library_cli.add_tag_arguments, library_cli.run_tag),
         ("retarget", "retarget clips onto a rig",
          retarget_cli.add_arguments, retarget_cli.run),
         ("bake", "bake the physics pass onto an armature's keyframes",
@@ -85,8 +91,9 @@ def main(argv) -> int:
         if args.command is None:
             parser.print_help()
             return _fail("signsim: a subcommand is required (see --help)", EXIT_USAGE, want_json)
-        say = (lambda *a: None) if args.json else (lambda *a: print(*a, flush=True))
-        result = args.run(args, say)
+        say = _Say(args.json)
+        with _terminate_as_interrupt():
+            result = args.run(args, say)
     except _UsageError as ex:
         return _fail(str(ex), EXIT_USAGE, want_json)
     except (SignSimError, OSError, ValueError) as ex:
@@ -100,9 +107,41 @@ def main(argv) -> int:
     # A subcommand may ask for a non-zero exit (e.g. import: some files failed) while
     # still printing its full result; it has already written its summary line to stderr.
     code = result.pop("_exit", 0) if isinstance(result, dict) else 0
+    if isinstance(result, dict):
+        result["warnings"] = list(dict.fromkeys(list(result.get("warnings", [])) + say.warnings))
     if args.json:
         _print_json(result)
     return code
+
+
+class _Say:
+    """Print one human line (nothing with --json); `warnings` collects the command's
+    warnings (see errors.cli_reporter)."""
+
+    def __init__(self, silent):
+        self.silent = silent
+        self.warnings = []
+
+    def __call__(self, *parts):
+        if not self.silent:
+            print(*parts, flush=True)
+
+
+@contextlib.contextmanager
+def _terminate_as_interrupt():
+    """SIGTERM raises KeyboardInterrupt like Ctrl-C, so an interrupted command unwinds
+    through its `finally` blocks and leaves no temporary files (Python's signal module)."""
+    def on_term(signum, frame):
+        raise KeyboardInterrupt
+    try:
+        old = signal.signal(signal.SIGTERM, on_term)
+    except ValueError:  # not the main thread: leave the signal alone
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, old)
 
 
 def _fail(message, code, want_json):

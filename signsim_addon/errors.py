@@ -34,8 +34,13 @@ def silent(level, message):
 
 def cli_reporter(say):
     """A reporter printing through `say(line)`: INFO as it is, others prefixed 'warning: '
-    or 'error: '."""
-    return lambda level, message: say(message if level == INFO else f"{level.lower()}: {message}")
+    or 'error: '. WARNING messages are also appended to `say.warnings` when `say` has that
+    list (the CLI's, which puts them in the --json 'warnings')."""
+    def report(level, message):
+        if level == WARNING and isinstance(getattr(say, "warnings", None), list):
+            say.warnings.append(message)
+        say(message if level == INFO else f"{level.lower()}: {message}")
+    return report
 
 
 def operator_reporter(operator):

@@ -1,9 +1,16 @@
 """Files of the command line: check paths first, open .blend files, write atomically.
 
-Every subcommand checks all its paths before any work, so a bad path costs nothing and
-never leaves half a result behind, and no output may overwrite an input or another output.
+Every subcommand checks all its paths before any work (they exist, the output folders are
+writable), so a bad path costs nothing and never leaves half a result behind, and no
+output may overwrite an input or another output. A command's outputs (the .blend and its
+JSON side files) are renamed into place together at the end (save_outputs), and Blender's
+own log lines ("Read blend", "Saved copy as") are kept off stdout and stderr (quiet).
 """
+import contextlib
+import io
 import os
+import sys
+import tempfile
 from dataclasses import dataclass
 
 import bpy
@@ -34,16 +41,63 @@ def check_files(inputs, outputs):
             raise SignSimError(f"output folder does not exist: {os.path.dirname(p)}")
         if os.path.isdir(p):
             raise SignSimError(f"output is a folder, not a file: {p}")
+        check_writable(p)
         if p in inputs:
             raise SignSimError(f"an output would overwrite the input {p}: choose another path")
     if len(set(outputs)) != len(outputs):
         raise SignSimError("two outputs name the same file: give each its own path")
 
 
+def check_writable(path):
+    """SignSimError unless a file can be created next to `path`, in its folder or the
+    nearest existing parent (a probe file is made and removed: permission bits alone do
+    not tell, e.g. for root or read-only mounts)."""
+    folder = os.path.dirname(os.path.abspath(path))
+    while not os.path.isdir(folder) and os.path.dirname(folder) != folder:
+        folder = os.path.dirname(folder)
+    try:
+        fd, probe = tempfile.mkstemp(prefix=".signsim-probe-", dir=folder)
+    except OSError as ex:
+        raise SignSimError(f"cannot write in the folder {folder} ({ex.strerror or ex}): "
+                           "choose another output path") from None
+    os.close(fd)
+    os.remove(probe)
+    if os.path.exists(path) and not os.access(path, os.W_OK):
+        raise SignSimError(f"cannot overwrite {path} (read-only file)")
+
+
+@contextlib.contextmanager
+def quiet():
+    """Keep Blender's log lines (the C code's prints on file descriptors 1 and 2, e.g.
+    "Read blend", "Saved copy as", importer progress) and Python prints inside the block
+    off the terminal; yields the captured Python text for error messages."""
+    buf = io.StringIO()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    saved, sink = [], None
+    try:
+        sink = tempfile.TemporaryFile()
+        for fd in (1, 2):
+            saved.append((fd, os.dup(fd)))
+            os.dup2(sink.fileno(), fd)
+    except (OSError, ValueError):  # no real descriptors (an embedding host): Python level only
+        pass
+    try:
+        with contextlib.redirect_stdout(buf), contextlib.redirect_stderr(buf):
+            yield buf
+    finally:
+        for fd, copy in reversed(saved):
+            os.dup2(copy, fd)
+            os.close(copy)
+        if sink is not None:
+            sink.close()
+
+
 def open_blend(path):
     """Open a .blend file as the current file. Raises SignSimError when it cannot be read."""
     try:
-        bpy.ops.wm.open_mainfile(filepath=os.path.abspath(path), load_ui=False)
+        with quiet():
+            bpy.ops.wm.open_mainfile(filepath=os.path.abspath(path), load_ui=False)
     except RuntimeError as ex:
         raise SignSimError(f"cannot open {path}: {str(ex).strip().splitlines()[-1]}") from None
 
@@ -64,17 +118,28 @@ def find_armature(name=None):
     return bpy.data.objects[armatures[0]]
 
 
-def save_atomically(out, say=None):
-    """Save the open file as a copy at OUT through a temporary file renamed into place;
-    returns the absolute path."""
+def save_atomically(out, say=None, texts=None):
+    """Save the open file as a copy at OUT, and each {path: text} of `texts` (JSON side
+    files), through temporary files renamed into place only when all were written, so
+    either every output is new or none changed. Returns OUT's absolute path. Raises
+    SignSimError when a file cannot be written."""
     out = os.path.abspath(out)
-    tmp = out + ".partial.blend"
+    pending = [(out + ".partial.blend", out)]
+    pending += [(os.path.abspath(p) + ".partial", os.path.abspath(p)) for p in (texts or {})]
     try:
-        bpy.ops.wm.save_as_mainfile(filepath=tmp, copy=True, compress=True)
-        os.replace(tmp, out)
+        with quiet():
+            bpy.ops.wm.save_as_mainfile(filepath=pending[0][0], copy=True, compress=True)
+        for (tmp, _final), text in zip(pending[1:], (texts or {}).values()):
+            with open(tmp, "w", encoding="utf-8") as f:
+                f.write(text)
+        for tmp, final in pending:
+            os.replace(tmp, final)
+    except (OSError, RuntimeError) as ex:
+        raise SignSimError(f"cannot write {out}: {getattr(ex, 'strerror', None) or ex}") from None
     finally:
-        if os.path.exists(tmp):
-            os.remove(tmp)
+        for tmp, _final in pending:
+            if os.path.exists(tmp):
+                os.remove(tmp)
     if say:
         say(f"wrote {out}")
     return out

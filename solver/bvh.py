@@ -31,11 +31,11 @@ class BvhData:
         self.offsets = []       # (J, 3)
         self.channels = []      # per joint: list of channel names (lower case)
         self.first_channel = []  # per joint: index of its first channel in a data row
+        self.end_sites = []     # (joint index, (3,) offset) per End Site
         self.frame_time = 0.0
         self.header_frames = 0
         self.motion = None      # (rows, channels)
         self.warnings = []
-        self.hierarchy_text = ""  # the file up to MOTION (for a one-frame skeleton file)
         self.first_row = ""
 
     @property
@@ -51,95 +51,157 @@ class BvhData:
         return sum(len(c) for c in self.channels)
 
 
-def read(path) -> BvhData:
-    """Parse and validate a BVH file; raise BvhError(one line naming the file)."""
+FPS_RANGE = (1.0, 1000.0)       # frames per second a motion file may declare
+ROTATION_LIMIT_DEG = 1.0e5      # |angle| beyond this (≈ 278 turns) is no real rotation key
+FLOAT32_MAX = float(np.finfo(np.float32).max)  # Blender stores keys as 32-bit floats
+
+
+def read(path, progress=None) -> BvhData:
+    """Parse and validate a BVH file; raise BvhError(one line naming the file).
+
+    The MOTION section is streamed in chunks of rows (memory ≈ the (rows, channels)
+    float64 array, not the file's text split into words). Refused: malformed
+    hierarchies (see _parse_hierarchy), a frame rate outside FPS_RANGE, rows of the
+    wrong length, values that are not finite or do not fit a 32-bit float, rotation
+    angles beyond ±ROTATION_LIMIT_DEG degrees. progress(fraction) is called after each
+    chunk when given (fraction of the file's bytes read, 0–1)."""
     name = os.path.basename(path)
 
     def fail(reason):
         raise BvhError(f"{name}: {reason}")
 
     try:
-        with open(path, "rb") as f:
-            raw = f.read()
+        f = open(path, encoding="utf-8", errors="replace", newline=None)  # \n, \r\n or \r
     except OSError as ex:
         fail(f"cannot read the file ({ex.strerror or ex})")
-    if not raw.strip():
-        fail("the file is empty")
-    if b"\0" in raw[:4096]:
-        fail("not a BVH motion file (binary data)")
-    text = raw.decode("utf-8", errors="replace")
-    parts = re.split(r"(?im)^[ \t]*MOTION[ \t]*\r?$", text, maxsplit=1)
-    head = parts[0]
-    tokens = head.split()
-    if not tokens or tokens[0].upper() != "HIERARCHY":
-        fail("not a BVH motion file (it does not start with HIERARCHY)")
-    data = BvhData()
-    _parse_hierarchy(tokens, data, fail)
-    if len(parts) < 2:
-        fail("truncated: the file ends before its MOTION section")
-    lines = parts[1].splitlines()
-    i = 0
+    with f:
+        size = max(os.fstat(f.fileno()).st_size, 1)
+        head_lines = []
+        while True:
+            line = f.readline()
+            if not line:
+                break
+            if "\0" in line:
+                fail("not a BVH motion file (binary data)")
+            if line.strip().upper() == "MOTION":
+                break
+            head_lines.append(line)
+            if len(head_lines) > 200000:
+                fail("not a BVH motion file (no MOTION section in its first 200000 lines)")
+        head = "".join(head_lines)
+        tokens = head.split()
+        if not tokens and not line:
+            fail("the file is empty")
+        if not tokens or tokens[0].upper() != "HIERARCHY":
+            fail("not a BVH motion file (it does not start with HIERARCHY)")
+        data = BvhData()
+        _parse_hierarchy(tokens, data, fail)
+        if not line:
+            fail("truncated: the file ends before its MOTION section")
 
-    def next_line():
-        nonlocal i
-        while i < len(lines) and not lines[i].strip():
-            i += 1
-        if i >= len(lines):
-            fail("truncated: the MOTION section has no 'Frames:' and 'Frame Time:' lines")
-        line = lines[i]
-        i += 1
-        return line
+        def header_line():
+            while True:
+                ln = f.readline()
+                if not ln:
+                    fail("truncated: the MOTION section has no 'Frames:' and 'Frame Time:' lines")
+                if ln.strip():
+                    return ln
 
-    m = re.match(r"\s*Frames:\s*(\S+)\s*$", next_line(), re.I)
-    if not m:
-        fail("the MOTION section does not start with 'Frames: <count>'")
-    try:
-        data.header_frames = int(m.group(1))
-    except ValueError:
-        fail(f"the frame count '{m.group(1)}' is not a whole number")
-    m = re.match(r"\s*Frame\s+Time:\s*(\S+)\s*$", next_line(), re.I)
-    if not m:
-        fail("the MOTION section has no 'Frame Time: <seconds>' line")
-    try:
-        data.frame_time = float(m.group(1))
-    except ValueError:
-        fail(f"the frame time '{m.group(1)}' is not a number")
-    if not math.isfinite(data.frame_time) or data.frame_time <= 0:
-        fail(f"the frame time {m.group(1)} is not a positive number of seconds")
-    rows = [ln for ln in lines[i:] if ln.strip()]
-    if not rows:
+        def header(pattern, missing, convert, what):
+            m = re.match(pattern, header_line(), re.I)
+            if not m:
+                fail(missing)
+            try:
+                return convert(m.group(1)), m.group(1)[:20]
+            except ValueError:
+                fail(f"the {what} '{m.group(1)[:20]}' is not a "
+                     f"{'whole number' if convert is int else 'number'}")
+
+        data.header_frames, _text = header(r"\s*Frames:\s*(\S+)\s*$", "the MOTION section "
+                                           "does not start with 'Frames: <count>'", int, "frame count")
+        data.frame_time, text = header(r"\s*Frame\s+Time:\s*(\S+)\s*$", "the MOTION section "
+                                       "has no 'Frame Time: <seconds>' line", float, "frame time")
+        lo, hi = FPS_RANGE
+        if not math.isfinite(data.frame_time) or data.frame_time <= 0:
+            fail(f"the frame time {text} is not a positive number of seconds")
+        if not 1.0 / hi <= data.frame_time <= 1.0 / lo:
+            fail(f"the frame time {text} s is {1.0 / data.frame_time:.4g} frames "
+                 f"per second, outside {lo:g}–{hi:g} fps")
+        expected = data.channel_count
+        if expected == 0:
+            fail("the hierarchy declares no channels, so there is no motion")
+        chunks, n_rows, done = [], 0, f.tell()
+        while True:
+            lines = f.readlines(max(1 << 16, min(1 << 22, size // 20)))  # ≤ 5 % per chunk
+            if not lines:
+                break
+            rows = [ln for ln in lines if ln.strip()]
+            if not rows:
+                continue
+            if not n_rows:
+                data.first_row = rows[0]
+            chunks.append(_parse_rows(rows, n_rows, expected, fail))
+            n_rows += len(rows)
+            done += sum(len(ln) for ln in lines)
+            if progress:
+                progress(min(done / size, 1.0))
+    if not n_rows:
         fail("no frames: the MOTION section has no data rows")
-    expected = data.channel_count
-    if expected == 0:
-        fail("the hierarchy declares no channels, so there is no motion")
-    tokens = "\n".join(rows).split()
-    motion = None
-    if len(tokens) == len(rows) * expected:
-        try:
-            motion = np.array(tokens, dtype=np.float64).reshape(len(rows), expected)
-        except ValueError:
-            motion = None
-    if motion is None:  # slow path: find the row and say what is wrong with it
-        for k, r in enumerate(rows):
-            c = len(r.split())
-            if c != expected:
-                if k == len(rows) - 1 and c < expected:
-                    fail(f"truncated: the last frame (row {k + 1}) has {c} of {expected} values")
-                fail(f"wrong channel count: frame {k + 1} has {c} values but the hierarchy "
-                     f"declares {expected} channels")
-        bad = next((t for t in tokens if not _is_float(t)), "?")
-        fail(f"the motion data holds '{bad[:20]}', which is not a number")
-    finite = np.isfinite(motion)
-    if not finite.all():
-        r, c = np.argwhere(~finite)[0]
-        fail(f"non-finite value ({motion[r, c]}) in frame {r + 1}, channel {c + 1}")
+    motion = chunks[0] if len(chunks) == 1 else np.concatenate(chunks)
+    del chunks
+    _check_values(motion, data, fail)
     data.motion = motion
-    data.hierarchy_text = head
-    data.first_row = rows[0]
-    if data.header_frames != len(rows):
+    if data.header_frames != n_rows:
         data.warnings.append(f"header says {data.header_frames} frames but the file has "
-                             f"{len(rows)} data rows; all {len(rows)} rows were kept")
+                             f"{n_rows} data rows; all {n_rows} rows were kept")
     return data
+
+
+def _parse_rows(rows, first, expected, fail):
+    """(len(rows), expected) float64 from byte lines; `first` is the index of rows[0]."""
+    try:
+        values = np.array(" ".join(rows).split(), dtype=np.float64)
+    except ValueError:
+        values = None
+    if values is not None and values.size == len(rows) * expected:
+        return values.reshape(len(rows), expected)
+    for k, r in enumerate(rows):  # slow path: find the row and say what is wrong with it
+        words = r.split()
+        if len(words) != expected:
+            fail(f"wrong channel count: frame {first + k + 1} has {len(words)} values but the "
+                 f"hierarchy declares {expected} channels (a truncated or damaged row)")
+        bad = next((w for w in words if not _is_float(w)), None)
+        if bad is not None:
+            fail(f"the motion data holds '{bad[:20]}', which is not a number (frame "
+                 f"{first + k + 1})")
+    fail("the motion data cannot be read as numbers")
+
+
+def _check_values(motion, data, fail):
+    """Refuse keys Blender cannot store or no real motion has (see read)."""
+    bad = ~np.isfinite(motion) | (np.abs(motion) > FLOAT32_MAX)
+    if bad.any():
+        r, c = np.argwhere(bad)[0]
+        kind = "non-finite" if not np.isfinite(motion[r, c]) else "out-of-range"
+        fail(f"{kind} value ({motion[r, c]:.4g}) in frame {r + 1}, channel {c + 1} "
+             f"({_channel_label(data, c)}): keys must be finite 32-bit floats")
+    rot = [data.first_channel[j] + i for j, chans in enumerate(data.channels)
+           for i, ch in enumerate(chans) if ch in _ROT]
+    if rot:
+        big = np.abs(motion[:, rot]) > ROTATION_LIMIT_DEG
+        if big.any():
+            r, k = np.argwhere(big)[0]
+            c = rot[k]
+            fail(f"rotation {motion[r, c]:.4g}° in frame {r + 1} ({_channel_label(data, c)}) is "
+                 f"beyond any plausible angle (±{ROTATION_LIMIT_DEG:g}°)")
+
+
+def _channel_label(data, col):
+    for j, chans in enumerate(data.channels):
+        i = col - data.first_channel[j]
+        if 0 <= i < len(chans):
+            return f"{chans[i]} of joint '{data.names[j]}'"
+    return "unknown channel"
 
 
 def _is_float(t):
@@ -156,7 +218,7 @@ def _parse_hierarchy(tokens, data, fail):
     n = len(tokens)
     channel = 0
     offsets = []
-    expect_open = False
+    has_channels = []   # per joint: a CHANNELS line was seen
     while k < n:
         t = tokens[k]
         tl = t.lower()
@@ -180,6 +242,7 @@ def _parse_hierarchy(tokens, data, fail):
             data.channels.append([])
             data.first_channel.append(channel)
             offsets.append((0.0, 0.0, 0.0))
+            has_channels.append(False)
             stack_push = len(data.names) - 1
             k = j
             if k >= n:
@@ -189,9 +252,12 @@ def _parse_hierarchy(tokens, data, fail):
             continue
         if tl == "end":
             if k + 1 < n and tokens[k + 1].lower() == "site":
+                if not stack or stack[-1] is None:
+                    fail("an End Site outside a joint")
                 k += 2
                 while k < n and tokens[k] != "{":
                     k += 1
+                data.end_sites.append([stack[-1], (0.0, 0.0, 0.0)])
                 stack.append(None)
                 k += 1
                 continue
@@ -204,32 +270,45 @@ def _parse_hierarchy(tokens, data, fail):
                 v = tuple(float(x) for x in vals)
             except ValueError:
                 fail(f"an OFFSET holds '{' '.join(vals)}', which are not 3 numbers")
-            if not all(math.isfinite(x) for x in v):
-                fail("non-finite value in an OFFSET of the hierarchy")
+            if not all(math.isfinite(x) and abs(x) <= FLOAT32_MAX for x in v):
+                fail("non-finite or out-of-range value in an OFFSET of the hierarchy")
             if stack and stack[-1] is not None:
                 offsets[stack[-1]] = v
+            elif stack and data.end_sites:
+                data.end_sites[-1][1] = v
             k += 4
             continue
         if tl == "channels":
             if not stack or stack[-1] is None:
                 fail("CHANNELS outside a joint")
+            joint = data.names[stack[-1]]
             try:
                 count = int(tokens[k + 1])
             except (IndexError, ValueError):
-                fail("a CHANNELS line has no channel count")
+                fail(f"the CHANNELS line of joint '{joint}' has no channel count")
+            if not 0 <= count <= 6:
+                fail(f"joint '{joint}' declares {count} channels (0 to 6 allowed)")
+            if has_channels[stack[-1]]:
+                fail(f"joint '{joint}' has two CHANNELS lines")
             names = [c.lower() for c in tokens[k + 2:k + 2 + count]]
             if len(names) < count:
                 fail("truncated hierarchy (a CHANNELS line is cut short)")
             for c in names:
                 if c not in _ROT and c not in _POS:
-                    fail(f"unknown channel '{c}' in joint '{data.names[stack[-1]]}'")
+                    fail(f"unknown channel '{c}' in joint '{joint}'")
+            twice = sorted({c for c in names if names.count(c) > 1})
+            if twice:
+                fail(f"joint '{joint}' repeats the channel {twice[0]} (each axis once)")
             data.channels[stack[-1]] = names
+            has_channels[stack[-1]] = True
             channel += count
             k += 2 + count
             continue
         if t == "}":
             if not stack:
                 fail("unbalanced '}' in the hierarchy")
+            if stack[-1] is not None and not has_channels[stack[-1]]:
+                fail(f"joint '{data.names[stack[-1]]}' has no CHANNELS line")
             stack.pop()
             k += 1
             continue
@@ -255,17 +334,11 @@ def local_rotations(data, rows=None):
             continue
         # BVH: R = R_first · R_second · R_third (intrinsic), i.e. the third channel's axis
         # is applied first: Blender's Euler order is the channel order reversed
-        letters = [_ROT[c] for c, _col in rot]
-        if len(set(letters)) == len(letters):
-            angles = np.zeros((len(m), 3))
-            for (c, col), letter in zip(rot, letters):
-                angles[:, "XYZ".index(letter)] = np.radians(m[:, col])
-            out[:, j] = quat.from_euler(angles, "".join(reversed(letters)))
-        else:  # an axis repeated (legal, rare): one channel at a time
-            for (c, col), letter in zip(rot, letters):
-                angles = np.zeros((len(m), 3))
-                angles[:, "XYZ".index(letter)] = np.radians(m[:, col])
-                out[:, j] = quat.mul(out[:, j], quat.from_euler(angles, letter))
+        letters = [_ROT[c] for c, _col in rot]   # distinct: read() refuses repeats
+        angles = np.zeros((len(m), 3))
+        for (c, col), letter in zip(rot, letters):
+            angles[:, "XYZ".index(letter)] = np.radians(m[:, col])
+        out[:, j] = quat.from_euler(angles, "".join(reversed(letters)))
     return out
 
 
@@ -293,10 +366,53 @@ def joint_positions(data, rows=None):
 
 
 def skeleton_text(data):
-    """BVH text with the file's hierarchy and only its first frame (for Blender's importer
-    to build the armature in its rest pose without keying every frame)."""
-    return (data.hierarchy_text.rstrip() + "\nMOTION\nFrames: 1\n"
-            f"Frame Time: {data.frame_time!r}\n{data.first_row.strip()}\n")
+    """BVH text of the file's skeleton with only its first frame, for Blender's importer to
+    build the armature in its rest pose without keying every frame.
+
+    Written from the parsed hierarchy in the line layout that importer reads (one
+    statement per line, channel names as it spells them), so it never sees the file's own
+    layout. A joint with one or two rotation channels gets the missing axes (value 0):
+    that importer needs all three to name an Euler order; the rest pose (offsets, end
+    sites, which joints have positions) is unchanged, and the keys are written from the
+    file's own channels (see joint_channels)."""
+    lines = ["HIERARCHY"]
+    values = data.first_row.split()
+    row = []
+    children = {}
+    for j, p in enumerate(data.parents):
+        children.setdefault(p, []).append(j)
+    ends = {}
+    for j, off in data.end_sites:
+        ends.setdefault(j, []).append(off)
+    spell = {**{k: f"{v}rotation" for k, v in _ROT.items()},
+             **{k: f"{'XYZ'[v]}position" for k, v in _POS.items()}}
+
+    def emit(j, depth):
+        ind = "\t" * depth
+        lines.append(f"{ind}{'ROOT' if data.parents[j] < 0 else 'JOINT'} {data.names[j]}")
+        lines.append(f"{ind}{{")
+        lines.append(f"{ind}\tOFFSET " + " ".join(repr(float(v)) for v in data.offsets[j]))
+        chans = list(data.channels[j])
+        vals = values[data.first_channel[j]:data.first_channel[j] + len(chans)]
+        rot = [c for c in chans if c in _ROT]
+        if rot:
+            for c in ("xrotation", "yrotation", "zrotation"):
+                if c not in rot:
+                    chans.append(c)
+                    vals.append("0")
+        row.extend(vals)
+        lines.append(f"{ind}\tCHANNELS {len(chans)} " + " ".join(spell[c] for c in chans))
+        for c in children.get(j, []):
+            emit(c, depth + 1)
+        for off in ends.get(j, []):
+            lines.extend([f"{ind}\tEnd Site", f"{ind}\t{{",
+                          f"{ind}\t\tOFFSET " + " ".join(repr(float(v)) for v in off), f"{ind}\t}}"])
+        lines.append(f"{ind}}}")
+
+    for root in children.get(-1, []):
+        emit(root, 0)
+    lines += ["MOTION", "Frames: 1", f"Frame Time: {data.frame_time!r}", " ".join(row)]
+    return "\n".join(lines) + "\n"
 
 
 def joint_channels(data, j):

@@ -2,8 +2,11 @@
 
 1. Download the wheels the manifest lists (scipy for each platform) into ./wheels/ with
    pip, unless already there (they are never committed).
-2. Run Blender's own extension builder (bl_pkg/cli/blender_ext.py from the bpy module),
-   which applies the manifest's [build] exclusions, then `validate` on the zip.
+2. Copy the extension's own files — an allow-list, PACKAGE, so nothing else in the tree
+   (signsim-demo/ from `make demo`, dist/, editor files) is ever packed — and the wheels
+   into a staging folder.
+3. Run Blender's own extension builder (bl_pkg/cli/blender_ext.py from the bpy module) on
+   that folder, then `validate` on the zip.
 
 Usage: .venv/bin/python tools/build.py [--output-dir DIR]. Prints the zip path last.
 Exits non-zero with one line on stderr on failure.
@@ -12,13 +15,41 @@ import argparse
 import importlib.util
 import pathlib
 import re
+import shutil
 import subprocess
 import sys
+import tempfile
 import tomllib
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 # "scipy-1.17.1-cp311-cp311-win_amd64.whl" -> name, version, python tag, abi, platform tags
 WHEEL_RE = re.compile(r"^(?P<name>[^-]+)-(?P<version>[^-]+)-(?P<py>(cp|py)\d+)-(?P<abi>[^-]+)-(?P<plat>[^-]+)\.whl$")
+
+
+# What the zip holds, relative to the repository root (folders: every file below them
+# except Python caches). The manifest's wheels are added from its `wheels` list.
+PACKAGE = (
+    "blender_manifest.toml", "__init__.py", "LICENSE", "README.md",
+    "signsim_addon", "solver", "operators", "panels", "presets",
+    "sample_blends/README.md", "sample_blends/signer.blend",
+    "sample_blends/fingerspelling.bvh", "sample_blends/chin_cheek.bvh",
+)
+
+
+def package_files(root: pathlib.Path) -> list:
+    """Relative paths (str, '/' separated, sorted) of the files PACKAGE names under
+    `root`. Raises SystemExit when a listed path is missing."""
+    out = []
+    for rel in PACKAGE:
+        path = root / rel
+        if path.is_file():
+            out.append(rel)
+        elif path.is_dir():
+            out += [f.relative_to(root).as_posix() for f in path.rglob("*")
+                    if f.is_file() and "__pycache__" not in f.parts and f.suffix != ".pyc"]
+        else:
+            raise SystemExit(f"build: {rel} (listed in PACKAGE) does not exist")
+    return sorted(out)
 
 
 def blender_ext_script() -> pathlib.Path:
@@ -63,8 +94,13 @@ def build(output_dir: pathlib.Path) -> pathlib.Path:
     output_dir.mkdir(parents=True, exist_ok=True)
     zip_path = output_dir / f"{manifest['id']}-{manifest['version']}.zip"
     script = str(blender_ext_script())
-    subprocess.run([sys.executable, script, "build", "--source-dir", str(ROOT),
-                    "--output-filepath", str(zip_path)], check=True)
+    with tempfile.TemporaryDirectory(prefix="signsim-build-") as stage:
+        stage = pathlib.Path(stage)
+        for rel in package_files(ROOT) + [pathlib.PurePosixPath(w).as_posix() for w in manifest.get("wheels", [])]:
+            (stage / rel).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(ROOT / rel, stage / rel)
+        subprocess.run([sys.executable, script, "build", "--source-dir", str(stage),
+                        "--output-filepath", str(zip_path)], check=True)
     subprocess.run([sys.executable, script, "validate", str(zip_path)], check=True)
     return zip_path
 

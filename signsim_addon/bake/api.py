@@ -68,11 +68,9 @@ def bake_file(request: BakeFileRequest, report=silent) -> dict:
         report(WARNING, w)
     physics = ob.signsim.physics
     new = write(scene, job, solved, physics.output_mode, physics.key_tolerance_deg)
-    files.save_atomically(r.out)
-    metrics = public_metrics(solved.metrics)
-    if r.metrics:
-        with open(r.metrics, "w", encoding="utf-8") as f:
-            json.dump(metrics, f, indent=1, sort_keys=True)
+    metrics = public_metrics(solved.metrics)   # the .blend and the metrics: both or neither
+    files.save_atomically(r.out, texts={r.metrics: json.dumps(metrics, indent=1, sort_keys=True)}
+                          if r.metrics else None)
     for side in ("reference", "baked"):
         m = metrics[side]
         report(INFO, f"{side:>9}: tracking {m['tracking_rms_deg']:.2f}° RMS, lag {m['lag_ms']:.1f} ms, "

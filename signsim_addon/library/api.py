@@ -6,6 +6,7 @@ Public API (operators, the CLI, batch, the demo and the tests call only these):
 - import_paths(paths, library, tags=(), catalog=None, report=None) -> {"imported", "failed"}
 - list_clips(library, **filters) -> [clip record]   (filters: see store.matches)
 - edit_clip(library, name, rename=None, tags=None, delete=False)
+- tag_clip(library, name, add=(), remove=()) -> clip record  (a facet tag replaces its value)
 - load_clip(library, name) -> (action, skeleton)   appended into the open file
 - collect_files(paths) -> ([file], [(path, error)])
 
@@ -18,10 +19,10 @@ import os
 from .. import preferences
 from ..errors import ERROR, SignSimError
 from . import importers, store, tracking
-from .store import edit_clip, list_clips, load_clip, matches, parse_tags  # noqa: F401
+from .store import edit_clip, list_clips, load_clip, matches, parse_tags, tag_clip  # noqa: F401
 
-__all__ = ("library_file", "import_paths", "list_clips", "edit_clip", "load_clip", "collect_files", "matches",
-           "parse_tags")
+__all__ = ("library_file", "import_paths", "list_clips", "edit_clip", "tag_clip", "load_clip",
+           "collect_files", "matches", "parse_tags")
 
 
 def library_file(path=None) -> str:
@@ -39,7 +40,7 @@ def collect_files(paths, skipped=None):
     """Expand files and folders (recursively, sorted) into ([file], [(path, error)]).
 
     Inside folders, hidden files and companions (glTF .bin and images, .txt/.md notes,
-    .blend1 backups) are skipped (appended to `skipped` when given); any other
+    .blend1 backups, the library's index and lock) are skipped (appended to `skipped` when given); any other
     unsupported file is reported as a failure, as is a named file of an unsupported type
     or a path that does not exist.
     """
@@ -103,7 +104,7 @@ def import_paths(paths, library, tags=(), catalog=None, report=None, progress=No
     files, failed = collect_files(paths, skipped)
     failed = [{"path": p, "error": e} for p, e in failed]
     imported = []
-    library = store.check_library_path(library)
+    library = store.check_library_path(library, write=True)   # before any work
     with tracking.NameGuard() as guard, tracking.Tracker():
         clips = []
         for i, path in enumerate(files):
@@ -116,7 +117,7 @@ def import_paths(paths, library, tags=(), catalog=None, report=None, progress=No
                 if report:
                     report(ERROR, str(ex))
         if clips:
-            with store.open_library(library, guard=guard) as lib:
+            with store.open_library(library, guard=guard, lock=True) as lib:
                 for _path, file_clips in clips:
                     for clip in file_clips:
                         action, updated = lib.add(clip, tags, catalog)

@@ -2,6 +2,7 @@
 import os
 import sys
 
+from ..errors import SignSimError, cli_reporter
 from . import api as library
 
 
@@ -26,23 +27,39 @@ def run_import(args, say) -> dict:
         say(f"[{i + 1}/{n}] {os.path.basename(path)}")
 
     result = library.import_paths(args.paths, lib, tags=args.tags, catalog=args.catalog,
-                                  progress=progress)
+                                  report=cli_reporter(say), progress=progress)
     for rec in result["imported"]:
         verb = "updated" if rec.get("updated") else "imported"
         say(f"  {verb} {rec['name']}: {rec['frames']} frames at {rec['fps']:g} fps "
-            f"({rec['duration_s']:.2f} s), {rec['bones']} bones"
-            + "".join(f"\n    warning: {w}" for w in rec["warnings"]))
-    for f in result["failed"]:
-        say(f"  FAILED {f['error']}")
+            f"({rec['duration_s']:.2f} s), {rec['bones']} bones")
     if result["skipped"]:
         say(f"  skipped {len(result['skipped'])} companion file(s) (images, .bin, notes)")
     say(f"library: {result['library']}")
     if result["failed"] or not result["imported"]:
-        # One summary line on stderr; the exit code says some file failed.
+        # One line on stderr naming each failed file and why; the exit code says so too.
+        reasons = "; ".join(f["error"] for f in result["failed"]) or "no supported file found"
         print(f"signsim: {len(result['imported'])} clip(s) imported, "
-              f"{len(result['failed'])} file(s) failed", file=sys.stderr, flush=True)
+              f"{len(result['failed'])} file(s) failed: {reasons}", file=sys.stderr, flush=True)
         result["_exit"] = 1
     return result
+
+
+def add_tag_arguments(parser):
+    parser.add_argument("clip", metavar="CLIP", help="clip name in the library")
+    parser.add_argument("--library", metavar="FILE",
+                        help="library .blend (default: the one in the preferences)")
+    parser.add_argument("--add", default="", metavar="a,b",
+                        help="tags to add; facet:value replaces that facet's value")
+    parser.add_argument("--remove", default="", metavar="a,b", help="tags to remove")
+
+
+def run_tag(args, say) -> dict:
+    if not (args.add or args.remove):
+        raise SignSimError("nothing to do: give --add and/or --remove")
+    rec = library.tag_clip(library.library_file(args.library), args.clip, add=args.add,
+                           remove=args.remove)
+    say(f"{rec['name']}: {', '.join(rec['tags'])}")
+    return {"clip": rec}
 
 
 def add_list_arguments(parser):

@@ -31,16 +31,17 @@ import tempfile
 import bpy
 import numpy as np
 
-from .. import compat
-from ..errors import WARNING, SignSimError
+from .. import compat, files
+from ..errors import INFO, WARNING, SignSimError
 from ..keys import write_curve
 from ...solver import quat
-from ...solver import bvh, clean, skeleton
+from ...solver import bvh, clean, gltf, skeleton
 from . import tracking
 
 SUPPORTED = {".bvh": "BVH", ".fbx": "FBX", ".glb": "GLTF", ".gltf": "GLTF"}
 # Files next to glTF scenes: skipped silently inside folders, refused when named.
-COMPANIONS = {".bin", ".png", ".jpg", ".jpeg", ".webp", ".ktx2", ".blend1", ".txt", ".md"}
+COMPANIONS = {".bin", ".png", ".jpg", ".jpeg", ".webp", ".ktx2", ".blend1", ".txt", ".md",
+              ".sqlite", ".lock"}
 
 _FINGER = re.compile(r"thumb|index|middle|ring|pinky|little|finger|f_", re.I)
 ROOT_MOTION_MIN = 0.2   # metres of root travel that count as root motion
@@ -48,6 +49,7 @@ FINGER_BONES_MIN = 10   # articulated hands, not a single "hand end" joint per h
 FINGER_MOTION_MIN = math.radians(1.0)  # fingers that never move are not finger animation
 SHORT_S, LONG_S = 2.0, 10.0
 KEYED_HEIGHT_RANGE = (0.3, 4.0)  # FBX/glTF heights (m) trusted as they are
+LONG_FILE_BYTES = 16 << 20  # BVH files above this report their reading every 10 %
 
 
 class Clip:
@@ -96,23 +98,55 @@ def import_file(path, report=None):
         scene = bpy.context.scene
         try:
             if fmt == "BVH":
-                clips = _import_bvh(path, scene, tr)
+                clips = _import_bvh(path, scene, tr, report)
             elif fmt == "FBX":
                 clips = _import_fbx(path, scene, tr)
             else:
                 clips = _import_gltf(path, scene, tr)
             for clip in clips:
                 clip.meta.update(source_path=path, source_format=fmt, sha256=sha)
+                _check_keys(path, clip)
             _keep_only(tr, clips)
         except SignSimError:
             raise
-        except Exception as ex:  # an importer bug or unreadable file: one line, no traceback
-            raise SignSimError(f"{name}: Blender's {fmt} importer failed: {_last_line(ex)}") from ex
+        except Exception as ex:  # after Blender's importer ran (_run_importer): SignSim's own
+            raise SignSimError(f"{name}: SignSim could not process the {fmt} data "
+                               f"(internal error {type(ex).__name__}: {_last_line(ex)})") from ex
     if report:
         for clip in clips:
             for w in clip.warnings:
                 report(WARNING, f"{name}: {w}")
     return clips
+
+
+def _check_fps(path, fps):
+    lo, hi = bvh.FPS_RANGE
+    if not (math.isfinite(fps) and lo <= fps <= hi):
+        raise SignSimError(f"{os.path.basename(path)}: the frame rate {fps:.4g} fps is outside "
+                           f"{lo:g}–{hi:g} fps")
+
+
+def _check_keys(path, clip):
+    """Refuse a clip whose frame rate or keys no real motion has: every key finite as a
+    32-bit float (Blender's storage), quaternion keys of plausible length, Euler keys
+    within ±bvh.ROTATION_LIMIT_DEG."""
+    _check_fps(path, clip.meta["fps"])
+    bag = compat.get_channelbag(clip.action, clip.meta["_slot"])
+    for fc in (bag.fcurves if bag else ()):
+        n = len(fc.keyframe_points)
+        co = np.empty(2 * n, dtype=np.float32)
+        fc.keyframe_points.foreach_get("co", co)
+        v = co[1::2].astype(np.float64)
+        bad = None
+        if not np.isfinite(co).all():
+            bad = "a non-finite key"
+        elif "rotation_euler" in fc.data_path and np.abs(v).max(initial=0) > math.radians(bvh.ROTATION_LIMIT_DEG):
+            bad = f"an Euler angle of {np.degrees(np.abs(v).max()):.4g}° (beyond any plausible angle)"
+        elif "rotation_quaternion" in fc.data_path and np.abs(v).max(initial=0) > 1e3:
+            bad = f"a quaternion component of {np.abs(v).max():.4g} (not a rotation)"
+        if bad:
+            raise SignSimError(f"{os.path.basename(path)}: clip '{clip.name}' has {bad} on "
+                               f"{fc.data_path}[{fc.array_index}]")
 
 
 def _last_line(ex):
@@ -126,7 +160,7 @@ def _last_line(ex):
 
 
 def _run_importer(op, fmt, path, **kwargs):
-    with tracking.quiet() as log:
+    with files.quiet() as log:
         try:
             result = op(filepath=path, **kwargs)
         except RuntimeError as ex:
@@ -146,6 +180,10 @@ def _keep_only(tr, clips):
     """Remove what the import made beyond the clips' actions and skeletons."""
     keep_objects = {c.skeleton for c in clips}
     for ob in keep_objects:
+        # out of the scene: a folder import keeps every skeleton until the library is
+        # written, and each linked one would slow every later importer call down
+        for coll in list(ob.users_collection):
+            coll.objects.unlink(ob)
         if ob.parent is not None:
             mw = ob.matrix_world.copy()
             ob.parent = None
@@ -158,14 +196,28 @@ def _keep_only(tr, clips):
 
 # ---------------------------------------------------------------------------------- BVH
 
-def _import_bvh(path, scene, tr):
+def _read_progress(path, report):
+    """progress(fraction) for bvh.read that reports each 10 % step of a long file."""
+    if report is None or os.path.getsize(path) < LONG_FILE_BYTES:
+        return None
+    name, shown = os.path.basename(path), [0]
+
+    def progress(fraction):
+        step = int(fraction * 10 + 1e-9)
+        if step > shown[0]:
+            shown[0] = step
+            report(INFO, f"  {name}: {10 * step} % read")
+    return progress
+
+
+def _import_bvh(path, scene, tr, report=None):
     """Blender's BVH importer builds the armature (rest pose, axis conversion, scale) from
     the file's hierarchy and first frame; every frame's keys are then computed here in
     numpy with the importer's own formulas (see _bvh_keys) and written in bulk. Keying
     every frame through the importer costs a Python call per key; tests check that the
     result poses the skeleton exactly as Blender's importer does on the real files."""
     try:
-        data = bvh.read(path)
+        data = bvh.read(path, progress=_read_progress(path, report))
     except bvh.BvhError as ex:  # one line naming the file
         raise SignSimError(str(ex)) from None
     up, forward, scale, _height, note = bvh.detect_orientation(data)
@@ -296,46 +348,22 @@ def _import_fbx(path, scene, tr):
                   ignore_leaf_bones=False, automatic_bone_orientation=False,
                   use_custom_props=False)
     fps = scene.render.fps / scene.render.fps_base
+    _check_fps(path, fps)
     return _clips_from_keyed(path, scene, tr, fps, "FBX")
 
 
 def _import_gltf(path, scene, tr):
     # glTF keys are in seconds; Blender's importer turns them into frames at the scene
     # rate. Use the file's own sampling rate (restored afterwards by SceneState).
-    fps = gltf_sample_rate(path) or 24.0
+    try:
+        doc = gltf.read_document(path)
+    except gltf.GltfError as ex:
+        raise SignSimError(str(ex)) from None
+    fps = gltf.sample_rate(doc) or 24.0
+    _check_fps(path, fps)
     scene.render.fps, scene.render.fps_base = int(round(fps)), round(fps) / fps
     _run_importer(bpy.ops.import_scene.gltf, "glTF", path)
     return _clips_from_keyed(path, scene, tr, fps, "glTF")
-
-
-def gltf_sample_rate(path):
-    """Keys per second of a glTF/GLB file's animations (median over their samplers, from
-    the accessors' count/min/max), rounded when within 0.5 % of a whole number; None when
-    the file has no sampled animation."""
-    import json
-    import struct
-    try:
-        with open(path, "rb") as f:
-            raw = f.read()
-        if raw[:4] == b"glTF":
-            (length,) = struct.unpack_from("<I", raw, 12)
-            doc = json.loads(raw[20:20 + length])
-        else:
-            doc = json.loads(raw.decode("utf-8"))
-        accessors = doc.get("accessors", [])
-        rates = []
-        for anim in doc.get("animations", []):
-            for sampler in anim.get("samplers", []):
-                acc = accessors[sampler["input"]]
-                count, lo, hi = acc.get("count", 0), acc.get("min", [0])[0], acc.get("max", [0])[0]
-                if count > 2 and hi > lo:
-                    rates.append((count - 1) / (hi - lo))
-    except (OSError, ValueError, KeyError, IndexError, TypeError, struct.error):
-        return None
-    if not rates:
-        return None
-    rate = float(np.median(rates))
-    return float(round(rate)) if abs(rate - round(rate)) < 0.005 * rate else rate
 
 
 def _clips_from_keyed(path, scene, tr, fps, fmt):

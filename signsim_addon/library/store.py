@@ -7,8 +7,16 @@ How the library is read and written without disturbing the user's open file
   datablock holding such a name is parked under a temporary name until the end), so no
   name on either side keeps a '.001' suffix;
 - changes are made there, then `bpy.data.libraries.write(tmp, clips, fake_user=True)`
-  writes exactly the clips (dependencies follow), the old file is copied to
-  `<library>.blend1` (one backup) and `os.replace(tmp, library)` swaps the new file in;
+  writes exactly the clips (dependencies follow), the search index (index.py) is written
+  for that file, and `os.replace` swaps both in, the .blend first;
+- backups: none. The rename is atomic, so the library on disk is always a complete file,
+  the old one or the new one; a `.blend1` copy would double the space for nothing
+  (decision; Blender's own save keeps one, libraries.write never does);
+- writers (import, tag, rename, delete) hold an exclusive lock on `<library>.lock` from
+  reading the library to renaming the new file in, so concurrent writers are serialised
+  and none overwrites another's clips; a writer that waits longer than LOCK_TIMEOUT_S
+  stops with a clear message. Readers (list, search, the sidebar) need no lock: they read
+  the index, or a complete .blend;
 - on leaving, every appended or imported datablock is removed and the user's names are
   restored, so the open file is as it was (tests check this).
 Catalogs live in `blender_assets.cats.txt` next to the library (Blender's format, one
@@ -16,14 +24,16 @@ UUID per catalog path, parents included), also written atomically.
 """
 import contextlib
 import os
-import shutil
+import time
 import uuid
 
 import bpy
 
+from .. import files
 from ..errors import SignSimError
-from . import tracking
+from . import index, tracking
 
+LOCK_TIMEOUT_S = 600.0   # a 10 000-clip library loads and saves in well under this
 CATS_FILE = "blender_assets.cats.txt"
 DEFAULT_CATALOG = "imported"
 FACETS = ("style", "body_part", "complexity", "handedness", "gloss")
@@ -111,6 +121,21 @@ def parse_tags(text):
     return out
 
 
+def is_facet_tag(tag):
+    return ":" in tag and tag.split(":", 1)[0] in FACETS
+
+
+def merge_tags(old, new):
+    """`old` tags with `new` added, in order; a facet tag (facet:value) replaces the value
+    that facet had (style:formal replaces style:casual)."""
+    facets = {t.split(":", 1)[0] for t in new if is_facet_tag(t)}
+    out = [t for t in old if not (is_facet_tag(t) and t.split(":", 1)[0] in facets)]
+    for t in new:
+        if t not in out:
+            out.append(t)
+    return out
+
+
 def clip_tags(action):
     return [t.name for t in action.asset_data.tags] if action.asset_data else []
 
@@ -188,6 +213,7 @@ class Library:
         self.guard = guard
         self.catalogs = read_catalogs(self.path)
         self.clips = []       # actions
+        self._keys = None     # (sha256, clip key) → action, built by find
         self.dirty = False
 
     def by_name(self, name):
@@ -197,13 +223,14 @@ class Library:
         raise SignSimError(f"no clip named '{name}' in {self.path}")
 
     def find(self, sha, key):
-        for a in self.clips:
-            if a.signsim.sha256 == sha and a.signsim.clip_key == key:
-                return a
-        return None
+        if self._keys is None:   # one pass, then a dict: a folder import asks once per clip
+            self._keys = {(a.signsim.sha256, a.signsim.clip_key): a for a in self.clips}
+        return self._keys.get((sha, key))
 
     def remove(self, action):
         skel = action.signsim.skeleton
+        if self._keys is not None:
+            self._keys.pop((action.signsim.sha256, action.signsim.clip_key), None)
         self.clips.remove(action)
         bpy.data.actions.remove(action)
         if skel is not None and not any(a.signsim.skeleton == skel for a in self.clips):
@@ -241,14 +268,12 @@ class Library:
             action.asset_mark()
         action.asset_data.catalog_id = ensure_catalog(self.catalogs, cat)
         action.asset_data.description = f"{s.source_format} clip from {os.path.basename(s.source_path)}"
-        all_tags = []
-        for t in list(clip.tags) + keep_tags + list(tags):
-            if t not in all_tags:
-                all_tags.append(t)
-        set_tags(action, all_tags)
+        set_tags(action, merge_tags(merge_tags(list(clip.tags), keep_tags), list(tags)))
         self.guard.claim(clip.skeleton,
                          f"{os.path.splitext(os.path.basename(s.source_path))[0]} skeleton")
         self.clips.append(action)
+        if self._keys is not None:
+            self._keys[(sha, clip.key)] = action
         self.dirty = True
         return action, old is not None
 
@@ -256,44 +281,102 @@ class Library:
         return [clip_record(a) for a in sorted(self.clips, key=lambda a: a.name.lower())]
 
     def save(self):
-        """Write the library atomically with one backup (<library>.blend1)."""
+        """Write the library and its index atomically (no backup copy: see the module)."""
         folder = os.path.dirname(self.path)
         os.makedirs(folder, exist_ok=True)
         tmp = f"{self.path}.{os.getpid()}.tmp"
+        tmp_index = None
         ids = set(self.clips) | {a.signsim.skeleton for a in self.clips if a.signsim.skeleton}
         try:
-            bpy.data.libraries.write(tmp, ids, fake_user=True, path_remap='NONE', compress=True)
-            if os.path.exists(self.path):
-                shutil.copy2(self.path, self.path + "1.tmp")
-                os.replace(self.path + "1.tmp", self.path + "1")
-            os.replace(tmp, self.path)
+            with files.quiet():
+                bpy.data.libraries.write(tmp, ids, fake_user=True, path_remap='NONE', compress=True)
+            tmp_index = index.write_temporary(self.path, self.records(), index.stamp_of(tmp))
+            os.replace(tmp, self.path)          # keeps the stamp the index was written for
+            os.replace(tmp_index, index.path_of(self.path))
         except OSError as ex:
             raise SignSimError(f"cannot write the library {self.path}: {ex.strerror or ex}") from ex
         finally:
-            if os.path.exists(tmp):
-                os.remove(tmp)
+            for t in (tmp, tmp_index):
+                if t and os.path.exists(t):
+                    os.remove(t)
         write_catalogs(self.path, self.catalogs)
         self.dirty = False
 
 
 @contextlib.contextmanager
-def open_library(path, must_exist=False, guard=None):
+def writer_lock(path, timeout=None):
+    """Hold the exclusive lock of the library at `path` (an OS file lock on
+    `<library>.lock`, released when the process dies); SignSimError after `timeout`
+    seconds (default LOCK_TIMEOUT_S) of waiting for another writer."""
+    timeout = LOCK_TIMEOUT_S if timeout is None else timeout
+    lock_path = path + ".lock"
+    os.makedirs(os.path.dirname(lock_path), exist_ok=True)
+    f = open(lock_path, "a+b")
+    try:
+        start = time.monotonic()
+        while not _try_lock(f):
+            if time.monotonic() - start > timeout:
+                raise SignSimError(f"the library {path} is being written by another SignSim "
+                                   f"process (waited {timeout:g} s for {lock_path}): try again "
+                                   "when it has finished")
+            time.sleep(0.05)
+        try:
+            yield
+        finally:
+            _unlock(f)
+    finally:
+        f.close()
+
+
+try:
+    import fcntl
+
+    def _try_lock(f):
+        try:
+            fcntl.flock(f.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return True
+        except BlockingIOError:
+            return False
+
+    def _unlock(f):
+        fcntl.flock(f.fileno(), fcntl.LOCK_UN)
+except ImportError:  # Windows
+    import msvcrt
+
+    def _try_lock(f):
+        f.seek(0)
+        try:
+            msvcrt.locking(f.fileno(), msvcrt.LK_NBLCK, 1)
+            return True
+        except OSError:
+            return False
+
+    def _unlock(f):
+        f.seek(0)
+        msvcrt.locking(f.fileno(), msvcrt.LK_UNLCK, 1)
+
+
+@contextlib.contextmanager
+def open_library(path, must_exist=False, guard=None, lock=False):
     """Yield a `Library` whose clips are appended into bpy.data; everything appended or
     created inside the block is removed on exit and the file's own names restored.
 
     guard: the caller's NameGuard when it also creates datablocks that must be gone
-    before the file's names are restored (import_paths); else one is made here."""
+    before the file's names are restored (import_paths); else one is made here.
+    lock: hold the writer lock (writer_lock) for the whole block — for every change."""
     path = check_library_path(path)
-    if must_exist and not os.path.isfile(path):
-        raise SignSimError(f"no motion library at {path}")
     with contextlib.ExitStack() as stack:
+        if lock:
+            stack.enter_context(writer_lock(path))
+        if must_exist and not os.path.isfile(path):
+            raise SignSimError(f"no motion library at {path}")
         if guard is None:
             guard = stack.enter_context(tracking.NameGuard())
         stack.enter_context(tracking.Tracker())
         lib = Library(path, guard)
         if os.path.isfile(path):
             try:
-                with tracking.quiet():
+                with files.quiet():
                     with bpy.data.libraries.load(path, link=False) as (src, dst):
                         scenes = list(src.scenes)
                         names = {"actions": [], "objects": [], "armatures": []} if scenes else {
@@ -316,13 +399,16 @@ def open_library(path, must_exist=False, guard=None):
         yield lib
 
 
-def check_library_path(path):
-    """The absolute library path, or SignSimError when it cannot be a library file."""
+def check_library_path(path, write=False):
+    """The absolute library path, or SignSimError when it cannot be a library file (with
+    write: or cannot be written, checked in its nearest existing folder)."""
     path = os.path.abspath(os.path.expanduser(str(path)))
     if os.path.isdir(path):
         raise SignSimError(f"the library must be a .blend file, not a folder: {path}")
     if not path.lower().endswith(".blend"):
         raise SignSimError(f"the library must be a .blend file: {path}")
+    if write:
+        files.check_writable(path)
     return path
 
 
@@ -333,7 +419,7 @@ def load_clip(path, name):
     path = check_library_path(path)
     if not os.path.isfile(path):
         raise SignSimError(f"no motion library at {path}")
-    with tracking.quiet():
+    with files.quiet():
         with bpy.data.libraries.load(path, link=False) as (src, dst):
             if name not in src.actions:
                 raise SignSimError(f"no clip named '{name}' in {path}")
@@ -351,17 +437,42 @@ def load_clip(path, name):
 
 
 def list_clips(path, **filters):
-    """Clip records of the library at `path` that pass `matches(**filters)`."""
+    """Clip records of the library at `path` that pass `matches(**filters)`, sorted by
+    name: read from the index (no action loaded), which is rebuilt from the .blend when
+    missing or stale."""
     path = check_library_path(path)
     if not os.path.isfile(path):
         raise SignSimError(f"no motion library at {os.path.abspath(path)}")
+    found = index.search(path, lambda rec: matches(rec, **filters), **filters)
+    if found is not None:
+        return found
+    stamp = index.stamp_of(path)
     with open_library(path) as lib:
-        return [r for r in lib.records() if matches(r, **filters)]
+        records = lib.records()
+    if index.stamp_of(path) == stamp:   # not replaced meanwhile by a writer
+        index.rebuild(path, records, stamp)
+    return [r for r in records if matches(r, **filters)]
+
+
+def tag_clip(path, name, add=(), remove=()):
+    """Add and remove tags of one clip (a facet tag replaces that facet's value); returns
+    its new record. SignSimError when the clip lacks a tag to remove (nothing written)."""
+    add, remove = parse_tags(add), parse_tags(remove)
+    with open_library(path, must_exist=True, lock=True) as lib:
+        action = lib.by_name(name)
+        tags = merge_tags(clip_tags(action), add)
+        missing = [t for t in remove if t not in tags]
+        if missing:
+            raise SignSimError(f"clip '{name}' has no tag '{missing[0]}' (its tags: "
+                               f"{', '.join(sorted(tags)) or 'none'})")
+        set_tags(action, [t for t in tags if t not in remove])
+        lib.save()
+        return clip_record(action)
 
 
 def edit_clip(path, name, rename=None, tags=None, delete=False):
     """Rename, retag or delete one clip of the library; returns its new record (or None)."""
-    with open_library(path, must_exist=True) as lib:
+    with open_library(path, must_exist=True, lock=True) as lib:
         action = lib.by_name(name)
         if delete:
             lib.remove(action)

@@ -8,13 +8,8 @@ IDs are removed — always (`keep=False`) or only when the block raised (`keep=T
 the open file: a file datablock holding a wanted name is parked under a temporary name and
 renamed back at the end, so neither side keeps a '.001' suffix.
 """
-import contextlib
-import io
-import os
-import sys
-import tempfile
-
 import bpy
+import numpy as np
 
 
 def _id_collections():
@@ -47,24 +42,34 @@ def id_collections():
     return _COLLECTIONS
 
 
-def snapshot():
-    """{session_uid} of every ID in bpy.data."""
-    uids = set()
-    for name in id_collections():
-        coll = getattr(bpy.data, name, None)
-        if coll is None:
-            continue
-        uids.update(i.session_uid for i in coll)
+def _uids(coll):
+    # foreach_get reads every ID's session_uid in one call: a folder import keeps every
+    # clip in bpy.data until the library is written, so a Python loop here would make
+    # each file slower than the one before
+    uids = np.empty(len(coll), dtype=np.int32)
+    coll.foreach_get("session_uid", uids)
     return uids
 
 
+def snapshot():
+    """{collection name: session_uid array} of every ID in bpy.data."""
+    out = {}
+    for name in id_collections():
+        coll = getattr(bpy.data, name, None)
+        if coll is not None:
+            out[name] = _uids(coll)
+    return out
+
+
 def new_ids(before):
+    """The IDs in bpy.data that were not there at `before` (a snapshot())."""
     out = []
     for name in id_collections():
         coll = getattr(bpy.data, name, None)
         if coll is None:
             continue
-        out.extend(i for i in coll if i.session_uid not in before)
+        new = np.nonzero(~np.isin(_uids(coll), before.get(name, ())))[0]
+        out.extend(coll[int(i)] for i in new)
     return out
 
 
@@ -148,32 +153,6 @@ class NameGuard:
             except ReferenceError:
                 pass
         return False
-
-
-@contextlib.contextmanager
-def quiet():
-    """Swallow the importers' progress prints and Blender's traceback print (Python-level
-    and the C logger's line on file descriptor 2); yields the captured Python text for
-    error messages. SignSim reports importer failures itself, in one line."""
-    buf = io.StringIO()
-    sys.stdout.flush()
-    sys.stderr.flush()
-    saved, sink = None, None
-    try:
-        sink = tempfile.TemporaryFile()
-        saved = os.dup(2)
-        os.dup2(sink.fileno(), 2)
-    except (OSError, ValueError):
-        saved = None
-    try:
-        with contextlib.redirect_stdout(buf), contextlib.redirect_stderr(buf):
-            yield buf
-    finally:
-        if saved is not None:
-            os.dup2(saved, 2)
-            os.close(saved)
-        if sink is not None:
-            sink.close()
 
 
 class SceneState:

@@ -157,6 +157,9 @@ def transfer(source, target, bone_map, *, source_fps=None, frame_range=None,
     n_out = int(math.floor((last - first) * fps_t / fps_s + 1e-6)) + 1
     out_frames = first + np.arange(n_out, dtype=float)
     src_frames = first + np.arange(n_out) * fps_s / fps_t
+    if abs(fps_s - fps_t) > 1e-6 * fps_t:
+        report(WARNING, f"the clip's {fps_s:g} fps resampled to the scene's {fps_t:g} fps: "
+                        f"{int(round(last - first)) + 1} frames became {n_out}")
 
     saved_frame = scene.frame_current
     try:

@@ -6,7 +6,7 @@ import subprocess
 import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent.parent
-SUBCOMMANDS = ("demo", "import", "list", "retarget", "bake", "batch", "compose")
+SUBCOMMANDS = ("demo", "import", "list", "tag", "retarget", "bake", "batch", "compose")
 
 
 @pytest.fixture

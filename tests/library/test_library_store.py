@@ -110,17 +110,57 @@ def test_reimport_same_file_updates_instead_of_duplicating(lib, tmp_path):
         assert len(src.objects) == 1 and len(src.armatures) == 1  # old skeleton gone
 
 
-def test_atomic_save_keeps_one_backup(lib, tmp_path):
+def test_atomic_save_keeps_no_backup_copy_and_an_index_for_the_file(lib, tmp_path):
+    """No .blend1 (the rename is atomic); the index describes exactly the .blend there."""
+    import sqlite3
     library = tmp_path / "lib.blend"
     a = S.write(tmp_path / "a.bvh", S.bvh_text(S.still_rows(10)))
     b = S.write(tmp_path / "b.bvh", S.bvh_text(S.still_rows(11)))
     lib.import_paths([str(a)], str(library))
-    first = library.read_bytes()
     lib.import_paths([str(b)], str(library))
-    backup = pathlib.Path(str(library) + "1")
-    assert backup.read_bytes() == first
-    left = sorted(p.name for p in tmp_path.iterdir() if "tmp" in p.name)
-    assert left == []
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        "a.bvh", "b.bvh", "blender_assets.cats.txt", "lib.blend", "lib.blend.index.sqlite", "lib.blend.lock"]
+    con = sqlite3.connect(str(library) + ".index.sqlite")
+    meta = dict(con.execute("SELECT key, value FROM meta"))
+    assert int(meta["blend_size"]) == library.stat().st_size
+    assert int(meta["blend_mtime_ns"]) == library.stat().st_mtime_ns
+    assert sorted(n for (n,) in con.execute("SELECT name FROM clips")) == ["a", "b"]
+    con.close()
+
+
+def test_list_reads_the_index_and_rebuilds_it_when_missing_or_stale(lib, tmp_path):
+    import os
+    library = tmp_path / "lib.blend"
+    a = S.write(tmp_path / "a.bvh", S.bvh_text(S.still_rows(10)))
+    b = S.write(tmp_path / "b.bvh", S.bvh_text(S.still_rows(12)))
+    lib.import_paths([str(a), str(b)], str(library), tags="gloss:A")
+    expected = lib.list_clips(str(library))
+    assert [c["name"] for c in expected] == ["a", "b"]
+    index = pathlib.Path(str(library) + ".index.sqlite")
+    real, st = library.read_bytes(), library.stat()
+    # fresh index: the .blend is never read (garbage of the same size and time still lists)
+    library.write_bytes(b"\0" * len(real))
+    os.utime(library, ns=(st.st_atime_ns, st.st_mtime_ns))
+    assert lib.list_clips(str(library)) == expected
+    assert lib.list_clips(str(library), min_duration=0.35) == expected[1:]
+    # stale index (another time stamp): not trusted, the .blend is read
+    os.utime(library, ns=(st.st_atime_ns, st.st_mtime_ns + 10**9))
+    with pytest.raises(lib.SignSimError, match="cannot read the library"):
+        lib.list_clips(str(library))
+    library.write_bytes(real)
+    assert lib.list_clips(str(library)) == expected
+    # rebuilt for the new stamp: the garbage test passes again
+    st = library.stat()
+    library.write_bytes(b"\0" * len(real))
+    os.utime(library, ns=(st.st_atime_ns, st.st_mtime_ns))
+    assert lib.list_clips(str(library)) == expected
+    library.write_bytes(real)
+    os.utime(library, ns=(st.st_atime_ns, st.st_mtime_ns))
+    # missing or corrupt index: rebuilt from the .blend
+    index.unlink()
+    assert lib.list_clips(str(library)) == expected and index.is_file()
+    index.write_bytes(b"not a database")
+    assert lib.list_clips(str(library)) == expected
 
 
 def test_rename_retag_delete(lib, three):
@@ -277,7 +317,9 @@ def test_launcher_import_and_list(tmp_path):
                           str(lib), "--tags", "gloss:WAVE", "--json"],
                          capture_output=True, text=True, timeout=120)
     assert run.returncode == 1
-    assert run.stderr.strip().splitlines() == ["signsim: 1 clip(s) imported, 1 file(s) failed"]
+    assert run.stderr.strip().splitlines() == [
+        "signsim: 1 clip(s) imported, 1 file(s) failed: bad.bvh: truncated: the hierarchy is not closed "
+        "before the MOTION section"]
     out = json.loads(run.stdout.strip().splitlines()[-1])
     assert [c["name"] for c in out["imported"]] == ["wave"]
     assert out["failed"][0]["path"] == str(bad) and "truncated" in out["failed"][0]["error"]
@@ -330,3 +372,64 @@ def test_a_scene_file_is_never_taken_for_a_library(addon, tmp_path):
     code = addon.signsim_addon.cli.main(["import", str(clip), "--library", str(scene_file)])
     assert code == 1
     assert scene_file.read_bytes() == before
+
+
+def test_a_waiting_writer_stops_with_a_clear_message(addon, lib, tmp_path, monkeypatch):
+    store = addon.signsim_addon.library.store
+    library = tmp_path / "lib.blend"
+    a = S.write(tmp_path / "a.bvh", S.bvh_text(S.still_rows(10)))
+    lib.import_paths([str(a)], str(library))
+    stamp = library.read_bytes()
+    monkeypatch.setattr(store, "LOCK_TIMEOUT_S", 0.3)
+    b = S.write(tmp_path / "b.bvh", S.bvh_text(S.still_rows(11)))
+    with store.writer_lock(str(library)):     # another writer holds the library
+        with pytest.raises(lib.SignSimError, match="being written by another SignSim process"):
+            lib.import_paths([str(b)], str(library))
+        with pytest.raises(lib.SignSimError, match="waited 0.3 s"):
+            lib.tag_clip(str(library), "a", add="x")
+    assert library.read_bytes() == stamp
+    assert [c["name"] for c in lib.list_clips(str(library))] == ["a"]    # readers never wait
+    lib.import_paths([str(b)], str(library))
+    assert [c["name"] for c in lib.list_clips(str(library))] == ["a", "b"]
+
+
+@pytest.mark.slow
+def test_concurrent_imports_keep_every_clip(tmp_path):
+    """Four `./signsim import` processes into one library at once, ten times: all clips kept."""
+    import json
+    import subprocess
+    root = pathlib.Path(__file__).resolve().parents[2]
+    library = tmp_path / "lib.blend"
+    expected = []
+    for rep in range(10):
+        procs = []
+        for k in range(4):
+            name = f"r{rep}_p{k}"
+            f = S.write(tmp_path / f"{name}.bvh", S.bvh_text(S.still_rows(10 + 4 * rep + k)))
+            expected.append(name)
+            procs.append(subprocess.Popen([str(root / "signsim"), "import", str(f), "--library", str(library),
+                                           "--json"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
+        for p in procs:
+            out, err = p.communicate(timeout=600)
+            assert p.returncode == 0, err
+        listing = subprocess.run([str(root / "signsim"), "list", "--library", str(library), "--json"],
+                                 capture_output=True, text=True, timeout=300)
+        names = sorted(c["name"] for c in json.loads(listing.stdout.strip().splitlines()[-1])["clips"])
+        assert names == sorted(expected), f"repetition {rep}"
+
+
+def test_index_search_agrees_with_matches(lib, three):
+    """The index narrows rows in SQL before store.matches: never fewer clips than matches."""
+    L = str(three)
+    lib.edit_clip(L, "walk", tags="Ünïcode:Ä,with_under%score,body_part:full_body")
+    everything = lib.list_clips(L)
+    cases = [dict(text="HeLLo"), dict(text="thanks.bvh"), dict(text="under%s"), dict(text="_"),
+             dict(text="ünï"), dict(text="signs greet"), dict(tags=["ünïcode:ä"]),
+             dict(tags=["WITH_UNDER%SCORE"]), dict(tags=["gloss:hello", "ünïcode:ä"], any_tag=True),
+             dict(tags=["handedness:right", "style:formal"]), dict(min_duration=1.0, max_duration=3.3334),
+             dict(max_duration=1.0), dict(tags=["fps:"]), dict(text="a", catalog="signs", fps=30)]
+    for f in cases:
+        want = [r["name"] for r in everything if lib.matches(r, **f)]
+        assert [r["name"] for r in lib.list_clips(L, **f)] == want, f
+    assert [r["name"] for r in lib.list_clips(L, tags=["ünïcode:ä"])] == ["walk"]
+    assert [r["name"] for r in lib.list_clips(L, text="under%s")] == ["walk"]

@@ -132,13 +132,15 @@ def test_root_motion_below_a_static_root(addon, shared_data, tmp_path):
     """Bandai's hierarchy has a static joint_Root above the hips: a copy whose hips walk
     3 m (made here) is tagged has_root_motion."""
     from solver import bvh
-    data = bvh.read(str(shared_data / "mocap" / "bandai_dataset-1_bye_active_001.bvh"))
+    source = shared_data / "mocap" / "bandai_dataset-1_bye_active_001.bvh"
+    data = bvh.read(str(source))
+    hierarchy = source.read_text().split("MOTION")[0]
     hips = data.names.index("Hips")
     col = data.first_channel[hips] + data.channels[hips].index("xposition")
     motion = data.motion.copy()
     motion[:, col] += np.linspace(0.0, 300.0, len(motion))          # centimetres
     path = tmp_path / "walking_bandai.bvh"
-    path.write_text(f"{data.hierarchy_text.rstrip()}\nMOTION\nFrames: {len(motion)}\n"
+    path.write_text(f"{hierarchy.rstrip()}\nMOTION\nFrames: {len(motion)}\n"
                     f"Frame Time: {data.frame_time!r}\n"
                     + "\n".join(" ".join(f"{v:.6f}" for v in row) for row in motion) + "\n")
     (imported,) = addon.signsim_addon.library.importers.import_file(str(path))

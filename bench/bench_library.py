@@ -1,0 +1,175 @@
+"""The motion library at scale: import rate, memory, file size, list and search times.
+
+    .venv/bin/python bench/bench_library.py [--clips 2000] [--library 10000] [--big-mb 200]
+
+1. Generates `--clips` small distinct BVH clips (tests/helpers/library_samples.py's
+   12-joint human, each with its own motion) in one folder.
+2. Times Blender's plain BVH importer on the same files (bpy.ops.import_anim.bvh, one
+   call per file into an empty file, in a child process, the first PLAIN_FILES files) and SignSim's `./signsim import FOLDER` (one call),
+   reporting clips/s over the first and last 10 % of the files (from the progress lines).
+3. Imports the folder again (fresh copies: different clips) until the library holds
+   `--library` clips, one `./signsim import` process per folder; prints each call's peak
+   memory (ru_maxrss of the child), which must not grow with the library (±20 %).
+4. Prints the library file size, `./signsim list` wall time (Blender's start included)
+   with no filter and with text, tag and duration filters, and the in-process search time
+   (library.api.list_clips) for the same filters.
+5. With --big-mb N: a BVH of about N MB (a real file's rows repeated) imported in a child
+   process; prints its peak memory.
+
+Goals: list ≤ 2 s, search ≤ 50 ms at 10 000 clips; import ≥ 5 clips/s sustained; peak
+memory of an import call within 20 % whatever the library size; 200 MB BVH ≤ 1.5 GB.
+"""
+import argparse
+import json
+import math
+import os
+import pathlib
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "tests" / "helpers"))
+sys.path.insert(0, str(ROOT / "tools"))
+import library_samples as S  # noqa: E402
+
+SIGNSIM = str(ROOT / "signsim")
+# Each file into an empty file (the importer slows down as a scene fills up); only the
+# import itself is timed, over the first PLAIN_FILES files.
+PLAIN_FILES = 300
+PLAIN = f"""
+import sys, time, pathlib, bpy
+files = sorted(pathlib.Path(sys.argv[1]).glob('*.bvh'))[:{PLAIN_FILES}]
+spent = 0.0
+for f in files:
+    bpy.ops.wm.read_homefile(use_empty=True)
+    t = time.perf_counter()
+    bpy.ops.import_anim.bvh(filepath=str(f))
+    spent += time.perf_counter() - t
+print(len(files) / spent)
+"""
+
+
+def make_clips(folder, n, offset=0):
+    """n distinct small clips (20–60 frames, own amplitudes) in `folder`."""
+    folder.mkdir(parents=True, exist_ok=True)
+    for i in range(offset, offset + n):
+        a, frames = 5 + (i % 17), 20 + (i % 41)
+        rows = S.still_rows(frames, Head=lambda t, a=a, i=i: (a * math.sin(t / 4 + i), 0, 0))
+        S.write(folder / f"clip_{i:05d}.bvh", S.bvh_text(rows))
+    return folder
+
+
+def run(cmd, **kw):
+    """(stdout, wall s, peak resident MB) of a child process."""
+    t = time.perf_counter()
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **kw)
+    out_lines, stamps = [], []
+    for line in proc.stdout:
+        out_lines.append(line)
+        stamps.append(time.perf_counter())
+    err = proc.stderr.read()
+    _pid, status, usage = os.wait4(proc.pid, 0)
+    if os.waitstatus_to_exitcode(status) != 0:
+        raise SystemExit(f"bench: {' '.join(map(str, cmd[:3]))} failed: {err.strip()[-300:]}")
+    return out_lines, stamps, time.perf_counter() - t, usage.ru_maxrss / 1024.0
+
+
+def import_rate(lines, stamps):
+    """clips/s over the first and the last 10 % of a call's progress lines."""
+    idx = [k for k, ln in enumerate(lines) if ln.startswith("[")]
+    n = len(idx)
+    w = max(n // 10, 2)
+    first = (w - 1) / (stamps[idx[w - 1]] - stamps[idx[0]])
+    last = (w - 1) / (stamps[idx[-1]] - stamps[idx[-w]])
+    return first, last
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--clips", type=int, default=2000)
+    parser.add_argument("--library", type=int, default=10000)
+    parser.add_argument("--big-mb", type=float, default=0.0)
+    parser.add_argument("--work", default=None, help="folder for the files (default: a temp folder)")
+    args = parser.parse_args()
+    work = pathlib.Path(args.work or tempfile.mkdtemp(prefix="signsim-bench-library-"))
+    lib = work / "library.blend"
+    print(f"work folder: {work}")
+
+    folder = make_clips(work / "batch_0", args.clips)
+    out, _s, wall, _rss = run([sys.executable, "-c", PLAIN, str(folder)],
+                              env=dict(os.environ, PYTHONPATH=""))
+    plain = float(out[-1])
+    print(f"Blender's plain BVH importer: {plain:.1f} clips/s (first {min(PLAIN_FILES, args.clips)} "
+          "files, one call each into an empty file)", flush=True)
+
+    rows = []
+    batch = 0
+    while True:
+        have = 0 if not lib.exists() else len(json.loads(run([SIGNSIM, "list", "--library", str(lib), "--json"])[0][-1])["clips"])
+        if have >= args.library:
+            break
+        if batch:
+            folder = make_clips(work / f"batch_{batch}", min(args.clips, args.library - have),
+                                offset=batch * args.clips)
+        lines, stamps, wall, rss = run([SIGNSIM, "import", str(folder), "--library", str(lib)])
+        n = sum(1 for ln in lines if ln.startswith("["))
+        first, last = import_rate(lines, stamps)
+        rows.append((have, n, n / wall, first, last, rss, lib.stat().st_size / 2**20))
+        print(f"import into {have:6d} clips: {n} files in {wall:7.1f} s = {n / wall:6.2f} clips/s "
+              f"(first 10 %: {first:6.2f}, last 10 %: {last:6.2f}); peak {rss:7.0f} MB; "
+              f"library {rows[-1][-1]:7.1f} MB", flush=True)
+        batch += 1
+    peaks = [r[5] for r in rows]
+    print(f"import peak memory: {min(peaks):.0f}–{max(peaks):.0f} MB "
+          f"({(max(peaks) / min(peaks) - 1) * 100:.0f} % spread over library sizes "
+          f"{rows[0][0]}–{rows[-1][0]})")
+    print(f"SignSim import vs plain: {rows[0][2]:.2f} / {plain:.2f} clips/s = {rows[0][2] / plain:.2f}")
+    print(f"library: {have} clips, {lib.stat().st_size / 2**20:.1f} MB .blend + "
+          f"{os.path.getsize(str(lib) + '.index.sqlite') / 2**20:.1f} MB index; "
+          f"files beside it: {sorted(p.name for p in work.iterdir() if p.is_file())}")
+    filters = {"none": [], "text": ["--text", "clip_00042"], "tag": ["--tags", "duration:short"],
+               "duration": ["--min-duration", "1.0", "--max-duration", "1.5"]}
+    for name, flags in filters.items():
+        _o, _s, wall, _rss = run([SIGNSIM, "list", "--library", str(lib), "--json", *flags])
+        print(f"./signsim list ({name:8s}): {wall:.2f} s wall, Blender's start included")
+    code = f"""
+import sys, time
+sys.path.insert(0, {str(ROOT / 'tools')!r})
+import devenv
+tmp = devenv.isolate_user_resources("signsim-bench-")
+import bpy
+api = devenv.enable_from_source(tmp).signsim_addon.library.api
+lib = {str(lib)!r}
+for name, kw in (("text", dict(text="clip_00042")), ("tag", dict(tags=["duration:short"])),
+                 ("duration", dict(min_duration=1.0, max_duration=1.5)), ("none", {{}})):
+    api.list_clips(lib, **kw)
+    t = time.perf_counter()
+    for _ in range(5):
+        n = len(api.list_clips(lib, **kw))
+    print(f"in-process search ({{name:8s}}): {{(time.perf_counter() - t) / 5 * 1000:.1f}} ms, {{n}} clips")
+"""
+    out, _s, _w, _r = run([sys.executable, "-c", code])
+    print("".join(out), end="")
+    if args.big_mb:
+        real = (ROOT.parent / "shared" / "data" / "mocap" / "cmu_01_01_cgspeed__fairmotion.bvh").read_text()
+        head, rest = real.split("Frame Time:", 1)
+        ft, body = rest.split("\n", 1)
+        body = body.strip() + "\n"
+        reps = max(1, int(args.big_mb * 2**20 / len(body)))
+        big = work / "big" / "long.bvh"
+        big.parent.mkdir(exist_ok=True)
+        with open(big, "w") as f:
+            f.write(f"{head}Frame Time:{ft}\n")
+            for _ in range(reps):
+                f.write(body)
+        size = big.stat().st_size / 2**20
+        lines, _s, wall, rss = run([SIGNSIM, "import", str(big), "--library", str(work / "big" / "lib.blend")])
+        print(f"{size:.0f} MB BVH: imported in {wall:.0f} s, peak {rss:.0f} MB "
+              f"({rss / size:.1f}× the file); progress lines: {sum('%' in ln for ln in lines)}")
+
+
+if __name__ == "__main__":
+    main()

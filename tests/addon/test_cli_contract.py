@@ -1,0 +1,139 @@
+"""The CLI contract: every warning in --json, failures on stderr, Blender's log lines off
+stdout, outputs written together or not at all, unwritable outputs refused before any
+work, facet tags replaced, tags removed, the frame-rate change of a retarget reported,
+and `make build` packing only the extension's own files."""
+import json
+import pathlib
+import subprocess
+import time
+
+import bpy
+import pytest
+
+import library_samples as S
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+SAMPLES = ROOT / "sample_blends"
+
+
+@pytest.fixture
+def cli(addon):
+    return addon.signsim_addon.cli.main
+
+
+def _run(cli, capsys, argv):
+    capsys.readouterr()
+    code = cli(argv)
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_every_warning_printed_is_in_json(cli, capsys, tmp_path):
+    clip = S.write(tmp_path / "short.bvh", S.bvh_text(S.still_rows(20), header_frames=25))
+    code, human, _ = _run(cli, capsys, ["import", str(clip), "--library", str(tmp_path / "a.blend")])
+    assert code == 0
+    printed = [ln.split("warning: ", 1)[1] for ln in human.splitlines() if "warning: " in ln]
+    assert any("header says 25 frames" in w for w in printed)
+    code, out, _ = _run(cli, capsys, ["import", str(clip), "--library", str(tmp_path / "b.blend"), "--json"])
+    result = json.loads(out.strip().splitlines()[-1])
+    assert result["warnings"] == printed
+    assert len(out.strip().splitlines()) == 1          # --json: nothing but the object
+
+
+def test_retarget_reports_the_frame_rate_change(cli, capsys, tmp_path):
+    text = (SAMPLES / "fingerspelling.bvh").read_text().replace("Frame Time: 0.033333",
+                                                                 "Frame Time: 0.0083333333")
+    clip = S.write(tmp_path / "fast.bvh", text)     # the same keys at 120 fps
+    code, out, err = _run(cli, capsys, ["retarget", "--clip", str(clip), "--rig", str(SAMPLES / "signer.blend"),
+                                        "--out", str(tmp_path / "o.blend"), "--json"])
+    assert code == 0, err
+    result = json.loads(out.strip().splitlines()[-1])
+    scene_fps = bpy.context.scene.render.fps / bpy.context.scene.render.fps_base
+    (w,) = [w for w in result["warnings"] if "resampled" in w]
+    assert f"120 fps resampled to the scene's {scene_fps:g} fps" in w
+    frames = int(result["frames"][1] - result["frames"][0]) + 1
+    assert f"135 frames became {frames}" in w and frames == int((135 - 1) * scene_fps / 120 + 1e-6) + 1
+
+
+def test_import_tags_replace_a_facet_value_and_tag_removes(cli, capsys, tmp_path):
+    lib = tmp_path / "lib.blend"
+    clip = S.write(tmp_path / "sign.bvh", S.bvh_text(S.still_rows(10)))
+    assert cli(["import", str(clip), "--library", str(lib), "--tags", "style:casual,mine"]) == 0
+    assert cli(["import", str(clip), "--library", str(lib), "--tags", "style:formal"]) == 0
+    code, out, _ = _run(cli, capsys, ["list", "--library", str(lib), "--json"])
+    (rec,) = json.loads(out.strip().splitlines()[-1])["clips"]
+    assert "style:formal" in rec["tags"] and "style:casual" not in rec["tags"] and "mine" in rec["tags"]
+    code, out, _ = _run(cli, capsys, ["tag", "sign", "--library", str(lib), "--remove", "mine",
+                                      "--add", "handedness:left", "--json"])
+    assert code == 0
+    tags = json.loads(out.strip().splitlines()[-1])["clip"]["tags"]
+    assert "mine" not in tags and "handedness:left" in tags and "style:formal" in tags
+    stamp = lib.read_bytes()
+    code, out, err = _run(cli, capsys, ["tag", "sign", "--library", str(lib), "--remove", "mine"])
+    assert code == 1 and "has no tag 'mine'" in err and len(err.strip().splitlines()) == 1
+    assert lib.read_bytes() == stamp
+
+
+def test_unwritable_outputs_are_refused_before_any_work(cli, capsys, tmp_path):
+    """/proc refuses new files even for root (permission bits would not tell)."""
+    clip = S.write(tmp_path / "sign.bvh", S.bvh_text(S.still_rows(10)))
+    for argv in (["import", str(clip), "--library", "/proc/lib.blend"],
+                 ["retarget", "--clip", str(clip), "--rig", str(SAMPLES / "signer.blend"), "--out", "/proc/o.blend"],
+                 ["bake", "--blend", str(SAMPLES / "signer.blend"), "--armature", "Signer",
+                  "--out", str(tmp_path / "o.blend"),
+                  "--metrics", "/proc/m.json"]):
+        t = time.perf_counter()
+        code, out, err = _run(cli, capsys, argv)
+        assert code == 1
+        assert err.strip().splitlines() == [err.strip()] and "cannot write in the folder /proc" in err, err
+        assert "internal error" not in err
+        assert time.perf_counter() - t < 5.0       # refused up front, not after the work
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["sign.bvh"]
+
+
+def test_outputs_written_together_or_not_at_all(addon, tmp_path):
+    files = addon.signsim_addon.files
+    out = tmp_path / "o.blend"
+    with pytest.raises(addon.signsim_addon.errors.SignSimError, match="cannot write"):
+        files.save_atomically(str(out), texts={str(tmp_path / "gone" / "m.json"): "{}"})
+    assert list(tmp_path.iterdir()) == []
+    files.save_atomically(str(out), texts={str(tmp_path / "m.json"): '{"a": 1}'})
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["m.json", "o.blend"]
+    assert json.loads((tmp_path / "m.json").read_text()) == {"a": 1}
+
+
+@pytest.mark.slow
+def test_blenders_log_lines_stay_off_stdout(tmp_path):
+    """Through the launcher (real file descriptors): opening the rig, importing the clip
+    and saving print nothing but the one JSON object."""
+    proc = subprocess.run([str(ROOT / "signsim"), "retarget", "--clip", str(SAMPLES / "fingerspelling.bvh"),
+                           "--rig", str(SAMPLES / "signer.blend"), "--out", str(tmp_path / "o.blend"), "--json"],
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    (line,) = proc.stdout.strip().splitlines()
+    assert json.loads(line)["out"] == str(tmp_path / "o.blend")
+    assert proc.stderr.strip() == ""
+    human = subprocess.run([str(ROOT / "signsim"), "retarget", "--clip", str(SAMPLES / "fingerspelling.bvh"),
+                            "--rig", str(SAMPLES / "signer.blend"), "--out", str(tmp_path / "p.blend")],
+                           capture_output=True, text=True, timeout=300)
+    assert human.returncode == 0
+    for noise in ("Read blend", "Saved copy as", "partial.blend", "Info:"):
+        assert noise not in human.stdout and noise not in human.stderr
+
+
+def test_build_packs_only_the_allow_list(tmp_path):
+    import build
+    files = build.package_files(ROOT)
+    assert "blender_manifest.toml" in files and "signsim_addon/cli.py" in files
+    assert "solver/bvh.py" in files and "sample_blends/signer.blend" in files
+    top = {f.split("/")[0] for f in files}
+    assert top <= {"blender_manifest.toml", "__init__.py", "LICENSE", "README.md", "signsim_addon",
+                   "solver", "operators", "panels", "presets", "sample_blends"}
+    assert not any("__pycache__" in f or f.endswith(".pyc") for f in files)
+    # a tree with what `make demo`, tests and editors leave behind packs the same files
+    fake = tmp_path / "repo"
+    for rel in files + ["signsim-demo/fingerspelling_baked.blend", "dist/old.zip", "tests/test_x.py",
+                        "notes.txt", "signsim_addon/__pycache__/x.pyc", "sample_blends/make_samples.py"]:
+        (fake / rel).parent.mkdir(parents=True, exist_ok=True)
+        (fake / rel).write_bytes(b"")
+    assert build.package_files(fake) == files
