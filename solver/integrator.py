@@ -4,13 +4,14 @@ One step solves
 
     (M + h D + h² K) Δv = h (f − h K v),   v⁺ = v + Δv,   q⁺ = q ⊕ h v⁺
 
-with one Cholesky factorisation (seed §3.1). f = τ_pd + τ_ff + τ_contact + τ_limit − c;
+with one Cholesky factorisation (Baraff & Witkin, "Large Steps in Cloth Simulation",
+SIGGRAPH 1998: one linearised implicit step). f = τ_pd + τ_ff + τ_contact + τ_limit − c;
 K and D collect −∂f/∂q and −∂f/∂v of every spring-like term: PD gains, gravity,
 joint-limit penalties, capsule and face contacts, which therefore act with their
 end-of-step values, as backward Euler requires. The reference enters where each term
 lives in the step (tracking_forces). Contacts use an active set: a contact joins when
 its end-of-step penetration would be positive and leaves when its force would pull (no
-adhesion). After the step the joint limits are enforced by projection (seed §4.3).
+adhesion). After the step the joint limits are enforced by projection.
 ⊕ is q ⊗ exp(h ω) in each bone's frame.
 """
 

@@ -1,4 +1,4 @@
-"""Joint limits on the components of each bone's local rotation vector (seed §4.3).
+"""Joint limits on the components of each bone's local rotation vector.
 
 A ball joint's limit coordinates are the three components of log(q_pose) (rad), a
 hinge's is its angle about local X. Inside a step the limits act as one-sided penalty

@@ -113,7 +113,7 @@ def limit_excess_stats(model, rotations, tolerance_deg=1e-6):
 
 
 def splice_velocity_jump(times, rotations, seams):
-    """D = ‖v_A(t_end) − v_B(t_start)‖ (rad/s) at each seam frame index (seed, motion library §5).
+    """D = ‖v_A(t_end) − v_B(t_start)‖ (rad/s) at each seam frame index.
 
     v_A is the one-sided angular velocity of all bones over the frame before the seam,
     v_B over the frame after it (body-frame rotation vectors per second, stacked).
