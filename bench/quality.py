@@ -2,6 +2,7 @@
 
     .venv/bin/python bench/quality.py [--rig signer|basemesh|RIG.blend …] [--clip CLIP …]
                                       [--json OUT.json] [--repeat]
+    .venv/bin/python bench/quality.py --table OUT.json …   # the summary of saved runs
 
 For every rig and clip: retarget with the product, bake with the product (preset
 "default"), write the baked action, then measure from the keys as Blender evaluates them
@@ -493,7 +494,12 @@ def main():
     ap.add_argument("--clip", action="append", help="mocap clip (default: samples, generated, mocap)")
     ap.add_argument("--json", help="write the rows as JSON here")
     ap.add_argument("--repeat", action="store_true", help="bake twice and compare the keys bit for bit")
+    ap.add_argument("--table", nargs="+", metavar="ROWS.json",
+                    help="print the summary table of rows saved by --json (several runs in one table)")
     args = ap.parse_args()
+    if args.table:
+        print(summary([r for f in args.table for r in json.loads(pathlib.Path(f).read_text())]))
+        return
     P = Product()
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
@@ -508,9 +514,9 @@ def main():
                     continue
                 rows.append(row)
                 print(fmt_row(row), flush=True)
+                if args.json:  # after every clip: a run stopped early keeps its rows
+                    pathlib.Path(args.json).write_text(json.dumps(rows, indent=1))
     print(summary(rows))
-    if args.json:
-        pathlib.Path(args.json).write_text(json.dumps(rows, indent=1))
 
 
 if __name__ == "__main__":
