@@ -479,6 +479,17 @@ def summary(rows):
                    f"{b['free_max_deg']:.1f} | {b['jerk_pct']:+.0f} ({w['jerk_pct']:+.0f}) | "
                    f"{b['lag_frames']:+.2f} ({w['lag_frames']:+.2f}) | {pen(r['reference']['penetration_mm'])} -> "
                    f"{pen(b['penetration_mm'])} | {r['fallbacks']} | {r['realtime_factor']:.1f} | {r['bit_identical']} |")
+    noisy = [r for r in rows if "denoise" in r]
+    if noisy:  # Done when: the bake removes >= 40 % of the noise, tips and angles, and beats the filter
+        out += ["", "| rig | clip vs clean | fingertip RMS mm noisy -> baked (Butterworth) | "
+                "hand angle RMS ° noisy -> baked (Butterworth) | reduction tips / angles |", "|---|---|---|---|---|"]
+        for r in noisy:
+            d = r["denoise"]
+            n, b, w = d["noisy"], d["baked"], d["butterworth"]
+            out.append(f"| {r['rig']} | {r['clip']} | {n['tip_rms_mm']:.2f} -> {b['tip_rms_mm']:.2f} "
+                       f"({w['tip_rms_mm']:.2f}) | {n['angle_rms_deg']:.2f} -> {b['angle_rms_deg']:.2f} "
+                       f"({w['angle_rms_deg']:.2f}) | {100 * (1 - b['tip_rms_mm'] / n['tip_rms_mm']):+.0f} % / "
+                       f"{100 * (1 - b['angle_rms_deg'] / n['angle_rms_deg']):+.0f} % |")
     return "\n".join(out)
 
 
