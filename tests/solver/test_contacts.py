@@ -76,6 +76,16 @@ def test_stiffness_schedule_adapts_from_a_soft_start(rigs):
     assert on.contact_stiffness.max() > 5 * off.contact_stiffness.max()
 
 
+def _tip_depth(model, rotations, bone, tip_local, radius, face_vertices, face_triangles):
+    """Capsule-surface depth (F,) m of a fingertip (tip_local on `bone`) in a face mesh
+    attached to bone 0, by the exact mesh distance; rotations (F, n_bones, 4), fixed base."""
+    kin = forward_kinematics(model, rotations, np.broadcast_to(np.eye(3), (len(rotations), 3, 3)),
+                             np.zeros((len(rotations), 3)))
+    tip = kin.positions[:, bone] + (kin.rotations[:, bone] @ tip_local)
+    local = np.einsum("nji,nj->ni", kin.rotations[:, 0], tip - kin.positions[:, 0])
+    return radius - sdf.mesh_signed_distance(face_vertices, face_triangles, local)
+
+
 def test_fingertip_driven_into_the_face_stays_within_half_a_millimetre(rigs):
     """A finger swings until the reference puts its tip capsule 2 cm inside a face (a
     6 cm sphere mesh on a heavy head bone); the result penetrates ≤ 0.5 mm, checked with
@@ -89,12 +99,8 @@ def test_fingertip_driven_into_the_face_stays_within_half_a_millimetre(rigs):
     face = v + np.array([0.0, 0.09, -0.2])
     tip_local = np.array([0.0, 0.2, 0.0])
 
-    def tip_depth(rotations):  # capsule-surface depth of the fingertip, exact mesh distance
-        kin = forward_kinematics(model, rotations, np.broadcast_to(np.eye(3), (len(rotations), 3, 3)),
-                                 np.zeros((len(rotations), 3)))
-        tip = kin.positions[:, 1] + (kin.rotations[:, 1] @ tip_local)
-        local = np.einsum("nji,nj->ni", kin.rotations[:, 0], tip - kin.positions[:, 0])
-        return 0.008 - sdf.mesh_signed_distance(face, f, local)
+    def tip_depth(rotations):
+        return _tip_depth(model, rotations, 1, tip_local, 0.008, face, f)
 
     angles = np.linspace(0, 0.5, 501)
     depth = tip_depth(quat.exp(np.stack([angles, 0 * angles, 0 * angles], -1))[:, None]
@@ -168,12 +174,8 @@ def test_contact_against_a_joint_limit_resolves_through_the_free_parent(rigs, mo
     centre = np.array([0.3, 0.15, -0.045])  # 7 mm below the tip capsule at rest
     tip_local = np.array([0.0, 0.05, 0.0])
 
-    def tip_depth(rotations):  # capsule-surface depth of the fingertip, exact mesh distance
-        kin = forward_kinematics(model, rotations, np.broadcast_to(np.eye(3), (len(rotations), 3, 3)),
-                                 np.zeros((len(rotations), 3)))
-        tip = kin.positions[:, 2] + (kin.rotations[:, 2] @ tip_local)
-        local = np.einsum("nji,nj->ni", kin.rotations[:, 0], tip - kin.positions[:, 0])
-        return 0.008 - sdf.mesh_signed_distance(v + centre, f, local)
+    def tip_depth(rotations):
+        return _tip_depth(model, rotations, 2, tip_local, 0.008, v + centre, f)
 
     fps, n = 60, 61
     lower = -0.017 / 0.15 * np.clip(np.arange(n) / 30, 0, 1)  # palm about X: the tip 17 mm down
