@@ -2,6 +2,7 @@
 
     .venv/bin/python bench/quality.py [--rig signer|basemesh|RIG.blend …] [--clip CLIP …]
                                       [--json OUT.json] [--repeat]
+    .venv/bin/python bench/quality.py --table OUT.json …   # the summary of saved runs
 
 For every rig and clip: retarget with the product, bake with the product (preset
 "default"), write the baked action, then measure from the keys as Blender evaluates them
@@ -25,7 +26,8 @@ For every rig and clip: retarget with the product, bake with the product (preset
   lfilter) of the reference rotations, with the cutoff giving the bake's lag (at least
   one frame: a 2nd-order Butterworth has DC group delay √2/ω_c);
 - for a clip `X_noisy.bvh` next to `X.bvh`: the errors of the noisy input, the bake and
-  the Butterworth baseline against the clean clip retargeted onto the same rig.
+  the Butterworth baseline against the clean clip retargeted onto the same rig, and of
+  the bake against the clean clip's own bake (its contacts resolved too: denoising alone).
 
 Ends with a markdown summary table, one line per rig and clip.
 
@@ -414,6 +416,12 @@ def run_clip(rig_path, clip, tmp, repeat, clean_cache):
             cjob = P.prepare(carm)
             clean_cache[key] = (cjob.reference.rotations, tip_tracks(bpy.context.scene, carm, tip_names,
                                                                         cjob.frames), cjob.rig.bone_names)
+            # The clean clip baked too: its own contacts resolved (fists in the palm), so the
+            # bake of the noisy clip can be judged on denoising alone.
+            crot_baked = P.solve(cjob).rotations
+            P.assign(carm, P.write(cjob, crot_baked, "quality.clean_baked"))
+            clean_cache[key + ("baked",)] = (crot_baked, tip_tracks(bpy.context.scene, carm, tip_names,
+                                                                      cjob.frames))
         if key in clean_cache:
             crot, ctips, _ = clean_cache[key]
             n = min(len(crot), len(job.frames))
@@ -426,6 +434,9 @@ def run_clip(rig_path, clip, tmp, repeat, clean_cache):
             row["denoise"] = {"noisy": err(job.reference.rotations, ctx["ref_tips"]),
                               "baked": err(solved.rotations, baked["tips"]),
                               "butterworth": err(bw["rotations"], bw["tips"])}
+            if key + ("baked",) in clean_cache:
+                crot, ctips = clean_cache[key + ("baked",)]
+                row["denoise"]["baked vs clean baked"] = err(solved.rotations, baked["tips"])
     return row
 
 
@@ -478,6 +489,20 @@ def summary(rows):
                    f"{b['free_max_deg']:.1f} | {b['jerk_pct']:+.0f} ({w['jerk_pct']:+.0f}) | "
                    f"{b['lag_frames']:+.2f} ({w['lag_frames']:+.2f}) | {pen(r['reference']['penetration_mm'])} -> "
                    f"{pen(b['penetration_mm'])} | {r['fallbacks']} | {r['realtime_factor']:.1f} | {r['bit_identical']} |")
+    noisy = [r for r in rows if "denoise" in r]
+    if noisy:  # Done when: the bake removes >= 40 % of the noise, tips and angles, and beats the filter
+        out += ["", "| rig | clip vs clean | fingertip RMS mm noisy -> baked (Butterworth) | "
+                "hand angle RMS ° noisy -> baked (Butterworth) | reduction tips / angles | "
+                "baked vs clean baked mm / ° |", "|---|---|---|---|---|---|"]
+        for r in noisy:
+            d = r["denoise"]
+            n, b, w = d["noisy"], d["baked"], d["butterworth"]
+            out.append(f"| {r['rig']} | {r['clip']} | {n['tip_rms_mm']:.2f} -> {b['tip_rms_mm']:.2f} "
+                       f"({w['tip_rms_mm']:.2f}) | {n['angle_rms_deg']:.2f} -> {b['angle_rms_deg']:.2f} "
+                       f"({w['angle_rms_deg']:.2f}) | {100 * (1 - b['tip_rms_mm'] / n['tip_rms_mm']):+.0f} % / "
+                       f"{100 * (1 - b['angle_rms_deg'] / n['angle_rms_deg']):+.0f} % | "
+                       + (f"{d['baked vs clean baked']['tip_rms_mm']:.2f} / {d['baked vs clean baked']['angle_rms_deg']:.2f} |"
+                          if "baked vs clean baked" in d else "- |"))
     return "\n".join(out)
 
 
@@ -493,7 +518,12 @@ def main():
     ap.add_argument("--clip", action="append", help="mocap clip (default: samples, generated, mocap)")
     ap.add_argument("--json", help="write the rows as JSON here")
     ap.add_argument("--repeat", action="store_true", help="bake twice and compare the keys bit for bit")
+    ap.add_argument("--table", nargs="+", metavar="ROWS.json",
+                    help="print the summary table of rows saved by --json (several runs in one table)")
     args = ap.parse_args()
+    if args.table:
+        print(summary([r for f in args.table for r in json.loads(pathlib.Path(f).read_text())]))
+        return
     P = Product()
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
@@ -508,9 +538,9 @@ def main():
                     continue
                 rows.append(row)
                 print(fmt_row(row), flush=True)
+                if args.json:  # after every clip: a run stopped early keeps its rows
+                    pathlib.Path(args.json).write_text(json.dumps(rows, indent=1))
     print(summary(rows))
-    if args.json:
-        pathlib.Path(args.json).write_text(json.dumps(rows, indent=1))
 
 
 if __name__ == "__main__":

@@ -2,7 +2,7 @@
 
 import numpy as np
 
-from solver import metrics, quat, sdf
+from solver import integrator, metrics, quat, sdf
 from solver.contacts import capsule_contacts, segment_closest_points
 from solver.kinematics import capsule_segments, forward_kinematics
 from solver.model import SkeletonModel
@@ -76,6 +76,16 @@ def test_stiffness_schedule_adapts_from_a_soft_start(rigs):
     assert on.contact_stiffness.max() > 5 * off.contact_stiffness.max()
 
 
+def _tip_depth(model, rotations, bone, tip_local, radius, face_vertices, face_triangles):
+    """Capsule-surface depth (F,) m of a fingertip (tip_local on `bone`) in a face mesh
+    attached to bone 0, by the exact mesh distance; rotations (F, n_bones, 4), fixed base."""
+    kin = forward_kinematics(model, rotations, np.broadcast_to(np.eye(3), (len(rotations), 3, 3)),
+                             np.zeros((len(rotations), 3)))
+    tip = kin.positions[:, bone] + (kin.rotations[:, bone] @ tip_local)
+    local = np.einsum("nji,nj->ni", kin.rotations[:, 0], tip - kin.positions[:, 0])
+    return radius - sdf.mesh_signed_distance(face_vertices, face_triangles, local)
+
+
 def test_fingertip_driven_into_the_face_stays_within_half_a_millimetre(rigs):
     """A finger swings until the reference puts its tip capsule 2 cm inside a face (a
     6 cm sphere mesh on a heavy head bone); the result penetrates ≤ 0.5 mm, checked with
@@ -89,12 +99,8 @@ def test_fingertip_driven_into_the_face_stays_within_half_a_millimetre(rigs):
     face = v + np.array([0.0, 0.09, -0.2])
     tip_local = np.array([0.0, 0.2, 0.0])
 
-    def tip_depth(rotations):  # capsule-surface depth of the fingertip, exact mesh distance
-        kin = forward_kinematics(model, rotations, np.broadcast_to(np.eye(3), (len(rotations), 3, 3)),
-                                 np.zeros((len(rotations), 3)))
-        tip = kin.positions[:, 1] + (kin.rotations[:, 1] @ tip_local)
-        local = np.einsum("nji,nj->ni", kin.rotations[:, 0], tip - kin.positions[:, 0])
-        return 0.008 - sdf.mesh_signed_distance(face, f, local)
+    def tip_depth(rotations):
+        return _tip_depth(model, rotations, 1, tip_local, 0.008, face, f)
 
     angles = np.linspace(0, 0.5, 501)
     depth = tip_depth(quat.exp(np.stack([angles, 0 * angles, 0 * angles], -1))[:, None]
@@ -148,3 +154,46 @@ def test_finger_crossing_a_thin_capsule_within_one_frame_does_not_pass_through(r
     # Without subdivision the same finger tunnels straight through the bar.
     single = simulate(model, ref, SimSettings(group_gains=gains, max_substeps=1, max_tunnel_substeps=1))
     assert _side(model, single.rotations[-1:]) > 0
+
+
+def test_contact_against_a_joint_limit_resolves_through_the_free_parent(rigs, monkeypatch):
+    """A light finger hinge held within ±0.05 rad by its limit rides on a heavy palm
+    (ball joint) whose reference lowers the fingertip 1 cm into a face sphere. Lifting
+    the finger past its limit is not allowed, so the contact must move the palm.
+    Solved with the contacts (limits.limit_rows) the tip stays within 0.5 mm of the
+    skin (exact mesh distance) and the limit holds; with the limit only projected after
+    the step, the finger's share of the push is undone every step and the tip stays in."""
+    lim = np.full((3, 3), np.inf)
+    lim[2] = 0.05
+    model = SkeletonModel(parents=[-1, -1, 1], rest_offsets=[[0, 0, 0], [0.3, 0, 0], [0, 0.1, 0]],
+                          rest_rotations=[quat.IDENTITY] * 3, joint_types=["ball", "ball", "hinge"],
+                          capsule_radius=[0.08, 0.03, 0.008], capsule_length=[0.12, 0.1, 0.05],
+                          groups=["head", "palm", "fingers"], collide=[False, False, True],
+                          limit_lower=-lim, limit_upper=lim)
+    v, f = sdf.icosphere(3, 0.03)
+    centre = np.array([0.3, 0.15, -0.045])  # 7 mm below the tip capsule at rest
+    tip_local = np.array([0.0, 0.05, 0.0])
+
+    def tip_depth(rotations):
+        return _tip_depth(model, rotations, 2, tip_local, 0.008, v + centre, f)
+
+    fps, n = 60, 61
+    lower = -0.017 / 0.15 * np.clip(np.arange(n) / 30, 0, 1)  # palm about X: the tip 17 mm down
+    rot = np.tile(quat.IDENTITY, (n, 3, 1))
+    rot[:, 1] = quat.exp(np.stack([lower, 0 * lower, 0 * lower], -1))
+    ref = rigs.motion_reference(rot, fps, face_vertices=v + centre, face_triangles=f, face_bone=0)
+    assert tip_depth(ref.rotations[-1:])[0] >= 0.009
+    gains = {"head": GroupGains(20.0), "palm": GroupGains(8.0), "fingers": GroupGains(8.0)}
+    res = simulate(model, ref, SimSettings(group_gains=gains))
+    finger = np.abs(quat.log(res.rotations[:, 2])[:, 0])
+    print(f"limit solved with the contacts: tip depth {tip_depth(res.rotations).max() * 1e3:.2f} mm, "
+          f"finger {finger.max():.4f} rad")
+    assert tip_depth(res.rotations).max() <= 0.5e-3
+    assert finger.max() <= 0.05 + 1e-6
+    assert tip_depth(res.rotations[-1:])[0] > -1e-3  # pressed against the skin, not bounced off
+
+    monkeypatch.setattr(integrator, "limit_rows",
+                        lambda model, x: (np.zeros((0, model.n_dof)), np.zeros(0)))
+    projected = simulate(model, ref, SimSettings(group_gains=gains))
+    print(f"limit only projected: tip depth {tip_depth(projected.rotations).max() * 1e3:.2f} mm")
+    assert tip_depth(projected.rotations).max() > 1e-3
