@@ -40,11 +40,16 @@ def cli_command():
     raise SignSimError("batch needs the blender executable or the ./signsim launcher to start workers")
 
 
+def clip_outputs(clip, out):
+    """(retargeted .blend, baked .blend, metrics .json) batch writes for CLIP in folder OUT;
+    the clip name with characters other than letters, digits, '-', '_', '.' as '_'."""
+    safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in clip)
+    return tuple(os.path.join(out, f"{safe}{ext}") for ext in (".retargeted.blend", ".blend", ".json"))
+
+
 def run_clip(command, clip, args: BatchRequest):
     """Retarget + bake one clip in child processes; returns its result record."""
-    safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in clip)
-    retargeted = os.path.join(args.out, f"{safe}.retargeted.blend")
-    baked, metrics = os.path.join(args.out, f"{safe}.blend"), os.path.join(args.out, f"{safe}.json")
+    retargeted, baked, metrics = clip_outputs(clip, args.out)
     steps = [["retarget", "--clip", clip, "--library", args.library, "--rig", args.rig,
               "--out", retargeted, "--json"] + (["--armature", args.armature] if args.armature else [])]
     record = {"clip": clip}
@@ -75,7 +80,8 @@ def bake_many(request: BatchRequest, report=silent) -> dict:
     """Retarget + bake every matching library clip, request.workers at a time, each clip
     in its own child processes. Returns {"clips": [record], "out": folder}; a record has
     "clip" and either "error" or "armature", "action", "metrics", "out", "metrics_file".
-    Raises SignSimError for a missing rig or library, no matching clip, a bad --out."""
+    Raises SignSimError for a missing rig or library, no matching clip, a bad --out, or
+    output files that would overwrite the rig, the library or each other (before any work)."""
     args = replace(request, library=library.library_file(request.library), rig=os.path.abspath(request.rig),
                    out=os.path.abspath(request.out))
     if not os.path.isfile(args.rig):
@@ -88,6 +94,10 @@ def bake_many(request: BatchRequest, report=silent) -> dict:
         raise SignSimError(f"no clips to bake in {args.library}")
     if os.path.exists(args.out) and not os.path.isdir(args.out):
         raise SignSimError(f"--out must be a folder: {args.out} is a file")
+    # before any work: no clip's files may be the rig, the library or another clip's files
+    outputs = [(path, c) for c in clips for path in clip_outputs(c, args.out)]
+    files.check_distinct([args.rig, args.library], [p for p, _ in outputs],
+                         [f"clip '{c}'" for _, c in outputs])
     os.makedirs(args.out, exist_ok=True)
     command = cli_command()
     report(INFO, f"baking {len(clips)} clip(s) on {args.workers} worker(s) into {args.out}")

@@ -1,0 +1,88 @@
+"""Paths on the command line: no output may be an input (every subcommand, batch's per-clip
+files), scene files are not libraries, catalogs stay inside the library, clear OS errors."""
+import json
+import pathlib
+import shutil
+
+import bpy
+import pytest
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent.parent
+SAMPLES = ROOT / "sample_blends"
+MIXAMO = "bvhpython_test_freebvh_mixamorig.bvh"
+
+
+@pytest.fixture
+def cli(addon):
+    return addon.signsim_addon.cli.main
+
+
+def _library(addon, src, lib):
+    result = addon.signsim_addon.library.api.import_paths([str(src)], str(lib))
+    assert result["imported"], result
+    return lib
+
+
+def _one_error_line(capsys):
+    err = capsys.readouterr().err
+    lines = err.strip().splitlines()
+    assert len(lines) == 1, err
+    return lines[0]
+
+
+@pytest.mark.parametrize("command", ["retarget", "compose"])
+@pytest.mark.parametrize("overwritten", ["library", "rig", "map", "clip"])
+def test_output_equal_to_any_input_is_refused_before_work(cli, addon, shared_data, tmp_path, capsys,
+                                                          command, overwritten):
+    rig = tmp_path / "rig.blend"
+    shutil.copy(SAMPLES / "signer.blend", rig)
+    clip_file = tmp_path / "clip.bvh"
+    shutil.copy(shared_data / "mocap" / MIXAMO, clip_file)
+    lib = _library(addon, clip_file, tmp_path / "lib.blend")
+    preset = tmp_path / "map.json"
+    preset.write_text("{}")
+    target = {"library": lib, "rig": rig, "map": preset, "clip": clip_file}[overwritten]
+    before = {p: p.read_bytes() for p in (rig, lib, preset, clip_file)}
+    clip_args = (["--clip", "clip", "--clip", str(clip_file)] if command == "retarget"
+                 else ["--clips", "clip", str(clip_file)])
+    code = cli([command, *clip_args, "--library", str(lib), "--rig", str(rig), "--map", str(preset),
+                "--out", str(target)])
+    line = _one_error_line(capsys)
+    assert code == 1 and f"is the input {target}" in line, line
+    assert {p: p.read_bytes() for p in before} == before
+
+
+def test_batch_refuses_clip_files_that_are_the_rig_or_the_library(cli, addon, shared_data, tmp_path, capsys):
+    rig = tmp_path / "rigx.blend"
+    shutil.copy(SAMPLES / "signer.blend", rig)
+    clip_file = tmp_path / "src" / "rigx.bvh"          # its clip is named 'rigx'
+    clip_file.parent.mkdir()
+    shutil.copy(SAMPLES / "fingerspelling.bvh", clip_file)
+    lib = _library(addon, clip_file, tmp_path / "lib9.blend")
+    before = rig.read_bytes(), lib.read_bytes()
+    code = cli(["batch", "--library", str(lib), "--rig", str(rig), "--out", str(tmp_path), "--workers", "1"])
+    line = _one_error_line(capsys)
+    assert code == 1 and f"clip 'rigx' would write {rig}, which is the input {rig}" in line, line
+    assert (rig.read_bytes(), lib.read_bytes()) == before
+
+    # a clip named like the library, then two clips whose file names collide
+    other = tmp_path / "src" / "lib9.bvh"
+    shutil.copy(SAMPLES / "chin_cheek.bvh", other)
+    _library(addon, other, lib)
+    rig2 = tmp_path / "rig2.blend"
+    shutil.copy(SAMPLES / "signer.blend", rig2)
+    before = lib.read_bytes()
+    code = cli(["batch", "--library", str(lib), "--rig", str(rig2), "--out", str(tmp_path), "--workers", "1"])
+    line = _one_error_line(capsys)
+    assert code == 1 and f"clip 'lib9' would write {lib}, which is the input {lib}" in line, line
+    assert lib.read_bytes() == before
+
+
+def test_batch_refuses_two_clips_writing_one_file(addon, tmp_path):
+    batch = addon.signsim_addon.bake.batch
+    outs = [batch.clip_outputs(c, str(tmp_path)) for c in ("a b", "a_b")]
+    assert outs[0] == outs[1]                     # both clips map to a_b.*
+    with pytest.raises(addon.signsim_addon.errors.SignSimError, match="clip 'a_b' would write .* is also "
+                       "written by clip 'a b'"):
+        addon.signsim_addon.files.check_distinct([], [p for o in outs for p in o],
+                                                 [f"clip '{c}'" for c in ("a b", "a_b") for _ in range(3)])
