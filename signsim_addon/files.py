@@ -46,13 +46,11 @@ def check_distinct(inputs, outputs, labels=None):
     seen = {}
     for out, label in pairs:
         real = os.path.realpath(out)
-        who = f"{label} would write {os.path.abspath(out)}, which" if label else \
-            f"the output {os.path.abspath(out)}"
+        who = f"{label}'s output {os.path.abspath(out)}" if label else f"the output {os.path.abspath(out)}"
         if real in ins:
-            raise SignSimError(f"{who} is the input {ins[real]}: choose another output path")
+            raise SignSimError(f"{who} would overwrite the input {ins[real]}: choose another output path")
         if real in seen:
-            raise SignSimError(f"{who} is also written by {seen[real]}: give each output its own path"
-                               if label else "two outputs name the same file: give each its own path")
+            raise SignSimError(f"{who} is also written by {seen[real]}: give each output its own path")
         seen[real] = label or os.path.abspath(out)
 
 

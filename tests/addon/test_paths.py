@@ -48,7 +48,7 @@ def test_output_equal_to_any_input_is_refused_before_work(cli, addon, shared_dat
     code = cli([command, *clip_args, "--library", str(lib), "--rig", str(rig), "--map", str(preset),
                 "--out", str(target)])
     line = _one_error_line(capsys)
-    assert code == 1 and f"is the input {target}" in line, line
+    assert code == 1 and f"would overwrite the input {target}" in line, line
     assert {p: p.read_bytes() for p in before} == before
 
 
@@ -62,7 +62,7 @@ def test_batch_refuses_clip_files_that_are_the_rig_or_the_library(cli, addon, sh
     before = rig.read_bytes(), lib.read_bytes()
     code = cli(["batch", "--library", str(lib), "--rig", str(rig), "--out", str(tmp_path), "--workers", "1"])
     line = _one_error_line(capsys)
-    assert code == 1 and f"clip 'rigx' would write {rig}, which is the input {rig}" in line, line
+    assert code == 1 and f"clip 'rigx''s output {rig} would overwrite the input {rig}" in line, line
     assert (rig.read_bytes(), lib.read_bytes()) == before
 
     # a clip named like the library, then two clips whose file names collide
@@ -74,7 +74,7 @@ def test_batch_refuses_clip_files_that_are_the_rig_or_the_library(cli, addon, sh
     before = lib.read_bytes()
     code = cli(["batch", "--library", str(lib), "--rig", str(rig2), "--out", str(tmp_path), "--workers", "1"])
     line = _one_error_line(capsys)
-    assert code == 1 and f"clip 'lib9' would write {lib}, which is the input {lib}" in line, line
+    assert code == 1 and f"clip 'lib9''s output {lib} would overwrite the input {lib}" in line, line
     assert lib.read_bytes() == before
 
 
@@ -82,7 +82,7 @@ def test_batch_refuses_two_clips_writing_one_file(addon, tmp_path):
     batch = addon.signsim_addon.bake.batch
     outs = [batch.clip_outputs(c, str(tmp_path)) for c in ("a b", "a_b")]
     assert outs[0] == outs[1]                     # both clips map to a_b.*
-    with pytest.raises(addon.signsim_addon.errors.SignSimError, match="clip 'a_b' would write .* is also "
-                       "written by clip 'a b'"):
+    with pytest.raises(addon.signsim_addon.errors.SignSimError, match="clip 'a_b''s output .* is also written "
+                       "by clip 'a b'"):
         addon.signsim_addon.files.check_distinct([], [p for o in outs for p in o],
                                                  [f"clip '{c}'" for c in ("a b", "a_b") for _ in range(3)])
