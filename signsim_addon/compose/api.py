@@ -509,6 +509,8 @@ def compose_files(args: ComposeRequest, report=silent) -> dict:
     library_file = library.library_file(args.library) if args.library else None
     if library_file and not os.path.isfile(library_file):
         raise SignSimError(f"no motion library at {library_file}")
+    if library_file:
+        library.check_not_scene_file(library_file)
     clip_files = [c for c in list(args.clips) + [args.layer] if c and retarget.is_clip_file(c)]
     files.check_files([args.rig, library_file, args.bone_map, *clip_files], [args.out])
     preset = retarget.load_preset(args.bone_map) if args.bone_map else None

@@ -8,6 +8,7 @@ Public API (operators, the CLI, batch, the demo and the tests call only these):
 - edit_clip(library, name, rename=None, tags=None, delete=False)
 - load_clip(library, name) -> (action, skeleton)   appended into the open file
 - collect_files(paths) -> ([file], [(path, error)])
+- check_not_scene_file(library): refuse a scene .blend given as the library
 
 Modules: tracking (datablock snapshots and rollback), importers (Blender's importers +
 repairs), store (the library .blend, catalogs, tags, search), ui (the sidebar's state);
@@ -18,9 +19,9 @@ import os
 from .. import preferences
 from ..errors import ERROR, SignSimError
 from . import importers, store, tracking
-from .store import edit_clip, list_clips, load_clip, matches, parse_tags  # noqa: F401
+from .store import check_not_scene_file, edit_clip, list_clips, load_clip, matches, parse_tags  # noqa: F401
 
-__all__ = ("library_file", "import_paths", "list_clips", "edit_clip", "load_clip", "collect_files", "matches",
+__all__ = ("library_file", "check_not_scene_file", "import_paths", "list_clips", "edit_clip", "load_clip", "collect_files", "matches",
            "parse_tags")
 
 

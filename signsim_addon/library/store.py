@@ -306,14 +306,31 @@ def open_library(path, must_exist=False, guard=None):
             except (OSError, RuntimeError) as ex:
                 raise SignSimError(f"cannot read the library {path}: {str(ex).splitlines()[-1]}") from ex
             if scenes:  # a library holds clips and skeletons only: never overwrite a scene file
-                raise SignSimError(f"{path} is a scene file, not a SignSim motion library: "
-                                   "choose another library file")
+                raise _scene_file(path)
             for kind, wanted in names.items():  # appended next to the file's names: claim
                 for id_, name in zip(getattr(dst, kind), wanted):
                     if id_ is not None:
                         guard.claim(id_, name)
             lib.clips = [a for a in dst.actions if a is not None and a.signsim.is_clip]
         yield lib
+
+
+def _scene_file(path):
+    return SignSimError(f"{path} is a scene file, not a SignSim motion library: choose another library file")
+
+
+def check_not_scene_file(path):
+    """SignSimError when the .blend at `path` holds a scene (a scene file, not a motion
+    library) or cannot be read. Reads only the file's names; nothing is appended."""
+    path = check_library_path(path)
+    try:
+        with tracking.quiet():
+            with bpy.data.libraries.load(path, link=False) as (src, _dst):
+                scenes = list(src.scenes)
+    except (OSError, RuntimeError) as ex:
+        raise SignSimError(f"cannot read the library {path}: {str(ex).splitlines()[-1]}") from None
+    if scenes:
+        raise _scene_file(path)
 
 
 def check_library_path(path):

@@ -70,7 +70,8 @@ def resolve_clips(clips, library_path):
     """(clip specs with file paths made absolute, absolute library path or None).
 
     Checked before the rig is opened (relative paths, one-line errors): a missing mocap
-    file, or a clip name without a library file, raise SignSimError.
+    file, or a clip name without a library file or with a scene file as the library,
+    raise SignSimError.
     """
     names = [c for c in clips if not is_clip_file(c)]
     for clip in clips:
@@ -82,6 +83,7 @@ def resolve_clips(clips, library_path):
         if not os.path.isfile(library_file):
             raise SignSimError(f"clip not found: {names[0]} (not a file, and no motion library "
                                f"at {library_file})")
+        library.check_not_scene_file(library_file)
     return [os.path.abspath(c) if is_clip_file(c) else c for c in clips], library_file
 
 

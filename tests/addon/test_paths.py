@@ -86,3 +86,22 @@ def test_batch_refuses_two_clips_writing_one_file(addon, tmp_path):
                        "by clip 'a b'"):
         addon.signsim_addon.files.check_distinct([], [p for o in outs for p in o],
                                                  [f"clip '{c}'" for c in ("a b", "a_b") for _ in range(3)])
+
+
+@pytest.mark.parametrize("command", ["retarget", "compose"])
+@pytest.mark.parametrize("same_as_rig", [False, True])
+def test_scene_file_as_library_is_refused_like_import_does(cli, tmp_path, capsys, command, same_as_rig):
+    rig = tmp_path / "rig.blend"
+    shutil.copy(SAMPLES / "signer.blend", rig)
+    scene = rig if same_as_rig else tmp_path / "scene.blend"
+    if not same_as_rig:
+        shutil.copy(SAMPLES / "signer.blend", scene)
+    clip_args = ["--clip", "wave"] if command == "retarget" else ["--clips", "wave", str(SAMPLES / "chin_cheek.bvh")]
+    out = tmp_path / "out.blend"
+    code = cli([command, *clip_args, "--library", str(scene), "--rig", str(rig), "--out", str(out)])
+    line = _one_error_line(capsys)
+    assert code == 1 and f"{scene} is a scene file, not a SignSim motion library" in line, line
+    assert not out.exists()
+    # the same words as import and list
+    assert cli(["list", "--library", str(scene)]) == 1
+    assert "is a scene file, not a SignSim motion library" in _one_error_line(capsys)
