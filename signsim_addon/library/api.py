@@ -39,10 +39,9 @@ def library_file(path=None) -> str:
 def collect_files(paths, skipped=None):
     """Expand files and folders (recursively, sorted) into ([file], [(path, error)]).
 
-    Inside folders, hidden files and companions (glTF .bin and images, .txt/.md notes,
-    .blend1 backups) are skipped (appended to `skipped` when given); any other
-    unsupported file is reported as a failure, as is a named file of an unsupported type
-    or a path that does not exist.
+    Inside folders, hidden files are ignored and files without a mocap extension
+    (importers.SUPPORTED) are skipped (appended to `skipped` when given); a named file of
+    an unsupported type, or a path that does not exist, is reported as a failure.
     """
     files, failed = [], []
     for p in paths:
@@ -57,8 +56,6 @@ def collect_files(paths, skipped=None):
                     ext = os.path.splitext(n)[1].lower()
                     if ext in importers.SUPPORTED:
                         files.append(full)
-                    elif ext not in importers.COMPANIONS:
-                        failed.append((full, _error_text(full)))
                     elif skipped is not None:
                         skipped.append(full)
         elif os.path.isfile(p):

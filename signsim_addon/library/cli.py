@@ -35,7 +35,8 @@ def run_import(args, say) -> dict:
     for f in result["failed"]:
         say(f"  FAILED {f['error']}")
     if result["skipped"]:
-        say(f"  skipped {len(result['skipped'])} companion file(s) (images, .bin, notes)")
+        say(f"  skipped {len(result['skipped'])} file(s) that are not mocap: "
+            + ", ".join(os.path.basename(p) for p in result["skipped"]))
     say(f"library: {result['library']}")
     if result["failed"] or not result["imported"]:
         # One summary line on stderr; the exit code says some file failed.
