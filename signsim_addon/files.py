@@ -54,6 +54,22 @@ def check_distinct(inputs, outputs, labels=None):
         seen[real] = label or os.path.abspath(out)
 
 
+def make_folder(path):
+    """Create the output folder `path` (and its parents) unless it exists; returns its
+    absolute path. Raises SignSimError naming the path and the reason (a file is there,
+    no permission, …) instead of the operating system's numbered error."""
+    path = os.path.abspath(path)
+    if os.path.exists(path) and not os.path.isdir(path):
+        raise SignSimError(f"cannot use {path} as the output folder: it is a file")
+    try:
+        os.makedirs(path, exist_ok=True)
+    except OSError as ex:
+        where = f" ({ex.filename})" if ex.filename and os.path.abspath(ex.filename) != path else ""
+        raise SignSimError(f"cannot create the output folder {path}: "
+                           f"{(ex.strerror or str(ex)).lower()}{where}") from None
+    return path
+
+
 def open_blend(path):
     """Open a .blend file as the current file. Raises SignSimError when it cannot be read."""
     try:

@@ -92,13 +92,11 @@ def bake_many(request: BatchRequest, report=silent) -> dict:
                                                    tags=library.parse_tags(args.tags))]
     if not clips:
         raise SignSimError(f"no clips to bake in {args.library}")
-    if os.path.exists(args.out) and not os.path.isdir(args.out):
-        raise SignSimError(f"--out must be a folder: {args.out} is a file")
     # before any work: no clip's files may be the rig, the library or another clip's files
     outputs = [(path, c) for c in clips for path in clip_outputs(c, args.out)]
     files.check_distinct([args.rig, args.library], [p for p, _ in outputs],
                          [f"clip '{c}'" for _, c in outputs])
-    os.makedirs(args.out, exist_ok=True)
+    files.make_folder(args.out)
     command = cli_command()
     report(INFO, f"baking {len(clips)} clip(s) on {args.workers} worker(s) into {args.out}")
     with ThreadPoolExecutor(max_workers=args.workers) as pool:

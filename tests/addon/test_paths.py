@@ -105,3 +105,14 @@ def test_scene_file_as_library_is_refused_like_import_does(cli, tmp_path, capsys
     # the same words as import and list
     assert cli(["list", "--library", str(scene)]) == 1
     assert "is a scene file, not a SignSim motion library" in _one_error_line(capsys)
+
+
+def test_output_folder_errors_name_the_path_and_reason(cli, tmp_path, capsys):
+    afile = tmp_path / "afile"
+    afile.write_text("keep me")
+    for out, reason in ((afile, "it is a file"), (pathlib.Path("/sys/demo"), "operation not permitted"),
+                        (afile / "sub", "not a directory")):
+        assert cli(["demo", "--out", str(out)]) == 1
+        line = _one_error_line(capsys)
+        assert str(out) in line and reason in line and "Errno" not in line, line
+    assert afile.read_text() == "keep me"
