@@ -79,11 +79,19 @@ def ensure_catalog(cats, cat_path):
 
 
 def normalise_catalog(cat_path):
-    parts = [p.strip() for p in (cat_path or "").replace("\\", "/").split("/") if p.strip()]
-    if not parts:
+    """The catalog path `cat_path` as 'a/b/c' ('\\' read as '/'; blank: DEFAULT_CATALOG).
+    Raises SignSimError for an absolute path, an empty, '.' or '..' component, or ':'
+    (the separator of the catalog definition file)."""
+    text = (cat_path or "").replace("\\", "/").strip()
+    if not text:
         return DEFAULT_CATALOG
-    bad = [p for p in parts if ":" in p]
-    if bad:
+    parts = [p.strip() for p in text.split("/")]
+    if text.startswith("/"):
+        raise SignSimError(f"catalog path '{cat_path}' must be relative (like signs/greetings), not absolute")
+    if any(p in ("", ".", "..") for p in parts):
+        raise SignSimError(f"catalog path '{cat_path}' has an empty, '.' or '..' part: "
+                           "name each level (like signs/greetings)")
+    if any(":" in p for p in parts):
         raise SignSimError(f"catalog path '{cat_path}' may not contain ':'")
     return "/".join(parts)
 

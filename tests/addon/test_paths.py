@@ -116,3 +116,23 @@ def test_output_folder_errors_name_the_path_and_reason(cli, tmp_path, capsys):
         line = _one_error_line(capsys)
         assert str(out) in line and reason in line and "Errno" not in line, line
     assert afile.read_text() == "keep me"
+
+
+@pytest.mark.parametrize("catalog", ["../../etc", "signs/../x", "/etc/signs", "signs//greetings", "./signs",
+                                     "signs/"])
+def test_catalog_paths_stay_inside_the_library(cli, tmp_path, capsys, catalog):
+    library = tmp_path / "lib.blend"
+    code = cli(["import", str(SAMPLES / "chin_cheek.bvh"), "--library", str(library), "--catalog", catalog])
+    line = _one_error_line(capsys)
+    assert code == 1 and "catalog path" in line and catalog in line, line
+    assert not library.exists() and not (tmp_path / "blender_assets.cats.txt").exists()
+
+
+def test_a_good_catalog_path_is_kept(cli, tmp_path, capsys):
+    library = tmp_path / "lib.blend"
+    assert cli(["import", str(SAMPLES / "chin_cheek.bvh"), "--library", str(library),
+                "--catalog", " signs / greetings ", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out.strip().splitlines()[-1])["imported"][0]["catalog"] == \
+        "signs/greetings"
+    cats = (tmp_path / "blender_assets.cats.txt").read_text()
+    assert ":signs/greetings:" in cats and ".." not in cats
