@@ -519,9 +519,9 @@ def compose_files(args: ComposeRequest, report=silent) -> dict:
         raise SignSimError(f"no motion library at {library_file}")
     if library_file:
         library.check_not_scene_file(library_file)
+    preset = retarget.load_preset(args.bone_map) if args.bone_map else None
     clip_files = [c for c in list(args.clips) + [args.layer] if c and retarget.is_clip_file(c)]
     files.check_files([args.rig, library_file, args.bone_map, *clip_files], [args.out])
-    preset = retarget.load_preset(args.bone_map) if args.bone_map else None
     clips = [_absolute(c) for c in args.clips]
     layer = _absolute(args.layer) if args.layer else None
 

@@ -111,8 +111,8 @@ def retarget_files(request: RetargetRequest, report=silent) -> dict:
     """
     r = request
     clips, library_file = resolve_clips(list(r.clips), r.library)
-    files.check_files([r.rig, library_file, r.bone_map, *(c for c in clips if is_clip_file(c))], [r.out])
     preset = transfer.load_preset(r.bone_map) if r.bone_map else None
+    files.check_files([r.rig, library_file, r.bone_map, *(c for c in clips if is_clip_file(c))], [r.out])
 
     target = open_rig(r.rig, r.armature)
     if preset is not None:
