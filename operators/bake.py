@@ -49,6 +49,8 @@ class SIGNSIM_OT_bake(bpy.types.Operator):
     def _finish(self, context, job, solved):
         physics = context.active_object.signsim.physics
         new = bake.write(context.scene, job, solved, physics.output_mode, physics.key_tolerance_deg)
+        for w in solved.metrics["warnings"][len(job.rig.warnings):]:
+            self.report({'WARNING'}, w)
         m = solved.metrics["baked"]
         self.report({'INFO'}, rpt_("Baked '{}': tracking {:.2f}° RMS, penetration max {:.2f} mm").format(
             new.name, m['tracking_rms_deg'], m['penetration_max_mm']))

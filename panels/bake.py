@@ -85,6 +85,11 @@ class SIGNSIM_PT_metrics(SidebarPanel, bpy.types.Panel):
                 row = col.row()
                 row.label(text=bake.GROUP_LABELS.get(g, g))
                 row.label(text=f"{value:.2f}", translate=False)
+        warnings = metrics.get("warnings", ())
+        if warnings:
+            box = layout.box()
+            for w in warnings:
+                box.label(text=w, icon='ERROR', translate=False)
         row = layout.row(align=True)
         row.operator("signsim.metrics_worst_frame", icon='FRAME_NEXT')
         row = layout.row(align=True)

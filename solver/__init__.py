@@ -9,5 +9,7 @@ Entry points:
     simulate.SimSettings      gains, contacts, schedule, substeps (presets: SimSettings.preset)
     simulate.simulate         the physics pass -> simulate.SimResult
     metrics.compare           before/after quality metrics as a JSON-able dict
-    sdf.build_distance_grid   the face distance field (reusable across bakes)
+    sdf.build_distance_grid   a body part's distance field (reusable across bakes)
+    body.build_field          face, torso and palm volumes from a skin, with their samples
+    limits.fit_to_reference   joint limits and hinges that can follow the reference
 """

@@ -46,7 +46,7 @@ def segment_closest_points(p1, q1, p2, q2):
 def rest_filtered_pairs(model):
     """Capsule pairs (k, 2) int, i < j, that may collide.
 
-    Excluded: bones with collide=False, parent/child pairs, and pairs already
+    Excluded: bones with collide=False, parent/child pairs, model.no_contact pairs, and pairs already
     overlapping in the rest pose (neighbouring knuckles), which would otherwise push
     the skeleton away from its own rest pose.
     """
@@ -55,7 +55,7 @@ def rest_filtered_pairs(model):
     seg = capsule_segments(model, forward_kinematics(model, rest, np.eye(3), np.zeros(3)))
     i, j = np.triu_indices(n, k=1)
     keep = model.collide[i] & model.collide[j]
-    keep &= (model.parents[j] != i) & (model.parents[i] != j)
+    keep &= (model.parents[j] != i) & (model.parents[i] != j) & ~model.no_contact_mask[i, j]
     c1, c2 = segment_closest_points(seg[i, 0], seg[i, 1], seg[j, 0], seg[j, 1])
     dist = np.linalg.norm(c1 - c2, axis=-1)
     keep &= dist > model.capsule_radius[i] + model.capsule_radius[j]
@@ -184,8 +184,3 @@ def capsule_tunnelling(model, seg0, seg1, contacts0):
         reach[at] = np.maximum(np.maximum(along[:, 0, 0], along[:, 1, 0]), np.maximum(along[:, 2, 0], along[:, 3, 0]))
     return bool(np.count_nonzero(reach > allowed.take(risky)))
 
-
-def capsule_penetration(model, seg):
-    """Largest capsule–capsule penetration (m, ≥ 0) for segments seg (n_bones, 2, 3)."""
-    c = capsule_contacts(model, seg)
-    return float(max(0.0, c.depth.max(initial=0.0)))

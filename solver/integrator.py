@@ -24,7 +24,7 @@ from scipy.linalg.lapack import dpotrf, dpotrs
 from . import dynamics, quat
 from .contacts import capsule_contacts
 from .kinematics import capsule_segments, forward_kinematics, normal_jacobian
-from .limits import limit_coordinates, project_limits
+from .limits import limit_coordinates, limit_rows, project_limits
 
 _MAX_ACTIVE_SET_ITERATIONS = 8
 _ONES3 = np.ones(3)
@@ -69,8 +69,8 @@ class Physics:
     """Per-run constants of the step.
 
     omega, zeta (n_dof,): PD natural frequency (rad/s) and damping ratio per DOF;
-    limit_omega (rad/s), limit_zeta: joint-limit penalty; gravity m/s²; face: optional
-    FaceSamples for hand–face contact.
+    limit_omega (rad/s), limit_zeta: joint-limit penalty; gravity m/s²; fields: tuple
+    of FaceSamples, one per distance field a hand may touch (face, torso, palms).
     """
 
     omega: np.ndarray
@@ -78,19 +78,23 @@ class Physics:
     limit_omega: float
     limit_zeta: float
     gravity: float
-    face: object = None
+    fields: tuple = ()
 
     def __post_init__(self):
         # Per-DOF constants of the PD law, computed once per run (frozen dataclass).
         object.__setattr__(self, "omega_sq", np.asarray(self.omega) ** 2)
         object.__setattr__(self, "kd_factor", 2.0 * np.asarray(self.zeta) * np.asarray(self.omega))
+        fields = tuple(f for f in self.fields if len(f.bones))
+        object.__setattr__(self, "fields", fields)
+        object.__setattr__(self, "field_radius", np.concatenate([f.radius for f in fields]) if fields
+                           else np.zeros(0))
 
 
 @dataclass(frozen=True, eq=False)
 class FaceSamples:
-    """Hand–face contact set-up: grid (sdf.DistanceGrid attached to grid.bone), and the
-    sample points on the capsule axes of the bones that may touch the face:
-    bones (k,), local (k, 3) m in the bone frame, radius (k,) m."""
+    """Contact with one distance field: grid (sdf.DistanceGrid attached to grid.bone, −1
+    for the kinematic base), and the sample spheres on the bones that may touch it:
+    bones (k,), local (k, 3) m centres in the bone frame, radius (k,) m."""
 
     grid: object
     bones: np.ndarray
@@ -140,7 +144,7 @@ class Evaluation:
     spatial inertias (n_bones, 6, 6) in world, mass_matrix M and bias c = RNEA(q, q̇, 0)
     (n_dof,) N·m, bone spatial velocities (n_bones, 6), symmetric gravity stiffness
     (n_dof, n_dof), contact rows G (k, n_dof) = n·(J₁ − J₂) with depths (k,) m (capsule
-    pairs, then face samples), capsules (contacts.CapsuleContacts), face sample
+    pairs, then field samples, then joint limits near reach: limits.limit_rows), capsules (contacts.CapsuleContacts), face sample
     positions, unit outward normals (face-bone frame; when no sample is within its
     radius of the face, which is when normals are read, the raw grid gradient, zero
     outside the grid unless FaceSamples.outside_normals) and clearances (m), and the
@@ -194,41 +198,54 @@ def evaluate(model, physics, state, target):
     seg = capsule_segments(model, kin)
     cap = capsule_contacts(model, seg)
     b1, b2, point, normal, depth = [cap.bone1], [cap.bone2], [cap.point], [cap.normal], [cap.depth]
-    face_points = face_normals = face_clear = np.zeros(0)
-    face = physics.face
-    if face is not None and len(face.bones):
+    face_points, face_normals, face_clear = [np.zeros((0, 3))], [np.zeros((0, 3))], [np.zeros(0)]
+    for face in physics.fields:
         h = face.grid.bone
-        Rh, ph = kin.rotations[h], kin.positions[h]
+        if h < 0:
+            Rh, ph = target.base_rotation, target.base_position
+        else:
+            Rh, ph = kin.rotations[h], kin.positions[h]
         if face.axial is not None:
             # Sample points p = head + s·Y of their bone, in the face bone's frame.
-            face_points = (((kin.positions - ph) @ Rh).take(face.bones, axis=0)
-                           + (kin.rotations[:, :, 1] @ Rh).take(face.bones, axis=0) * face.axial)
+            points = (((kin.positions - ph) @ Rh).take(face.bones, axis=0)
+                      + (kin.rotations[:, :, 1] @ Rh).take(face.bones, axis=0) * face.axial)
         else:
             world = (kin.positions.take(face.bones, axis=0)
                      + (kin.rotations.take(face.bones, axis=0) @ face.local[..., None])[..., 0])
-            face_points = (world - ph) @ Rh
-        phi, face_normals = face.grid.sample(face_points, face.outside_normals)
-        face_clear = phi - face.radius
-        near = face_clear < face.radius
+            points = (world - ph) @ Rh
+        phi, normals = face.grid.sample(points, face.outside_normals)
+        clear = phi - face.radius
+        near = clear < face.radius
         if np.count_nonzero(near):
             # Normals are only read where a sample is near the face (here and in face_tunnelling).
-            grad = face_normals
-            face_normals = grad / np.maximum(np.sqrt((grad * grad) @ _ONES3), 1e-12)[:, None]
-            world = face_points[near] @ Rh.T + ph
-            n = face_normals[near] @ Rh.T
+            grad = normals
+            normals = grad / np.maximum(np.sqrt((grad * grad) @ _ONES3), 1e-12)[:, None]
+            world = points[near] @ Rh.T + ph
+            n = normals[near] @ Rh.T
             b1.append(face.bones[near])
-            b2.append(np.full(int(near.sum()), h))
+            # The base sits in slot n_bones of normal_jacobian's ancestor table.
+            b2.append(np.full(int(near.sum()), h if h >= 0 else model.n_bones))
             point.append(world - 0.5 * (face.radius[near] + phi[near])[:, None] * n)
             normal.append(n)
-            depth.append(-face_clear[near])
+            depth.append(-clear[near])
+        face_points.append(points)
+        face_normals.append(normals)
+        face_clear.append(clear)
+    if len(face_points) == 2:
+        face_points, face_normals, face_clear = face_points[1], face_normals[1], face_clear[1]
+    else:
+        face_points, face_normals, face_clear = (np.concatenate(x) for x in (face_points, face_normals, face_clear))
     if len(b1) > 1:
         b1, b2, point, normal, depth = (np.concatenate(x) for x in (b1, b2, point, normal, depth))
     else:
         b1, b2, point, normal, depth = b1[0], b2[0], point[0], normal[0], depth[0]
     rows = normal_jacobian(model, kin, b1, point, normal, b2)
+    penetration = float(max(0.0, depth.max(initial=0.0)))
+    limit_g, limit_depth = limit_rows(model, state.limit_x)
+    if len(limit_depth):  # joint limits solved with the contacts (limits.limit_rows)
+        rows, depth = np.concatenate([rows, limit_g]), np.concatenate([depth, limit_depth])
     return Evaluation(state, kin, seg, com, spatial, M, bias, velocities, kg, rows, depth, cap,
-                      face_points, face_normals, face_clear, float(max(0.0, depth.max(initial=0.0))),
-                      momentum=momentum)
+                      face_points, face_normals, face_clear, penetration, momentum=momentum)
 
 
 def tracking_forces(model, physics, ev, tau_ff, mid, end, h, damping_scale=1.0):
@@ -405,17 +422,17 @@ def advance_rotations(model, rotations, increment):
 
 
 def face_tunnelling(physics, ev0, ev1):
-    """True when face samples move too far within a step (in the face bone's frame).
+    """True when field samples move too far within a step (each in its field's frame).
 
     Samples near the face may approach it along its normal by at most half their
     radius; farther ones may move at most their clearance (or half their radius).
     """
-    face = physics.face
-    if face is None or len(face.bones) == 0:
+    radius = physics.field_radius
+    if len(radius) == 0:
         return False
     move = ev1.face_points - ev0.face_points
     reach = np.sqrt((move * move) @ _ONES3)
-    near = ev0.face_clearance < face.radius
+    near = ev0.face_clearance < radius
     if np.count_nonzero(near):
         reach[near] = -((move[near] * ev0.face_normals[near]) @ _ONES3)
-    return bool(np.count_nonzero((reach > 0.5 * face.radius) & (reach > ev0.face_clearance)))
+    return bool(np.count_nonzero((reach > 0.5 * radius) & (reach > ev0.face_clearance)))

@@ -106,11 +106,11 @@ def normal_jacobian(model, kin, bones, points, normals, other_bones=None):
     """Rows n·J_p (k, n_dof) for world points (k, 3) on `bones` (k,) and directions (k, 3).
 
     With other_bones (k,), the rows are relative: n·(J_p(bone) − J_p(other bone)) for the
-    same point. n·(a × (p − o)) = (p × n)·a + n·(o × a) is the product of the spatial
+    same point; other bone n_bones stands for the kinematic base (no DOF). n·(a × (p − o)) = (p × n)·a + n·(o × a) is the product of the spatial
     force (p × n, n) with the motion subspace S = (a, o × a): no (k, 3, n_dof) array.
     """
     rows = np.concatenate([cross(points, normals), normals], axis=-1) @ kin.motion.T
     mask = model.dof_ancestors.take(bones, axis=0)
     if other_bones is not None:
-        mask = mask - model.dof_ancestors.take(other_bones, axis=0)
+        mask = mask - model.dof_ancestors_base.take(other_bones, axis=0)
     return rows * mask

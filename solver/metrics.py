@@ -8,7 +8,7 @@ penetration in mm, velocity jumps in rad/s. Motions are sampled uniformly in tim
 import numpy as np
 
 from . import quat
-from .contacts import capsule_penetration
+from .body import BodyField, contact_depths
 from .integrator import face_samples
 from .kinematics import capsule_segments, forward_kinematics
 from .limits import limit_excess
@@ -83,21 +83,17 @@ def jerk_cost(times, positions):
     return float(np.sum(jerk ** 2) * dt)
 
 
-def motion_penetration_mm(model, rotations, base_positions, base_rotations, face_grid=None):
-    """Deepest penetration per frame (n,) mm over capsule pairs and, with face_grid
-    (sdf.DistanceGrid), the hand–face samples of integrator.face_samples."""
-    kin = forward_kinematics(model, rotations, quat.to_matrix(base_rotations), base_positions)
-    seg = capsule_segments(model, kin)
-    depth = np.array([capsule_penetration(model, s) for s in seg])
+def motion_penetration_mm(model, rotations, base_positions, base_rotations, face_grid=None, fields=(),
+                          pair_kinds=None):
+    """Deepest penetration per frame (n,) mm over all contacts (body.contact_depths): capsule
+    pairs, with face_grid (sdf.DistanceGrid) the hand–face samples of
+    integrator.face_samples, and the body fields (body.BodyField)."""
     if face_grid is not None:
         face = face_samples(model, face_grid)
-        h = face_grid.bone
-        world = kin.positions[:, face.bones] + (kin.rotations[:, face.bones] @ face.local[..., None])[..., 0]
-        local = np.einsum("nij,nki->nkj", kin.rotations[:, h], world - kin.positions[:, h, None])
-        phi, _ = face_grid.sample(local.reshape(-1, 3))
-        face_depth = (face.radius - phi.reshape(len(seg), -1)).max(axis=1, initial=0.0)
-        depth = np.maximum(depth, face_depth)
-    return 1e3 * depth
+        fields = (*fields, BodyField(None, face_grid, face.bones, face.local, face.radius,
+                                     ("hand–face",) * len(face.bones)))
+    depth = contact_depths(model, rotations, base_positions, base_rotations, fields, pair_kinds)
+    return 1e3 * np.max(np.stack(list(depth.values())), axis=0, initial=0.0)
 
 
 def penetration_stats(penetration_mm, threshold_mm=0.5):
@@ -133,31 +129,33 @@ def splice_velocity_jump(times, rotations, seams):
 
 
 def motion_metrics(model, times, rotations, base_positions, base_rotations, face_grid=None, tips=None,
-                   seams=()):
+                   seams=(), fields=(), pair_kinds=None):
     """Metrics of one motion: {"jerk_cost", "penetration" (penetration_stats),
     "joint_limits" (limit_excess_stats), "splice_velocity_jump" (list, rad/s, per seam)}."""
     pos = tip_positions(model, rotations, base_positions, base_rotations, tips)
     return {"jerk_cost": jerk_cost(times, pos),
             "penetration": penetration_stats(motion_penetration_mm(model, rotations, base_positions,
-                                                                   base_rotations, face_grid)),
+                                                                   base_rotations, face_grid, fields, pair_kinds)),
             "joint_limits": limit_excess_stats(model, rotations),
             "splice_velocity_jump": splice_velocity_jump(times, rotations, seams).tolist() if len(seams) else []}
 
 
-def compare(model, reference, result, face_grid=None, tips=None, seams=(), bake_seconds=None):
+def compare(model, reference, result, face_grid=None, tips=None, seams=(), bake_seconds=None, fields=(),
+            pair_kinds=None):
     """Before/after metrics of a physics pass (JSON-able dict).
 
     reference: reference.Reference; result: simulate.SimResult; face_grid: the
-    sdf.DistanceGrid used, if any; tips: fingertip bones (default fingertips(model));
+    sdf.DistanceGrid used, if any; fields, pair_kinds: the body volumes and capsule-pair
+    kinds (motion_penetration_mm); tips: fingertip bones (default fingertips(model));
     seams: splice frame indices; bake_seconds: wall time of the bake, if measured.
     Keys: "reference" and "result" (motion_metrics), "tracking_error_deg" (per group),
     "lag_ms", "jerk_change_percent", "effort" (substeps mean/max, fallback counts per
     level 1–3, and with bake_seconds the bake time and real-time factor).
     """
     before = motion_metrics(model, reference.times, reference.rotations, reference.base_positions,
-                            reference.base_rotations, face_grid, tips, seams)
+                            reference.base_rotations, face_grid, tips, seams, fields, pair_kinds)
     after = motion_metrics(model, reference.times, result.rotations, reference.base_positions,
-                           reference.base_rotations, face_grid, tips, seams)
+                           reference.base_rotations, face_grid, tips, seams, fields, pair_kinds)
     tips_ref = tip_positions(model, reference.rotations, reference.base_positions, reference.base_rotations, tips)
     tips_res = tip_positions(model, result.rotations, reference.base_positions, reference.base_rotations, tips)
     effort = {"substeps_mean": float(result.substeps[1:].mean()), "substeps_max": int(result.substeps.max()),

@@ -72,6 +72,8 @@ class SkeletonModel:
         limit_lower, limit_upper (n, 3) rad: bounds on the components of the local
             rotation vector log(q_pose) (hinges use column 0); ±inf for none. Default none.
         collide (n,) bool: whether the bone's capsule takes part in contacts. Default all.
+        no_contact (k, 2) int: further bone pairs that never collide (a forearm's end cap,
+            which reaches past the wrist, and the fingers of its own hand). Default none.
         names (n,) str: optional bone names (for reports only).
         density kg/m³: tissue density for masses (default 1050).
 
@@ -98,6 +100,7 @@ class SkeletonModel:
     limit_upper: np.ndarray = None
     collide: np.ndarray = None
     names: tuple = None
+    no_contact: np.ndarray = None
     density: float = TISSUE_DENSITY
 
     def __post_init__(self):
@@ -142,6 +145,12 @@ class SkeletonModel:
             raise ValueError(f"collide must have shape ({n},)")
         collide.flags.writeable = False
         put("collide", collide)
+        skip = np.zeros((n, n), bool)
+        if self.no_contact is not None and len(self.no_contact):
+            nc = np.array(self.no_contact, dtype=np.intp).reshape(-1, 2)
+            skip[nc[:, 0], nc[:, 1]] = skip[nc[:, 1], nc[:, 0]] = True
+        skip.flags.writeable = False
+        put("no_contact_mask", skip)
         if self.names is not None:
             if len(self.names) != n:
                 raise ValueError(f"names must have {n} entries")
@@ -191,6 +200,7 @@ class SkeletonModel:
         put("ancestors", anc)
         put("ancestors_t", np.ascontiguousarray(anc.T))
         put("dof_ancestors", anc @ onehot)
+        put("dof_ancestors_base", np.concatenate([self.dof_ancestors, np.zeros((1, n_dof))]))  # + the base
         # [d, e] = 1 when bone(e) is bone(d) or its ancestor (resp. a strict ancestor).
         put("dof_dof_ancestors", (anc @ onehot)[dof_bone])
         put("dof_dof_strict", ((anc - np.eye(n)) @ onehot)[dof_bone])

@@ -1,10 +1,13 @@
-"""Signed distance grid of a triangle mesh (the face), attached to a bone.
+"""Signed distance grid of a triangle mesh (a face, a torso, a palm), attached to a bone.
 
-Distances are exact point–triangle distances (Ericson 2005, §5.1.5); the sign comes
-from the angle-weighted pseudo-normal of the closest feature (face, edge or vertex),
-which is correct for any closed, consistently oriented mesh (Bærentzen & Aanæs, "Signed
-distance computation using the angle weighted pseudonormal", IEEE TVCG 11(3), 2005).
-Outside is positive. The grid lives in the bone's local frame; lookups interpolate
+Distances are exact point–triangle distances (Ericson 2005, §5.1.5). On a closed,
+consistently oriented mesh the sign comes from the angle-weighted pseudo-normal of the
+closest feature (face, edge or vertex) (Bærentzen & Aanæs, "Signed distance computation
+using the angle weighted pseudonormal", IEEE TVCG 11(3), 2005). A mesh with holes — a
+head cut from a body's skin at the neck — is signed by its generalized winding number
+instead, which stays correct across holes, overlapping shells and non-manifold edges
+(Jacobson, Kavan, Sorkine-Hornung, "Robust Inside-Outside Segmentation using Generalized
+Winding Numbers", ACM TOG 32(4), 2013). Outside is positive. The grid lives in the bone's local frame; lookups interpolate
 trilinearly and return the analytic gradient of the interpolant.
 """
 
@@ -108,6 +111,45 @@ def icosphere(level, radius=1.0):
     return radius * v / np.linalg.norm(v, axis=1, keepdims=True), faces
 
 
+def winding_number(vertices, triangles, points, chunk=2_000_000):
+    """Generalized winding number (k,) of points (k, 3) m w.r.t. a triangle mesh.
+
+    w = Σ Ω_t / 4π over the triangles' signed solid angles, each from the formula of
+    Van Oosterom & Strackee ("The solid angle of a plane triangle", IEEE TBME 30(2),
+    1983): tan(Ω/2) = a·(b×c) / (|a||b||c| + (a·b)|c| + (b·c)|a| + (c·a)|b|). w is 1
+    inside and 0 outside a closed outward-wound mesh and varies smoothly across holes;
+    inside is w > ½. Work is chunked to about `chunk` point–triangle pairs.
+    """
+    vertices, triangles = _validate_mesh(vertices, triangles)
+    points = np.asarray(points, dtype=float).reshape(-1, 3)
+    corners = vertices[triangles].transpose(1, 2, 0)  # (3 corners, 3 axes, T)
+    out = np.empty(len(points))
+    step = max(1, chunk // len(triangles))
+    for s in range(0, len(points), step):
+        p = points[s:s + step, :, None]  # (k, 3, 1)
+        (ax, ay, az), (bx, by, bz), (cx, cy, cz) = ((c[None] - p).transpose(1, 0, 2) for c in corners)
+        la = np.sqrt(ax * ax + ay * ay + az * az)
+        lb = np.sqrt(bx * bx + by * by + bz * bz)
+        lc = np.sqrt(cx * cx + cy * cy + cz * cz)
+        det = ax * (by * cz - bz * cy) + ay * (bz * cx - bx * cz) + az * (bx * cy - by * cx)
+        den = (la * lb * lc + (ax * bx + ay * by + az * bz) * lc + (bx * cx + by * cy + bz * cz) * la
+               + (cx * ax + cy * ay + cz * az) * lb)
+        out[s:s + step] = np.arctan2(det, den).sum(axis=1) / (2.0 * np.pi)
+    return out
+
+
+def is_closed(triangles):
+    """True when every edge of the triangles (T, 3) is used exactly twice, once in each
+    direction: a closed, consistently oriented surface whose pseudo-normal sign is exact."""
+    t = np.asarray(triangles, dtype=np.intp)
+    directed = np.stack([t, np.roll(t, -1, axis=1)], -1).reshape(-1, 2)
+    forward = np.unique(directed, axis=0)
+    if len(forward) != len(directed):
+        return False  # an edge used twice in the same direction
+    backward = np.unique(directed[:, ::-1], axis=0)
+    return bool(np.array_equal(forward, backward))
+
+
 def _validate_mesh(vertices, triangles):
     vertices = np.asarray(vertices, dtype=float)
     triangles = np.asarray(triangles, dtype=np.intp)
@@ -121,7 +163,7 @@ def _validate_mesh(vertices, triangles):
 
 
 def mesh_signed_distance(vertices, triangles, points, chunk=65536, band=None):
-    """Signed distance (k,) m from points (k, 3) to a closed triangle mesh; outside > 0.
+    """Signed distance (k,) m from points (k, 3) to a triangle mesh; outside > 0.
 
     Candidates come from a k-d tree over triangle centroids: the nearest few give an
     upper bound u on the distance, and every triangle's points lie within `reach`
@@ -130,15 +172,63 @@ def mesh_signed_distance(vertices, triangles, points, chunk=65536, band=None):
     band (m, optional): exact only where |distance| ≤ band; farther points get the upper
     bound u from the nearest few triangles (deep inside a dense head mesh the exact
     search would visit every triangle, and contacts never look there).
+    The sign is the pseudo-normal test on a closed mesh (is_closed); on an open one
+    also where the closest feature is interior to sound surface, and the winding number
+    (winding_number, inside where w > ½) where it lies on a hole's rim or a
+    non-manifold edge.
     """
     vertices, triangles = _validate_mesh(vertices, triangles)
     points = np.asarray(points, dtype=float).reshape(-1, 3)
-    face_n, edge_n, vert_n = pseudo_normals(vertices, triangles)
+    dist, best, q, code = _unsigned_distance(vertices, triangles, points, chunk, band)
+    if not is_closed(triangles):
+        return _open_mesh_sign(vertices, triangles, points, best, code, q,
+                               lambda m: winding_number(vertices, triangles, points[m])) * dist
+    return _pseudo_normal_sign(vertices, triangles, points, best, q, code) * dist
+
+
+_POINTS_PER_PASS = 32768  # points searched together: bounds the candidate arrays' memory
+
+
+def _split_triangles(tri, max_reach):
+    """Pieces (P, 3, 3) of the triangles (T, 3, 3), each split into 4ᵏ by edge midpoints
+    until its centroid-to-corner reach is at most max_reach, and each piece's parent (P,).
+    The pieces cover exactly the same surface (a search over them finds the same nearest
+    points), so the centroid search radius, which grows with the largest reach, stays
+    small on meshes mixing big and small triangles."""
+    pieces, parent = tri, np.arange(len(tri))
+    while True:
+        c = pieces.mean(axis=1)
+        big = np.sqrt(np.sum((pieces - c[:, None]) ** 2, axis=-1)).max(axis=1) > max_reach
+        if not np.count_nonzero(big):
+            return pieces, parent
+        a, b, cc = pieces[big, 0], pieces[big, 1], pieces[big, 2]
+        ab, bc, ca = 0.5 * (a + b), 0.5 * (b + cc), 0.5 * (cc + a)
+        children = np.concatenate([np.stack(x, 1) for x in ((a, ab, ca), (ab, b, bc), (ca, bc, cc), (ab, bc, ca))])
+        pieces = np.concatenate([pieces[~big], children])
+        parent = np.concatenate([parent[~big], np.tile(parent[big], 4)])
+
+
+def _unsigned_distance(vertices, triangles, points, chunk, band):
+    """(distance (k,), closest triangle (k,), closest point (k, 3), feature code (k,))."""
     tri = vertices[triangles]
+    reach_each = np.sqrt(np.sum((tri - tri.mean(axis=1)[:, None]) ** 2, axis=-1)).max(axis=1)
+    pieces, parent = _split_triangles(tri, max(float(np.median(reach_each)), 1e-12))
+    best = np.empty(len(points), dtype=np.intp)
+    dist = np.empty(len(points))
+    for s in range(0, len(points), _POINTS_PER_PASS):
+        sl = slice(s, s + _POINTS_PER_PASS)
+        dist[sl], piece = _nearest_piece(pieces, points[sl], chunk, band)
+        best[sl] = parent[piece]
+    q, code = closest_point_on_triangle(points, tri[best, 0], tri[best, 1], tri[best, 2])
+    return dist, best, q, code
+
+
+def _nearest_piece(tri, points, chunk, band):
+    """(distance (k,), index (k,)) of the nearest of the triangles (T, 3, 3) to points (k, 3)."""
     centroid = tri.mean(axis=1)
     reach = np.sqrt(np.sum((tri - centroid[:, None]) ** 2, axis=-1)).max()
     tree = cKDTree(centroid)
-    k = min(8, len(triangles))
+    k = min(8, len(tri))
     _, near = tree.query(points, k=k)
     near = near.reshape(len(points), k)
     q, _ = closest_point_on_triangle(points[:, None], tri[near, 0], tri[near, 1], tri[near, 2])
@@ -160,14 +250,16 @@ def mesh_signed_distance(vertices, triangles, points, chunk=65536, band=None):
         dist[sl] = np.sqrt(np.sum((q - points[owner[sl]]) ** 2, axis=-1))
     # Nearest candidate per point: sort by (owner, distance) and take each group's first.
     first = np.lexsort((dist, owner))[np.concatenate([[0], np.cumsum(counts)[:-1]])]
-    best = cand[first]
-    q, code = closest_point_on_triangle(points, tri[best, 0], tri[best, 1], tri[best, 2])
+    return dist[first], cand[first]
+
+
+def _pseudo_normal_sign(vertices, triangles, points, best, q, code):
+    face_n, edge_n, vert_n = pseudo_normals(vertices, triangles)
     normal = np.where((code == FACE)[:, None], face_n[best], 0.0)
     for e in range(3):
         normal = np.where((code == EDGE0 + e)[:, None], edge_n[best, e], normal)
         normal = np.where((code == VERT0 + e)[:, None], vert_n[triangles[best, e]], normal)
-    sign = np.where(np.sum((points - q) * normal, -1) < 0.0, -1.0, 1.0)
-    return sign * dist[first]
+    return np.where(np.sum((points - q) * normal, -1) < 0.0, -1.0, 1.0)
 
 
 @dataclass(frozen=True, eq=False)
@@ -239,13 +331,71 @@ class DistanceGrid:
 MAX_GRID_NODES = 1_000_000  # ~8 MB of values; a head at 5 mm needs ~0.1 M
 
 
-def build_distance_grid(vertices, triangles, bone, spacing=0.005, margin=0.02, max_nodes=MAX_GRID_NODES):
-    """DistanceGrid of a closed mesh given in `bone`'s local frame (vertices (V, 3) m, triangles (T, 3)).
+_WINDING_STRIDE = 3
 
+
+def _grid_winding(vertices, triangles, axes):
+    """Winding number (N,) at the grid nodes (axes: three coordinate arrays, node order
+    'ij'), interpolated trilinearly from the nodes of every _WINDING_STRIDE-th grid line
+    (the last one included); used only where it is smooth, a band away from the surface."""
+    from scipy.interpolate import RegularGridInterpolator
+    coarse = [np.unique(np.append(np.arange(0, len(a), _WINDING_STRIDE), len(a) - 1)) for a in axes]
+    coarse_axes = [a[c] for a, c in zip(axes, coarse)]
+    coarse_nodes = np.stack(np.meshgrid(*coarse_axes, indexing="ij"), axis=-1).reshape(-1, 3)
+    w_coarse = winding_number(vertices, triangles, coarse_nodes).reshape([len(a) for a in coarse_axes])
+    nodes = np.stack(np.meshgrid(*axes, indexing="ij"), axis=-1).reshape(-1, 3)
+    return RegularGridInterpolator(coarse_axes, w_coarse)(nodes)
+
+
+def _boundary_features(triangles):
+    """Per triangle: (edge on a hole or non-manifold (T, 3) bool, corner on such an edge (T, 3) bool).
+
+    An edge is sound when exactly two triangles use it, in opposite directions.
+    """
+    t = np.asarray(triangles, dtype=np.intp)
+    directed = np.stack([t, np.roll(t, -1, axis=1)], -1).reshape(-1, 2)
+    key = np.sort(directed, axis=1)
+    _, edge_id, uses = np.unique(key, axis=0, return_inverse=True, return_counts=True)
+    edge_id = edge_id.reshape(-1)
+    forward = np.zeros(len(uses), np.intp)
+    np.add.at(forward, edge_id, directed[:, 0] < directed[:, 1])
+    bad_edge = (uses != 2) | (forward != 1)
+    edge_bad = bad_edge[edge_id].reshape(-1, 3)
+    bad_vertex = np.zeros(t.max() + 1, bool)
+    bad_vertex[directed[bad_edge[edge_id]].ravel()] = True
+    return edge_bad, bad_vertex[t]
+
+
+def _open_mesh_sign(vertices, triangles, points, best, code, q, winding):
+    """Sign (k,) of points near an open mesh: the pseudo-normal test where the closest
+    feature is interior to sound surface (locally closed, so the test is exact there),
+    the winding number (winding(mask) → (m,) w at points[mask]) where it touches a hole."""
+    edge_bad, corner_bad = _boundary_features(triangles)
+    unsure = np.zeros(len(points), bool)
+    for e in range(3):
+        unsure |= (code == EDGE0 + e) & edge_bad[best, e]
+        unsure |= (code == VERT0 + e) & corner_bad[best, e]
+    sign = np.ones(len(points))
+    sure = ~unsure
+    if np.count_nonzero(sure):
+        sign[sure] = _pseudo_normal_sign(vertices, triangles, points[sure], best[sure], q[sure], code[sure])
+    if np.count_nonzero(unsure):
+        sign[unsure] = np.where(winding(unsure) > 0.5, -1.0, 1.0)
+    return sign
+
+
+def build_distance_grid(vertices, triangles, bone, spacing=0.005, margin=0.02, max_nodes=MAX_GRID_NODES,
+                        reach=None):
+    """DistanceGrid of a mesh given in `bone`'s local frame (vertices (V, 3) m, triangles (T, 3)).
+
+    A closed mesh is signed by pseudo-normals, one with holes by its winding number
+    (mesh_signed_distance).
     The grid covers the mesh bounds plus `margin` (m) at `spacing` (m). Build cost grows
     with the node count; at the default 5 mm spacing the trilinear error on a face-like
     surface (curvature radius ≥ 3 cm) stays below h²/(8ρ) ≈ 0.1 mm.
     The spacing grows beyond `spacing` when the grid would exceed `max_nodes` nodes.
+    Values are exact within `reach` (m, default margin/2: the thickest sphere sampled
+    against the field) plus one cell of the surface, upper bounds farther away.
     Raises ValueError on malformed meshes or non-positive spacing/margin.
     """
     if not spacing > 0 or not margin > 0:
@@ -258,9 +408,20 @@ def build_distance_grid(vertices, triangles, bone, spacing=0.005, margin=0.02, m
     counts = np.maximum(np.ceil((hi - lo) / spacing).astype(int) + 1, 2)
     axes = [lo[k] + spacing * np.arange(counts[k]) for k in range(3)]
     nodes = np.stack(np.meshgrid(*axes, indexing="ij"), axis=-1).reshape(-1, 3)
-    # Contacts sample the field only closer than margin/2 (the thickest sampled capsule)
+    # Contacts sample the field only closer than `reach` (the thickest sampled sphere)
     # plus one cell for the trilinear stencil: exact there, an upper bound farther in.
-    values = mesh_signed_distance(vertices, triangles, nodes, band=0.5 * margin + spacing)
+    band = (0.5 * margin if reach is None else reach) + spacing
+    dist, best, q, code = _unsigned_distance(vertices, triangles, nodes, 65536, band)
+    if is_closed(triangles):
+        values = _pseudo_normal_sign(vertices, triangles, nodes, best, q, code) * dist
+    else:
+        # Far from the surface the winding number is smooth: coarse samples do; near it
+        # the closest feature decides, the exact winding number where that is a hole's rim.
+        near = dist <= band
+        sign = np.where(_grid_winding(vertices, triangles, axes) > 0.5, -1.0, 1.0)
+        sign[near] = _open_mesh_sign(vertices, triangles, nodes[near], best[near], code[near], q[near],
+                                     lambda m: winding_number(vertices, triangles, nodes[near][m]))
+        values = sign * dist
     values = values.reshape(tuple(counts))
     values.flags.writeable = False
     return DistanceGrid(lo, float(spacing), values, int(bone), float(margin))

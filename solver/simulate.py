@@ -387,14 +387,15 @@ def _limited_state(model, target):
     return State(*project_limits(model, target.rotations, target.qd))
 
 
-def simulate(model, reference, settings=None, progress=None, face_grid=None):
+def simulate(model, reference, settings=None, progress=None, face_grid=None, fields=()):
     """Physics pass over a reference animation.
 
     model: SkeletonModel; reference: Reference with rotations (n_frames, model.n_bones, 4);
     settings: SimSettings (default SimSettings()); progress: optional callable receiving
     the completed fraction in [0, 1] after each frame (raise from it to abort);
     face_grid: optional prebuilt sdf.DistanceGrid of the reference's face mesh (it is
-    otherwise built here, which costs about a second for a few thousand triangles).
+    otherwise built here, which costs about a second for a few thousand triangles);
+    fields: further integrator.FaceSamples (body volumes: torso, palms, a face from the skin).
     Returns SimResult. Raises ValueError on inconsistent inputs. Never returns NaN:
     frames whose steps fail are retried down the fallback ladder.
     """
@@ -404,16 +405,16 @@ def simulate(model, reference, settings=None, progress=None, face_grid=None):
     n = reference.n_frames
     multiplier = settings.validate(n)
     omega, zeta = dof_gains(model, settings)
-    face = None
+    face = ()
     if reference.face_vertices is not None:
         if face_grid is None:
             face_grid = build_distance_grid(reference.face_vertices, reference.face_triangles,
                                             reference.face_bone, settings.sdf_spacing, settings.sdf_margin)
         elif face_grid.bone != reference.face_bone:
             raise ValueError("face_grid is attached to a different bone than reference.face_bone")
-        face = face_samples(model, face_grid)
+        face = (face_samples(model, face_grid),)
     physics = Physics(omega, zeta, 2.0 * np.pi * settings.limit_frequency_hz,
-                      settings.limit_damping_ratio, settings.gravity, face)
+                      settings.limit_damping_ratio, settings.gravity, face + tuple(fields))
     # Steps of H/max_substeps sample the reference at their middle: grid of 2·max_substeps.
     tracked = fit_reference(reference, settings.fit_tolerance_deg, settings.spike_deg) if settings.smooth_reference \
         else reference

@@ -1,7 +1,7 @@
 """The bake's use cases: what the Bake and Physics operators, `signsim bake`, `signsim
 batch`, the demo and the tests call.
 
-- bake_file(BakeFileRequest, report) -> {"action", "metrics", "out"[, "picture"]}
+- bake_file(BakeFileRequest, report) -> {"action", "metrics", "out", "warnings"[, "picture"]}
 - prepare / solve / write / BakeWorker: the three phases of one bake (job.py), for the
   modal operator, which solves in a background thread;
 - bake_many(BatchRequest, report) -> {"clips", "out"}: retarget + bake library clips in
@@ -19,7 +19,7 @@ import bpy
 
 from ...solver.settings import GROUP_LABELS, GROUPS  # noqa: F401 (for operators and panels)
 from .. import files
-from ..errors import INFO, SignSimError, silent
+from ..errors import INFO, WARNING, SignSimError, silent
 from . import contact_sheet
 # the modules behind the Physics, Schedule and Metrics panels' buttons
 from . import metrics_report, physics_presets, schedule  # noqa: F401
@@ -47,7 +47,7 @@ def bake_file(request: BakeFileRequest, report=silent) -> dict:
     """Bake request.armature's action in request.rig and save the result to request.out.
 
     Returns {"action": new action name, "metrics": public metrics, "out": absolute path,
-    "picture": PNG path when asked}. Raises SignSimError for bad paths, a missing armature
+    "warnings": every warning reported (the same text), "picture": PNG path when asked}. Raises SignSimError for bad paths, a missing armature
     or action, and anything prepare/solve refuse; nothing is written then.
     """
     r = request
@@ -64,6 +64,8 @@ def bake_file(request: BakeFileRequest, report=silent) -> dict:
     report(INFO, f"baking {len(job.frames)} frames of '{job.action_name}' on '{ob.name}' "
                  f"({len(job.rig.bone_names)} simulated bones)")
     solved = solve(job)
+    for w in solved.metrics["warnings"][len(job.rig.warnings):]:
+        report(WARNING, w)
     physics = ob.signsim.physics
     new = write(scene, job, solved, physics.output_mode, physics.key_tolerance_deg)
     files.save_atomically(r.out)
@@ -77,7 +79,8 @@ def bake_file(request: BakeFileRequest, report=silent) -> dict:
                      f"jerk {m['jerk_cost']:.3g} m²/s⁵, penetration max {m['penetration_max_mm']:.2f} mm "
                      f"(p95 {m['penetration_p95_mm']:.2f}), limit excess {m['joint_limit_excess_deg']:.2f}°")
     report(INFO, f"wrote action '{new.name}' to {r.out}")
-    result = {"action": new.name, "metrics": metrics, "out": os.path.abspath(r.out)}
+    result = {"action": new.name, "metrics": metrics, "out": os.path.abspath(r.out),
+              "warnings": solved.metrics["warnings"]}
     if r.picture:
         frames = contact_sheet.pick_frames(solved.metrics["reference"]["per_frame_penetration_mm"],
                                            int(job.frames[0]))

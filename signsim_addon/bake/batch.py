@@ -15,7 +15,7 @@ import bpy
 
 from .. import files
 from ..library import api as library
-from ..errors import INFO, SignSimError, silent
+from ..errors import INFO, WARNING, SignSimError, silent
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -69,6 +69,7 @@ def run_clip(command, clip, args: BatchRequest):
             record["error"] = result.get("error") or (err[-1] if err else f"{step[0]} exited {proc.returncode}")
             break
         record.update({k: v for k, v in result.items() if k in ("armature", "action", "metrics")})
+        record["warnings"] = record.get("warnings", []) + list(result.get("warnings", ()))
     if os.path.exists(retargeted):
         os.remove(retargeted)
     if "error" not in record:
@@ -79,7 +80,9 @@ def run_clip(command, clip, args: BatchRequest):
 def bake_many(request: BatchRequest, report=silent) -> dict:
     """Retarget + bake every matching library clip, request.workers at a time, each clip
     in its own child processes. Returns {"clips": [record], "out": folder}; a record has
-    "clip" and either "error" or "armature", "action", "metrics", "out", "metrics_file".
+    "clip", "warnings" (the retarget's and the bake's, each also reported as
+    "<clip>: <warning>") and either "error" or "armature", "action", "metrics", "out",
+    "metrics_file".
     Raises SignSimError for a missing rig or library, no matching clip, a bad --out, or
     output files that would overwrite the rig, the library or each other (before any work)."""
     args = replace(request, library=library.library_file(request.library), rig=os.path.abspath(request.rig),
@@ -101,4 +104,7 @@ def bake_many(request: BatchRequest, report=silent) -> dict:
     report(INFO, f"baking {len(clips)} clip(s) on {args.workers} worker(s) into {args.out}")
     with ThreadPoolExecutor(max_workers=args.workers) as pool:
         records = list(pool.map(lambda c: run_clip(command, c, args), clips))
+    for r in records:
+        for w in r.get("warnings", ()):
+            report(WARNING, f"{r['clip']}: {w}")
     return {"clips": records, "out": args.out}

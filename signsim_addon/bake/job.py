@@ -19,7 +19,9 @@ from threadpoolctl import threadpool_limits
 from .. import compat
 from ...solver import armature as armature_fk
 from ...solver import keyreduce, quat
-from ...solver.metrics import compare, motion_penetration_mm
+from ...solver.body import bone_contacts, build_field, capsule_pair_kinds, contact_depths, hand_plates
+from ...solver.integrator import FaceSamples
+from ...solver.metrics import compare
 from ...solver.reference import Reference
 from ...solver.sdf import build_distance_grid
 from ...solver import settings as table
@@ -110,10 +112,12 @@ def prepare(scene, armature, action=None, preset=None, frame_range=None, report=
     if len(frames) < 2:
         raise SignSimError(f"action '{action.name}' has fewer than 2 frames to bake")
     physics = armature.signsim.physics
+    unit = float(scene.unit_settings.scale_length)
     rig = rig_reader.read_rig(armature, simulate_parts=set(physics.simulate_parts),
-                              face_object=physics.face_object, report=report)
+                              face_object=physics.face_object, report=report, unit_scale=unit)
     fps = scene.render.fps / scene.render.fps_base
     pose = keys.sample_pose(armature, action, slot, rig.bone_names, frames)
+    rig = rig_reader.fit_to_reference(rig, pose.rotations)
     chain = keys.sample_pose(armature, action, slot, rig.chain_to_base, frames)
     bones = armature.data.bones
     parents = [rig.chain_to_base.index(bones[n].parent.name) if bones[n].parent else -1
@@ -121,11 +125,9 @@ def prepare(scene, armature, action=None, preset=None, frame_range=None, report=
     rest = np.array([np.array(bones[n].matrix_local) for n in rig.chain_to_base])
     chest = np.array(armature.matrix_world) @ armature_fk.pose_matrices(
         parents, rest, chain.locations, chain.rotations, chain.scales)[:, -1]
-    rot = chest[:, :3, :3] / rig.world_scale
-    face = rig.face or (None, None, -1)
+    rot = chest[:, :3, :3] / np.cbrt(np.linalg.det(chest[:, :3, :3]))[:, None, None]
     reference = Reference(times=(frames - frames[0]) / fps, rotations=pose.rotations,
-                          base_positions=chest[:, :3, 3], base_rotations=quat.from_matrix(rot),
-                          face_vertices=face[0], face_triangles=face[1], face_bone=face[2])
+                          base_positions=chest[:, :3, 3] * unit, base_rotations=quat.from_matrix(rot))
     multiplier = _schedule(armature, action, slot, frames)
     settings, record = sim_settings(physics, multiplier, preset, len(frames))
     return BakeJob(armature.name, action.name, slot.identifier, frames, rig, reference,
@@ -140,41 +142,107 @@ def solve(job: BakeJob, progress=None) -> Solved:
     """
     start = time.perf_counter()
     ref = job.reference
-    grid = None
-    if ref.face_vertices is not None:
-        grid = face_grid(ref.face_vertices, ref.face_triangles, ref.face_bone,
-                         job.settings.sdf_spacing, job.settings.sdf_margin)
+    model = job.rig.model
+    fields = body_fields(job.rig, job.settings.sdf_spacing, job.settings.sdf_margin)
+    samples = tuple(FaceSamples(f.grid, f.bones, f.local, f.radius) for f in fields)
     # The solver's matrices are small (n_dof ≈ 100): BLAS threads only add synchronisation
     # (2× slower measured on 2 cores), and batch workers already use one core each.
     try:
         with threadpool_limits(1, user_api="blas"):
-            result = simulate(job.rig.model, ref, job.settings, progress=progress, face_grid=grid)
+            result = simulate(model, ref, job.settings, progress=progress, fields=samples)
     except ValueError as ex:  # the solver's checks, reported at the add-on boundary
         raise SignSimError(f"invalid physics setting: {ex}") from None
     seconds = time.perf_counter() - start
-    model = job.rig.model
-    cmp = compare(model, ref, result, face_grid=grid, tips=job.rig.fingertips)
+    kinds = capsule_pair_kinds(model, job.rig.parts)
+    cmp = compare(model, ref, result, tips=job.rig.fingertips, fields=fields, pair_kinds=kinds)
     err = np.degrees(quat.angle_between(ref.rotations, result.rotations))  # (F, n) deg
     record = metrics_record(cmp, result, ref, seconds, float(np.sqrt(np.mean(err ** 2))))
-    record["reference"]["per_frame_penetration_mm"] = np.round(motion_penetration_mm(
-        model, ref.rotations, ref.base_positions, ref.base_rotations, grid), 4).tolist()
+    for side, rotations in (("reference", ref.rotations), ("baked", result.rotations)):
+        depth = contact_depths(model, rotations, ref.base_positions, ref.base_rotations, fields, kinds)
+        per_frame = np.max(np.stack(list(depth.values())), axis=0)
+        record[side]["per_frame_penetration_mm"] = np.round(1e3 * per_frame, 4).tolist()
+        record[side]["penetration_max_mm_by_kind"] = {k: float(1e3 * d.max()) for k, d in depth.items()}
     record["baked"]["per_frame_tracking_deg"] = np.round(np.sqrt(np.mean(err ** 2, axis=1)), 4).tolist()
+    record["contact_pairs"] = contact_pairs(job.rig, kinds, fields)
+    record["limits_widened"] = list(job.rig.limits_widened)
+    record["hinges_freed"] = list(job.rig.hinges_freed)
+    touching = bone_contacts(model, result.rotations, ref.base_positions, ref.base_rotations, fields)
+    record["warnings"] = list(job.rig.warnings) + deviation_warnings(job.rig, result, err, touching,
+                                                                     float(ref.times[1] - ref.times[0]))
     return Solved(result.rotations, record)
 
 
-_GRIDS = {}  # the last face distance fields, by mesh and grid parameters
+_GRIDS = {}  # the last body distance fields, by mesh and grid parameters
+_GRIDS_KEPT = 8  # face, torso and two palms of the last two rigs
 
 
-def face_grid(vertices, triangles, bone, spacing, margin):
-    """solver.sdf.build_distance_grid, remembered: re-baking the same rig reuses its face
-    field (seconds for a dense head mesh). Keeps the two most recent grids."""
+def face_grid(vertices, triangles, bone, spacing, margin, reach=None):
+    """solver.sdf.build_distance_grid, remembered: re-baking the same rig reuses its body
+    fields (seconds for a dense head mesh). Keeps the _GRIDS_KEPT most recent grids."""
     key = (hashlib.sha256(np.ascontiguousarray(vertices).tobytes()
-                          + np.ascontiguousarray(triangles).tobytes()).hexdigest(), bone, spacing, margin)
+                          + np.ascontiguousarray(triangles).tobytes()).hexdigest(), bone, spacing, margin, reach)
     if key not in _GRIDS:
-        while len(_GRIDS) >= 2:
+        while len(_GRIDS) >= _GRIDS_KEPT:
             _GRIDS.pop(next(iter(_GRIDS)))
-        _GRIDS[key] = build_distance_grid(vertices, triangles, bone, spacing, margin)
+        _GRIDS[key] = build_distance_grid(vertices, triangles, bone, spacing, margin, reach=reach)
     return _GRIDS[key]
+
+
+def body_fields(rig, spacing, margin):
+    """solver.body.BodyField of every volume of `rig` (RigModel) that some sample may touch.
+
+    The hands are sampled as plates across their palm volumes; torso fields use a
+    coarser grid (body_geometry.TORSO_SPACING_FACTOR × spacing m).
+    """
+    from .body_geometry import TORSO, TORSO_SPACING_FACTOR
+    plates = hand_plates(rig.model, rig.parts, rig.meshes)
+    fields = []
+    for mesh in rig.meshes:
+        h = spacing * (TORSO_SPACING_FACTOR if mesh.kind == TORSO else 1.0)
+        f = build_field(rig.model, rig.parts, mesh, plates, face_grid, h, margin)
+        if f is not None:
+            fields.append(f)
+    return tuple(fields)
+
+
+def contact_pairs(rig, pair_kinds, fields):
+    """{contact kind: ["bone–bone" or "bone–volume", …]}: every contact the solver tests."""
+    names = rig.bone_names
+    out = {}
+    for (i, j), kind in zip(rig.model.pairs, pair_kinds):
+        out.setdefault(kind, []).append(f"{names[i]}–{names[j]}")
+    for f in fields:
+        for b, kind in sorted(set(zip(f.bones.tolist(), f.kinds))):
+            out.setdefault(kind, []).append(f"{names[b]}–{f.mesh.kind}")
+    return out
+
+
+DEVIATION_DEG = 10.0
+CONTACT_RECOVERY_S = 0.25  # after a contact lets go, the PD needs a few of its periods to catch up
+
+
+def deviation_warnings(rig, result, err, touching, frame_time):
+    """Warnings (list of str) about the solve: frames that fell back down the ladder, and
+    bones that end more than DEVIATION_DEG from the reference on frames where neither they
+    nor any bone they carry touch anything, or did within CONTACT_RECOVERY_S before
+    (err (F, n) deg, touching (F, n) bool, frame_time s)."""
+    out = []
+    counts = np.asarray(result.fallback_counts)
+    if counts.sum():
+        out.append(f"{int(counts.sum())} frames fell back ({int(counts[0])} to smaller steps, {int(counts[1])} "
+                   f"to softer contacts, {int(counts[2])} passed through unsimulated)")
+    # A contact on a fingertip deflects the whole finger and the hand carrying it.
+    carried = touching.astype(float) @ rig.model.ancestors > 0  # (F, n): the bone or one it carries
+    for k in range(1, int(round(CONTACT_RECOVERY_S / frame_time)) + 1):
+        carried[k:] |= carried[:-k].copy()
+    off = (err > DEVIATION_DEG) & ~carried
+    if np.count_nonzero(off):
+        frames, bones = np.nonzero(off)
+        worst = np.unravel_index(np.argmax(np.where(off, err, -1.0)), err.shape)
+        out.append(f"{len(set(bones.tolist()))} bones end more than {DEVIATION_DEG:.0f}° from the reference on "
+                   f"{len(set(frames.tolist()))} frames without a contact (worst '{rig.bone_names[worst[1]]}' "
+                   f"{err[worst]:.1f}° at frame index {int(worst[0])})")
+    return out
 
 
 def metrics_record(cmp, result, reference, seconds, tracking_rms_deg) -> dict:
@@ -201,7 +269,6 @@ def metrics_record(cmp, result, reference, seconds, tracking_rms_deg) -> dict:
     baked = side(cmp["result"], tracking_rms_deg, cmp["lag_ms"], effort)
     baked["tracking_rms_deg_per_group"] = per_group
     baked["jerk_change_percent"] = cmp["jerk_change_percent"]
-    baked["per_frame_penetration_mm"] = np.round(result.penetration_mm, 4).tolist()
     return {"reference": side(cmp["reference"], 0.0, 0.0, none), "baked": baked}
 
 
@@ -346,8 +413,8 @@ def _schedule(ob, action, slot, frames):
 
 def public_metrics(metrics) -> dict:
     """The metrics record without per-frame arrays (what the CLI prints and exports)."""
-    return {side: {k: v for k, v in m.items() if not k.startswith("per_frame_")}
-            for side, m in metrics.items()}
+    return {key: {k: v for k, v in m.items() if not k.startswith("per_frame_")}
+            if key in ("reference", "baked") else m for key, m in metrics.items()}
 
 
 class BakeCancelled(Exception):

@@ -6,15 +6,17 @@ from the chest, which follows the reference kinematically.
 Body parts are found by solver/bonemap.py (names and chain topology), so any
 humanoid convention works. Arrays leave this module; Blender objects do not.
 """
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from ...solver import capsules, quat
+from ...solver import capsules, limits, quat
+from ...solver.body import part_side as body_side
 from ...solver.model import BALL, HINGE, SkeletonModel
 from ...solver.settings import GROUPS
 from ...solver import bonemap
 from ..errors import WARNING, SignSimError, from_solver, silent
+from . import body_geometry
 
 CAPSULE_PROP = "signsim_capsule_radius"  # per Bone, metres (sample_blends/make_samples.py)
 
@@ -47,7 +49,11 @@ class RigModel:
     the root to the chest (posed by FK from the reference); fingertips: indices into
     bone_names of the last phalanx of every finger (tips at the capsule ends);
     face: (vertices (V,3) m in the head bone's frame, triangles (T,3), head index) or None;
-    world_scale: the armature object's uniform scale; warnings: list of str.
+    meshes: solver.body.BodyMesh volumes (face, torso, palms) in metres; parts (n,):
+    body part label per simulated bone ("finger.L", "hand.R", "arm.L", "neck", "head");
+    world_scale: metres per armature-space unit (object scale × scene unit scale);
+    limits_widened, hinges_freed: what fit_to_reference changed (JSON-able records);
+    warnings: list of str.
     """
     model: SkeletonModel
     bone_names: tuple
@@ -56,6 +62,10 @@ class RigModel:
     fingertips: np.ndarray
     face: tuple
     world_scale: float
+    meshes: tuple = ()
+    parts: tuple = ()
+    limits_widened: tuple = ()
+    hinges_freed: tuple = ()
     warnings: list = field(default_factory=list)
 
 
@@ -87,13 +97,15 @@ def _roles(body):
     return roles
 
 
-def read_rig(armature, simulate_parts=GROUPS, face_object=None, report=None) -> RigModel:
+def read_rig(armature, simulate_parts=GROUPS, face_object=None, report=None, unit_scale=1.0) -> RigModel:
     """Read `armature` (bpy Object of type ARMATURE) into a RigModel.
 
     simulate_parts: the joint groups to simulate (subset of GROUPS). face_object: the mesh
     whose surface is the face for hand–face contact (default: a mesh parented to the head
     bone, else the head region of the skinned body, else none with a warning).
-    Raises SignSimError for a non-armature, a rig without a chest, or without fingers.
+    unit_scale: the scene's unit scale (metres per Blender unit, UnitSettings.scale_length).
+    Raises SignSimError for a non-armature, a non-uniform object scale, a rig without a
+    chest, or without fingers.
     """
     if armature is None or armature.type != 'ARMATURE':
         raise SignSimError(f"'{getattr(armature, 'name', armature)}' is not an armature")
@@ -122,7 +134,7 @@ def read_rig(armature, simulate_parts=GROUPS, face_object=None, report=None) -> 
 
     bones = arm.bones
     rest = np.array([np.array(b.matrix_local) for b in bones])
-    scale = float(np.cbrt(abs(np.linalg.det(np.array(armature.matrix_world)[:3, :3]))))
+    scale = object_scale(armature) * float(unit_scale)
     parents, offsets, rotations, types, radius, length, groups = [], [], [], [], [], [], []
     lower, upper = np.full((len(order), 3), -np.inf), np.full((len(order), 3), np.inf)
     defaulted = []
@@ -136,8 +148,10 @@ def read_rig(armature, simulate_parts=GROUPS, face_object=None, report=None) -> 
         offsets.append(rel[:3, 3] * scale)
         rotations.append(quat.from_matrix(rel[:3, :3]))
         group, phalanx, finger = roles[i]
-        # Finger middle/distal joints are hinges; the thumb's MCP and IP also swing.
-        types.append(HINGE if phalanx in (1, 2) and group == "fingers" else BALL)
+        # Finger middle/distal joints are hinges about local X when the rig's bone roll puts
+        # the curl there (the knuckle line, from the palm); the thumb's MCP and IP also swing.
+        curl_axis = _curl_axis(rest[i], palm_normals.get(_side_of(body, i)))
+        types.append(HINGE if phalanx in (1, 2) and group == "fingers" and curl_axis[0] == 0 else BALL)
         groups.append(group)
         length.append(bones[i].length * scale)
         r = bones[i].get(CAPSULE_PROP) or skin.get(i)
@@ -145,32 +159,80 @@ def read_rig(armature, simulate_parts=GROUPS, face_object=None, report=None) -> 
             r = DEFAULT_RADIUS[group] / scale
             defaulted.append(sk.names[i])
         radius.append(float(r) * scale)
-        lo, hi = _limits(armature.pose.bones[sk.names[i]], group, phalanx, finger, rest[i],
-                         palm_normals.get(_side_of(body, i)))
+        lo, hi = _limits(armature.pose.bones[sk.names[i]], group, phalanx, finger, curl_axis)
         lower[k], upper[k] = lo, hi
     if defaulted:
         warnings.append(f"no capsule radius from a skin for {len(defaulted)} bones of "
                         f"'{armature.name}' (e.g. '{defaulted[0]}'): default radii by bone kind")
     tips = np.array([pos[b[-1]] for b in body.fingers.values() if b and b[-1] in pos], dtype=np.intp)
-    face = None
-    if "neck_head" in simulate_parts and body.head is not None and body.head in pos:
-        mesh = _face_mesh(armature, sk.names[body.head], rest[body.head], face_object, warnings)
-        face = None if mesh is None else (*mesh, pos[body.head])
-    else:
-        warnings.append("the head is not simulated: no hand–face contact")
-    # With a face mesh its distance field is the head's surface: the neck and head capsules
-    # (fat cylinders around the face) would push away fingertips that touch the chin.
-    collide = [face is None or g != "neck_head" for g in groups]
+    parts = tuple(_part(body, i, roles[i][0]) for i in order)
+    meshes = body_geometry.body_meshes(armature, sk, body, order, rest, scale, chest,
+                                       face_object if "neck_head" in simulate_parts else None,
+                                       palm_normals, warnings)
+    face = next(((m.vertices, m.triangles, m.bone) for m in meshes if m.kind == "face"), None)
+    # A volume's distance field is that part's surface: the neck and head capsules (fat
+    # cylinders around the face) would push away fingertips that touch the chin, and the
+    # hand's capsule would swallow the fingers of a fist; the palm volume stands for it.
+    covered = {"face": ("neck", "head")}
+    covered.update({m.kind: (f"hand.{m.side}",) for m in meshes if m.kind.startswith("palm")})
+    off = {p for m in meshes for p in covered.get(m.kind, ())}
+    collide = [p not in off for p in parts]
+    # A forearm's capsule ends in a cap of its own radius past the wrist, inside the hand:
+    # the fingers of that hand curling into a fist would hit it.
+    no_contact = [(a, b) for a, g in enumerate(groups) if g == "forearm" for b, p in enumerate(parts)
+                  if p.split(".")[0] in ("finger", "thumb") and body_side(parts[a]) == body_side(p)]
     model = SkeletonModel(parents=parents, rest_offsets=offsets, rest_rotations=rotations,
                           joint_types=types, capsule_radius=radius, capsule_length=length,
                           groups=groups, limit_lower=lower, limit_upper=upper, collide=collide,
-                          names=[sk.names[i] for i in order])
+                          names=[sk.names[i] for i in order], no_contact=no_contact)
     chain = [sk.names[a] for a in reversed(sk.ancestors(chest))] + [sk.names[chest]]
     for w in warnings:
         report(WARNING, w)
+    meshes = tuple(replace(m, bone=pos[m.bone] if m.bone >= 0 else -1) for m in meshes)
     return RigModel(model=model, bone_names=tuple(sk.names[i] for i in order),
                     base_bone=sk.names[chest], chain_to_base=tuple(chain), fingertips=tips,
-                    face=face, world_scale=scale, warnings=warnings)
+                    face=face, world_scale=scale, meshes=meshes, parts=parts, warnings=warnings)
+
+
+def fit_to_reference(rig, rotations):
+    """`rig` with joints that can follow the reference rotations (F, n, 4) exactly
+    (solver.limits.fit_to_reference): limits widened to the reference's range plus a
+    margin, hinges whose reference leaves their axis made balls. Each change is recorded
+    (limits_widened, hinges_freed) for the metrics: an adaptation, not a fallback."""
+    model, widened, freed = limits.fit_to_reference(rig.model, rotations)
+    names = rig.bone_names
+    axes = "xyz"
+    w = tuple({"bone": names[b], "axis": axes[a],
+               "default_deg": [round(float(np.degrees(v)), 2) for v in before],
+               "widened_deg": [round(float(np.degrees(v)), 2) for v in after]} for b, a, before, after in widened)
+    f = tuple(names[b] for b in freed)
+    return replace(rig, model=model, limits_widened=w, hinges_freed=f)
+
+
+def object_scale(ob):
+    """The uniform scale of `ob`'s world matrix. Raises SignSimError when it is not uniform
+    (lengths along different axes would need different units)."""
+    s = np.linalg.svd(np.array(ob.matrix_world)[:3, :3], compute_uv=False)
+    if s.min() <= 0 or s.max() / s.min() > 1.0 + 1e-4:
+        raise SignSimError(f"'{ob.name}' has a non-uniform scale ({', '.join(f'{v:.4g}' for v in s)}): "
+                           "apply the scale (Ctrl+A › Scale) or make it equal on all axes")
+    return float(np.cbrt(np.prod(s)))
+
+
+def _part(body, i, group):
+    """Body part label of bone i ("finger.L", "thumb.R", "hand.L", "arm.R", "neck", "head")."""
+    for (side, finger), bones in body.fingers.items():
+        if i in bones:
+            return f"{'thumb' if finger == 'thumb' else 'finger'}.{side}"
+    for (side, _f), m in body.meta.items():
+        if i == m:
+            return f"hand.{side}"
+    for (side, part), bones in body.limbs.items():
+        if i in bones:
+            return f"{'hand' if part == 'hand' else 'arm'}.{side}"
+    if i == body.head:
+        return "head"
+    return "neck" if group == "neck_head" else "arm"
 
 
 def _parents_first(sk, order):
@@ -214,12 +276,31 @@ def _palm_normals(body, rest):
     return out
 
 
-def _limits(pose_bone, group, phalanx, finger, rest, palm_normal):
+HINGE_AXIS_TOLERANCE = np.radians(20.0)  # a curl axis this close to local X is a hinge about X
+
+
+def _curl_axis(rest, palm_normal):
+    """(local axis index 0 (X) or 2 (Z), sign ±1) of the bone's curl: the local axis nearest
+    to y × n, n the palm normal in the bone's rest frame (rest (4, 4) armature space), so
+    that +θ about it closes the bone towards the palm. Z when it is not within
+    HINGE_AXIS_TOLERANCE of X; (0, 1) without a palm normal."""
+    if palm_normal is None:
+        return 0, 1.0
+    u = np.cross([0.0, 1.0, 0.0], rest[:3, :3].T @ palm_normal)
+    if np.linalg.norm(u) < 1e-9:
+        return 0, 1.0
+    u /= np.linalg.norm(u)
+    k = 0 if abs(u[0]) >= np.cos(HINGE_AXIS_TOLERANCE) else 2
+    return k, float(np.sign(u[k]) or 1.0)
+
+
+def _limits(pose_bone, group, phalanx, finger, curl_axis):
     """(lower, upper) (3,) rad on the local rotation vector of one bone.
 
     A Limit Rotation constraint on the bone wins (its Euler bounds, taken per axis);
-    otherwise anatomical defaults, with finger curl signed so it closes towards the palm:
-    a rotation +θ about local X moves the bone's tip along its local +Z.
+    otherwise anatomical defaults, the finger curl range on the local axis of curl_axis
+    (_curl_axis: index and sign, so that the range closes towards the palm) and the
+    spread range on the other of X and Z.
     """
     con = next((c for c in pose_bone.constraints if c.type == 'LIMIT_ROTATION' and c.enabled), None)
     lo, hi = np.full(3, -np.inf), np.full(3, np.inf)
@@ -230,11 +311,10 @@ def _limits(pose_bone, group, phalanx, finger, rest, palm_normal):
         return lo, hi
     if phalanx is not None:
         c_lo, c_hi, twist, spread = (_THUMB_LIMITS if finger == "thumb" else _FINGER_LIMITS)[phalanx]
-        sign = 1.0
-        if palm_normal is not None and np.dot(rest[:3, 2], palm_normal) < 0:
-            sign = -1.0
-        lo[0], hi[0] = sorted((sign * c_lo, sign * c_hi))
-        lo[1], hi[1], lo[2], hi[2] = -twist, twist, -spread, spread
+        k, sign = curl_axis
+        other = 2 - k
+        lo[k], hi[k] = sorted((sign * c_lo, sign * c_hi))
+        lo[1], hi[1], lo[other], hi[other] = -twist, twist, -spread, spread
         return lo, hi
     half = np.array(_BALL_LIMITS[group])
     return -half, half
@@ -264,40 +344,3 @@ def _skin_radii(armature, sk):
                 if b.length > 0:
                     out[sk.index[g.name]] = capsules.radius_from_points(pts, b.head_local, b.tail_local)
     return out
-
-
-def _face_mesh(armature, head_name, head_rest, face_object, warnings):
-    """(vertices (V,3) m in the head bone's frame, triangles (T,3)) or None."""
-    ob = face_object or next((c for c in armature.children if c.type == 'MESH'
-                              and c.parent_type == 'BONE' and c.parent_bone == head_name), None)
-    if ob is None:
-        warnings.append(f"no face mesh found on '{armature.name}' (a mesh parented to bone "
-                        f"'{head_name}'): no hand–face contact")
-        return None
-    mesh = ob.data
-    mesh.calc_loop_triangles()
-    co = np.empty(len(mesh.vertices) * 3)
-    mesh.vertices.foreach_get("co", co)
-    tris = np.empty(len(mesh.loop_triangles) * 3, dtype=np.int32)
-    mesh.loop_triangles.foreach_get("vertices", tris)
-    to_world = _rest_world(armature, ob)
-    head_world = np.array(armature.matrix_world) @ head_rest
-    m = np.linalg.inv(head_world) @ to_world
-    verts = co.reshape(-1, 3) @ m[:3, :3].T + m[:3, 3]
-    scale = float(np.cbrt(abs(np.linalg.det(np.array(armature.matrix_world)[:3, :3]))))
-    return verts * scale, tris.reshape(-1, 3)
-
-
-def _rest_world(armature, ob):
-    """World matrix of `ob` with its armature in the rest pose (no scene update).
-
-    For a bone parent: armature.matrix_world · Bone.matrix_local · T(0, length, 0) ·
-    matrix_parent_inverse · matrix_basis (bpy.types.Object.parent_type 'BONE').
-    """
-    basis = np.array(ob.matrix_parent_inverse) @ np.array(ob.matrix_basis)
-    if ob.parent_type == 'BONE':
-        bone = armature.data.bones[ob.parent_bone]
-        tail = np.eye(4)
-        tail[1, 3] = bone.length
-        return np.array(armature.matrix_world) @ np.array(bone.matrix_local) @ tail @ basis
-    return np.array(armature.matrix_world) @ basis

@@ -209,11 +209,11 @@ def test_schedule_on_a_bake_goes_to_its_reference(baked, mods):
 
 # --- gains and schedule reach the bake ------------------------------------------------
 
-def _bake_with(path, change=None):
+def _bake_with(path, change=None, frames=SHORT):
     rig = _open(path)
     if change is not None:
         change(rig)
-    assert bpy.ops.signsim.bake(frame_start=SHORT[0], frame_end=SHORT[1]) == {'FINISHED'}
+    assert bpy.ops.signsim.bake(frame_start=frames[0], frame_end=frames[1]) == {'FINISHED'}
     return all_keys(rig.animation_data.action, ".rotation_")
 
 
@@ -228,18 +228,23 @@ def test_gains_and_schedule_set_in_the_properties_change_the_next_bake(retargete
     stiffer = _bake_with(retargeted, lambda rig: setattr(rig.signsim.physics, "fingers_frequency", 14.0))
     assert not _same(base, stiffer)
 
+    # The contact schedule matters where something touches: the clip's fingers meet the
+    # palm from frame 14 on.
+    touching = (12, 24)
+    base = _bake_with(retargeted, frames=touching)
+
     def key_schedule(rig):
-        assert bpy.ops.signsim.schedule_phase(phase='TRANSITION', frame_start=SHORT[0],
-                                              frame_end=SHORT[1]) == {'FINISHED'}
-    scheduled = _bake_with(retargeted, key_schedule)
+        assert bpy.ops.signsim.schedule_phase(phase='TRANSITION', frame_start=touching[0],
+                                              frame_end=touching[1]) == {'FINISHED'}
+    scheduled = _bake_with(retargeted, key_schedule, touching)
     assert not _same(base, scheduled)
 
     def key_by_hand(rig):  # the animator's own keys on the property (I key in the sidebar)
         p = rig.signsim.physics
-        for frame, value in ((SHORT[0], 0.3), (SHORT[1], 3.0)):
+        for frame, value in ((touching[0], 0.3), (touching[1], 3.0)):
             p.contact_multiplier = value
             assert p.keyframe_insert("contact_multiplier", frame=frame)
-    by_hand = _bake_with(retargeted, key_by_hand)
+    by_hand = _bake_with(retargeted, key_by_hand, touching)
     assert not _same(base, by_hand) and not _same(scheduled, by_hand)
     # and the bake recorded which settings it used
     rig = bpy.data.objects["Signer"]

@@ -108,3 +108,42 @@ def test_grid_of_a_huge_mesh_stays_within_the_node_budget():
     assert grid.values.size <= 200_000 * 1.1 and grid.spacing > 0.005
     phi, _ = grid.sample(np.zeros((1, 3)))
     assert phi[0] < 0  # the centre is still inside
+
+
+def _open_sphere():
+    """The test sphere with every triangle above z = 0.8 R removed: a hole like a neck cut."""
+    keep = VERTS[TRIS].mean(axis=1)[:, 2] < 0.8 * R
+    return VERTS, TRIS[keep]
+
+
+def test_winding_number_is_one_inside_zero_outside_a_closed_mesh():
+    rng = np.random.default_rng(3)
+    points = rng.uniform(-2 * R, 2 * R, (300, 3))
+    r = np.linalg.norm(points, axis=1)
+    points = points[np.abs(r - R) > 0.1 * R]
+    w = sdf.winding_number(VERTS, TRIS, points)
+    inside = np.linalg.norm(points, axis=1) < R
+    np.testing.assert_allclose(w, inside.astype(float), atol=1e-9)
+
+
+def test_a_hole_does_not_flip_the_sign():
+    v, t = _open_sphere()
+    assert not sdf.is_closed(t) and sdf.is_closed(TRIS)
+    rng = np.random.default_rng(4)
+    d = rng.normal(size=(400, 3))
+    d /= np.linalg.norm(d, axis=1, keepdims=True)
+    d = d[d[:, 2] < 0.5]  # directions well away from the hole
+    for radius, inside in ((0.9 * R, True), (1.1 * R, False)):
+        signed = sdf.mesh_signed_distance(v, t, radius * d)
+        assert np.all((signed < 0) == inside)
+        np.testing.assert_allclose(np.abs(signed), np.abs(sdf.mesh_signed_distance(VERTS, TRIS, radius * d)),
+                                   atol=1e-12)
+    # Near the hole the pseudo-normal test (a closed-mesh assumption) would call points
+    # inside the sphere below the rim "outside"; the winding number does not.
+    below_rim = np.array([[0.0, 0.0, 0.7 * R], [0.3 * R, 0.0, 0.6 * R]])
+    assert np.all(sdf.mesh_signed_distance(v, t, below_rim) < 0)
+    grid = sdf.build_distance_grid(v, t, bone=0, spacing=0.004, margin=0.02)
+    phi, _ = grid.sample(below_rim)
+    assert np.all(phi < 0)
+    far_inside, _ = grid.sample(np.zeros((1, 3)))
+    assert far_inside[0] < 0
