@@ -30,7 +30,7 @@ class FileRequest:
 
 def check_files(inputs, outputs):
     """SignSimError unless every input file exists, every output's folder exists, and no
-    output is an input or another output. None entries are skipped."""
+    output is an input or another output (check_distinct). None entries are skipped."""
     inputs = [os.path.abspath(p) for p in inputs if p]
     outputs = [os.path.abspath(p) for p in outputs if p]
     for p in inputs:
@@ -42,10 +42,40 @@ def check_files(inputs, outputs):
         if os.path.isdir(p):
             raise SignSimError(f"output is a folder, not a file: {p}")
         check_writable(p)
-        if p in inputs:
-            raise SignSimError(f"an output would overwrite the input {p}: choose another path")
-    if len(set(outputs)) != len(outputs):
-        raise SignSimError("two outputs name the same file: give each its own path")
+    check_distinct(inputs, outputs)
+
+
+def check_distinct(inputs, outputs, labels=None):
+    """SignSimError when an output is one of the inputs or two outputs are one file (paths
+    compared after resolving symbolic links). labels: optional text per output naming
+    what writes it (e.g. "clip 'walk'"). None entries are skipped."""
+    pairs = [(o, labels[i] if labels else None) for i, o in enumerate(outputs) if o]
+    ins = {os.path.realpath(p): p for p in inputs if p}
+    seen = {}
+    for out, label in pairs:
+        real = os.path.realpath(out)
+        who = f"{label}'s output {os.path.abspath(out)}" if label else f"the output {os.path.abspath(out)}"
+        if real in ins:
+            raise SignSimError(f"{who} would overwrite the input {ins[real]}: choose another output path")
+        if real in seen:
+            raise SignSimError(f"{who} is also written by {seen[real]}: give each output its own path")
+        seen[real] = label or os.path.abspath(out)
+
+
+def make_folder(path):
+    """Create the output folder `path` (and its parents) unless it exists; returns its
+    absolute path. Raises SignSimError naming the path and the reason (a file is there,
+    no permission, …) instead of the operating system's numbered error."""
+    path = os.path.abspath(path)
+    if os.path.exists(path) and not os.path.isdir(path):
+        raise SignSimError(f"cannot use {path} as the output folder: it is a file")
+    try:
+        os.makedirs(path, exist_ok=True)
+    except OSError as ex:
+        where = f" ({ex.filename})" if ex.filename and os.path.abspath(ex.filename) != path else ""
+        raise SignSimError(f"cannot create the output folder {path}: "
+                           f"{(ex.strerror or str(ex)).lower()}{where}") from None
+    return path
 
 
 def check_writable(path):

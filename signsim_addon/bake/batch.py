@@ -40,11 +40,16 @@ def cli_command():
     raise SignSimError("batch needs the blender executable or the ./signsim launcher to start workers")
 
 
+def clip_outputs(clip, out):
+    """(retargeted .blend, baked .blend, metrics .json) batch writes for CLIP in folder OUT;
+    the clip name with characters other than letters, digits, '-', '_', '.' as '_'."""
+    safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in clip)
+    return tuple(os.path.join(out, f"{safe}{ext}") for ext in (".retargeted.blend", ".blend", ".json"))
+
+
 def run_clip(command, clip, args: BatchRequest):
     """Retarget + bake one clip in child processes; returns its result record."""
-    safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in clip)
-    retargeted = os.path.join(args.out, f"{safe}.retargeted.blend")
-    baked, metrics = os.path.join(args.out, f"{safe}.blend"), os.path.join(args.out, f"{safe}.json")
+    retargeted, baked, metrics = clip_outputs(clip, args.out)
     steps = [["retarget", "--clip", clip, "--library", args.library, "--rig", args.rig,
               "--out", retargeted, "--json"] + (["--armature", args.armature] if args.armature else [])]
     record = {"clip": clip}
@@ -78,7 +83,8 @@ def bake_many(request: BatchRequest, report=silent) -> dict:
     "clip", "warnings" (the retarget's and the bake's, each also reported as
     "<clip>: <warning>") and either "error" or "armature", "action", "metrics", "out",
     "metrics_file".
-    Raises SignSimError for a missing rig or library, no matching clip, a bad --out."""
+    Raises SignSimError for a missing rig or library, no matching clip, a bad --out, or
+    output files that would overwrite the rig, the library or each other (before any work)."""
     args = replace(request, library=library.library_file(request.library), rig=os.path.abspath(request.rig),
                    out=os.path.abspath(request.out))
     if not os.path.isfile(args.rig):
@@ -89,9 +95,11 @@ def bake_many(request: BatchRequest, report=silent) -> dict:
                                                    tags=library.parse_tags(args.tags))]
     if not clips:
         raise SignSimError(f"no clips to bake in {args.library}")
-    if os.path.exists(args.out) and not os.path.isdir(args.out):
-        raise SignSimError(f"--out must be a folder: {args.out} is a file")
-    os.makedirs(args.out, exist_ok=True)
+    # before any work: no clip's files may be the rig, the library or another clip's files
+    outputs = [(path, c) for c in clips for path in clip_outputs(c, args.out)]
+    files.check_distinct([args.rig, args.library], [p for p, _ in outputs],
+                         [f"clip '{c}'" for _, c in outputs])
+    files.make_folder(args.out)
     command = cli_command()
     report(INFO, f"baking {len(clips)} clip(s) on {args.workers} worker(s) into {args.out}")
     with ThreadPoolExecutor(max_workers=args.workers) as pool:

@@ -9,7 +9,8 @@ picks them; the child needs no SignSim registration).
 Rendering is kept out of the calling process: Workbench needs EGL and aborts the whole
 process where it is missing. The sheet has two rows
 (top: reference, bottom: baked) and SHEET_FRAMES columns at the frames where the
-reference penetrates most, each 256×256 px, seen from the front of the hands.
+reference penetrates most, each 256×256 px, seen from the front (-Y) of the upper body
+and the hands (frame_camera).
 """
 import os
 import sys
@@ -25,11 +26,82 @@ def pick_frames(per_frame_penetration_mm, first_frame, count=SHEET_FRAMES):
     return sorted(first_frame + i for i in order[:count])
 
 
+UPPER_BODY = 0.6    # the top part of the body's height the sheet shows (head to hips)
+MARGIN = 1.15       # room around the framed box
+LENS_MM, SENSOR_MM = 35.0, 36.0
+
+
+def _body_points(scene, rig, frames):
+    """(N, 3) world positions in metres of the rig's bone heads and tails and the vertices
+    of the meshes it deforms (Armature modifier) or carries (children), evaluated at each
+    of `frames`."""
+    import bpy
+    import numpy as np
+    meshes = [o for o in scene.objects if o.type == 'MESH' and (
+        o.parent == rig or any(m.type == 'ARMATURE' and m.object == rig for m in o.modifiers))]
+    points = []
+    for frame in frames:
+        scene.frame_set(frame)
+        depsgraph = bpy.context.evaluated_depsgraph_get()
+        for ob in meshes:
+            ev = ob.evaluated_get(depsgraph)
+            mesh = ev.to_mesh()
+            co = np.empty(3 * len(mesh.vertices))
+            mesh.vertices.foreach_get("co", co)
+            m = np.array(ev.matrix_world)
+            points.append(co.reshape(-1, 3) @ m[:3, :3].T + m[:3, 3])
+            ev.to_mesh_clear()
+        mw = np.array(rig.matrix_world)
+        bones = np.array([p for b in rig.pose.bones for p in (b.head, b.tail)])
+        points.append(bones @ mw[:3, :3].T + mw[:3, 3])
+    return np.concatenate(points)
+
+
+def frame_camera(scene, rig, frames):
+    """Add the sheet's camera to `scene`, looking along +Y (Blender's front view) at the
+    top UPPER_BODY of the evaluated body at `frames` (world bounding box of the skinned
+    meshes, wherever the armature's origin is) together with the hands' bones, with a
+    MARGIN; a 35 mm lens on a 36 mm sensor, a square SIZE × SIZE picture. Returns the
+    camera object.
+    (Blender API: Object.evaluated_get, Object.to_mesh.)"""
+    import bpy
+    import numpy as np
+    from mathutils import Vector
+
+    pts = _body_points(scene, rig, frames)
+    top, bottom = pts[:, 2].max(), pts[:, 2].min()
+    region = [pts[pts[:, 2] >= top - UPPER_BODY * (top - bottom)]]
+    mw = np.array(rig.matrix_world)
+    for frame in frames:        # the hands, wherever they reach (below the hips too)
+        scene.frame_set(frame)
+        hands = [p for b in rig.pose.bones if b.name.lower().startswith(("hand", "f_", "thumb"))
+                 or "finger" in b.name.lower() for p in (b.head, b.tail)]
+        if hands:
+            region.append(np.array(hands) @ mw[:3, :3].T + mw[:3, 3])
+    region = np.concatenate(region)
+    lo, hi = region.min(axis=0), region.max(axis=0)
+    half = MARGIN * max(hi[0] - lo[0], hi[2] - lo[2], 0.1) / 2
+    cam_data = bpy.data.cameras.new("SignSimSheet")
+    cam_data.lens, cam_data.sensor_width, cam_data.sensor_fit = LENS_MM, SENSOR_MM, 'AUTO'
+    cam_data.clip_end = max(100.0, 10 * half)
+    cam = bpy.data.objects.new("SignSimSheet", cam_data)
+    scene.collection.objects.link(cam)
+    # the nearest points (y = lo[1]) fill half the view at this distance; farther ones less
+    distance = half * LENS_MM / (SENSOR_MM / 2)
+    cam.location = Vector(((lo[0] + hi[0]) / 2, lo[1] - distance, (lo[2] + hi[2]) / 2))
+    cam.rotation_euler = Vector((0.0, 1.0, 0.0)).to_track_quat('-Z', 'Y').to_euler()
+    scene.camera = cam
+    scene.render.resolution_x = scene.render.resolution_y = SIZE     # square: the framing's aspect
+    scene.render.resolution_percentage = 100
+    scene.render.pixel_aspect_x = scene.render.pixel_aspect_y = 1.0
+    bpy.context.view_layer.update()
+    return cam
+
+
 def render_sheet(blend, armature_name, reference_name, baked_name, frames, out_png):
     """Render the sheet of `armature_name` in `blend`: reference row over baked row."""
     import bpy
     import numpy as np
-    from mathutils import Vector
 
     bpy.ops.wm.open_mainfile(filepath=blend, load_ui=False)
     scene = bpy.context.scene
@@ -38,31 +110,10 @@ def render_sheet(blend, armature_name, reference_name, baked_name, frames, out_p
     frames = [int(f) for f in frames.split(",")]
 
     scene.render.engine = 'BLENDER_WORKBENCH'
-    scene.render.resolution_x = scene.render.resolution_y = SIZE
-    scene.render.resolution_percentage = 100
     scene.render.image_settings.file_format = 'PNG'
     scene.display.shading.light = 'STUDIO'
     scene.display.shading.color_type = 'OBJECT'
-    # Frame the hands (every hand and finger bone at the sheet's frames) from the front
-    # (-Y, Blender's front view), far enough for the 36 mm sensor behind a 35 mm lens.
-    points = []
-    for frame in frames:
-        scene.frame_set(frame)
-        points += [rig.matrix_world @ p for b in rig.pose.bones
-                   if b.name.lower().startswith(("hand", "f_", "thumb")) or "finger" in b.name.lower()
-                   for p in (b.head, b.tail)]
-    if not points:
-        points = [rig.matrix_world @ b.head for b in rig.pose.bones]
-    pts = np.array(points)
-    lo, hi = pts.min(axis=0), pts.max(axis=0)
-    extent = max(hi[0] - lo[0], hi[2] - lo[2], 0.1)
-    cam_data = bpy.data.cameras.new("SignSimSheet")
-    cam_data.lens = 35.0
-    cam = bpy.data.objects.new("SignSimSheet", cam_data)
-    scene.collection.objects.link(cam)
-    cam.location = Vector(((lo[0] + hi[0]) / 2, lo[1] - 1.25 * extent * 35.0 / 36.0, (lo[2] + hi[2]) / 2))
-    cam.rotation_euler = Vector((0.0, 1.0, 0.0)).to_track_quat('-Z', 'Y').to_euler()
-    scene.camera = cam
+    frame_camera(scene, rig, frames)
 
     tiles = []
     with tempfile.TemporaryDirectory() as tmp:

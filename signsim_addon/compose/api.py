@@ -283,7 +283,8 @@ def compose(target, clips, layers=(), *, library_path=None, bone_map=None, thres
     markers. Returns a JSON-able dict:
     {"armature", "action", "frames": [first, last], "fps", "threshold" (the one given, or
      None), "foot_lock" (whether feet were held: asked for and the rig has two legs),
-     "clips": [{"clip", "frames"}], "layers": [{"clip", "bones", "start"}],
+     "clips": [{"clip", "frames"}], "layers": [{"clip", "bones", "start", "weight" (the
+     number used, or {"min", "max"} over the layer's frames for a keyed weight)}],
      "seams": [{"index", "frame" (first frame of the window), "window", "suggested", "found",
                 "curve", "cut" [A frames, B frames], "D" (rad/s, at the chosen points),
                 "D_ends" (rad/s, at the clips' ends), "flagged", "failures", "worst"
@@ -346,6 +347,7 @@ def compose(target, clips, layers=(), *, library_path=None, bone_map=None, thres
     frames = first_frame + np.arange(len(track), dtype=float)
     rot, loc = _from_track(track, target, channels)
 
+    weights = []        # per layer: its weight, or the range of a keyed one (for the report)
     for i, layer in enumerate(layers):
         lrot = _basis_rotations(layer_keys[i], names)          # layers act on basis rotations
         n = len(frames)
@@ -354,6 +356,9 @@ def compose(target, clips, layers=(), *, library_path=None, bone_map=None, thres
         full[lo:hi] = lrot[:hi - lo]
         full[hi:] = lrot[min(hi - lo, len(lrot) - 1)]
         weight = _layer_weight(target, layer, frames)
+        used = weight[lo:hi] if hi > lo else weight
+        weights.append(float(used[0]) if np.ptp(used) == 0 else
+                       {"min": float(used.min()), "max": float(used.max())})
         weight[:lo] = 0.0
         weight[hi:] = 0.0
         mask = np.array([(not layer.bones) or n_ in layer.bones for n_ in names])
@@ -383,7 +388,8 @@ def compose(target, clips, layers=(), *, library_path=None, bone_map=None, thres
         "armature": target.name, "fps": fps, "threshold": threshold, "foot_lock": held,
         "frames": [float(frames[0]), float(frames[-1])],
         "clips": [{"clip": c.clip, "frames": len(t)} for c, t in zip(clips, tracks)],
-        "layers": [{"clip": l.clip, "bones": l.bones, "start": l.start} for l in layers],
+        "layers": [{"clip": l.clip, "bones": l.bones, "start": l.start, "weight": w}
+                   for l, w in zip(layers, weights)],
         "seams": seam_out,
     }
     old_action = target.animation_data.action if target.animation_data else None
@@ -503,14 +509,19 @@ def compose_files(args: ComposeRequest, report=silent) -> dict:
     trims = _trims(args.trims, n)
     if any(w is not None and w < 0 for w in windows):
         raise SignSimError("--window: a window cannot be negative")
+    if not 0.0 <= args.layer_weight <= 1.0:
+        raise SignSimError(f"--layer-weight: {args.layer_weight:g} is outside 0–1 (0: no layer, 1: all of it)")
     for clip in list(args.clips) + ([args.layer] if args.layer else []):
         if retarget.is_clip_file(clip) and not os.path.isfile(clip):
             raise SignSimError(f"clip not found: {clip}")
-    files.check_files([args.rig], [args.out])
     library_file = library.library_file(args.library) if args.library else None
     if library_file and not os.path.isfile(library_file):
         raise SignSimError(f"no motion library at {library_file}")
+    if library_file:
+        library.check_not_scene_file(library_file)
     preset = retarget.load_preset(args.bone_map) if args.bone_map else None
+    clip_files = [c for c in list(args.clips) + [args.layer] if c and retarget.is_clip_file(c)]
+    files.check_files([args.rig, library_file, args.bone_map, *clip_files], [args.out])
     clips = [_absolute(c) for c in args.clips]
     layer = _absolute(args.layer) if args.layer else None
 

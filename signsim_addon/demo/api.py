@@ -7,6 +7,7 @@ bake APIs (the same functions as the `import`, `retarget` and `bake` subcommands
 import os
 from dataclasses import dataclass
 
+from .. import files
 from ..bake import api as bake
 from ..errors import INFO, SignSimError, silent
 from ..library import api as library
@@ -28,8 +29,7 @@ def run_demo(request: DemoRequest, report=silent) -> dict:
     Returns {"action": baked action, "metrics": public metrics, "paths": {"library",
     "retargeted", "baked", "metrics"}}. Raises SignSimError when a step fails.
     """
-    out = os.path.abspath(request.out)
-    os.makedirs(out, exist_ok=True)
+    out = files.make_folder(request.out)
     paths = {"library": os.path.join(out, "library.blend"),
              "retargeted": os.path.join(out, "fingerspelling_on_signer.blend"),
              "baked": os.path.join(out, "fingerspelling_baked.blend"),

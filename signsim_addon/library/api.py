@@ -9,6 +9,7 @@ Public API (operators, the CLI, batch, the demo and the tests call only these):
 - tag_clip(library, name, add=(), remove=()) -> clip record  (a facet tag replaces its value)
 - load_clip(library, name) -> (action, skeleton)   appended into the open file
 - collect_files(paths) -> ([file], [(path, error)])
+- check_not_scene_file(library): refuse a scene .blend given as the library
 
 Modules: tracking (datablock snapshots and rollback), importers (Blender's importers +
 repairs), store (the library .blend, catalogs, tags, search), ui (the sidebar's state);
@@ -19,10 +20,10 @@ import os
 from .. import preferences
 from ..errors import ERROR, SignSimError
 from . import importers, store, tracking
-from .store import edit_clip, list_clips, load_clip, matches, parse_tags, tag_clip  # noqa: F401
+from .store import check_not_scene_file, edit_clip, list_clips, load_clip, matches, parse_tags, tag_clip  # noqa: F401
 
-__all__ = ("library_file", "import_paths", "list_clips", "edit_clip", "tag_clip", "load_clip",
-           "collect_files", "matches", "parse_tags")
+__all__ = ("library_file", "check_not_scene_file", "import_paths", "list_clips", "edit_clip", "tag_clip",
+           "load_clip", "collect_files", "matches", "parse_tags")
 
 
 def library_file(path=None) -> str:
@@ -39,10 +40,9 @@ def library_file(path=None) -> str:
 def collect_files(paths, skipped=None):
     """Expand files and folders (recursively, sorted) into ([file], [(path, error)]).
 
-    Inside folders, hidden files and companions (glTF .bin and images, .txt/.md notes,
-    .blend1 backups, the library's index and lock) are skipped (appended to `skipped` when given); any other
-    unsupported file is reported as a failure, as is a named file of an unsupported type
-    or a path that does not exist.
+    Inside folders, hidden files are ignored and files without a mocap extension
+    (importers.SUPPORTED) are skipped (appended to `skipped` when given); a named file of
+    an unsupported type, or a path that does not exist, is reported as a failure.
     """
     files, failed = [], []
     for p in paths:
@@ -57,8 +57,6 @@ def collect_files(paths, skipped=None):
                     ext = os.path.splitext(n)[1].lower()
                     if ext in importers.SUPPORTED:
                         files.append(full)
-                    elif ext not in importers.COMPANIONS:
-                        failed.append((full, _error_text(full)))
                     elif skipped is not None:
                         skipped.append(full)
         elif os.path.isfile(p):

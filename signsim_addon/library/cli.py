@@ -33,7 +33,8 @@ def run_import(args, say) -> dict:
         say(f"  {verb} {rec['name']}: {rec['frames']} frames at {rec['fps']:g} fps "
             f"({rec['duration_s']:.2f} s), {rec['bones']} bones")
     if result["skipped"]:
-        say(f"  skipped {len(result['skipped'])} companion file(s) (images, .bin, notes)")
+        say(f"  skipped {len(result['skipped'])} file(s) that are not mocap: "
+            + ", ".join(os.path.basename(p) for p in result["skipped"]))
     say(f"library: {result['library']}")
     if result["failed"] or not result["imported"]:
         # One line on stderr naming each failed file and why; the exit code says so too.

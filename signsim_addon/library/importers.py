@@ -39,9 +39,6 @@ from ...solver import bvh, clean, gltf, skeleton
 from . import tracking
 
 SUPPORTED = {".bvh": "BVH", ".fbx": "FBX", ".glb": "GLTF", ".gltf": "GLTF"}
-# Files next to glTF scenes: skipped silently inside folders, refused when named.
-COMPANIONS = {".bin", ".png", ".jpg", ".jpeg", ".webp", ".ktx2", ".blend1", ".txt", ".md",
-              ".sqlite", ".lock"}
 
 _FINGER = re.compile(r"thumb|index|middle|ring|pinky|little|finger|f_", re.I)
 ROOT_MOTION_MIN = 0.2   # metres of root travel that count as root motion

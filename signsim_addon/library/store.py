@@ -89,11 +89,19 @@ def ensure_catalog(cats, cat_path):
 
 
 def normalise_catalog(cat_path):
-    parts = [p.strip() for p in (cat_path or "").replace("\\", "/").split("/") if p.strip()]
-    if not parts:
+    """The catalog path `cat_path` as 'a/b/c' ('\\' read as '/'; blank: DEFAULT_CATALOG).
+    Raises SignSimError for an absolute path, an empty, '.' or '..' component, or ':'
+    (the separator of the catalog definition file)."""
+    text = (cat_path or "").replace("\\", "/").strip()
+    if not text:
         return DEFAULT_CATALOG
-    bad = [p for p in parts if ":" in p]
-    if bad:
+    parts = [p.strip() for p in text.split("/")]
+    if text.startswith("/"):
+        raise SignSimError(f"catalog path '{cat_path}' must be relative (like signs/greetings), not absolute")
+    if any(p in ("", ".", "..") for p in parts):
+        raise SignSimError(f"catalog path '{cat_path}' has an empty, '.' or '..' part: "
+                           "name each level (like signs/greetings)")
+    if any(":" in p for p in parts):
         raise SignSimError(f"catalog path '{cat_path}' may not contain ':'")
     return "/".join(parts)
 
@@ -389,14 +397,31 @@ def open_library(path, must_exist=False, guard=None, lock=False):
             except (OSError, RuntimeError) as ex:
                 raise SignSimError(f"cannot read the library {path}: {str(ex).splitlines()[-1]}") from ex
             if scenes:  # a library holds clips and skeletons only: never overwrite a scene file
-                raise SignSimError(f"{path} is a scene file, not a SignSim motion library: "
-                                   "choose another library file")
+                raise _scene_file(path)
             for kind, wanted in names.items():  # appended next to the file's names: claim
                 for id_, name in zip(getattr(dst, kind), wanted):
                     if id_ is not None:
                         guard.claim(id_, name)
             lib.clips = [a for a in dst.actions if a is not None and a.signsim.is_clip]
         yield lib
+
+
+def _scene_file(path):
+    return SignSimError(f"{path} is a scene file, not a SignSim motion library: choose another library file")
+
+
+def check_not_scene_file(path):
+    """SignSimError when the .blend at `path` holds a scene (a scene file, not a motion
+    library) or cannot be read. Reads only the file's names; nothing is appended."""
+    path = check_library_path(path)
+    try:
+        with files.quiet():
+            with bpy.data.libraries.load(path, link=False) as (src, _dst):
+                scenes = list(src.scenes)
+    except (OSError, RuntimeError) as ex:
+        raise SignSimError(f"cannot read the library {path}: {str(ex).splitlines()[-1]}") from None
+    if scenes:
+        raise _scene_file(path)
 
 
 def check_library_path(path, write=False):

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 
 from .. import compat, files
-from ..errors import SignSimError, silent
+from ..errors import WARNING, SignSimError, silent
 from ..library import api as library
 from ...solver import bonemap
 from . import transfer
@@ -70,7 +70,8 @@ def resolve_clips(clips, library_path):
     """(clip specs with file paths made absolute, absolute library path or None).
 
     Checked before the rig is opened (relative paths, one-line errors): a missing mocap
-    file, or a clip name without a library file, raise SignSimError.
+    file, or a clip name without a library file or with a scene file as the library,
+    raise SignSimError.
     """
     names = [c for c in clips if not is_clip_file(c)]
     for clip in clips:
@@ -82,6 +83,7 @@ def resolve_clips(clips, library_path):
         if not os.path.isfile(library_file):
             raise SignSimError(f"clip not found: {names[0]} (not a file, and no motion library "
                                f"at {library_file})")
+        library.check_not_scene_file(library_file)
     return [os.path.abspath(c) if is_clip_file(c) else c for c in clips], library_file
 
 
@@ -101,28 +103,37 @@ def retarget_files(request: RetargetRequest, report=silent) -> dict:
     One map serves all clips: the preset, or the automatic map of each skeleton (clips
     sharing a skeleton share it). OUT is written only when every clip succeeded, through
     a temporary file renamed into place; the clips' own armatures are not kept in it.
-    Returns {"armature", "action", "bone_map": {target: source}, "coverage",
-    "unmapped_target", "confidence", "frames": [first, last], "out"[, "actions"]} (bone
-    map and frames of the first clip). Raises SignSimError.
+    Returns {"armature", "action" (the first clip's, assigned to the armature), "bone_map":
+    {target: source} (the map stored on the armature: the first clip's), "coverage",
+    "unmapped_target", "confidence" (of that map), "frames": [first, last] (of "action"),
+    "out"[, "actions"], "clips": [{"clip", "action", "frames", "bone_map", "coverage",
+    "warnings"}] (one per clip, in order)}. Raises SignSimError.
     """
     r = request
     clips, library_file = resolve_clips(list(r.clips), r.library)
-    files.check_files([r.rig], [r.out])
     preset = transfer.load_preset(r.bone_map) if r.bone_map else None
+    files.check_files([r.rig, library_file, r.bone_map, *(c for c in clips if is_clip_file(c))], [r.out])
 
     target = open_rig(r.rig, r.armature)
     if preset is not None:
         check_preset(preset, target, r.bone_map)
-    results, maps = [], {}
+    results, maps, clip_warnings = [], {}, []
     for clip in clips:
-        with source_clip(clip, library_file, report=report) as src:
+        warned = []
+        clip_warnings.append(warned)
+
+        def clip_report(level, message, warned=warned):
+            if level == WARNING:
+                warned.append(message)
+            report(level, message)
+        with source_clip(clip, library_file, report=clip_report) as src:
             # one map for every clip of one skeleton: the preset, or the automatic map
             skeleton_key = tuple(b.name for b in src.armature.data.bones)
             bone_map = preset or maps.get(skeleton_key) or auto_map(src.armature, target)
             maps.setdefault(skeleton_key, bone_map)
             name = os.path.splitext(os.path.basename(clip))[0] if is_clip_file(clip) else clip
             results.append(retarget(src.armature, target, bone_map, source_fps=src.fps,
-                                    action_name=f"{name}_{target.name}", report=report))
+                                    action_name=f"{name}_{target.name}", report=clip_report))
     for res in results[1:]:
         res.action.use_fake_user = True    # kept in OUT although only the first is assigned
     first = results[0].action
@@ -144,4 +155,9 @@ def retarget_files(request: RetargetRequest, report=silent) -> dict:
     }
     if len(results) > 1:
         result["actions"] = [r.action.name for r in results]
+    result["clips"] = [{
+        "clip": clip, "action": res.action.name,
+        "frames": [float(res.frames[0]), float(res.frames[-1])],
+        "bone_map": res.bone_map.as_dict(), "coverage": bonemap.coverage(res.bone_map, sk_t),
+        "warnings": warned} for clip, res, warned in zip(clips, results, clip_warnings)]
     return result

@@ -5,8 +5,8 @@
 
 A CLIP is a mocap file (BVH, FBX, glTF/GLB, through the motion library's importer) or the
 name of a clip in the motion library (--library, default: the preferences' library).
-Prints (with --json) the result of retarget.api.retarget_files, plus "warnings": every
-warning the run gave (guessed units or up axis on import, a bone map found from the
+Prints (with --json) the result of retarget.api.retarget_files (top level: the first clip,
+the one assigned; "clips": one entry per clip), plus "warnings": every warning the run gave (guessed units or up axis on import, a bone map found from the
 skeleton's shape alone, guessed sides), also printed as 'warning: …' lines without --json.
 """
 from ..errors import WARNING, cli_reporter
@@ -41,6 +41,10 @@ def run(args, say):
     result = api.retarget_files(api.RetargetRequest(
         clips=tuple(args.clip), rig=args.rig, out=args.out, armature=args.armature,
         bone_map=args.map, library=args.library), report)
+    for c in result["clips"]:
+        say(f"  {c['clip']}: action '{c['action']}', frames {c['frames'][0]:g}–{c['frames'][1]:g}, "
+            f"{len(c['bone_map'])} bones mapped ({len(c['coverage'])} body parts)"
+            + (f", {len(c['warnings'])} warning(s)" if c["warnings"] else ""))
     say(f"wrote {result['out']}")
     result["warnings"] = warnings
     return result

@@ -396,14 +396,3 @@ def load_preset(filepath):
         text = fh.read()
     with from_solver():
         return bonemap.BoneMap.from_json(text, filepath)
-
-
-def import_map(target, filepath):
-    """Store the preset at filepath on target; pairs naming bones target lacks are dropped.
-    Returns the number of pairs stored."""
-    bone_map = load_preset(filepath)
-    pairs = [p for p in bone_map.pairs if p[0] in target.data.bones]
-    if not pairs:
-        raise SignSimError(f"{filepath}: no bone of '{target.name}' is in this preset")
-    store_map(target, bonemap.BoneMap(pairs, (), bone_map.source_armature))
-    return len(pairs)

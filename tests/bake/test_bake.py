@@ -5,6 +5,7 @@ import pathlib
 import bpy
 import numpy as np
 import pytest
+from mathutils import Vector
 
 from action_keys import all_keys
 
@@ -292,3 +293,41 @@ def test_cli_outputs_never_overwrite_inputs_or_each_other(retargeted, addon, tmp
         assert cli([*cmd, "--rig", str(rig), "--out", str(rig)]) == 1
         assert "overwrite" in capsys.readouterr().err
     assert rig.read_bytes() == rig_bytes
+
+
+def _in_view(scene, cam, points):
+    from bpy_extras.object_utils import world_to_camera_view
+    uv = np.array([tuple(world_to_camera_view(scene, cam, Vector(p))) for p in points])
+    return uv, bool(((uv[:, :2] > 0) & (uv[:, :2] < 1)).all() and (uv[:, 2] > 0).all())
+
+
+@pytest.mark.parametrize("character", ["signer", "signer moved down and aside", "godot glTF"])
+def test_contact_sheet_camera_frames_the_head_and_hands(addon, shared_data, character):
+    """The sheet's camera sees the whole head (its highest bone, and the skin above it) and both
+    hands, for the bundled signer, the same rig with its origin elsewhere, and a glTF
+    character whose armature origin is 1 m below the world origin."""
+    sheet = addon.signsim_addon.bake.contact_sheet
+    if character == "godot glTF":
+        bpy.ops.import_scene.gltf(filepath=str(shared_data / "characters" / "godot_male_base_mesh_cc0.glb"))
+    else:
+        bpy.ops.wm.open_mainfile(filepath=str(SAMPLES / "signer.blend"))
+    scene = bpy.context.scene
+    rig = next(o for o in scene.objects if o.type == 'ARMATURE')
+    if character == "signer moved down and aside":
+        rig.location = (0.7, 0.3, -1.0)
+    frames = [scene.frame_start, scene.frame_start + 10]
+    cam = sheet.frame_camera(scene, rig, frames)
+    for frame in frames:
+        scene.frame_set(frame)
+        mw = rig.matrix_world
+        ends = {b.name: (mw @ b.head, mw @ b.tail) for b in rig.pose.bones}
+        head = max(ends, key=lambda n: ends[n][1].z)                 # the top of the head chain
+        dg = bpy.context.evaluated_depsgraph_get()
+        skin = [o for o in scene.objects if o.type == 'MESH' and o.parent == rig]
+        top = max(((o.matrix_world @ v.co) for o in skin for v in o.evaluated_get(dg).to_mesh().vertices),
+                  key=lambda p: p.z)
+        hands = [p for n, e in ends.items() if n.startswith("hand") for p in e]
+        uv, inside = _in_view(scene, cam, [*ends[head], top, *hands])
+        assert inside, (character, head, uv)
+        # framed, not lost in the distance: the head fills a visible part of the picture
+        assert uv[:3, 1].max() - uv[:3, 1].min() > 0.05

@@ -343,3 +343,18 @@ def test_compose_panel_draws_clips_seams_and_flags(addon, signer, shared_data):
     panels.SIGNSIM_UL_compose_layers.draw_item(None, None, row, settings, settings.layers[0], 0, settings,
                                                "layer_index", 0)
     assert row.drawn.props == {"clip", "weight"}
+
+
+def test_cli_layer_weight_is_range_checked_and_reported(addon, tmp_path, capsys):
+    cli = addon.signsim_addon.cli.main
+    spell = ROOT / "sample_blends" / "fingerspelling.bvh"
+    base = ["compose", "--clips", str(CHIN), "--rig", str(SIGNER), "--layer", str(spell), "--layer-bones", "head"]
+    for bad in ("5", "-0.1", "nan"):
+        out = tmp_path / "bad.blend"
+        assert cli([*base, "--layer-weight", bad, "--out", str(out)]) == 1
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and "--layer-weight" in err[0] and "outside 0–1" in err[0], err
+        assert not out.exists()
+    assert cli([*base, "--layer-weight", "0.25", "--out", str(tmp_path / "ok.blend"), "--json"]) == 0
+    result = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert result["layers"] == [{"clip": str(spell), "bones": ["head"], "start": 0, "weight": 0.25}]

@@ -243,8 +243,9 @@ def test_folder_import_good_and_broken_files(addon, tmp_path, shared_data, capsy
     (folder / "sub").mkdir(parents=True)
     for p in mocap_files(shared_data):
         (folder / "sub" / p.name).symlink_to(p)
-    bad_files = [make_bad(folder, k)[0] for k in BAD_KINDS if k != "truncated_hierarchy"]
-    (folder / "textures.png").write_bytes(b"\x89PNG")  # glTF companion: skipped silently
+    bad_files = [make_bad(folder, k)[0] for k in BAD_KINDS if k not in ("truncated_hierarchy", "extension")]
+    (folder / "textures.png").write_bytes(b"\x89PNG")  # not mocap: skipped inside a folder
+    make_bad(folder, "extension")                       # clip.xyz: skipped too (an error when named)
     library = tmp_path / "lib.blend"
     cli = addon.signsim_addon.cli.main
     capsys.readouterr()
@@ -255,7 +256,7 @@ def test_folder_import_good_and_broken_files(addon, tmp_path, shared_data, capsy
     assert err.strip().count("\n") == 0 and "failed" in err
     assert sorted(r["name"] for r in result["imported"]) == sorted(p.stem for p in mocap_files(shared_data))
     assert sorted(pathlib.Path(f["path"]).name for f in result["failed"]) == sorted(p.name for p in bad_files)
-    assert [pathlib.Path(p).name for p in result["skipped"]] == ["textures.png"]
+    assert [pathlib.Path(p).name for p in result["skipped"]] == ["clip.xyz", "textures.png"]
     lib = addon.signsim_addon.library.api
     listing = lib.list_clips(str(library))
     assert sorted(c["name"] for c in listing) == sorted(p.stem for p in mocap_files(shared_data))
@@ -303,3 +304,24 @@ def test_keys_pose_the_skeleton_exactly_as_blenders_importer(addon, cli_library,
             assert worst < 2e-3, (path.name, int(row), worst)
         bpy.data.objects.remove(plain)
         scene.collection.objects.unlink(ours)
+
+
+def test_folder_skips_files_that_are_not_mocap(addon, tmp_path, capsys):
+    """sample_blends/ holds a script, a scene and notes next to the BVH files: a folder import
+    skips them (listed, not failures, exit 0); naming one of them is still an error."""
+    samples = pathlib.Path(__file__).resolve().parent.parent.parent / "sample_blends"
+    cli = addon.signsim_addon.cli.main
+    library = tmp_path / "lib.blend"
+    code = cli(["import", str(samples), "--library", str(library), "--json"])
+    out, err = capsys.readouterr()
+    result = json.loads(out.strip().splitlines()[-1])
+    assert code == 0, err
+    assert not result["failed"]
+    assert sorted(r["name"] for r in result["imported"]) == ["chin_cheek", "fingerspelling"]
+    assert sorted(pathlib.Path(p).name for p in result["skipped"]) == ["README.md", "make_samples.py", "signer.blend"]
+    assert cli(["import", str(samples), "--library", str(tmp_path / "lib2.blend")]) == 0
+    human = capsys.readouterr().out
+    assert "skipped 3 file(s) that are not mocap: README.md, make_samples.py, signer.blend" in human
+    assert cli(["import", str(samples / "make_samples.py"), "--library", str(library)]) == 1
+    out, err = capsys.readouterr()
+    assert "FAILED" in out and "unsupported" in out and len(err.strip().splitlines()) == 1

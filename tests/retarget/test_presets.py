@@ -33,3 +33,21 @@ def test_preset_naming_missing_bones_is_the_same_error_in_cli_and_operator(addon
         bpy.ops.signsim.bonemap_import(filepath=str(preset))
     assert str(info.value).strip() == f"Error: {cli_message}"
     assert [(i.target, i.source) for i in target.signsim.bone_map] == stored
+
+
+def test_one_preset_import_and_its_docstring_says_it_refuses_unknown_bones(addon, tmp_path):
+    """The preset import the operator and CLI use is the only one in the retarget package,
+    and its documentation matches its behaviour (refuse, never drop)."""
+    api, transfer = addon.signsim_addon.retarget.api, addon.signsim_addon.retarget.transfer
+    assert not hasattr(transfer, "import_map")          # no second import that drops pairs
+    assert "dropped" not in api.import_map.__doc__ and "lacks" in api.import_map.__doc__
+    bm = addon.solver.bonemap
+    target = stand_in_signer()
+    preset = tmp_path / "map.json"
+    preset.write_text(bm.BoneMap([("spine", "Hips", 1.0), ("no_such_bone", "Spine", 1.0)]).to_json())
+    with pytest.raises(addon.signsim_addon.errors.SignSimError, match="no_such_bone"):
+        api.import_map(target, str(preset))
+    assert not [i for i in target.signsim.bone_map if i.source]
+    preset.write_text(bm.BoneMap([("spine", "Hips", 1.0), ("spine.001", "Spine", 1.0)]).to_json())
+    assert api.import_map(target, str(preset)) == 2
+    assert {i.target: i.source for i in target.signsim.bone_map if i.source} == {"spine": "Hips", "spine.001": "Spine"}

@@ -60,10 +60,21 @@ def test_two_clips_one_call(cli, rig, shared_data, tmp_path, capsys):
     assert "heel.02.L" in result["unmapped_target"]
     assert 0 < min(result["confidence"].values()) <= max(result["confidence"].values()) == 1.0
     assert not list(tmp_path.glob("*.partial.blend"))
+    # one entry per clip, each with its own skeleton's map, frames and warnings
+    first, second = result["clips"]
+    assert [first["clip"], second["clip"]] == [str(shared_data / "mocap" / MIXAMO), str(shared_data / "mocap" / PYBVH)]
+    assert [first["action"], second["action"]] == result["actions"]
+    assert first["bone_map"] == result["bone_map"] and first["frames"] == result["frames"]
+    assert first["coverage"] == result["coverage"]
+    assert "mixamorig:LeftHand" not in second["bone_map"].values() and second["bone_map"]
+    assert set(second["bone_map"].values()).isdisjoint(first["bone_map"].values())
+    assert sum(len(c["warnings"]) for c in result["clips"]) == len(result["warnings"])
 
     bpy.ops.wm.open_mainfile(filepath=str(out))
     armatures = [o for o in bpy.data.objects if o.type == 'ARMATURE']
     assert [o.name for o in armatures] == ["Signer"]       # the clips' armatures are not kept
+    for c in result["clips"]:                              # each clip's frames are its action's
+        assert list(bpy.data.actions[c["action"]].frame_range) == c["frames"]
     signer = armatures[0]
     assert signer.animation_data.action.name == result["action"]
     assert set(result["actions"]) <= {a.name for a in bpy.data.actions}
