@@ -193,15 +193,8 @@ def test_fingertip_driven_into_the_face_stops_at_the_skin(addon, mods, godot, sp
     origin = np.array(head) + 0.5 * forward + {"chin": 0.0, "cheek": 0.035}[spot] * right + [0, 0, height]
     point, normal = surface_point(face_tree, origin, -forward)
     target = point - 0.01 * normal
-    end, _ = reach(addon.solver, job0, ob, ARM_R, "f_index.03.R", target)
-    action = key_pose(ob, drive(ob, ARM_R, {}, end), "into_" + spot)
-    job, solved, new, warnings = _bake(bake, ob, action)
-    m = solved.metrics
+    m, exact = _drive_and_measure(addon, bake, ob, job0, skin, "face", "f_index.03.R", target, "into_" + spot)
     assert m["reference"]["penetration_max_mm_by_kind"]["hand–face"] > 5.0
-    ob.animation_data.action = new
-    hand = [n for n, p in zip(job.rig.bone_names, job.rig.parts) if p.endswith(".R") and p.split(".")[0] in
-            ("hand", "finger", "thumb")]
-    exact = _sample_penetration(addon, ob, job, skin, "face", hand, job.frames)
     assert exact.max() <= 0.5  # on every frame
     assert exact[-6:].max() > -1.0  # touching at the end, not pushed away
     # one penetration definition: the reported hand–face depth is the exact one to within
@@ -209,6 +202,18 @@ def test_fingertip_driven_into_the_face_stops_at_the_skin(addon, mods, godot, sp
     reported = m["baked"]["penetration_max_mm_by_kind"]["hand–face"]
     assert abs(reported - max(exact.max(), 0.0)) <= 0.15
     assert m["baked"]["fallbacks"] == 0
+
+
+def _drive_and_measure(addon, bake, ob, job0, skin, region, tip, target, name):
+    """Key the right arm so `tip` reaches `target`, bake, show the bake, and return (bake
+    metrics, exact per-frame penetration (mm) of the right hand's bones into `region`)."""
+    end, _ = reach(addon.solver, job0, ob, ARM_R, tip, target)
+    action = key_pose(ob, drive(ob, ARM_R, {}, end), name)
+    job, solved, new, _warnings = _bake(bake, ob, action)
+    ob.animation_data.action = new
+    hand = [n for n, p in zip(job.rig.bone_names, job.rig.parts) if p.endswith(".R") and p.split(".")[0] in
+            ("hand", "finger", "thumb")]
+    return solved.metrics, _sample_penetration(addon, ob, job, skin, region, hand, job.frames)
 
 
 def _sample_penetration(addon, ob, job, skin, region, bones, frames):
@@ -248,15 +253,9 @@ def test_hand_driven_into_the_chest_stops_at_the_chest(addon, mods, godot):
     chest = np.array(ob.matrix_world @ ob.data.bones[job0.rig.base_bone].head_local)
     forward, _right = facing(ob)
     point, normal = surface_point(torso_tree, chest + 0.5 * forward, -forward)
-    end, _ = reach(addon.solver, job0, ob, ARM_R, "hand.R", point - 0.02 * normal)
-    action = key_pose(ob, drive(ob, ARM_R, {}, end), "into_chest")
-    job, solved, new, warnings = _bake(bake, ob, action)
-    m = solved.metrics
+    m, exact = _drive_and_measure(addon, bake, ob, job0, skin, "torso", "hand.R", point - 0.02 * normal,
+                                  "into_chest")
     assert m["reference"]["penetration_max_mm_by_kind"]["hand–torso"] > 10.0
-    ob.animation_data.action = new
-    hand = [n for n, p in zip(job.rig.bone_names, job.rig.parts) if p.endswith(".R") and p.split(".")[0] in
-            ("hand", "finger", "thumb")]
-    exact = _sample_penetration(addon, ob, job, skin, "torso", hand, job.frames)
     assert exact.max() <= 1.0  # on every frame
     # resting on the chest, not pushed away (the chest field is rigid in the chest's frame,
     # the skin there also follows the raised arm's weights: about a millimetre)
