@@ -16,11 +16,10 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.spatial import cKDTree
 
+from . import kernels
+
 # Closest-feature codes returned by closest_point_on_triangle.
 FACE, EDGE0, EDGE1, EDGE2, VERT0, VERT1, VERT2 = range(7)
-# Offsets (x, y, z) of the 8 corners of a grid cell, in the order the interpolation uses.
-_ONES3 = np.ones(3)
-_CORNERS = np.array([[0, 1, 0, 1, 0, 1, 0, 1], [0, 0, 1, 1, 0, 0, 1, 1], [0, 0, 0, 0, 1, 1, 1, 1]])
 
 
 def closest_point_on_triangle(p, a, b, c):
@@ -278,9 +277,13 @@ class DistanceGrid:
     margin: float
 
     def __post_init__(self):
-        shape = np.array(np.shape(self.values))
-        object.__setattr__(self, "_shape", shape)
-        object.__setattr__(self, "_top", shape - 1.0)
+        # Kernel arguments of one compiled signature (kernels.grid_sample).
+        values = np.array(self.values, dtype=float, order="C")
+        values.flags.writeable = False
+        object.__setattr__(self, "values", values)
+        object.__setattr__(self, "origin", kernels.argument(self.origin, (3,)))
+        object.__setattr__(self, "spacing", float(self.spacing))
+        object.__setattr__(self, "margin", float(self.margin))
 
     def sample(self, points, outside_gradient=True):
         """Distance (k,) m and gradient (k, 3) at bone-local points (k, 3), trilinear.
@@ -289,38 +292,8 @@ class DistanceGrid:
         to the grid box) with the gradient pointing away from the box (zero when
         outside_gradient is False, for callers that never read it there).
         """
-        shape = self._shape
-        u = (points - self.origin) / self.spacing
-        uc = np.minimum(np.maximum(u, 0.0), self._top)
-        out = (u - uc) * self.spacing
-        outside = np.sqrt((out * out) @ _ONES3)
-        phi = self.margin + outside
-        if outside_gradient:
-            grad = out / np.maximum(outside, 1e-300)[:, None]
-        else:
-            grad = np.zeros(out.shape)
-        inside = (outside == 0.0).nonzero()[0]
-        if len(inside) == 0:
-            return phi, grad
-        uc = uc[inside]
-        i0 = np.minimum(uc.astype(np.intp), shape - 2)
-        f = uc - i0
-        strides = np.array([shape[1] * shape[2], shape[2], 1])
-        c = self.values.reshape(-1)[(i0 @ strides)[:, None] + strides @ _CORNERS]
-        fx, fy, fz = f[:, 0], f[:, 1], f[:, 2]
-        gx, gy, gz = 1 - fx, 1 - fy, 1 - fz
-        c00 = c[:, 0] * gx + c[:, 1] * fx
-        c10 = c[:, 2] * gx + c[:, 3] * fx
-        c01 = c[:, 4] * gx + c[:, 5] * fx
-        c11 = c[:, 6] * gx + c[:, 7] * fx
-        c0 = c00 * gy + c10 * fy
-        c1 = c01 * gy + c11 * fy
-        phi[inside] = c0 * gz + c1 * fz
-        dx = ((c[:, 1] - c[:, 0]) * gy * gz + (c[:, 3] - c[:, 2]) * fy * gz
-              + (c[:, 5] - c[:, 4]) * gy * fz + (c[:, 7] - c[:, 6]) * fy * fz)
-        dy = (c10 - c00) * gz + (c11 - c01) * fz
-        grad[inside] = np.stack([dx, dy, c1 - c0], -1) / self.spacing
-        return phi, grad
+        points = kernels.argument(points, (len(points), 3))
+        return kernels.grid_sample(self.values, self.origin, self.spacing, self.margin, points, bool(outside_gradient))
 
     @property
     def bounds(self):

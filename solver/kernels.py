@@ -1,0 +1,542 @@
+"""Compiled kernels of the physics pass (numba, ahead of the first call).
+
+Tree recursions over the skeleton in world coordinates (spatial vectors at the world
+origin, angular part first) after Featherstone, *Rigid Body Dynamics Algorithms*
+(Springer 2008): forward kinematics and motion subspaces (ch. 4), the recursive
+Newton–Euler algorithm (ch. 5), the composite-rigid-body algorithm (ch. 6); plus the
+capsule closest-point narrow phase (Ericson, *Real-Time Collision Detection*, 2005,
+§5.1.9) and trilinear distance-grid lookups. The public functions with array shapes and
+units are in kinematics.py, dynamics.py, contacts.py and sdf.py; these kernels take
+plain arrays. Every kernel is compiled once per machine and cached on disk
+(`cache=True`) in the folder configure_cache() sets (default: the virtualenv's, or
+Blender's extension user folder when the add-on sets it); no fastmath and no threads,
+so results are bit-identical run to run.
+
+Bones are ordered parents first (SkeletonModel), so a forward loop over bones is an
+outward recursion and a backward loop an inward one.
+"""
+
+import os
+import sys
+import time
+
+import numba
+import numpy as np
+
+_CACHE_SUBDIR = "signsim-numba-cache"
+
+
+def default_cache_dir():
+    """Folder for compiled code when nothing else is configured: inside the running
+    Python's prefix (the virtualenv when run from the repository)."""
+    return os.path.join(sys.prefix, _CACHE_SUBDIR)
+
+
+def configure_cache(path):
+    """Store compiled kernels under `path` (created if missing). Must be called before
+    this module is first imported (numba binds the cache folder when a kernel is
+    defined); the add-on calls it with Blender's extension user folder."""
+    os.makedirs(path, exist_ok=True)
+    os.environ["NUMBA_CACHE_DIR"] = path
+    numba.config.CACHE_DIR = path
+
+
+if not os.environ.get("NUMBA_CACHE_DIR"):
+    try:
+        configure_cache(default_cache_dir())
+    except OSError:  # a read-only prefix: numba's own per-user fallback applies
+        pass
+
+_jit = numba.njit(cache=True, fastmath=False, parallel=False, nogil=True)
+
+
+def argument(a, shape, dtype=float):
+    """a broadcast to `shape` as a writable C-contiguous array: a kernel argument of one
+    compiled signature whatever the caller passes (views, read-only arrays)."""
+    return np.require(np.broadcast_to(np.asarray(a, dtype=dtype), shape), dtype, ("C", "W"))
+
+
+# ----------------------------------------------------------------------------- kinematics
+
+@_jit
+def _quat_matrix(q, out):
+    """Rotation matrix of the unit quaternion q (4,) w-first into out (3, 3)."""
+    w, x, y, z = q[0], q[1], q[2], q[3]
+    out[0, 0] = w * w + x * x - y * y - z * z
+    out[0, 1] = 2.0 * (x * y - w * z)
+    out[0, 2] = 2.0 * (x * z + w * y)
+    out[1, 0] = 2.0 * (x * y + w * z)
+    out[1, 1] = w * w - x * x + y * y - z * z
+    out[1, 2] = 2.0 * (y * z - w * x)
+    out[2, 0] = 2.0 * (x * z - w * y)
+    out[2, 1] = 2.0 * (y * z + w * x)
+    out[2, 2] = w * w - x * x - y * y + z * z
+
+
+@_jit
+def forward_kinematics(parents, rest_matrices, rest_offsets, dof_bone, dof_axis, q, base_r, base_p,
+                       R, P, motion):
+    """World frames of a batch: q (B, n, 4), base_r (B, 3, 3), base_p (B, 3) → R (B, n, 3, 3),
+    P (B, n, 3) and motion subspaces S = (a, p × a) (B, n_dof, 6), a the joint axis
+    (column dof_axis of the bone's world frame) through the bone head p."""
+    n = parents.shape[0]
+    local = np.empty((3, 3))
+    Rp = np.empty((3, 3))
+    pp = np.empty(3)
+    for k in range(q.shape[0]):
+        for i in range(n):
+            p = parents[i]
+            _quat_matrix(q[k, i], local)
+            if p < 0:
+                Rp[:] = base_r[k]
+                pp[:] = base_p[k]
+            else:
+                Rp[:] = R[k, p]
+                pp[:] = P[k, p]
+            for r in range(3):
+                acc = pp[r]
+                for c in range(3):
+                    acc += Rp[r, c] * rest_offsets[i, c]
+                P[k, i, r] = acc
+                for c in range(3):
+                    s = 0.0
+                    for m in range(3):
+                        t = 0.0
+                        for l in range(3):
+                            t += rest_matrices[i, m, l] * local[l, c]
+                        s += Rp[r, m] * t
+                    R[k, i, r, c] = s
+        for d in range(dof_bone.shape[0]):
+            b, ax = dof_bone[d], dof_axis[d]
+            a0, a1, a2 = R[k, b, 0, ax], R[k, b, 1, ax], R[k, b, 2, ax]
+            p0, p1, p2 = P[k, b, 0], P[k, b, 1], P[k, b, 2]
+            motion[k, d, 0] = a0
+            motion[k, d, 1] = a1
+            motion[k, d, 2] = a2
+            motion[k, d, 3] = p1 * a2 - p2 * a1
+            motion[k, d, 4] = p2 * a0 - p0 * a2
+            motion[k, d, 5] = p0 * a1 - p1 * a0
+
+
+@_jit
+def normal_rows(parents, dof_start, dof_count, motion, bones, points, normals, other, out):
+    """Rows n·(J_p(bone) − J_p(other)) (k, n_dof) into out (zeroed here): the spatial
+    force (p × n, n) times the motion subspace of every DOF on bone's path, minus the
+    same on other's path (other = n_bones: the base, no DOF). motion (n_dof, 6)."""
+    n = parents.shape[0]
+    out[:] = 0.0
+    f = np.empty(6)
+    for k in range(bones.shape[0]):
+        px, py, pz = points[k, 0], points[k, 1], points[k, 2]
+        nx, ny, nz = normals[k, 0], normals[k, 1], normals[k, 2]
+        f[0] = py * nz - pz * ny
+        f[1] = pz * nx - px * nz
+        f[2] = px * ny - py * nx
+        f[3], f[4], f[5] = nx, ny, nz
+        for side in range(2):
+            j = bones[k] if side == 0 else other[k]
+            sign = 1.0 if side == 0 else -1.0
+            while 0 <= j < n:
+                for d in range(dof_start[j], dof_start[j] + dof_count[j]):
+                    s = 0.0
+                    for c in range(6):
+                        s += f[c] * motion[d, c]
+                    out[k, d] += sign * s
+                j = parents[j]
+
+
+# ----------------------------------------------------------------------------- dynamics
+
+@_jit
+def body_inertias(R, P, mass, com_y, inertia_perp, inertia_axial, com, inertia, spatial):
+    """Per bone of a batch (R (B, n, 3, 3), P (B, n, 3)): world centre of mass com (B, n, 3)
+    on the bone's Y axis, rotational inertia about it (B, n, 3, 3) (a capsule's
+    diag(i⊥, i_axial, i⊥) in the bone frame is i⊥ 1 + (i_axial − i⊥) y yᵀ in world)
+    and the 6×6 spatial inertia at the world origin (B, n, 6, 6)."""
+    for k in range(R.shape[0]):
+        for i in range(R.shape[1]):
+            for r in range(3):
+                com[k, i, r] = P[k, i, r] + R[k, i, r, 1] * com_y[i]
+            excess = inertia_axial[i] - inertia_perp[i]
+            for r in range(3):
+                for c in range(3):
+                    inertia[k, i, r, c] = excess * R[k, i, r, 1] * R[k, i, c, 1]
+                inertia[k, i, r, r] += inertia_perp[i]
+    spatial_inertias(com, inertia, mass, spatial)
+
+
+@_jit
+def spatial_inertias(com, inertia, mass, out):
+    """[[Ī + m c×c×ᵀ, m c×], [m c×ᵀ, m 1]] (B, n, 6, 6) from com (B, n, 3), Ī (B, n, 3, 3)."""
+    cx = np.empty((3, 3))
+    for k in range(com.shape[0]):
+        for i in range(com.shape[1]):
+            m = mass[i]
+            x, y, z = com[k, i, 0], com[k, i, 1], com[k, i, 2]
+            cx[0, 0], cx[0, 1], cx[0, 2] = 0.0, -z, y
+            cx[1, 0], cx[1, 1], cx[1, 2] = z, 0.0, -x
+            cx[2, 0], cx[2, 1], cx[2, 2] = -y, x, 0.0
+            o = out[k, i]
+            for r in range(3):
+                for c in range(3):
+                    s = 0.0
+                    for l in range(3):
+                        s += cx[r, l] * cx[l, c]
+                    # c×ᵀ = −c×, so m c× c×ᵀ = −m c× c×.
+                    o[r, c] = inertia[k, i, r, c] - m * s
+                    o[r, 3 + c] = m * cx[r, c]
+                    o[3 + r, c] = -m * cx[r, c]
+                    o[3 + r, 3 + c] = m if r == c else 0.0
+
+
+@_jit
+def composite_inertias(parents, spatial, out):
+    """Subtree sums of the spatial inertias (B, n, 6, 6): in one frame, a plain inward sum."""
+    out[:] = spatial
+    for k in range(spatial.shape[0]):
+        for i in range(parents.shape[0] - 1, -1, -1):
+            p = parents[i]
+            if p >= 0:
+                for r in range(6):
+                    for c in range(6):
+                        out[k, p, r, c] += out[k, i, r, c]
+
+
+@_jit
+def mass_matrix(parents, dof_bone, dof_start, dof_count, motion, composite, out):
+    """CRBA: M[d, e] = M[e, d] = S_eᵀ I^c(bone d) S_d for bone(e) on bone(d)'s path
+    (n_dof, n_dof) from motion (n_dof, 6) and composite inertias (n, 6, 6)."""
+    out[:] = 0.0
+    F = np.empty(6)
+    for d in range(dof_bone.shape[0]):
+        b = dof_bone[d]
+        Ic = composite[b]
+        for r in range(6):
+            s = 0.0
+            for c in range(6):
+                s += Ic[r, c] * motion[d, c]
+            F[r] = s
+        j = b
+        while j >= 0:
+            for e in range(dof_start[j], dof_start[j] + dof_count[j]):
+                if j == b and e > d:
+                    break
+                s = 0.0
+                for c in range(6):
+                    s += motion[e, c] * F[c]
+                out[d, e] = s
+                out[e, d] = s
+            j = parents[j]
+
+
+@_jit
+def _motion_cross(v, m, out):
+    """crm(v) m: (ω × m_ω, v_O × m_ω + ω × m_v) for spatial vectors v, m (6,)."""
+    w0, w1, w2, v0, v1, v2 = v[0], v[1], v[2], v[3], v[4], v[5]
+    a0, a1, a2, b0, b1, b2 = m[0], m[1], m[2], m[3], m[4], m[5]
+    out[0] = w1 * a2 - w2 * a1
+    out[1] = w2 * a0 - w0 * a2
+    out[2] = w0 * a1 - w1 * a0
+    out[3] = v1 * a2 - v2 * a1 + w1 * b2 - w2 * b1
+    out[4] = v2 * a0 - v0 * a2 + w2 * b0 - w0 * b2
+    out[5] = v0 * a1 - v1 * a0 + w0 * b1 - w1 * b0
+
+
+@_jit
+def rnea(parents, dof_bone, dof_start, dof_count, motion, spatial, qd, qdd, base_velocity,
+         base_acceleration, gravity, tau, V, momentum):
+    """RNEA over a batch: motion (B, n_dof, 6), spatial (B, n, 6, 6), qd, qdd (B, n_dof),
+    base velocity/acceleration (B, 6) → tau (B, n_dof), bone velocities V (B, n, 6) and
+    momenta I V (B, n, 6). Gravity is an upward base acceleration; Ṡ = v × S for axes
+    fixed in the child bone."""
+    n = parents.shape[0]
+    A = np.empty((n, 6))
+    F = np.empty((n, 6))
+    sq = np.empty(6)
+    c = np.empty(6)
+    ia = np.empty(6)
+    for k in range(motion.shape[0]):
+        for i in range(n):
+            p = parents[i]
+            for r in range(6):
+                V[k, i, r] = base_velocity[k, r] if p < 0 else V[k, p, r]
+                A[i, r] = base_acceleration[k, r] if p < 0 else A[p, r]
+            if p < 0:
+                A[i, 5] += gravity
+            for d in range(dof_start[i], dof_start[i] + dof_count[i]):
+                for r in range(6):
+                    V[k, i, r] += motion[k, d, r] * qd[k, d]
+            for d in range(dof_start[i], dof_start[i] + dof_count[i]):
+                for r in range(6):
+                    sq[r] = motion[k, d, r] * qd[k, d]
+                _motion_cross(V[k, i], sq, c)
+                for r in range(6):
+                    A[i, r] += c[r] + motion[k, d, r] * qdd[k, d]
+            I = spatial[k, i]
+            for r in range(6):
+                s = 0.0
+                t = 0.0
+                for col in range(6):
+                    s += I[r, col] * A[i, col]
+                    t += I[r, col] * V[k, i, col]
+                ia[r] = s
+                momentum[k, i, r] = t
+            # f = I a + crf(v) I v, crf(v) h = (ω × h_ω + v_O × h_v, ω × h_v).
+            w0, w1, w2, v0, v1, v2 = V[k, i, 0], V[k, i, 1], V[k, i, 2], V[k, i, 3], V[k, i, 4], V[k, i, 5]
+            h = momentum[k, i]
+            F[i, 0] = ia[0] + w1 * h[2] - w2 * h[1] + v1 * h[5] - v2 * h[4]
+            F[i, 1] = ia[1] + w2 * h[0] - w0 * h[2] + v2 * h[3] - v0 * h[5]
+            F[i, 2] = ia[2] + w0 * h[1] - w1 * h[0] + v0 * h[4] - v1 * h[3]
+            F[i, 3] = ia[3] + w1 * h[5] - w2 * h[4]
+            F[i, 4] = ia[4] + w2 * h[3] - w0 * h[5]
+            F[i, 5] = ia[5] + w0 * h[4] - w1 * h[3]
+        for i in range(n - 1, -1, -1):
+            for d in range(dof_start[i], dof_start[i] + dof_count[i]):
+                s = 0.0
+                for r in range(6):
+                    s += motion[k, d, r] * F[i, r]
+                tau[k, d] = s
+            p = parents[i]
+            if p >= 0:
+                for r in range(6):
+                    F[p, r] += F[i, r]
+
+
+@_jit
+def gravity_stiffness(parents, dof_bone, dof_start, dof_count, axes, origins, composite, gravity, out):
+    """Symmetric part of −∂G/∂q (n_dof, n_dof) from world joint axes and origins (n_dof, 3)
+    and composite inertias (n, 6, 6): with W_d = Σ_subtree m (c − o_d) (the composite's
+    m and m c× blocks hold m and (m cx, m cy, m cz) at [3, 3], [2, 4], [0, 5], [1, 3])
+    and L_d = g (a_d,z W_d − W_d,z a_d), entry [d, e] = L_d·a_e for bone(e) a strict
+    ancestor of bone(d) (and its mirror), ½(L_d·a_e + a_d·L_e) within one bone."""
+    n_dof = dof_bone.shape[0]
+    L = np.empty((n_dof, 3))
+    for d in range(n_dof):
+        C = composite[dof_bone[d]]
+        m = C[3, 3]
+        W0 = C[2, 4] - m * origins[d, 0]
+        W1 = C[0, 5] - m * origins[d, 1]
+        W2 = C[1, 3] - m * origins[d, 2]
+        a0, a1, a2 = axes[d, 0], axes[d, 1], axes[d, 2]
+        L[d, 0] = gravity * (a2 * W0 - W2 * a0)
+        L[d, 1] = gravity * (a2 * W1 - W2 * a1)
+        L[d, 2] = gravity * (a2 * W2 - W2 * a2)
+    out[:] = 0.0
+    for d in range(n_dof):
+        b = dof_bone[d]
+        j = b
+        while j >= 0:
+            for e in range(dof_start[j], dof_start[j] + dof_count[j]):
+                if j == b:
+                    if e > d:
+                        break
+                    v = 0.5 * (L[d, 0] * axes[e, 0] + L[d, 1] * axes[e, 1] + L[d, 2] * axes[e, 2]
+                               + axes[d, 0] * L[e, 0] + axes[d, 1] * L[e, 1] + axes[d, 2] * L[e, 2])
+                else:
+                    v = L[d, 0] * axes[e, 0] + L[d, 1] * axes[e, 1] + L[d, 2] * axes[e, 2]
+                out[d, e] = v
+                out[e, d] = v
+            j = parents[j]
+
+
+@_jit
+def rigid_terms(parents, rest_matrices, rest_offsets, dof_bone, dof_axis, dof_start, dof_count, mass, com_y,
+                inertia_perp, inertia_axial, q, base_r, base_p, qd, base_velocity, base_acceleration, gravity):
+    """Everything the step needs from the rigid bodies at one state, in one call:
+    (R, P, motion, com, inertia, spatial, composite, M, bias c(q, q̇), V, I V, gravity
+    stiffness); shapes as in the kernels above without the batch axis."""
+    n, n_dof = parents.shape[0], dof_bone.shape[0]
+    R = np.empty((1, n, 3, 3))
+    P = np.empty((1, n, 3))
+    motion = np.empty((1, n_dof, 6))
+    forward_kinematics(parents, rest_matrices, rest_offsets, dof_bone, dof_axis, q.reshape(1, n, 4),
+                       base_r.reshape(1, 3, 3), base_p.reshape(1, 3), R, P, motion)
+    com = np.empty((1, n, 3))
+    inertia = np.empty((1, n, 3, 3))
+    spatial = np.empty((1, n, 6, 6))
+    body_inertias(R, P, mass, com_y, inertia_perp, inertia_axial, com, inertia, spatial)
+    composite = np.empty((1, n, 6, 6))
+    composite_inertias(parents, spatial, composite)
+    M = np.empty((n_dof, n_dof))
+    mass_matrix(parents, dof_bone, dof_start, dof_count, motion[0], composite[0], M)
+    tau = np.empty((1, n_dof))
+    V = np.empty((1, n, 6))
+    momentum = np.empty((1, n, 6))
+    rnea(parents, dof_bone, dof_start, dof_count, motion, spatial, qd.reshape(1, n_dof), np.zeros((1, n_dof)),
+         base_velocity.reshape(1, 6), base_acceleration.reshape(1, 6), gravity, tau, V, momentum)
+    axes = np.ascontiguousarray(motion[0, :, :3])
+    origins = np.empty((n_dof, 3))
+    for d in range(n_dof):
+        origins[d] = P[0, dof_bone[d]]
+    K = np.empty((n_dof, n_dof))
+    gravity_stiffness(parents, dof_bone, dof_start, dof_count, axes, origins, composite[0], gravity, K)
+    return R[0], P[0], motion[0], axes, origins, com[0], inertia[0], spatial[0], composite[0], M, tau[0], V[0], \
+        momentum[0], K
+
+
+# ----------------------------------------------------------------------------- contacts
+
+@_jit
+def _unit(x):
+    return min(max(x, 0.0), 1.0)
+
+
+@_jit
+def capsule_pairs(seg, pair_i, pair_j, pair_reach, pair_min_radius, pair_radius_sum, pair_radius_diff):
+    """Broad and narrow phase of the capsule pairs for axis segments seg (n, 2, 3) m.
+
+    Broad: the gap between bounding spheres (centre at the axis midpoint, radius
+    half-length + radius) lower-bounds the surface gap. Narrow, for pairs whose bound
+    is below the smaller radius: closest points of the axes (Ericson §5.1.9: free s, t
+    for it clamped, s for that t clamped; 0 for parallel axes). Returns (gap (n_pairs,)
+    exact for narrow-phase pairs, candidate pair indices (k,) with depth > −smaller
+    radius, depth (k,) m, overlap midpoint (k, 3) m, unit normal from bone j to bone i
+    (k, 3)); crossing axes take their common perpendicular (or +Z) as normal.
+    """
+    eps = 1e-12
+    n_pairs = pair_i.shape[0]
+    gap = np.empty(n_pairs)
+    pair = np.empty(n_pairs, np.intp)
+    depth = np.empty(n_pairs)
+    point = np.empty((n_pairs, 3))
+    normal = np.empty((n_pairs, 3))
+    k = 0
+    d1 = np.empty(3)
+    d2 = np.empty(3)
+    w = np.empty(3)
+    delta = np.empty(3)
+    for q in range(n_pairs):
+        i, j = pair_i[q], pair_j[q]
+        dc = 0.0
+        for r in range(3):
+            x = 0.5 * (seg[i, 0, r] + seg[i, 1, r]) - 0.5 * (seg[j, 0, r] + seg[j, 1, r])
+            dc += x * x
+        gap[q] = np.sqrt(dc) - pair_reach[q]
+        if not gap[q] < pair_min_radius[q]:
+            continue
+        a = e = b = c = f = 0.0
+        for r in range(3):
+            d1[r] = seg[i, 1, r] - seg[i, 0, r]
+            d2[r] = seg[j, 1, r] - seg[j, 0, r]
+            w[r] = seg[i, 0, r] - seg[j, 0, r]
+            a += d1[r] * d1[r]
+            e += d2[r] * d2[r]
+            b += d1[r] * d2[r]
+            c += d1[r] * w[r]
+            f += d2[r] * w[r]
+        a = max(a, eps)
+        e = max(e, eps)
+        ae = a * e
+        denom = ae - b * b
+        s = _unit((b * f - c * e) / denom) if denom > 1e-12 * ae else 0.0
+        t = _unit((b * s + f) / e)
+        s = _unit((b * t - c) / a)
+        dist2 = 0.0
+        for r in range(3):
+            delta[r] = w[r] + s * d1[r] - t * d2[r]
+            dist2 += delta[r] * delta[r]
+        dist = np.sqrt(dist2)
+        dp = pair_radius_sum[q] - dist
+        gap[q] = -dp
+        if not dp > -pair_min_radius[q]:
+            continue
+        if dist <= 1e-9:
+            delta[0] = d1[1] * d2[2] - d1[2] * d2[1]
+            delta[1] = d1[2] * d2[0] - d1[0] * d2[2]
+            delta[2] = d1[0] * d2[1] - d1[1] * d2[0]
+            if not np.sqrt(delta[0] ** 2 + delta[1] ** 2 + delta[2] ** 2) > eps:
+                delta[0], delta[1], delta[2] = 0.0, 0.0, 1.0
+            dist = np.sqrt(delta[0] ** 2 + delta[1] ** 2 + delta[2] ** 2)
+        half = 0.5 * (dist + pair_radius_diff[q])
+        for r in range(3):
+            nr = delta[r] / dist
+            normal[k, r] = nr
+            # Midpoint of the overlap: ½(c1 + c2 + (r2 − r1) n) with c1 − c2 = dist·n.
+            point[k, r] = seg[j, 0, r] + t * d2[r] + half * nr
+        pair[k] = q
+        depth[k] = dp
+        k += 1
+    return gap, pair[:k], depth[:k], point[:k], normal[:k]
+
+
+# ----------------------------------------------------------------------------- distance grids
+
+@_jit
+def grid_sample(values, origin, spacing, margin, points, outside_gradient):
+    """Trilinear distance (k,) m and its analytic gradient (k, 3) at points (k, 3) in the
+    grid frame; outside the box margin + distance to the box, gradient pointing away
+    from it (zero unless outside_gradient)."""
+    nx, ny, nz = values.shape
+    top = (nx - 1.0, ny - 1.0, nz - 1.0)
+    k = points.shape[0]
+    phi = np.empty(k)
+    grad = np.zeros((k, 3))
+    u = np.empty(3)
+    uc = np.empty(3)
+    fr = np.empty(3)
+    idx = np.empty(3, np.intp)
+    for m in range(k):
+        out2 = 0.0
+        for r in range(3):
+            u[r] = (points[m, r] - origin[r]) / spacing
+            uc[r] = min(max(u[r], 0.0), top[r])
+            o = (u[r] - uc[r]) * spacing
+            grad[m, r] = o
+            out2 += o * o
+        outside = np.sqrt(out2)
+        if outside != 0.0:
+            phi[m] = margin + outside
+            for r in range(3):
+                grad[m, r] = grad[m, r] / max(outside, 1e-300) if outside_gradient else 0.0
+            continue
+        for r in range(3):
+            idx[r] = min(np.intp(uc[r]), (nx, ny, nz)[r] - 2)
+            fr[r] = uc[r] - idx[r]
+        x, y, z = idx[0], idx[1], idx[2]
+        c0, c1, c2, c3 = values[x, y, z], values[x + 1, y, z], values[x, y + 1, z], values[x + 1, y + 1, z]
+        c4, c5 = values[x, y, z + 1], values[x + 1, y, z + 1]
+        c6, c7 = values[x, y + 1, z + 1], values[x + 1, y + 1, z + 1]
+        fx, fy, fz = fr[0], fr[1], fr[2]
+        gx, gy, gz = 1 - fx, 1 - fy, 1 - fz
+        c00 = c0 * gx + c1 * fx
+        c10 = c2 * gx + c3 * fx
+        c01 = c4 * gx + c5 * fx
+        c11 = c6 * gx + c7 * fx
+        e0 = c00 * gy + c10 * fy
+        e1 = c01 * gy + c11 * fy
+        phi[m] = e0 * gz + e1 * fz
+        grad[m, 0] = ((c1 - c0) * gy * gz + (c3 - c2) * fy * gz + (c5 - c4) * gy * fz + (c7 - c6) * fy * fz) / spacing
+        grad[m, 1] = ((c10 - c00) * gz + (c11 - c01) * fz) / spacing
+        grad[m, 2] = (e1 - e0) / spacing
+    return phi, grad
+
+
+# ----------------------------------------------------------------------------- first compile
+
+def warm_up():
+    """Compile (or load from the cache) every kernel on a two-bone model; returns
+    (seconds, True when anything was compiled rather than loaded)."""
+    start = time.process_time()
+    parents = np.array([-1, 0], np.intp)
+    rest = np.tile(np.eye(3), (2, 1, 1))
+    offsets = np.array([[0.0, 0.0, 0.0], [0.0, 0.1, 0.0]])
+    dof_bone, dof_axis = np.array([0, 0, 0, 1], np.intp), np.array([0, 1, 2, 0], np.intp)
+    dof_start, dof_count = np.array([0, 3], np.intp), np.array([3, 1], np.intp)
+    ones = np.ones(2)
+    q = np.tile([1.0, 0.0, 0.0, 0.0], (2, 1))
+    terms = rigid_terms(parents, rest, offsets, dof_bone, dof_axis, dof_start, dof_count, ones, ones, ones, ones,
+                        q, np.eye(3), np.zeros(3), np.zeros(4), np.zeros(6), np.zeros(6), 9.81)
+    seg = np.zeros((2, 2, 3))
+    seg[1, :, 0] = 0.01
+    ip, jp = np.array([0], np.intp), np.array([1], np.intp)
+    one = np.ones(1)
+    capsule_pairs(seg, ip, jp, one, one, one, one)
+    normal_rows(parents, dof_start, dof_count, terms[2], ip, np.zeros((1, 3)), np.ones((1, 3)), jp,
+                np.empty((1, 4)))
+    values = np.zeros((2, 2, 2))
+    values.flags.writeable = False  # distance grids are read-only
+    grid_sample(values, np.zeros(3), 1.0, 0.1, np.zeros((1, 3)), True)
+    kernels = (forward_kinematics, body_inertias, spatial_inertias, composite_inertias, mass_matrix, rnea,
+               gravity_stiffness, rigid_terms, capsule_pairs, normal_rows, grid_sample)
+    compiled = any(sum(k.stats.cache_misses.values()) for k in kernels)
+    return time.process_time() - start, compiled
