@@ -134,12 +134,19 @@ def rigid_body_terms(model, rotations, base_rotation, base_position, qd, base_ve
     forward_kinematics, body_inertia_world, spatial_inertias, composite_inertias,
     mass_matrix, _rnea with q̈ = 0 and gravity_stiffness called in turn.
     """
-    R, P, motion, axes, origins, com, _inertia, spatial, _composite, M, bias, V, momentum, K = kernels.rigid_terms(
+    n, n_dof = model.n_bones, model.n_dof
+    R, P, motion, origins = np.empty((1, n, 3, 3)), np.empty((1, n, 3)), np.empty((1, n_dof, 6)), np.empty((n_dof, 3))
+    com, spatial, M, bias = np.empty((1, n, 3)), np.empty((1, n, 6, 6)), np.empty((n_dof, n_dof)), np.empty((1, n_dof))
+    V, momentum, K = np.empty((1, n, 6)), np.empty((1, n, 6)), np.empty((n_dof, n_dof))
+    kernels.rigid_terms(
         model.parents, model.rest_matrices, model.rest_offsets, model.dof_bone, model.dof_axis, model.dof_start,
         model.dof_count, model.mass, model.com_y, model.inertia_perp, model.inertia_axial,
-        kernels.argument(rotations, (model.n_bones, 4)), kernels.argument(base_rotation, (3, 3)), kernels.argument(base_position, (3,)),
-        kernels.argument(qd, (model.n_dof,)), kernels.argument(base_velocity, (6,)), kernels.argument(base_acceleration, (6,)), float(gravity))
-    return Kinematics(R, P, axes, origins, motion), com, spatial, M, bias, V, momentum, K
+        kernels.argument(rotations, (n, 4)).reshape(1, n, 4), kernels.argument(base_rotation, (3, 3)).reshape(1, 3, 3),
+        kernels.argument(base_position, (3,)).reshape(1, 3), kernels.argument(qd, (n_dof,)).reshape(1, n_dof),
+        kernels.argument(base_velocity, (6,)).reshape(1, 6), kernels.argument(base_acceleration, (6,)).reshape(1, 6),
+        float(gravity), R, P, motion, origins, com, spatial, M, bias, V, momentum, K)
+    return Kinematics(R[0], P[0], motion[0, :, :3], origins, motion[0]), com[0], spatial[0], M, bias[0], V[0], \
+        momentum[0], K
 
 
 def energy(model, com, spatial, velocities, gravity=GRAVITY):

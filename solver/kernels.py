@@ -52,7 +52,11 @@ _jit = numba.njit(cache=True, fastmath=False, parallel=False, nogil=True)
 
 def argument(a, shape, dtype=float):
     """a broadcast to `shape` as a writable C-contiguous array: a kernel argument of one
-    compiled signature whatever the caller passes (views, read-only arrays)."""
+    compiled signature whatever the caller passes (views, read-only arrays). Arrays that
+    already are one pass through uncopied."""
+    if (type(a) is np.ndarray and a.shape == shape and a.dtype == dtype and a.flags.c_contiguous
+            and a.flags.writeable):
+        return a
     return np.require(np.broadcast_to(np.asarray(a, dtype=dtype), shape), dtype, ("C", "W"))
 
 
@@ -341,37 +345,29 @@ def gravity_stiffness(parents, dof_bone, dof_start, dof_count, axes, origins, co
 
 @_jit
 def rigid_terms(parents, rest_matrices, rest_offsets, dof_bone, dof_axis, dof_start, dof_count, mass, com_y,
-                inertia_perp, inertia_axial, q, base_r, base_p, qd, base_velocity, base_acceleration, gravity):
-    """Everything the step needs from the rigid bodies at one state, in one call:
-    (R, P, motion, com, inertia, spatial, composite, M, bias c(q, q̇), V, I V, gravity
-    stiffness); shapes as in the kernels above without the batch axis."""
+                inertia_perp, inertia_axial, q, base_r, base_p, qd, base_velocity, base_acceleration, gravity,
+                R, P, motion, origins, com, spatial, M, bias, V, momentum, K):
+    """Everything the step needs from the rigid bodies at one state, in one call, into
+    the output arrays R … K: kinematics, centres of mass, spatial inertias, mass matrix,
+    bias c(q, q̇), bone velocities and momenta, gravity stiffness. Inputs and outputs
+    have the shapes of the kernels above with a batch axis of length 1 where they take
+    one (q, base_r, base_p, qd, base_velocity, base_acceleration, R, P, motion, com,
+    spatial, bias, V, momentum)."""
     n, n_dof = parents.shape[0], dof_bone.shape[0]
-    R = np.empty((1, n, 3, 3))
-    P = np.empty((1, n, 3))
-    motion = np.empty((1, n_dof, 6))
-    forward_kinematics(parents, rest_matrices, rest_offsets, dof_bone, dof_axis, q.reshape(1, n, 4),
-                       base_r.reshape(1, 3, 3), base_p.reshape(1, 3), R, P, motion)
-    com = np.empty((1, n, 3))
+    forward_kinematics(parents, rest_matrices, rest_offsets, dof_bone, dof_axis, q, base_r, base_p, R, P, motion)
     inertia = np.empty((1, n, 3, 3))
-    spatial = np.empty((1, n, 6, 6))
     body_inertias(R, P, mass, com_y, inertia_perp, inertia_axial, com, inertia, spatial)
     composite = np.empty((1, n, 6, 6))
     composite_inertias(parents, spatial, composite)
-    M = np.empty((n_dof, n_dof))
     mass_matrix(parents, dof_bone, dof_start, dof_count, motion[0], composite[0], M)
-    tau = np.empty((1, n_dof))
-    V = np.empty((1, n, 6))
-    momentum = np.empty((1, n, 6))
-    rnea(parents, dof_bone, dof_start, dof_count, motion, spatial, qd.reshape(1, n_dof), np.zeros((1, n_dof)),
-         base_velocity.reshape(1, 6), base_acceleration.reshape(1, 6), gravity, tau, V, momentum)
-    axes = np.ascontiguousarray(motion[0, :, :3])
-    origins = np.empty((n_dof, 3))
+    rnea(parents, dof_bone, dof_start, dof_count, motion, spatial, qd, np.zeros((1, n_dof)),
+         base_velocity, base_acceleration, gravity, bias, V, momentum)
+    axes = np.empty((n_dof, 3))
     for d in range(n_dof):
-        origins[d] = P[0, dof_bone[d]]
-    K = np.empty((n_dof, n_dof))
+        for r in range(3):
+            axes[d, r] = motion[0, d, r]
+            origins[d, r] = P[0, dof_bone[d], r]
     gravity_stiffness(parents, dof_bone, dof_start, dof_count, axes, origins, composite[0], gravity, K)
-    return R[0], P[0], motion[0], axes, origins, com[0], inertia[0], spatial[0], composite[0], M, tau[0], V[0], \
-        momentum[0], K
 
 
 # ----------------------------------------------------------------------------- contacts
@@ -524,14 +520,18 @@ def warm_up():
     dof_start, dof_count = np.array([0, 3], np.intp), np.array([3, 1], np.intp)
     ones = np.ones(2)
     q = np.tile([1.0, 0.0, 0.0, 0.0], (2, 1))
-    terms = rigid_terms(parents, rest, offsets, dof_bone, dof_axis, dof_start, dof_count, ones, ones, ones, ones,
-                        q, np.eye(3), np.zeros(3), np.zeros(4), np.zeros(6), np.zeros(6), 9.81)
+    motion = np.empty((1, 4, 6))
+    rigid_terms(parents, rest, offsets, dof_bone, dof_axis, dof_start, dof_count, ones, ones, ones, ones,
+                q.reshape(1, 2, 4), np.eye(3).reshape(1, 3, 3), np.zeros((1, 3)), np.zeros((1, 4)), np.zeros((1, 6)),
+                np.zeros((1, 6)), 9.81, np.empty((1, 2, 3, 3)), np.empty((1, 2, 3)), motion, np.empty((4, 3)),
+                np.empty((1, 2, 3)), np.empty((1, 2, 6, 6)), np.empty((4, 4)), np.empty((1, 4)), np.empty((1, 2, 6)),
+                np.empty((1, 2, 6)), np.empty((4, 4)))
     seg = np.zeros((2, 2, 3))
     seg[1, :, 0] = 0.01
     ip, jp = np.array([0], np.intp), np.array([1], np.intp)
     one = np.ones(1)
     capsule_pairs(seg, ip, jp, one, one, one, one)
-    normal_rows(parents, dof_start, dof_count, terms[2], ip, np.zeros((1, 3)), np.ones((1, 3)), jp,
+    normal_rows(parents, dof_start, dof_count, motion[0], ip, np.zeros((1, 3)), np.ones((1, 3)), jp,
                 np.empty((1, 4)))
     values = np.zeros((2, 2, 2))
     values.flags.writeable = False  # distance grids are read-only
