@@ -1,4 +1,4 @@
-"""Compiled kernels of the physics pass (numba, ahead of the first call).
+"""Compiled kernels of the physics pass (numba; compiled on first use, then cached).
 
 Tree recursions over the skeleton in world coordinates (spatial vectors at the world
 origin, angular part first) after Featherstone, *Rigid Body Dynamics Algorithms*
@@ -33,19 +33,18 @@ def default_cache_dir():
 
 
 def configure_cache(path):
-    """Store compiled kernels under `path` (created if missing). Must be called before
-    this module is first imported (numba binds the cache folder when a kernel is
-    defined); the add-on calls it with Blender's extension user folder."""
+    """Store compiled kernels under `path` (created if missing). Numba binds the cache
+    folder when a kernel is defined, so this runs at import, from NUMBA_CACHE_DIR (the
+    add-on sets it to Blender's extension user folder) or default_cache_dir()."""
     os.makedirs(path, exist_ok=True)
     os.environ["NUMBA_CACHE_DIR"] = path
     numba.config.CACHE_DIR = path
 
 
-if not os.environ.get("NUMBA_CACHE_DIR"):
-    try:
-        configure_cache(default_cache_dir())
-    except OSError:  # a read-only prefix: numba's own per-user fallback applies
-        pass
+try:  # an explicit NUMBA_CACHE_DIR (the add-on sets Blender's user folder) wins
+    configure_cache(os.environ.get("NUMBA_CACHE_DIR") or default_cache_dir())
+except OSError:  # not writable: numba's own per-user fallback applies
+    pass
 
 _jit = numba.njit(cache=True, fastmath=False, parallel=False, nogil=True)
 

@@ -64,6 +64,8 @@ def bake_file(request: BakeFileRequest, report=silent) -> dict:
     report(INFO, f"baking {len(job.frames)} frames of '{job.action_name}' on '{ob.name}' "
                  f"({len(job.rig.bone_names)} simulated bones)")
     solved = solve(job)
+    if solved.metrics["solver_compile_seconds"]:
+        report(INFO, f"compiling the solver (once): {solved.metrics['solver_compile_seconds']:.1f} s")
     for w in solved.metrics["warnings"][len(job.rig.warnings):]:
         report(WARNING, w)
     physics = ob.signsim.physics
