@@ -508,34 +508,30 @@ def grid_sample(values, origin, spacing, margin, points, outside_gradient):
 
 # ----------------------------------------------------------------------------- first compile
 
+def _misses():
+    return sum(sum(k.stats.cache_misses.values()) for k in (
+        forward_kinematics, body_inertias, spatial_inertias, composite_inertias, mass_matrix, rnea,
+        gravity_stiffness, rigid_terms, capsule_pairs, normal_rows, grid_sample))
+
+
 def warm_up():
-    """Compile (or load from the cache) every kernel on a two-bone model; returns
-    (seconds, True when anything was compiled rather than loaded)."""
-    start = time.process_time()
-    parents = np.array([-1, 0], np.intp)
-    rest = np.tile(np.eye(3), (2, 1, 1))
-    offsets = np.array([[0.0, 0.0, 0.0], [0.0, 0.1, 0.0]])
-    dof_bone, dof_axis = np.array([0, 0, 0, 1], np.intp), np.array([0, 1, 2, 0], np.intp)
-    dof_start, dof_count = np.array([0, 3], np.intp), np.array([3, 1], np.intp)
-    ones = np.ones(2)
-    q = np.tile([1.0, 0.0, 0.0, 0.0], (2, 1))
-    motion = np.empty((1, 4, 6))
-    rigid_terms(parents, rest, offsets, dof_bone, dof_axis, dof_start, dof_count, ones, ones, ones, ones,
-                q.reshape(1, 2, 4), np.eye(3).reshape(1, 3, 3), np.zeros((1, 3)), np.zeros((1, 4)), np.zeros((1, 6)),
-                np.zeros((1, 6)), 9.81, np.empty((1, 2, 3, 3)), np.empty((1, 2, 3)), motion, np.empty((4, 3)),
-                np.empty((1, 2, 3)), np.empty((1, 2, 6, 6)), np.empty((4, 4)), np.empty((1, 4)), np.empty((1, 2, 6)),
-                np.empty((1, 2, 6)), np.empty((4, 4)))
-    seg = np.zeros((2, 2, 3))
-    seg[1, :, 0] = 0.01
-    ip, jp = np.array([0], np.intp), np.array([1], np.intp)
-    one = np.ones(1)
-    capsule_pairs(seg, ip, jp, one, one, one, one)
-    normal_rows(parents, dof_start, dof_count, motion[0], ip, np.zeros((1, 3)), np.ones((1, 3)), jp,
-                np.empty((1, 4)))
-    values = np.zeros((2, 2, 2))
-    values.flags.writeable = False  # distance grids are read-only
-    grid_sample(values, np.zeros(3), 1.0, 0.1, np.zeros((1, 3)), True)
-    kernels = (forward_kinematics, body_inertias, spatial_inertias, composite_inertias, mass_matrix, rnea,
-               gravity_stiffness, rigid_terms, capsule_pairs, normal_rows, grid_sample)
-    compiled = any(sum(k.stats.cache_misses.values()) for k in kernels)
-    return time.process_time() - start, compiled
+    """Compile (or load from the cache) every kernel through the public functions, on a
+    three-bone model, so that the signatures are the ones a bake uses; returns
+    (CPU seconds, True when this call compiled anything rather than loading it)."""
+    from . import contacts, dynamics, kinematics, model, sdf
+    start, misses = time.process_time(), _misses()
+    rig = model.SkeletonModel(parents=[-1, -1, 1], rest_offsets=[[0.0, 0.0, 0.0], [0.5, 0.0, 0.0], [0.0, 0.1, 0.0]],
+                              rest_rotations=np.tile([1.0, 0.0, 0.0, 0.0], (3, 1)), joint_types=["ball", "ball", "hinge"],
+                              capsule_radius=[0.01] * 3, capsule_length=[0.1] * 3, groups=["a"] * 3)
+    q, qd, zero6 = np.tile([1.0, 0.0, 0.0, 0.0], (3, 1)), np.zeros(rig.n_dof), np.zeros(6)
+    kin, com, spatial, *_ = dynamics.rigid_body_terms(rig, q, np.eye(3), np.zeros(3), qd, zero6, zero6)
+    batch = kinematics.forward_kinematics(rig, np.stack([q, q]), np.eye(3), np.zeros(3))
+    dynamics.rnea(rig, batch, dynamics.spatial_inertias(rig, *dynamics.body_inertia_world(rig, batch)),
+                  np.zeros((2, rig.n_dof)), None, zero6, zero6)
+    composite = dynamics.composite_inertias(rig, spatial)
+    dynamics.mass_matrix(rig, kin, composite)
+    dynamics.gravity_stiffness(rig, kin, composite)
+    kinematics.normal_jacobian(rig, kin, np.array([2]), np.zeros((1, 3)), np.ones((1, 3)), np.array([0]))
+    contacts.capsule_contacts(rig, kinematics.capsule_segments(rig, kin))
+    sdf.DistanceGrid(np.zeros(3), 1.0, np.zeros((2, 2, 2)), 0, 0.1).sample(np.zeros((1, 3)))
+    return time.process_time() - start, _misses() > misses

@@ -141,7 +141,7 @@ def solve(job: BakeJob, progress=None) -> Solved:
     Raises SignSimError when the solver rejects the settings or the rig.
     """
     # The first bake after install compiles the solver (then cached): kept out of bake_seconds.
-    compile_seconds, compiled = kernels.warm_up()
+    kernels.warm_up()
     start = time.perf_counter()
     ref = job.reference
     model = job.rig.model
@@ -165,7 +165,6 @@ def solve(job: BakeJob, progress=None) -> Solved:
         record[side]["per_frame_penetration_mm"] = np.round(1e3 * per_frame, 4).tolist()
         record[side]["penetration_max_mm_by_kind"] = {k: float(1e3 * d.max()) for k, d in depth.items()}
     record["baked"]["per_frame_tracking_deg"] = np.round(np.sqrt(np.mean(err ** 2, axis=1)), 4).tolist()
-    record["solver_compile_seconds"] = round(compile_seconds, 2) if compiled else 0.0
     record["contact_pairs"] = contact_pairs(job.rig, kinds, fields)
     record["limits_widened"] = list(job.rig.limits_widened)
     record["hinges_freed"] = list(job.rig.hinges_freed)
