@@ -16,6 +16,7 @@ Bones are ordered parents first (SkeletonModel), so a forward loop over bones is
 outward recursion and a backward loop an inward one.
 """
 
+import math
 import os
 import sys
 import time
@@ -506,19 +507,64 @@ def grid_sample(values, origin, spacing, margin, points, outside_gradient):
     return phi, grad
 
 
+# ----------------------------------------------------------------------------- quaternions
+
+@_jit
+def quat_mul(a, b, conj_a, out):
+    """Hamilton products a ⊗ b (or conj(a) ⊗ b) of quaternions w-first into out (k, 4);
+    row k uses rows k mod len(a) and k mod len(b) (broadcasting by tiling)."""
+    sign = -1.0 if conj_a else 1.0
+    na, nb = a.shape[0], b.shape[0]
+    for k in range(out.shape[0]):
+        i, j = k % na, k % nb
+        aw, ax, ay, az = a[i, 0], sign * a[i, 1], sign * a[i, 2], sign * a[i, 3]
+        bw, bx, by, bz = b[j, 0], b[j, 1], b[j, 2], b[j, 3]
+        out[k, 0] = aw * bw - ax * bx - ay * by - az * bz
+        out[k, 1] = aw * bx + ax * bw + ay * bz - az * by
+        out[k, 2] = aw * by - ax * bz + ay * bw + az * bx
+        out[k, 3] = aw * bz + ax * by - ay * bx + az * bw
+
+
+@_jit
+def quat_exp(r, out):
+    """Unit quaternions (k, 4) of rotation vectors r (k, 3) rad: (cos θ/2, sin(θ/2) r/θ).
+    sin x = x to rounding for tiny x, so only θ = 0 needs the floored divisor (r = 0)."""
+    for k in range(r.shape[0]):
+        theta = np.sqrt(r[k, 0] * r[k, 0] + r[k, 1] * r[k, 1] + r[k, 2] * r[k, 2])
+        half = 0.5 * theta
+        f = np.sin(half) / max(theta, 1e-300)
+        out[k, 0] = np.cos(half)
+        out[k, 1] = f * r[k, 0]
+        out[k, 2] = f * r[k, 1]
+        out[k, 3] = f * r[k, 2]
+
+
+@_jit
+def quat_log(q, out):
+    """Rotation vectors (k, 3) rad of unit quaternions q (k, 4), the short arc (angle ≤ π):
+    2 atan2(s, |w|)/s · v with the sign of w; atan2(s, |w|) = s/|w| to rounding for tiny s."""
+    for k in range(q.shape[0]):
+        w = q[k, 0]
+        s = np.sqrt(q[k, 1] * q[k, 1] + q[k, 2] * q[k, 2] + q[k, 3] * q[k, 3])
+        f = 2.0 * math.copysign(math.atan2(s, abs(w)) / max(s, 1e-300), w)
+        out[k, 0] = f * q[k, 1]
+        out[k, 1] = f * q[k, 2]
+        out[k, 2] = f * q[k, 3]
+
+
 # ----------------------------------------------------------------------------- first compile
 
 def _misses():
     return sum(sum(k.stats.cache_misses.values()) for k in (
         forward_kinematics, body_inertias, spatial_inertias, composite_inertias, mass_matrix, rnea,
-        gravity_stiffness, rigid_terms, capsule_pairs, normal_rows, grid_sample))
+        gravity_stiffness, rigid_terms, capsule_pairs, normal_rows, grid_sample, quat_mul, quat_exp, quat_log))
 
 
 def warm_up():
     """Compile (or load from the cache) every kernel through the public functions, on a
     three-bone model, so that the signatures are the ones a bake uses; returns
     (CPU seconds, True when this call compiled anything rather than loading it)."""
-    from . import contacts, dynamics, kinematics, model, sdf
+    from . import contacts, dynamics, kinematics, model, quat, sdf
     start, misses = time.process_time(), _misses()
     rig = model.SkeletonModel(parents=[-1, -1, 1], rest_offsets=[[0.0, 0.0, 0.0], [0.5, 0.0, 0.0], [0.0, 0.1, 0.0]],
                               rest_rotations=np.tile([1.0, 0.0, 0.0, 0.0], (3, 1)), joint_types=["ball", "ball", "hinge"],
@@ -534,4 +580,5 @@ def warm_up():
     kinematics.normal_jacobian(rig, kin, np.array([2]), np.zeros((1, 3)), np.ones((1, 3)), np.array([0]))
     contacts.capsule_contacts(rig, kinematics.capsule_segments(rig, kin))
     sdf.DistanceGrid(np.zeros(3), 1.0, np.zeros((2, 2, 2)), 0, 0.1).sample(np.zeros((1, 3)))
+    quat.log(quat.mul(q, quat.conj_mul(q, quat.exp(np.zeros((3, 3))))))
     return time.process_time() - start, _misses() > misses
