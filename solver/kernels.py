@@ -455,6 +455,47 @@ def capsule_pairs(seg, pair_i, pair_j, pair_reach, pair_min_radius, pair_radius_
     return gap, pair[:k], depth[:k], point[:k], normal[:k]
 
 
+@_jit
+def capsule_tunnelling(seg0, seg1, pair_i, pair_j, pair_half_min_radius, gap_bound, contact_pair, contact_normal):
+    """True when a step from seg0 to seg1 (n, 2, 3) m moves some pair too far: the
+    relative displacement of two rigid segments is affine over (s, t) ∈ [0, 1]², so its
+    extremes are at end-point combinations; contact pairs (contact_pair (k,) with their
+    normals (k, 3)) may approach along the normal by at most half the smaller radius,
+    every other pair may move by at most max(gap_bound, half the smaller radius).
+    The cheap bound |Δx − Δy| ≤ |Δx| + |Δy| screens the pairs first."""
+    n, n_pairs = seg0.shape[0], pair_i.shape[0]
+    disp = seg1 - seg0
+    end_move = np.empty(n)
+    for b in range(n):
+        s0 = disp[b, 0, 0] ** 2 + disp[b, 0, 1] ** 2 + disp[b, 0, 2] ** 2
+        s1 = disp[b, 1, 0] ** 2 + disp[b, 1, 1] ** 2 + disp[b, 1, 2] ** 2
+        end_move[b] = np.sqrt(max(s0, s1))
+    slot = np.full(n_pairs, -1, np.intp)
+    for c in range(contact_pair.shape[0]):
+        slot[contact_pair[c]] = c
+    for q in range(n_pairs):
+        i, j = pair_i[q], pair_j[q]
+        allowed = max(pair_half_min_radius[q], gap_bound[q])
+        if not end_move[i] + end_move[j] > allowed:
+            continue
+        c = slot[q]
+        best = -np.inf
+        for ei in range(2):
+            for ej in range(2):
+                r0 = disp[i, ei, 0] - disp[j, ej, 0]
+                r1 = disp[i, ei, 1] - disp[j, ej, 1]
+                r2 = disp[i, ei, 2] - disp[j, ej, 2]
+                if c >= 0:
+                    v = -(r0 * contact_normal[c, 0] + r1 * contact_normal[c, 1] + r2 * contact_normal[c, 2])
+                else:
+                    v = r0 * r0 + r1 * r1 + r2 * r2
+                best = max(best, v)
+        reach = best if c >= 0 else np.sqrt(best)
+        if reach > allowed:
+            return True
+    return False
+
+
 # ----------------------------------------------------------------------------- distance grids
 
 @_jit
@@ -557,7 +598,8 @@ def quat_log(q, out):
 def _misses():
     return sum(sum(k.stats.cache_misses.values()) for k in (
         forward_kinematics, body_inertias, spatial_inertias, composite_inertias, mass_matrix, rnea,
-        gravity_stiffness, rigid_terms, capsule_pairs, normal_rows, grid_sample, quat_mul, quat_exp, quat_log))
+        gravity_stiffness, rigid_terms, capsule_pairs, capsule_tunnelling, normal_rows, grid_sample, quat_mul,
+        quat_exp, quat_log))
 
 
 def warm_up():
@@ -578,7 +620,8 @@ def warm_up():
     dynamics.mass_matrix(rig, kin, composite)
     dynamics.gravity_stiffness(rig, kin, composite)
     kinematics.normal_jacobian(rig, kin, np.array([2]), np.zeros((1, 3)), np.ones((1, 3)), np.array([0]))
-    contacts.capsule_contacts(rig, kinematics.capsule_segments(rig, kin))
+    seg = kinematics.capsule_segments(rig, kin)
+    contacts.capsule_tunnelling(rig, seg, seg, contacts.capsule_contacts(rig, seg))
     sdf.DistanceGrid(np.zeros(3), 1.0, np.zeros((2, 2, 2)), 0, 0.1).sample(np.zeros((1, 3)))
     quat.log(quat.mul(q, quat.conj_mul(q, quat.exp(np.zeros((3, 3))))))
     return time.process_time() - start, _misses() > misses

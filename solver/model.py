@@ -202,11 +202,6 @@ class SkeletonModel:
         put("pair_radius_sum", radius[pairs[:, 0]] + radius[pairs[:, 1]])
         put("pair_radius_diff", radius[pairs[:, 1]] - radius[pairs[:, 0]])
         put("pair_reach", (0.5 * length + radius)[pairs].sum(axis=1))
-        # Rows of the flattened (n, 2, 3) capsule end points for the 4 end combinations of each pair.
-        ends = np.arange(2 * n).reshape(n, 2)
-        put("pair_ends", (np.repeat(ends[pairs[:, 0]], 2, axis=1).reshape(-1),
-                          np.tile(ends[pairs[:, 1]], (1, 2)).reshape(-1)))
-        put("pair_ends_4", np.stack([self.pair_ends[0].reshape(-1, 4), self.pair_ends[1].reshape(-1, 4)], axis=1))
         put("pair_half_min_radius", 0.5 * self.pair_min_radius)
 
     def bones_in_group(self, group):
