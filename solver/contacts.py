@@ -83,9 +83,6 @@ class CapsuleContacts:
     gap_bound: np.ndarray
 
 
-_ONES3 = np.ones(3)
-
-
 def capsule_contacts(model, seg):
     """Candidate contacts for capsule axis segments seg (n_bones, 2, 3) m.
 
@@ -107,27 +104,7 @@ def capsule_tunnelling(model, seg0, seg1, contacts0):
     smaller radius; sliding along the surface is harmless. Any other pair may move at
     most its gap bound, or half the smaller radius, towards anything.
     """
-    disp = (seg1 - seg0).reshape(-1, 3)
-    sq = (disp * disp) @ _ONES3
-    end_move = np.sqrt(np.maximum(sq[0::2], sq[1::2]))
-    # |Δx − Δy| ≤ |Δx| + |Δy|: only pairs that fail this cheap bound get the exact test.
-    bound = end_move.take(model.pair_i) + end_move.take(model.pair_j)
-    allowed = np.maximum(model.pair_half_min_radius, contacts0.gap_bound)
-    risky = (bound > allowed).nonzero()[0]
-    if len(risky) == 0:
-        return False
-    ends = model.pair_ends_4.take(risky, axis=0)  # (r, 2, 4) end-point rows of both bones
-    rel = disp.take(ends[:, 0].reshape(-1), axis=0) - disp.take(ends[:, 1].reshape(-1), axis=0)
-    sq = ((rel * rel) @ _ONES3).reshape(-1, 4)
-    reach = np.sqrt(np.maximum(np.maximum(sq[:, 0], sq[:, 1]), np.maximum(sq[:, 2], sq[:, 3])))
-    c = contacts0
-    slot = np.full(len(model.pairs), -1)  # position of each pair in `risky`
-    slot[risky] = np.arange(len(risky))
-    slot = slot.take(c.pair)
-    found = slot >= 0
-    if np.count_nonzero(found):
-        at = slot.compress(found)
-        along = -(rel.reshape(-1, 4, 3).take(at, axis=0) @ c.normal.compress(found, axis=0)[:, :, None])
-        reach[at] = np.maximum(np.maximum(along[:, 0, 0], along[:, 1, 0]), np.maximum(along[:, 2, 0], along[:, 3, 0]))
-    return bool(np.count_nonzero(reach > allowed.take(risky)))
-
+    n = model.n_bones
+    return kernels.capsule_tunnelling(kernels.argument(seg0, (n, 2, 3)), kernels.argument(seg1, (n, 2, 3)),
+                                      model.pair_i, model.pair_j, model.pair_half_min_radius, contacts0.gap_bound,
+                                      contacts0.pair, contacts0.normal)
