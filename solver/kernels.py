@@ -23,6 +23,7 @@ import time
 
 import numba
 import numpy as np
+from numba.core import caching
 
 _CACHE_SUBDIR = "signsim-numba-cache"
 
@@ -46,6 +47,24 @@ try:  # an explicit NUMBA_CACHE_DIR (the add-on sets Blender's user folder) wins
     configure_cache(os.environ.get("NUMBA_CACHE_DIR") or default_cache_dir())
 except OSError:  # not writable: numba's own per-user fallback applies
     pass
+
+
+
+class _RealPathLocator(caching._UserProvidedCacheLocator):
+    """numba's cache locator for this package's files by their real path: the add-on run
+    from a source checkout reaches them through a temporary folder of symlinks, which
+    would otherwise start a new cache (and a new compile) every session."""
+
+    @classmethod
+    def from_function(cls, py_func, py_file):
+        real = os.path.realpath(py_file)
+        if os.path.dirname(real) != os.path.dirname(os.path.realpath(__file__)):
+            return None
+        return super().from_function(py_func, real)
+
+
+if _RealPathLocator not in caching.CacheImpl._locator_classes:
+    caching.CacheImpl._locator_classes.insert(0, _RealPathLocator)
 
 _jit = numba.njit(cache=True, fastmath=False, parallel=False, nogil=True)
 
