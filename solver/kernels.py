@@ -51,9 +51,15 @@ except OSError:  # not writable: numba's own per-user fallback applies
 
 
 class _RealPathLocator(caching._UserProvidedCacheLocator):
-    """numba's cache locator for this package's files by their real path: the add-on run
-    from a source checkout reaches them through a temporary folder of symlinks, which
-    would otherwise start a new cache (and a new compile) every session."""
+    """numba's cache locator for this package's files by their real path and module name:
+    the add-on run from a source checkout reaches them through a temporary folder of
+    symlinks, which would otherwise start a new cache (and a new compile) every session;
+    the module name keeps apart the entries of the same file imported as `solver` and as
+    part of the add-on (cached code refers to its module by name)."""
+
+    def __init__(self, py_func, py_file):
+        super().__init__(py_func, py_file)
+        self._cache_path = os.path.join(self._cache_path, py_func.__module__)
 
     @classmethod
     def from_function(cls, py_func, py_file):
@@ -66,7 +72,9 @@ class _RealPathLocator(caching._UserProvidedCacheLocator):
 if _RealPathLocator not in caching.CacheImpl._locator_classes:
     caching.CacheImpl._locator_classes.insert(0, _RealPathLocator)
 
-_jit = numba.njit(cache=True, fastmath=False, parallel=False, nogil=True)
+# error_model="numpy": a division by zero gives inf or NaN as numpy does (degenerate
+# triangles are rejected by the callers), not an exception from inside a loop.
+_jit = numba.njit(cache=True, fastmath=False, parallel=False, nogil=True, error_model="numpy")
 
 
 def argument(a, shape, dtype=float):
@@ -567,6 +575,90 @@ def grid_sample(values, origin, spacing, margin, points, outside_gradient):
     return phi, grad
 
 
+@_jit
+def _triangle_distance(p, tri):
+    """Distance from p (3,) to the triangle tri (3, 3): Ericson's closest point by
+    Voronoi region (§5.1.5), as a + v·ab + w·ac with the region's weights."""
+    a0, a1, a2 = tri[0, 0], tri[0, 1], tri[0, 2]
+    ab0, ab1, ab2 = tri[1, 0] - a0, tri[1, 1] - a1, tri[1, 2] - a2
+    ac0, ac1, ac2 = tri[2, 0] - a0, tri[2, 1] - a1, tri[2, 2] - a2
+    ap0, ap1, ap2 = p[0] - a0, p[1] - a1, p[2] - a2
+    d1 = ab0 * ap0 + ab1 * ap1 + ab2 * ap2
+    d2 = ac0 * ap0 + ac1 * ap1 + ac2 * ap2
+    bp0, bp1, bp2 = p[0] - tri[1, 0], p[1] - tri[1, 1], p[2] - tri[1, 2]
+    d3 = ab0 * bp0 + ab1 * bp1 + ab2 * bp2
+    d4 = ac0 * bp0 + ac1 * bp1 + ac2 * bp2
+    cp0, cp1, cp2 = p[0] - tri[2, 0], p[1] - tri[2, 1], p[2] - tri[2, 2]
+    d5 = ab0 * cp0 + ab1 * cp1 + ab2 * cp2
+    d6 = ac0 * cp0 + ac1 * cp1 + ac2 * cp2
+    vc = d1 * d4 - d3 * d2
+    vb = d5 * d2 - d1 * d6
+    va = d3 * d6 - d5 * d4
+    if d1 <= 0 and d2 <= 0:
+        v, w = 0.0, 0.0
+    elif d3 >= 0 and d4 <= d3:
+        v, w = 1.0, 0.0
+    elif vc <= 0 and d1 >= 0 and d3 <= 0:
+        v, w = d1 / (d1 - d3), 0.0
+    elif d6 >= 0 and d5 <= d6:
+        v, w = 0.0, 1.0
+    elif vb <= 0 and d2 >= 0 and d6 <= 0:
+        v, w = 0.0, d2 / (d2 - d6)
+    elif va <= 0 and (d4 - d3) >= 0 and (d5 - d6) >= 0:
+        t = (d4 - d3) / ((d4 - d3) + (d5 - d6))
+        v, w = 1.0 - t, t
+    else:
+        denom = 1.0 / (va + vb + vc)
+        v, w = vb * denom, vc * denom
+    q0 = a0 + v * ab0 + w * ac0 - p[0]
+    q1 = a1 + v * ab1 + w * ac1 - p[1]
+    q2 = a2 + v * ab2 + w * ac2 - p[2]
+    return np.sqrt(q0 * q0 + q1 * q1 + q2 * q2)
+
+
+@_jit
+def nearest_triangles(points, tri, candidates, start):
+    """Nearest of each point's candidate triangles: points (k, 3), triangles (T, 3, 3),
+    candidates of point m at candidates[start[m]:start[m + 1]]. Returns (distance (k,),
+    triangle index (k,)); ties keep the first candidate."""
+    k = points.shape[0]
+    dist = np.empty(k)
+    best = np.empty(k, np.intp)
+    for m in range(k):
+        d_min, i_min = np.inf, -1
+        for c in range(start[m], start[m + 1]):
+            t = candidates[c]
+            d = _triangle_distance(points[m], tri[t])
+            if d < d_min:
+                d_min, i_min = d, t
+        dist[m], best[m] = d_min, i_min
+    return dist, best
+
+
+@_jit
+def winding_numbers(corners, points):
+    """Generalized winding numbers (k,) of points (k, 3) w.r.t. triangles given by their
+    corners (T, 3, 3): Σ Ω/4π with tan(Ω/2) = a·(b×c) / (|a||b||c| + (a·b)|c| + (b·c)|a|
+    + (c·a)|b|) (Van Oosterom & Strackee 1983)."""
+    out = np.empty(points.shape[0])
+    for m in range(points.shape[0]):
+        px, py, pz = points[m, 0], points[m, 1], points[m, 2]
+        total = 0.0
+        for t in range(corners.shape[0]):
+            ax, ay, az = corners[t, 0, 0] - px, corners[t, 0, 1] - py, corners[t, 0, 2] - pz
+            bx, by, bz = corners[t, 1, 0] - px, corners[t, 1, 1] - py, corners[t, 1, 2] - pz
+            cx, cy, cz = corners[t, 2, 0] - px, corners[t, 2, 1] - py, corners[t, 2, 2] - pz
+            la = np.sqrt(ax * ax + ay * ay + az * az)
+            lb = np.sqrt(bx * bx + by * by + bz * bz)
+            lc = np.sqrt(cx * cx + cy * cy + cz * cz)
+            det = ax * (by * cz - bz * cy) + ay * (bz * cx - bx * cz) + az * (bx * cy - by * cx)
+            den = (la * lb * lc + (ax * bx + ay * by + az * bz) * lc + (bx * cx + by * cy + bz * cz) * la
+                   + (cx * ax + cy * ay + cz * az) * lb)
+            total += math.atan2(det, den)
+        out[m] = total / (2.0 * np.pi)
+    return out
+
+
 # ----------------------------------------------------------------------------- quaternions
 
 @_jit
@@ -618,7 +710,7 @@ def _misses():
     return sum(sum(k.stats.cache_misses.values()) for k in (
         forward_kinematics, body_inertias, spatial_inertias, composite_inertias, mass_matrix, rnea,
         gravity_stiffness, rigid_terms, capsule_pairs, capsule_tunnelling, normal_rows, grid_sample, quat_mul,
-        quat_exp, quat_log))
+        quat_exp, quat_log, nearest_triangles, winding_numbers))
 
 
 def warm_up():
@@ -643,4 +735,7 @@ def warm_up():
     contacts.capsule_tunnelling(rig, seg, seg, contacts.capsule_contacts(rig, seg))
     sdf.DistanceGrid(np.zeros(3), 1.0, np.zeros((2, 2, 2)), 0, 0.1).sample(np.zeros((1, 3)))
     quat.log(quat.mul(q, quat.conj_mul(q, quat.exp(np.zeros((3, 3))))))
+    vertices, triangles = sdf.icosphere(0)
+    sdf.build_distance_grid(vertices, triangles, 0, spacing=0.5, margin=0.2)
+    sdf.winding_number(vertices, triangles, np.zeros((1, 3)))
     return time.process_time() - start, _misses() > misses

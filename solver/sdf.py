@@ -110,31 +110,18 @@ def icosphere(level, radius=1.0):
     return radius * v / np.linalg.norm(v, axis=1, keepdims=True), faces
 
 
-def winding_number(vertices, triangles, points, chunk=2_000_000):
+def winding_number(vertices, triangles, points):
     """Generalized winding number (k,) of points (k, 3) m w.r.t. a triangle mesh.
 
     w = Σ Ω_t / 4π over the triangles' signed solid angles, each from the formula of
     Van Oosterom & Strackee ("The solid angle of a plane triangle", IEEE TBME 30(2),
     1983): tan(Ω/2) = a·(b×c) / (|a||b||c| + (a·b)|c| + (b·c)|a| + (c·a)|b|). w is 1
     inside and 0 outside a closed outward-wound mesh and varies smoothly across holes;
-    inside is w > ½. Work is chunked to about `chunk` point–triangle pairs.
+    inside is w > ½ (compiled loop: kernels.winding_numbers).
     """
     vertices, triangles = _validate_mesh(vertices, triangles)
-    points = np.asarray(points, dtype=float).reshape(-1, 3)
-    corners = vertices[triangles].transpose(1, 2, 0)  # (3 corners, 3 axes, T)
-    out = np.empty(len(points))
-    step = max(1, chunk // len(triangles))
-    for s in range(0, len(points), step):
-        p = points[s:s + step, :, None]  # (k, 3, 1)
-        (ax, ay, az), (bx, by, bz), (cx, cy, cz) = ((c[None] - p).transpose(1, 0, 2) for c in corners)
-        la = np.sqrt(ax * ax + ay * ay + az * az)
-        lb = np.sqrt(bx * bx + by * by + bz * bz)
-        lc = np.sqrt(cx * cx + cy * cy + cz * cz)
-        det = ax * (by * cz - bz * cy) + ay * (bz * cx - bx * cz) + az * (bx * cy - by * cx)
-        den = (la * lb * lc + (ax * bx + ay * by + az * bz) * lc + (bx * cx + by * cy + bz * cz) * la
-               + (cx * ax + cy * ay + cz * az) * lb)
-        out[s:s + step] = np.arctan2(det, den).sum(axis=1) / (2.0 * np.pi)
-    return out
+    points = kernels.argument(np.asarray(points, dtype=float).reshape(-1, 3), (np.size(points) // 3, 3))
+    return kernels.winding_numbers(np.ascontiguousarray(vertices[triangles]), points)
 
 
 def is_closed(triangles):
@@ -161,7 +148,7 @@ def _validate_mesh(vertices, triangles):
     return vertices, triangles
 
 
-def mesh_signed_distance(vertices, triangles, points, chunk=65536, band=None):
+def mesh_signed_distance(vertices, triangles, points, band=None):
     """Signed distance (k,) m from points (k, 3) to a triangle mesh; outside > 0.
 
     Candidates come from a k-d tree over triangle centroids: the nearest few give an
@@ -178,7 +165,7 @@ def mesh_signed_distance(vertices, triangles, points, chunk=65536, band=None):
     """
     vertices, triangles = _validate_mesh(vertices, triangles)
     points = np.asarray(points, dtype=float).reshape(-1, 3)
-    dist, best, q, code = _unsigned_distance(vertices, triangles, points, chunk, band)
+    dist, best, q, code = _unsigned_distance(vertices, triangles, points, band)
     if not is_closed(triangles):
         return _open_mesh_sign(vertices, triangles, points, best, code, q,
                                lambda m: winding_number(vertices, triangles, points[m])) * dist
@@ -207,7 +194,7 @@ def _split_triangles(tri, max_reach):
         parent = np.concatenate([parent[~big], np.tile(parent[big], 4)])
 
 
-def _unsigned_distance(vertices, triangles, points, chunk, band):
+def _unsigned_distance(vertices, triangles, points, band):
     """(distance (k,), closest triangle (k,), closest point (k, 3), feature code (k,))."""
     tri = vertices[triangles]
     reach_each = np.sqrt(np.sum((tri - tri.mean(axis=1)[:, None]) ** 2, axis=-1)).max(axis=1)
@@ -216,40 +203,32 @@ def _unsigned_distance(vertices, triangles, points, chunk, band):
     dist = np.empty(len(points))
     for s in range(0, len(points), _POINTS_PER_PASS):
         sl = slice(s, s + _POINTS_PER_PASS)
-        dist[sl], piece = _nearest_piece(pieces, points[sl], chunk, band)
+        dist[sl], piece = _nearest_piece(pieces, points[sl], band)
         best[sl] = parent[piece]
     q, code = closest_point_on_triangle(points, tri[best, 0], tri[best, 1], tri[best, 2])
     return dist, best, q, code
 
 
-def _nearest_piece(tri, points, chunk, band):
+def _nearest_piece(tri, points, band):
     """(distance (k,), index (k,)) of the nearest of the triangles (T, 3, 3) to points (k, 3)."""
     centroid = tri.mean(axis=1)
     reach = np.sqrt(np.sum((tri - centroid[:, None]) ** 2, axis=-1)).max()
     tree = cKDTree(centroid)
     k = min(8, len(tri))
     _, near = tree.query(points, k=k)
-    near = near.reshape(len(points), k)
-    q, _ = closest_point_on_triangle(points[:, None], tri[near, 0], tri[near, 1], tri[near, 2])
-    near_dist = np.sqrt(np.sum((q - points[:, None]) ** 2, axis=-1))
-    bound = near_dist.min(axis=1)
+    near = np.ascontiguousarray(near.reshape(len(points), k), dtype=np.intp)
+    tri = np.ascontiguousarray(tri)
+    points = kernels.argument(points, points.shape)
+    bound, fallback = kernels.nearest_triangles(points, tri, near.reshape(-1), np.arange(0, k * len(points) + 1, k))
     radius = bound if band is None else np.minimum(bound, band)
     lists = tree.query_ball_point(points, radius + reach * (1 + 1e-9) + 1e-12)
     counts = np.fromiter(map(len, lists), dtype=np.intp, count=len(points))
     # Far points (beyond the band) without candidates keep the nearest of the few.
-    fallback = near[np.arange(len(points)), near_dist.argmin(axis=1)]
     lists = [lst if n else [fallback[i]] for i, (lst, n) in enumerate(zip(lists, counts))]
     counts = np.maximum(counts, 1)
     cand = np.concatenate(lists).astype(np.intp)
-    owner = np.repeat(np.arange(len(points)), counts)
-    dist = np.empty(len(cand))
-    for s in range(0, len(cand), chunk):
-        sl = slice(s, s + chunk)
-        q, _ = closest_point_on_triangle(points[owner[sl]], tri[cand[sl], 0], tri[cand[sl], 1], tri[cand[sl], 2])
-        dist[sl] = np.sqrt(np.sum((q - points[owner[sl]]) ** 2, axis=-1))
-    # Nearest candidate per point: sort by (owner, distance) and take each group's first.
-    first = np.lexsort((dist, owner))[np.concatenate([[0], np.cumsum(counts)[:-1]])]
-    return dist[first], cand[first]
+    start = np.concatenate([[0], np.cumsum(counts)])
+    return kernels.nearest_triangles(points, tri, cand, start)
 
 
 def _pseudo_normal_sign(vertices, triangles, points, best, q, code):
@@ -384,7 +363,7 @@ def build_distance_grid(vertices, triangles, bone, spacing=0.005, margin=0.02, m
     # Contacts sample the field only closer than `reach` (the thickest sampled sphere)
     # plus one cell for the trilinear stencil: exact there, an upper bound farther in.
     band = (0.5 * margin if reach is None else reach) + spacing
-    dist, best, q, code = _unsigned_distance(vertices, triangles, nodes, 65536, band)
+    dist, best, q, code = _unsigned_distance(vertices, triangles, nodes, band)
     if is_closed(triangles):
         values = _pseudo_normal_sign(vertices, triangles, nodes, best, q, code) * dist
     else:
