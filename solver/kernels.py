@@ -636,6 +636,44 @@ def nearest_triangles(points, tri, candidates, start):
 
 
 @_jit
+def nearest_in_radius(points, tri, centroid, radius, fallback, fallback_dist, origin, cell, dims, cell_start, items):
+    """Nearest triangle (T, 3, 3) to each point (k, 3) among those whose centroid lies
+    within radius (k,) m of it, found through a uniform grid of cells of size `cell` m
+    (dims (3,) cells from origin (3,); the triangles of cell c are
+    items[cell_start[c]:cell_start[c + 1]], cells in C order). A point without any such
+    triangle gets its fallback triangle and distance. Returns (distance (k,), index (k,))."""
+    k = points.shape[0]
+    dist = np.empty(k)
+    best = np.empty(k, np.intp)
+    lo = np.empty(3, np.intp)
+    hi = np.empty(3, np.intp)
+    for m in range(k):
+        r = radius[m]
+        for a in range(3):
+            lo[a] = max(0, np.intp(np.floor((points[m, a] - r - origin[a]) / cell)))
+            hi[a] = min(dims[a] - 1, np.intp(np.floor((points[m, a] + r - origin[a]) / cell)))
+        d_min, i_min = np.inf, -1
+        for x in range(lo[0], hi[0] + 1):
+            for y in range(lo[1], hi[1] + 1):
+                for z in range(lo[2], hi[2] + 1):
+                    c = (x * dims[1] + y) * dims[2] + z
+                    for j in range(cell_start[c], cell_start[c + 1]):
+                        t = items[j]
+                        e0 = centroid[t, 0] - points[m, 0]
+                        e1 = centroid[t, 1] - points[m, 1]
+                        e2 = centroid[t, 2] - points[m, 2]
+                        if e0 * e0 + e1 * e1 + e2 * e2 > r * r:
+                            continue
+                        d = _triangle_distance(points[m], tri[t])
+                        if d < d_min or (d == d_min and t < i_min):
+                            d_min, i_min = d, t
+        if i_min < 0:
+            d_min, i_min = fallback_dist[m], fallback[m]
+        dist[m], best[m] = d_min, i_min
+    return dist, best
+
+
+@_jit
 def winding_numbers(corners, points):
     """Generalized winding numbers (k,) of points (k, 3) w.r.t. triangles given by their
     corners (T, 3, 3): Σ Ω/4π with tan(Ω/2) = a·(b×c) / (|a||b||c| + (a·b)|c| + (b·c)|a|
@@ -710,7 +748,7 @@ def _misses():
     return sum(sum(k.stats.cache_misses.values()) for k in (
         forward_kinematics, body_inertias, spatial_inertias, composite_inertias, mass_matrix, rnea,
         gravity_stiffness, rigid_terms, capsule_pairs, capsule_tunnelling, normal_rows, grid_sample, quat_mul,
-        quat_exp, quat_log, nearest_triangles, winding_numbers))
+        quat_exp, quat_log, nearest_triangles, nearest_in_radius, winding_numbers))
 
 
 def warm_up():

@@ -172,7 +172,7 @@ def mesh_signed_distance(vertices, triangles, points, band=None):
     return _pseudo_normal_sign(vertices, triangles, points, best, q, code) * dist
 
 
-_POINTS_PER_PASS = 32768  # points searched together: bounds the candidate arrays' memory
+_POINTS_PER_PASS = 32768  # points searched together: bounds the search arrays' memory
 
 
 def _split_triangles(tri, max_reach):
@@ -220,15 +220,18 @@ def _nearest_piece(tri, points, band):
     tri = np.ascontiguousarray(tri)
     points = kernels.argument(points, points.shape)
     bound, fallback = kernels.nearest_triangles(points, tri, near.reshape(-1), np.arange(0, k * len(points) + 1, k))
-    radius = bound if band is None else np.minimum(bound, band)
-    lists = tree.query_ball_point(points, radius + reach * (1 + 1e-9) + 1e-12)
-    counts = np.fromiter(map(len, lists), dtype=np.intp, count=len(points))
-    # Far points (beyond the band) without candidates keep the nearest of the few.
-    lists = [lst if n else [fallback[i]] for i, (lst, n) in enumerate(zip(lists, counts))]
-    counts = np.maximum(counts, 1)
-    cand = np.concatenate(lists).astype(np.intp)
-    start = np.concatenate([[0], np.cumsum(counts)])
-    return kernels.nearest_triangles(points, tri, cand, start)
+    radius = (bound if band is None else np.minimum(bound, band)) + reach * (1 + 1e-9) + 1e-12
+    # Centroids binned in a uniform grid of cells about half the typical search radius
+    # (at most 128 cells along the longest side).
+    origin = centroid.min(axis=0)
+    cell = max(0.5 * float(np.median(radius)), reach, float((centroid.max(axis=0) - origin).max()) / 128, 1e-9)
+    dims = np.maximum(np.ceil((centroid.max(axis=0) - origin) / cell).astype(np.intp), 1)
+    ijk = np.minimum(((centroid - origin) / cell).astype(np.intp), dims - 1)
+    cell_of = (ijk[:, 0] * dims[1] + ijk[:, 1]) * dims[2] + ijk[:, 2]
+    items = np.argsort(cell_of, kind="stable")
+    cell_start = np.searchsorted(cell_of[items], np.arange(int(np.prod(dims)) + 1))
+    return kernels.nearest_in_radius(points, tri, np.ascontiguousarray(centroid), radius, fallback, bound,
+                                     origin, float(cell), dims, cell_start, items)
 
 
 def _pseudo_normal_sign(vertices, triangles, points, best, q, code):
