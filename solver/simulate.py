@@ -14,13 +14,14 @@ the fallback ladder: smaller steps, then softer contacts and more damping,
 then a kinematic pass-through of the frame. Everything is deterministic.
 """
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 
 import numpy as np
 
 from . import dynamics, quat
 from . import settings as table
+from .body import bone_contacts
 from .contacts import capsule_tunnelling
 from .integrator import (Physics, State, StepFailure, Target, evaluate, face_samples, face_tunnelling,
                          implicit_step, implicit_step_pair)
@@ -64,6 +65,12 @@ class SimSettings:
         (reference.fit_reference) instead of the keys themselves, with
         fit_tolerance_deg (largest RMS residual, degrees) and spike_deg (smallest
         single-frame spike rejected, degrees).
+    contact_passes: 1, or 2 for a second pass that tracks the reference corrected by
+        the first pass's contact deflections, smoothed in time (anticipation_s s, the
+        Gaussian's standard deviation): contact_corrected_reference.
+    lead_in_s: the first frame is held this long (s, whole frames) before the clip
+        starts, so that contacts the first keyed pose already penetrates are resolved
+        by frame 0 (with_lead_in).
     """
 
     group_gains: object = field(default_factory=lambda: DEFAULT_GAINS)
@@ -88,6 +95,9 @@ class SimSettings:
     smooth_reference: bool = True
     fit_tolerance_deg: float = 2.0
     spike_deg: float = 8.0
+    contact_passes: int = 2
+    anticipation_s: float = 0.05
+    lead_in_s: float = 0.3
 
     @classmethod
     def from_values(cls, values, stiffness_multiplier=None, **overrides):
@@ -127,12 +137,15 @@ class SimSettings:
             raise ValueError("max_substeps and max_tunnel_substeps must be powers of two")
         if self.max_tunnel_substeps < self.max_substeps:
             raise ValueError("max_tunnel_substeps must be >= max_substeps")
+        if self.contact_passes not in (1, 2):
+            raise ValueError("contact_passes must be 1 or 2")
         positive = ("contact_stiffness", "d_target", "k_min", "k_max", "tolerance",
-                    "sdf_spacing", "sdf_margin", "limit_frequency_hz", "fit_tolerance_deg", "spike_deg")
+                    "sdf_spacing", "sdf_margin", "limit_frequency_hz", "fit_tolerance_deg", "spike_deg",
+                    "anticipation_s")
         for name in positive:
             if not np.isfinite(getattr(self, name)) or not getattr(self, name) > 0:
                 raise ValueError(f"{name} must be a positive finite number")
-        for name in ("contact_damping", "eta", "gravity", "limit_damping_ratio"):
+        for name in ("contact_damping", "eta", "gravity", "limit_damping_ratio", "lead_in_s"):
             if not np.isfinite(getattr(self, name)) or getattr(self, name) < 0:
                 raise ValueError(f"{name} must be a non-negative finite number")
         if self.k_min > self.k_max:
@@ -387,6 +400,55 @@ def _limited_state(model, target):
     return State(*project_limits(model, target.rotations, target.qd))
 
 
+def contact_corrected_reference(model, tracked, rotations, touching, anticipation_s):
+    """The tracked Reference corrected by a first pass's contact deflections, spread in time.
+
+    tracked: the Reference the pass followed; rotations (F, n_bones, 4): its result;
+    touching (F, n_bones) bool: bones in contact (body.bone_contacts). The deflection
+    δ = log(q_ref* q) of each bone is kept where the bone or one it carries touches
+    (elsewhere δ is tracking error, which a second pass must not add to its target),
+    smoothed by a zero-phase Gaussian of standard deviation anticipation_s seconds
+    (scipy.ndimage.gaussian_filter1d), and composed onto the reference, q_ref ⊗ exp(δ̃).
+    A second pass tracking this reference decelerates before a contact instead of
+    being stopped by it within a step (iterative learning control: Arimoto, Kawamura &
+    Miyazaki, "Bettering operation of robots by learning", 1984, with a smoothing
+    filter). Returns a new Reference.
+    """
+    from scipy.ndimage import gaussian_filter1d
+    carried = (touching.astype(float) @ model.ancestors) > 0  # (F, n)
+    delta = quat.log(quat.conj_mul(tracked.rotations, rotations)) * carried[..., None]
+    sigma = anticipation_s / float(np.mean(np.diff(tracked.times)))
+    smooth = gaussian_filter1d(delta, sigma, axis=0, mode="nearest")
+    return replace(tracked, rotations=quat.mul(tracked.rotations, quat.exp(smooth)))
+
+
+def with_lead_in(reference, multiplier, lead_in_s):
+    """(Reference, multiplier (n + L,), L): the first frame held for L = ⌈lead_in_s / Δt⌉
+    frames before the clip (Δt its first frame interval), times shifted to stay increasing."""
+    dt = float(reference.times[1] - reference.times[0])
+    lead = int(np.ceil(lead_in_s / dt - 1e-9))
+    if lead == 0:
+        return reference, multiplier, 0
+
+    def hold(a):
+        return np.concatenate([np.repeat(a[:1], lead, axis=0), a])
+    times = np.concatenate([reference.times[0] - dt * np.arange(lead, 0, -1), reference.times])
+    return (replace(reference, times=times, rotations=hold(reference.rotations),
+                    base_positions=hold(reference.base_positions), base_rotations=hold(reference.base_rotations)),
+            hold(multiplier), lead)
+
+
+def _without_lead_in(result, lead):
+    """SimResult of the clip's own frames (a result of a lead_in run without its first `lead`)."""
+    if lead == 0:
+        return result
+    level, substeps = result.fallback_level[lead:].copy(), result.substeps[lead:].copy()
+    level[0] = substeps[0] = 0  # entry 0 is the initial state (reached by the lead-in's steps)
+    return SimResult(result.rotations[lead:], result.velocities[lead:], result.penetration_mm[lead:],
+                     substeps, level, np.array([np.count_nonzero(level == lv) for lv in (1, 2, 3)]),
+                     result.energy[lead:], result.contact_stiffness[lead:])
+
+
 def simulate(model, reference, settings=None, progress=None, face_grid=None, fields=()):
     """Physics pass over a reference animation.
 
@@ -396,6 +458,10 @@ def simulate(model, reference, settings=None, progress=None, face_grid=None, fie
     face_grid: optional prebuilt sdf.DistanceGrid of the reference's face mesh (it is
     otherwise built here, which costs about a second for a few thousand triangles);
     fields: further integrator.FaceSamples (body volumes: torso, palms, a face from the skin).
+    The clip starts after settings.lead_in_s of its first pose held (with_lead_in).
+    With settings.contact_passes = 2 and any contact in the first pass, a second pass
+    tracks contact_corrected_reference and its result is returned (substeps, fallbacks
+    and stiffness are the second pass's).
     Returns SimResult. Raises ValueError on inconsistent inputs. Never returns NaN:
     frames whose steps fail are retried down the fallback ladder.
     """
@@ -415,11 +481,36 @@ def simulate(model, reference, settings=None, progress=None, face_grid=None, fie
         face = (face_samples(model, face_grid),)
     physics = Physics(omega, zeta, 2.0 * np.pi * settings.limit_frequency_hz,
                       settings.limit_damping_ratio, settings.gravity, face + tuple(fields))
-    # Steps of H/max_substeps sample the reference at their middle: grid of 2·max_substeps.
     tracked = fit_reference(reference, settings.fit_tolerance_deg, settings.spike_deg) if settings.smooth_reference \
         else reference
-    track = ReferenceTrack(model, tracked, 2 * settings.max_substeps)
+    tracked, multiplier, lead = with_lead_in(tracked, multiplier, settings.lead_in_s)
+    share = 1.0 / settings.contact_passes
+    result = _single_pass(model, physics, tracked, settings, multiplier, lead,
+                          None if progress is None else (lambda x: progress(share * x)))
+    touching = None
+    if settings.contact_passes == 2 and result.penetration_mm.max() > 0.0:
+        touching = bone_contacts(model, result.rotations, tracked.base_positions, tracked.base_rotations,
+                                 physics.fields)
+    if touching is None or not np.count_nonzero(touching):
+        if progress is not None:
+            progress(1.0)
+        return _without_lead_in(result, lead)
+    if progress is not None:
+        progress(share)
+    corrected = contact_corrected_reference(model, tracked, result.rotations, touching, settings.anticipation_s)
+    result = _single_pass(model, physics, corrected, settings, multiplier, lead,
+                          None if progress is None else (lambda x: progress(share + share * x)))
+    if progress is not None:
+        progress(1.0)
+    return _without_lead_in(result, lead)
 
+
+def _single_pass(model, physics, tracked, settings, multiplier, lead, progress):
+    """One simulation of the whole clip tracking the Reference `tracked` (see simulate);
+    progress is reported for the frames after the `lead` lead-in frames but the last."""
+    n = tracked.n_frames
+    # Steps of H/max_substeps sample the reference at their middle: grid of 2·max_substeps.
+    track = ReferenceTrack(model, tracked, 2 * settings.max_substeps)
     first = track.at_index(0)
     ev = evaluate(model, physics, _limited_state(model, first), first)
     rotations = np.empty((n, model.n_bones, 4))
@@ -438,7 +529,7 @@ def simulate(model, reference, settings=None, progress=None, face_grid=None, fie
     stepper = _FrameStepper(model, physics, track, settings)
     for k in range(n - 1):
         k_eff = kp * multiplier[k + 1]
-        ev, steps, d_max, level = stepper.advance(ev, k, reference.times[k], reference.times[k + 1] - reference.times[k],
+        ev, steps, d_max, level = stepper.advance(ev, k, tracked.times[k], tracked.times[k + 1] - tracked.times[k],
                                                   k_eff)
         i = k + 1
         rotations[i], velocities[i] = ev.state.rotations, ev.state.velocity
@@ -448,10 +539,10 @@ def simulate(model, reference, settings=None, progress=None, face_grid=None, fie
         if settings.schedule and d_max > 0.0:
             kp = float(np.clip(kp * (1.0 + settings.eta * (d_max - settings.d_target) / settings.d_target),
                                settings.k_min, settings.k_max))
-        if progress is not None:
-            progress(i / (n - 1))
+        if progress is not None and lead < i < n - 1:  # the caller reports the pass's end
+            progress((i - lead) / (n - 1 - lead))
 
     counts = np.array([np.count_nonzero(level_of == lv) for lv in (1, 2, 3)])
-    return SimResult(quat.make_continuous(quat.normalize(rotations), reference.rotations[0]), velocities,
+    return SimResult(quat.make_continuous(quat.normalize(rotations), tracked.rotations[0]), velocities,
                      penetration * 1e3,
                      substeps, level_of, counts, energy, stiffness)

@@ -10,6 +10,8 @@ The reference action is never modified; nothing is written unless phase 3 runs.
 """
 import hashlib
 import json
+import os
+import pathlib
 import time
 from dataclasses import dataclass
 
@@ -23,6 +25,7 @@ from ...solver.body import bone_contacts, build_field, capsule_pair_kinds, conta
 from ...solver.integrator import FaceSamples
 from ...solver.metrics import compare
 from ...solver.reference import Reference
+from ...solver import sdf
 from ...solver.sdf import build_distance_grid
 from ...solver import settings as table
 from ...solver.simulate import SimSettings, simulate
@@ -48,6 +51,7 @@ class BakeJob:
     reference: Reference
     settings: SimSettings
     settings_record: dict       # JSON-able copy of the settings, stored on the result
+    grid_cache: str = None      # folder of cached body distance fields (grid_cache_dir), or None
 
 
 @dataclass(frozen=True)
@@ -131,7 +135,7 @@ def prepare(scene, armature, action=None, preset=None, frame_range=None, report=
     multiplier = _schedule(armature, action, slot, frames)
     settings, record = sim_settings(physics, multiplier, preset, len(frames))
     return BakeJob(armature.name, action.name, slot.identifier, frames, rig, reference,
-                   settings, record)
+                   settings, record, grid_cache_dir())
 
 
 def solve(job: BakeJob, progress=None) -> Solved:
@@ -145,7 +149,7 @@ def solve(job: BakeJob, progress=None) -> Solved:
     start = time.perf_counter()
     ref = job.reference
     model = job.rig.model
-    fields = body_fields(job.rig, job.settings.sdf_spacing, job.settings.sdf_margin)
+    fields = body_fields(job.rig, job.settings.sdf_spacing, job.settings.sdf_margin, job.grid_cache)
     samples = tuple(FaceSamples(f.grid, f.bones, f.local, f.radius) for f in fields)
     # The solver's matrices are small (n_dof ≈ 100): BLAS threads only add synchronisation
     # (2× slower measured on 2 cores), and batch workers already use one core each.
@@ -176,32 +180,82 @@ def solve(job: BakeJob, progress=None) -> Solved:
 
 _GRIDS = {}  # the last body distance fields, by mesh and grid parameters
 _GRIDS_KEPT = 8  # face, torso and two palms of the last two rigs
+# The grid builder's own source is part of each cache key: a changed algorithm never
+# reads grids built by the old one.
+_SDF_VERSION = hashlib.sha256(pathlib.Path(sdf.__file__).read_bytes()).hexdigest()[:16]
 
 
-def face_grid(vertices, triangles, bone, spacing, margin, reach=None):
+def grid_cache_dir():
+    """The extension's user folder for cached body distance fields (created), or None
+    when Blender gives none. Main thread only (bpy)."""
+    import bpy
+    try:
+        return bpy.utils.extension_path_user(__package__.split(".signsim_addon")[0], path="grids", create=True)
+    except (ValueError, OSError):  # not running as an extension, or no writable user folder
+        return None
+
+
+def face_grid(vertices, triangles, bone, spacing, margin, reach=None, cache_dir=None):
     """solver.sdf.build_distance_grid, remembered: re-baking the same rig reuses its body
-    fields (seconds for a dense head mesh). Keeps the _GRIDS_KEPT most recent grids."""
+    fields (seconds for a dense head mesh). Keeps the _GRIDS_KEPT most recent grids in
+    memory and, with cache_dir, every grid as a .npz file there (so that batch workers,
+    the CLI and the next session do not rebuild them)."""
     key = (hashlib.sha256(np.ascontiguousarray(vertices).tobytes()
                           + np.ascontiguousarray(triangles).tobytes()).hexdigest(), bone, spacing, margin, reach)
     if key not in _GRIDS:
         while len(_GRIDS) >= _GRIDS_KEPT:
             _GRIDS.pop(next(iter(_GRIDS)))
-        _GRIDS[key] = build_distance_grid(vertices, triangles, bone, spacing, margin, reach=reach)
+        grid = _stored_grid(key, cache_dir)
+        if grid is None:
+            grid = build_distance_grid(vertices, triangles, bone, spacing, margin, reach=reach)
+            if cache_dir:
+                _store_grid(key, cache_dir, grid)
+        _GRIDS[key] = grid
     return _GRIDS[key]
 
 
-def body_fields(rig, spacing, margin):
+def _grid_path(key, cache_dir):
+    name = hashlib.sha256(repr((key, _SDF_VERSION)).encode()).hexdigest()
+    return pathlib.Path(cache_dir) / f"{name}.npz"
+
+
+def _stored_grid(key, cache_dir):
+    """The cached DistanceGrid for key, or None (no cache, no file, unreadable file)."""
+    if not cache_dir:
+        return None
+    try:
+        with np.load(_grid_path(key, cache_dir)) as z:
+            return sdf.DistanceGrid(z["origin"], float(z["spacing"]), z["values"], int(z["bone"]), float(z["margin"]))
+    except (OSError, KeyError, ValueError):
+        return None
+
+
+def _store_grid(key, cache_dir, grid):
+    """Write grid to the cache (atomically: a reader never sees half a file); errors ignored."""
+    path = _grid_path(key, cache_dir)
+    tmp = path.with_name(f"{path.stem}.{os.getpid()}.tmp.npz")
+    try:
+        np.savez(tmp, origin=grid.origin, spacing=grid.spacing, values=grid.values, bone=grid.bone,
+                 margin=grid.margin)
+        os.replace(tmp, path)
+    except OSError:  # a read-only or full disk only costs the rebuild next time
+        tmp.unlink(missing_ok=True)
+
+
+def body_fields(rig, spacing, margin, cache_dir=None):
     """solver.body.BodyField of every volume of `rig` (RigModel) that some sample may touch.
 
     The hands are sampled as plates across their palm volumes; torso fields use a
-    coarser grid (body_geometry.TORSO_SPACING_FACTOR × spacing m).
+    coarser grid (body_geometry.TORSO_SPACING_FACTOR × spacing m). cache_dir: folder of
+    cached grids (face_grid), or None.
     """
     from .body_geometry import TORSO, TORSO_SPACING_FACTOR
     plates = hand_plates(rig.model, rig.parts, rig.meshes)
     fields = []
     for mesh in rig.meshes:
         h = spacing * (TORSO_SPACING_FACTOR if mesh.kind == TORSO else 1.0)
-        f = build_field(rig.model, rig.parts, mesh, plates, face_grid, h, margin)
+        f = build_field(rig.model, rig.parts, mesh, plates,
+                        lambda *a: face_grid(*a, cache_dir=cache_dir), h, margin)
         if f is not None:
             fields.append(f)
     return tuple(fields)

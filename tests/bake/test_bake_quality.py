@@ -3,6 +3,7 @@
 Real files through the product (retarget, then the bake's prepare/solve); the clean
 generated clip is the truth its noisy copy is measured against.
 """
+import dataclasses
 import pathlib
 
 import bpy
@@ -87,3 +88,71 @@ def test_bake_of_the_sample_clip_adds_no_jerk_or_lag(tmp_path, addon):
     assert m["jerk_change_percent"] <= 0.0
     assert abs(m["lag_ms"]) <= 1e3 * (job.reference.times[1] - job.reference.times[0])
     assert m["fallbacks"] == 0 and np.all(np.isfinite(solved.rotations))
+
+
+def _window(addon, tmp_path, clip, frames):
+    """The signer's job for `frames` (first, last; None: all) of a clip; generated clips upright."""
+    if clip.parent.name == "generated":
+        if not clip.is_file():
+            pytest.skip(f"third-party test data not found at {clip}")
+        clip = _upright_copy(clip, tmp_path)
+    out = tmp_path / f"{clip.stem}.blend"
+    assert addon.signsim_addon.cli.main(["retarget", "--clip", str(clip), "--rig", str(SAMPLES / "signer.blend"),
+                                         "--out", str(out)]) == 0
+    bpy.ops.wm.open_mainfile(filepath=str(out), load_ui=False)
+    return addon.signsim_addon.bake.api.prepare(bpy.context.scene, bpy.data.objects["Signer"], preset="default",
+                                                frame_range=frames)
+
+
+def _single_pass(job):
+    return dataclasses.replace(job, settings=dataclasses.replace(job.settings, contact_passes=1))
+
+
+def _tip_jerk(addon, job, rotations):
+    ref = job.reference
+    tips = addon.solver.metrics.tip_positions(job.rig.model, rotations, ref.base_positions, ref.base_rotations,
+                                              job.rig.fingertips)
+    return float(np.sum(np.diff(tips, 3, axis=0) ** 2))
+
+
+@pytest.mark.slow
+def test_clapping_hands_meet_and_stop_and_the_second_pass_removes_the_impact_jerk(tmp_path, addon):
+    """Frames 1–61 of generated/clap_fast.bvh (three claps; the reference's hands pass
+    ≥ 10 mm through each other): the hands stop at each other (hand–hand ≤ 1 mm, the
+    solver's volumes), and tracking the contact-corrected reference in a second pass
+    leaves less than half the fingertip jerk of a single pass (measured on the whole
+    clip: ×14.6 → ×4.1 the reference's). 0 fallbacks, finite, bit-identical again."""
+    api = addon.signsim_addon.bake.api
+    job = _window(addon, tmp_path, SHARED_DATA / "generated" / "clap_fast.bvh", (1, 61))
+    solved = api.solve(job)
+    m = solved.metrics
+    assert m["reference"]["penetration_max_mm_by_kind"]["hand–hand"] >= 10.0
+    assert m["baked"]["penetration_max_mm_by_kind"]["hand–hand"] <= 1.0
+    one = api.solve(_single_pass(job))
+    assert _tip_jerk(addon, job, solved.rotations) < 0.5 * _tip_jerk(addon, job, one.rotations)
+    assert m["baked"]["fallbacks"] == 0 and np.all(np.isfinite(solved.rotations))
+    assert api.solve(job).rotations.tobytes() == solved.rotations.tobytes()
+
+
+def test_a_fingertip_meeting_the_face_adds_less_jerk_with_the_second_pass(tmp_path, addon):
+    """The bundled chin_cheek.bvh (fingertips touching chin and cheek, the reference
+    7 mm inside the face at times): finger–face ≤ 0.5 mm, and the second pass's
+    fingertip jerk is below the single pass's (measured +8 % against +20 % over the
+    reference's: the reference's dive into the face still costs jerk to stop)."""
+    api = addon.signsim_addon.bake.api
+    job = _window(addon, tmp_path, SAMPLES / "chin_cheek.bvh", None)
+    solved = api.solve(job)
+    assert solved.metrics["baked"]["penetration_max_mm_by_kind"]["hand–face"] <= 0.5
+    assert _tip_jerk(addon, job, solved.rotations) < _tip_jerk(addon, job, api.solve(_single_pass(job)).rotations)
+    assert solved.metrics["baked"]["fallbacks"] == 0
+
+
+def test_the_first_pose_is_out_of_contact_from_frame_zero(tmp_path, addon):
+    """Frames 1–20 of generated/fingerspell_80_noisy.bvh: its first pose already has the
+    thumb ≥ 10 mm inside the index finger (solver volumes). The lead-in resolves it
+    before the clip starts: ≤ 2 mm at frame 0 (measured 1.8 mm)."""
+    api = addon.signsim_addon.bake.api
+    job = _window(addon, tmp_path, SHARED_DATA / "generated" / "fingerspell_80_noisy.bvh", (1, 20))
+    m = api.solve(job).metrics
+    assert m["reference"]["per_frame_penetration_mm"][0] >= 10.0
+    assert m["baked"]["per_frame_penetration_mm"][0] <= 2.0
