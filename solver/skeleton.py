@@ -510,6 +510,10 @@ def _leg_chain(tree, X, reach, leg, up, size, tails, cls):
     for a, j in enumerate(idx):
         if cls[chain[j]] and a > 0:
             named.setdefault(cls[chain[j]][0], a)
+    # a joint named as the foot settles it when it is low enough to be one (a clip whose
+    # foot is lifted on most of the frames looked at leaves the ankle high, its toe low)
+    if named.get("foot", 0) >= 2 and height[idx[named["foot"]]] - low < 0.4 * length:
+        ankle = named["foot"]
     if ankle is None:
         knee = named.get("shin", 1 if len(idx) > 1 else None)
         if len(idx) > 2 and "shin" not in named:

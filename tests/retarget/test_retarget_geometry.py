@@ -112,21 +112,22 @@ def measure(src, tgt, result, fps):
     m["palm_deg"] = max(palm) if palm else None
     m["chest_deg"] = float(rm.offset_angles(rm.chest_frame(src), rm.chest_frame(tgt)).max())
     m.update(rm.jump_excess(src, tgt, result.bone_map.as_dict()))
-    # root path: hips height ratio, each floor under its own skeleton
-    # the target's hips: the bone the source's (geometric) hips drive (a Biped's Pelvis,
-    # above the bone its thighs hang from)
-    hips_s = src.body.hips
-    hips_t = tgt.names.index(next(t for t, s in result.bone_map.as_dict().items() if s == src.names[hips_s]))
-    floor_t = rm.floor_height(tgt)
-    lowest_s = np.minimum(src.heads[..., 2].min(1), src.tails[..., 2].min(1))
-    floor_s = np.percentile(lowest_s, 5)
-    k = (tgt.rest_heads[hips_t, 2] - floor_t) / np.median(src.heads[:, hips_s, 2] - lowest_s)
-    p = src.heads[:, hips_s]
-    expected = k * (p - [p[0, 0], p[0, 1], floor_s]) + [tgt.rest_heads[hips_t, 0], tgt.rest_heads[hips_t, 1], floor_t]
-    m["root_err"] = float(np.linalg.norm(tgt.heads[:, hips_t] - expected, axis=1).max())
+    # root path: the hip joints (the thigh heads' midpoint, wherever a rig puts its hips
+    # bone) follow the source's, scaled by the ratio of the standing leg lengths, each on
+    # the floor its feet stand on
+    sides = ("L", "R")
+    masks = {s: rm.planted(src, s, 0.25, fps, 0.02) for s in sides}
+    floor_s = {s: rm.contact_height(src, s) for s in sides}
+    floor_t = {s: rm.foot_floor(tgt, s) for s in sides}
+    k = np.mean([rm.standing_leg(tgt, s, floor_t[s]) for s in sides]) / \
+        np.mean([rm.standing_leg(src, s) for s in sides])
+    p, rest_t = rm.hip_joints(src), rm.hip_joints(tgt, rest=True)
+    expected = k * (p - [p[0, 0], p[0, 1], np.mean(list(floor_s.values()))]) + \
+        [rest_t[0], rest_t[1], np.mean(list(floor_t.values()))]
+    m["root_err"] = float(np.linalg.norm(rm.hip_joints(tgt) - expected, axis=1).max())
     slide = height = 0.0
-    for side in ("L", "R"):
-        mask = rm.planted(src, side, 0.25, fps, 0.02) if ("L", "foot") in tgt.body.limbs else None
+    for side in sides:
+        mask = masks[side] if ("L", "foot") in tgt.body.limbs else None
         if mask is not None and mask.any():
             s_, h_ = rm.foot_slide_and_height(tgt, side, mask)
             slide, height = max(slide, s_), max(height, h_)
