@@ -297,7 +297,10 @@ def solve(sk_s, rest_s_world, mats, tails, sk_t, mo_t, rest_t_arm, tails_t, pair
         kids[a].append(c)
 
     primary = _primary_children(body_t) if body_t is not None else set()
-    tips = _foot_tips(body_t, body_s, t_of, tails_t) if body_s is not None else {}
+    # the pelvis and feet rules below take the target's rest for a standing pose (the
+    # pelvis level, the feet flat): a rest that is no human pose keeps direction transfer
+    standing = body_s is not None and _usable_rest(body_t, h_t)
+    tips = _foot_tips(body_t, body_s, t_of, tails_t) if standing else {}
     legs = _has_legs(body_t) and _has_legs(body_s)
     feet_s = source_feet(body_s, P, tails, fps) if legs else {}
     Q, A = {}, {}
@@ -308,7 +311,7 @@ def solve(sk_s, rest_s_world, mats, tails, sk_t, mo_t, rest_t_arm, tails_t, pair
         ks = kids[b]
         ref = ax_t["lateral" if kind.get(b) == "lateral" else "forward"]
         ref_s = ax_s["lateral" if kind.get(b) == "lateral" else "forward"]
-        if body_s is not None and b == body_t.hips:
+        if standing and b == body_t.hips:
             # the pelvis: aligned by the body frames of the two standing poses, then the
             # source's own rotation change; no child is made exact, since where the first
             # spine joint sits on the pelvis differs between skeletons (MakeHuman's root
@@ -421,8 +424,9 @@ def solve(sk_s, rest_s_world, mats, tails, sk_t, mo_t, rest_t_arm, tails_t, pair
     loc = {mover: shift @ _rot(rest_local)}
     root = world[hips_t][:, :3, 3] + (goal - now)                        # (F, 3) world
     if plant_feet and legs:
-        notes = _plant_feet(target_name, sk_t, body_t, T, W, basis_of, loc, feet_s, feet_t,
-                            fps, mo_t, rest_t_arm, tails_t)
+        notes, drop = _plant_feet(target_name, sk_t, body_t, T, W, basis_of, loc, mover, feet_s,
+                                  feet_t, k, fps, mo_t, rest_t_arm, tails_t)
+        root = root - np.outer(drop, [0.0, 0.0, 1.0])
         rot.update({sk_t.names[b]: quat.make_continuous(quat.from_matrix(basis_of[b]))
                     for side in bonemap.SIDES for part in ("thigh", "shin", "foot")
                     for b in body_t.limbs.get((side, part), [])[:1]})
@@ -496,6 +500,10 @@ PLANT_SPEED = 0.3     # m/s: a source foot slower than this, on its floor, is pl
 PLANT_HEIGHT = 0.025  # m above the foot's floor
 PLANT_RAMP = 0.2      # s over which the foot hold comes and goes
 PLANT_REACH = 0.10    # m: the hold corrects a planted foot by this much at most
+PLANT_LIFT_FREE = 0.01  # m: a planted source foot this close to its floor stands on the target's
+PLANT_BEND = 0.01     # the hold stretches a leg to this fraction short of straight at most (knee ≈ 16°)
+ROOT_DROP = 0.015     # m: the hips come down this much at most so that a planted foot reaches
+FOOT_PITCH = np.radians(35.0)  # the hold turns a foot about its ankle this much at most
 FOOT_FLOOR_SPREAD = 0.06  # m: a foot whose lowest points stay this close to the floor has its own
 
 
@@ -510,8 +518,9 @@ def _leg_ends(body, side, heads, tails, floor):
 
 def source_feet(body, P, tails, fps):
     """Where each source foot stands: {side: {"planted": bool (F,), "floor": the height it
-    stands on (m), "leg": the standing leg length: thigh + shin + the ankle's height above
-    the foot's lowest point (m, medians over the frames)}}.
+    stands on (m), "lift": (F,) its lowest point's height above that floor (m), "leg": the
+    standing leg length: thigh + shin + the ankle's height above the foot's lowest point
+    (m, medians over the frames)}}.
 
     A foot's lowest point (F, 3) is the lowest head or tail of its foot and toe bones; its
     floor is the 5th percentile of that point's height when within FOOT_FLOOR_SPREAD of the
@@ -535,7 +544,7 @@ def source_feet(body, P, tails, fps):
         leg = np.linalg.norm(P[:, sh] - P[:, th], axis=1) + np.linalg.norm(ankle - P[:, sh], axis=1) \
             + ankle[:, 2] - low[:, 2]
         out[side] = {"planted": posing.planted(low, fps, floor, PLANT_SPEED, PLANT_HEIGHT),
-                     "floor": floor, "leg": float(np.median(leg))}
+                     "floor": floor, "leg": float(np.median(leg)), "lift": low[:, 2] - floor}
     return out
 
 
@@ -601,8 +610,8 @@ def _level_foot(sk, foot, aim, mask, axes, Q, t_of):
             Q[b] = Q[b] @ c
 
 
-def _plant_feet(target_name, sk_t, body_t, T, W, basis_of, loc, feet_s, feet_t, fps, mo,
-                rest_arm, tails_t):
+def _plant_feet(target_name, sk_t, body_t, T, W, basis_of, loc, mover, feet_s, feet_t, k, fps,
+                mo, rest_arm, tails_t):
     """Where a source foot is planted (source_feet), the target foot stands on its floor:
     its ankle held at one spot per run of planted frames (where the transferred pose puts
     it on average over the run, so the legs keep the source's directions as far as they
@@ -618,44 +627,114 @@ def _plant_feet(target_name, sk_t, body_t, T, W, basis_of, loc, feet_s, feet_t, 
     out = []
     tails_arm = (np.linalg.inv(mo) @ np.c_[tails_t, np.ones(len(tails_t))].T).T[:, :3]
     lengths = np.linalg.norm(tails_arm - rest_arm[:, :3, 3], axis=1)      # bone lengths
+    ramp = max(2, int(round(PLANT_RAMP * fps)))
+
+    def holds(legs):
+        """{side: (hip, knee, ankle, ankle goal) (F, 3) each} for the current pose."""
+        posed = pose_matrices(sk_t, rest_arm, basis_of, loc)
+        got = {}
+        for side, (th, sh, ft, mask, lift) in legs.items():
+            toes = feet_t[side]["bones"]
+            world = {b: mo @ posed[b] for b in {th, sh, *toes}}
+            foot_pts = np.concatenate(
+                [np.stack([world[b][:, :3, 3], world[b][:, :3, 3] + world[b][:, :3, 1] * lengths[b]], 1)
+                 for b in toes], axis=1)                                          # (F, 2k, 3)
+            ankle = world[ft][:, :3, 3]
+            corr = posing.contact_holds(foot_pts, mask, feet_t[side]["floor"], lift)
+            got[side] = (world[th][:, :3, 3], world[sh][:, :3, 3], ankle, corr)
+        return got
+
+    legs = {}
     for side in bonemap.SIDES:
         th, sh, ft = (body_t.limbs.get((side, p), [None])[0] for p in ("thigh", "shin", "foot"))
         if None in (th, sh, ft) or sk_t.parents[sh] != th or sk_t.parents[ft] != sh:
             continue
-        mask = feet_s[side]["planted"].copy()
-        if not mask.any():
-            continue
-        toes, floor_t = feet_t[side]["bones"], feet_t[side]["floor"]
-        heading = W[ft] @ T[ft].T @ T[ft][:, 1]          # where the foot points (F, 3)
-        posed = pose_matrices(sk_t, rest_arm, basis_of, loc)
-        world = {b: mo @ posed[b] for b in {th, sh, *toes}}
-        foot_pts = np.concatenate(
-            [np.stack([world[b][:, :3, 3], world[b][:, :3, 3] + world[b][:, :3, 1] * lengths[b]], 1)
-             for b in toes], axis=1)                                              # (F, 2k, 3)
-        ankle = world[ft][:, :3, 3]
-        offset = foot_pts[..., 2].min(axis=1) - ankle[:, 2]
-        goal = posing.plant_goals(ankle, offset, mask, floor_t)
-        need = np.linalg.norm(goal - ankle, axis=1)
+        if feet_s[side]["planted"].any():
+            # a planted source foot rising off its floor (the heel at lift-off) lifts the
+            # target's as much, scaled, past the first PLANT_LIFT_FREE
+            lift = k * np.maximum(feet_s[side]["lift"] - PLANT_LIFT_FREE, 0.0)
+            legs[side] = (th, sh, ft, feet_s[side]["planted"].copy(), lift)
+    for side, (_hip, _knee, _ankle, corr) in holds(legs).items():
+        mask = legs[side][3]
+        need = np.linalg.norm(corr, axis=1)
         for start, stop in posing.runs(mask):
             if need[start:stop].max() > PLANT_REACH:
                 out.append(f"planted {side} foot of '{target_name}' stays {need[start:stop].max() * 100:.1f} cm "
                            f"off its floor spot at frames {start}–{stop - 1} (legs or feet shaped "
                            f"unlike the source's): not forced")
                 mask[start:stop] = False
-        if not mask.any():
-            continue
-        w = posing.plant_weights(mask, ramp=max(2, int(round(PLANT_RAMP * fps))))
-        goal = posing.plant_goals(ankle, offset, mask, floor_t)
-        goal = ankle + w[:, None] * (goal - ankle)
-        hip, knee = world[th][:, :3, 3], world[sh][:, :3, 3]
+    legs = {side: leg for side, leg in legs.items() if leg[3].any()}
+    # where a leg cannot reach its hold (a foot on its toes at lift-off, shaped unlike the
+    # source's), the hips come down by the shortfall, eased over PLANT_RAMP and at most
+    # ROOT_DROP: the legs then reach without snapping straight
+    short = np.zeros(len(next(iter(feet_s.values()))["planted"]))
+    for side, (hip, knee, ankle, corr) in holds(legs).items():
+        goal = ankle + posing.plant_corrections(corr, legs[side][3], ramp)
+        reach = np.linalg.norm(knee - hip, axis=1) + np.linalg.norm(ankle - knee, axis=1)
+        short = np.maximum(short, np.linalg.norm(goal - hip, axis=1) - reach * (1.0 - PLANT_BEND))
+    drop = np.minimum(posing.eased_max(np.maximum(short, 0.0), ramp), ROOT_DROP)
+    if drop.any():
+        world_down = np.outer(drop, [0.0, 0.0, -1.0])
+        loc[mover] = loc[mover] + (world_down @ np.linalg.inv(mo[:3, :3]).T) @ _rot(rest_arm[mover])
+    def leg_ik(side, hip, knee, ankle, corr):
+        """Move one leg's ankle by the eased corrections corr (F, 3) (two-bone IK)."""
+        th, sh, ft, mask, _lift = legs[side]
+        goal = ankle + posing.plant_corrections(corr, mask, ramp)
+        # the hold stretches a leg no straighter than PLANT_BEND short of its reach (or than
+        # the transferred pose has it): near straight a knee turns fast for little reach,
+        # and the foot's pitch (below) covers the rest
+        reach = np.linalg.norm(knee - hip, axis=1) + np.linalg.norm(ankle - knee, axis=1)
+        limit = np.maximum(reach * (1.0 - PLANT_BEND), np.linalg.norm(ankle - hip, axis=1))
+        to_goal = goal - hip
+        far = np.linalg.norm(to_goal, axis=1)
+        goal = hip + to_goal * (np.minimum(far, limit) / np.maximum(far, 1e-9))[:, None]
         # the knee bends towards where the foot points
+        heading = W[ft] @ T[ft].T @ T[ft][:, 1]
         d_up, d_low = posing.two_bone_ik(hip, knee, ankle, goal, knee + _unit(heading))
         W[th] = d_up @ W[th]
         W[sh] = d_low @ W[sh]
         for b in (th, sh, ft):
             p = sk_t.parents[b]
             basis_of[b] = (T[p].T @ T[b]).T @ np.swapaxes(W[p], -1, -2) @ W[b]
-    return out
+
+    for side, (hip, knee, ankle, corr) in holds(legs).items():
+        leg_ik(side, hip, knee, ankle, corr)
+    # what the legs could not reach (a foot on its toes whose ball sits nearer the ankle
+    # than the source's): the foot turns toes-down about its ankle, by the smallest turn
+    # (at most FOOT_PITCH, found by bisection, eased over PLANT_RAMP) that sets its lowest
+    # point where the foot must stand
+    posed = pose_matrices(sk_t, rest_arm, basis_of, loc)
+    for side, (th, sh, ft, mask, lift) in legs.items():
+        floor = feet_t[side]["floor"] + lift
+        ankle = (mo @ posed[ft])[:, :3, 3]
+        pts = np.concatenate([np.stack([(mo @ posed[b])[:, :3, 3], (mo @ posed[b])[:, :3, 3]
+                                        + (mo @ posed[b])[:, :3, 1] * lengths[b]], 1)
+                              for b in feet_t[side]["bones"]], axis=1) - ankle[:, None]
+        heading = W[ft] @ T[ft].T @ T[ft][:, 1]
+        lat = _unit(np.cross([0.0, 0.0, 1.0], heading))      # turning about it lowers the toes
+
+        def gap(phi):
+            """Lowest point above where it must stand, after a turn phi (F,) about lat."""
+            turned = Rotation.from_rotvec(lat * phi[:, None]).as_matrix()
+            return np.einsum("fij,fkj->fki", turned, pts)[..., 2].min(axis=1) + ankle[:, 2] - floor
+
+        lo, hi = np.zeros(len(mask)), np.full(len(mask), FOOT_PITCH)
+        reach = gap(hi) <= 0
+        for _ in range(16):
+            mid = 0.5 * (lo + hi)
+            above = gap(mid) > 0
+            lo, hi = np.where(above, mid, lo), np.where(above, hi, mid)
+        phi = np.where(mask & (gap(np.zeros(len(mask))) > 0), np.where(reach, hi, FOOT_PITCH), 0.0)
+        phi = np.minimum(posing.eased_max(phi, ramp), FOOT_PITCH)
+        if not phi.any():
+            continue
+        W[ft] = Rotation.from_rotvec(lat * phi[:, None]).as_matrix() @ W[ft]
+        p = sk_t.parents[ft]
+        basis_of[ft] = (T[p].T @ T[ft]).T @ np.swapaxes(W[p], -1, -2) @ W[ft]
+    # the turn moved the held point: the legs put it back (horizontally)
+    for side, (hip, knee, ankle, corr) in holds(legs).items():
+        leg_ik(side, hip, knee, ankle, corr * [1.0, 1.0, 0.0])
+    return out, drop
 
 
 def pose_matrices(sk, rest, basis, loc):

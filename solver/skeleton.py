@@ -490,7 +490,10 @@ def _leg_chain(tree, X, reach, leg, up, size, tails, cls):
     pts = X[:, chain]                                             # (F, m, 3)
     if tails is not None and len(X) == 1 and not tree.children[chain[-1]]:
         pts = np.concatenate([pts, tails[chain[-1]][None, None]], axis=1)   # the leaf's tail
-    height = np.median(pts @ up, axis=0)
+    # heights above the chain's lowest point of each frame (median over the frames): a foot
+    # lifted on many of the frames looked at still hangs at the chain's low end
+    rise = pts @ up
+    height = np.median(rise - rise.min(axis=1, keepdims=True), axis=0)
     low = float(height.min())
     # hip stub: a bone much shorter than the rest of the leg below it (CMU LHipJoint,
     # MakeHuman pelvis.L); a thigh is as long as the shin

@@ -275,6 +275,20 @@ def standing_leg(p, side, floor=None):
                            + np.linalg.norm(a - p.heads[:, sh], axis=1) + a[:, 2] - _lowest(p, side)))
 
 
+def root_error(src, tgt):
+    """Largest distance (m) of the target's hip joints (the thigh heads' midpoint, wherever
+    a rig puts its hips bone) from the source's, scaled by the ratio of the standing leg
+    lengths about its first frame, each skeleton on the floor its feet stand on:
+    k · (h(t) − [h_x(0), h_y(0), f_s]) + [h′_x, h′_y, f_t], h′ the target's rest hip joints."""
+    sides = skeleton.SIDES
+    floor_s = np.mean([contact_height(src, s) for s in sides])
+    floor_t = {s: foot_floor(tgt, s) for s in sides}
+    k = np.mean([standing_leg(tgt, s, floor_t[s]) for s in sides]) / np.mean([standing_leg(src, s) for s in sides])
+    p, rest_t = hip_joints(src), hip_joints(tgt, rest=True)
+    expected = k * (p - [p[0, 0], p[0, 1], floor_s]) + [rest_t[0], rest_t[1], np.mean(list(floor_t.values()))]
+    return float(np.linalg.norm(hip_joints(tgt) - expected, axis=1).max())
+
+
 def hip_joints(p, rest=False):
     """Midpoint of the two thigh heads (F, 3), or (3,) at rest: the hip joints' centre."""
     thighs = [p.body.limbs[(side, "thigh")][0] for side in skeleton.SIDES]
