@@ -361,6 +361,8 @@ def solve(sk_s, rest_s_world, mats, tails, sk_t, mo_t, rest_t_arm, tails_t, pair
         if side in feet_s:
             _level_foot(sk_t, b, tip_t - h_t[b], feet_s[side]["planted"], ax_t, Q, t_of)
 
+    if body_t is not None:
+        _share(sk_t, body_t, Q, h_t)
     if shoulder_rhythm and body_t is not None:
         _girdle_rhythm(body_t, sk_s, t_of, Q, S, h_t)
 
@@ -462,6 +464,53 @@ def _refuse(target_name, sk_t, sk_s, body_t, body_s, t_of, basis_of, loc, P, mo,
         raise RetargetError(f"'{target_name}' would hold its head below its hips on {len(bad)} "
                             f"frame(s) (first: {int(bad[0])}) where the source stands upright: "
                             f"refused, nothing written (check the bone map and the up axis)")
+
+
+LIMB_PARTS = ("upper_arm", "forearm", "thigh", "shin")
+
+
+def _share(sk, body, Q, heads):
+    """Share one source bone's rotation over the target bones it spans: a mapped target
+    bone a followed by unmapped in-line bones u1 … un before the next mapped bone c (a
+    five-bone spine driven by a three-bone one, a forearm split for twist).
+
+    Spine, neck and fingers: the rotation of a relative to its mapped parent p,
+    R = Q_pᵀ Q_a, is spread over a, u1 … un in proportion to their lengths (bone i turns
+    by R^(λ0+…+λi), rotation vector scaled; the last one by R, as the rigid chain did), so
+    the bend and twist of the spine are shared between segments and the chain bends as an
+    arc where the rigid one turned at a alone. Limbs (upper arm, forearm, thigh,
+    shin): the joint stays where it is and only the twist of c relative to a about the
+    rest line a → c (swing–twist decomposition) is spread over u1 … un, as the forearm's
+    pronation is. Q (bone → (F, 3, 3) world rotation changes) is updated in place;
+    heads (N, 3) world rest heads."""
+    fixed = dict(Q)
+    for c in sk.order():
+        a = next((x for x in sk.ancestors(c) if x in fixed), None) if c in fixed else None
+        between = sk.path(a, c)[:-1] if a is not None else []
+        role = body.anatomy.roles.get(a)
+        if not between or role is None:
+            continue
+        chain = [a] + between
+        ends = chain[1:] + [c]
+        seg = np.array([np.linalg.norm(heads[e] - heads[b]) for b, e in zip(chain, ends)])
+        if seg.sum() < 1e-9:
+            continue
+        share = np.cumsum(seg) / seg.sum()
+        line = _unit(heads[c] - heads[a])
+        if role.part in LIMB_PARTS:
+            q = Rotation.from_matrix(np.swapaxes(fixed[a], -1, -2) @ fixed[c]).as_quat()   # x, y, z, w
+            twist = 2.0 * np.arctan2(q[:, :3] @ line, q[:, 3])
+            twist = np.mod(twist + np.pi, 2 * np.pi) - np.pi
+            for b, w in zip(between, share[:-1]):
+                Q[b] = fixed[a] @ Rotation.from_rotvec(np.outer(twist * w, line)).as_matrix()
+            continue
+        if role.part not in ("spine", "neck", "head") + body_of.FINGERS:
+            continue
+        p = next((x for x in sk.ancestors(a) if x in fixed), None)
+        if p is None:
+            continue
+        turn = Rotation.from_matrix(np.swapaxes(fixed[p], -1, -2) @ fixed[a]).as_rotvec()  # (F, 3)
+        Q.update({b: fixed[p] @ Rotation.from_rotvec(turn * w).as_matrix() for b, w in zip(chain, share)})
 
 
 CLAVICLE_STILL = np.radians(3.0)   # a source clavicle turning less than this does not move

@@ -573,7 +573,11 @@ def _arm_chain(tree, X, reach, arm, size, cls):
     hand = [fan]
     if kids and above:
         d_kids = np.median([np.linalg.norm(X[:, c] - X[:, fan], axis=-1).mean() for c in kids])
-        d_prev = np.linalg.norm(X[:, fan] - X[:, above[-1]], axis=-1).mean()
+        # the forearm ends at the fan; a forearm split in line (for twist) counts whole
+        start = len(above) - 1
+        while start > 0 and _on_segment(X, above[start - 1], above[start], fan, size):
+            start -= 1
+        d_prev = np.linalg.norm(X[:, fan] - X[:, above[start]], axis=-1).mean()
         if d_kids > 0.6 * d_prev:
             # the fan-out bone is arm-long: a forearm whose children are the hand's palm
             # bones (those starting at the common wrist point) and fingers hanging from it
@@ -619,6 +623,13 @@ def _arm_split(X, pts):
     return best[1], best[2]
 
 
+def _on_segment(X, a, p, b, size):
+    """True when joint p lies between joints a and b on their line (first frame of X)."""
+    ab = X[0, b] - X[0, a]
+    t = float((X[0, p] - X[0, a]) @ ab) / max(float(ab @ ab), 1e-12)
+    return 0.05 < t < 0.95 and np.linalg.norm(X[0, p] - (X[0, a] + t * ab)) < COINCIDENT * size
+
+
 def _twist_leaf(tree, X, parent, child, size):
     """A leaf child lying on its parent's segment, along it: a twist/roll helper bone."""
     if tree.children[child]:
@@ -627,11 +638,7 @@ def _twist_leaf(tree, X, parent, child, size):
     if not others:
         return False
     nxt = max(others, key=lambda c: tree.size[c])
-    a, b, p = X[0, parent], X[0, nxt], X[0, child]
-    ab = b - a
-    t = float((p - a) @ ab) / max(float(ab @ ab), 1e-12)
-    off = np.linalg.norm(p - (a + t * ab))
-    return 0.05 < t < 0.95 and off < COINCIDENT * size
+    return _on_segment(X, parent, child, nxt, size)
 
 
 def _arm_roles(an, tree, chain, side, role, X, size, cls, rest):
