@@ -51,14 +51,20 @@ so, with world rotations W = R_obj · M (rotation parts) and W_b = Q_b · T_b:
 (the object rotation cancels because T = R_obj · L_rot). Unmapped bones keep B = identity,
 W_b = W_p · T_p⁻¹ · T_b. Quaternions are made hemisphere-continuous over frames.
 
-Root motion: the target hips head follows
-  p′(t) = k · (p(t) − p_ref) + p′_ref,  k = L_t / L_s
-with L the hips height above the floor (target: its rest pose above its lowest bone point;
-source: the median over frames of hips height above its lowest joint), p_ref = the source
-hips at the first frame dropped to the source floor, p′_ref = the target rest hips dropped to
-the target floor. When either skeleton has no legs (an upper-body signer), L is the hips →
-chest length and p_ref, p′_ref are the source's first-frame and the target's rest hips. The location key of the hips bone is solved from
-  head_b = L_b,rot · t_B + head_local_b   (parents of the hips at rest).
+Root motion (root_motion): the target's hip joints (the midpoint of its thigh heads)
+follow the source's,
+  h′(t) = k · (h(t) − [h_x(0), h_y(0), f_s]) + [h′_x, h′_y, f_t],  k = L_t / L_s
+with L the standing leg length (thigh + shin + the ankle's height above the sole), f the
+floor the feet stand on (source_feet, target_feet); the hip joints, not the hips bone, are
+scaled, since where a rig puts its hips bone says nothing about how high it stands. When
+either skeleton has no legs (an upper-body signer), the hips head follows the source's
+scaled by the hips → chest lengths from the target's rest hips. The location key of the
+bone carrying the translation (the hips, a Biped's Bip01) is solved from
+  head_b = L_b,rot · t_B + head_local_b   (parents of the hips at rest)
+for the shift the rotated pose still lacks. The pelvis is aligned by the two standing
+poses' body frames and each foot by ankle → toe tip, levelled on the source's planted
+frames (_level_foot); planted feet are held on the target's floor (_plant_feet), and one
+source bone spanning several target bones shares its rotation over them (_share).
 Bones outside the mapped hierarchy (IK targets and poles hanging from a root) follow the
 nearest mapped bone of their side rigidly: M_b(t) = M_anchor(t) · L_anchor⁻¹ · L_b.
 
@@ -556,13 +562,12 @@ FOOT_PITCH = np.radians(35.0)  # the hold turns a foot about its ankle this much
 FOOT_FLOOR_SPREAD = 0.06  # m: a foot whose lowest points stay this close to the floor has its own
 
 
-def _leg_ends(body, side, heads, tails, floor):
-    """(thigh, ankle point, floor under the foot) of one leg of a body: ankle = the foot's
-    head, or the shin's tail without a foot (the robot's IK feet hang outside the leg);
-    heads/tails (F, N, 3) or (N, 3); floor: the body's floor for a leg without foot."""
+def _leg_ends(body, side, heads, tails):
+    """(thigh bone, ankle points) of one leg: the foot's head, or the shin's tail without a
+    foot bone (the robot's IK feet hang outside the leg); heads/tails (F, N, 3) or (N, 3)."""
     th, sh = body.limbs[(side, "thigh")][0], body.limbs[(side, "shin")][0]
     ft = body.limbs.get((side, "foot"), [None])[0]
-    return th, (heads[..., ft, :] if ft is not None else tails[..., sh, :]), floor
+    return th, (heads[..., ft, :] if ft is not None else tails[..., sh, :])
 
 
 def source_feet(body, P, tails, fps):
@@ -588,7 +593,7 @@ def source_feet(body, P, tails, fps):
         low = pts[np.arange(len(pts)), np.argmin(pts[..., 2], axis=1)]
         own = float(np.percentile(low[:, 2], 5))
         floor = own if own - floor_all < FOOT_FLOOR_SPREAD else floor_all
-        th, ankle, _ = _leg_ends(body, side, P, tails, floor)
+        th, ankle = _leg_ends(body, side, P, tails)
         sh = body.limbs[(side, "shin")][0]
         leg = np.linalg.norm(P[:, sh] - P[:, th], axis=1) + np.linalg.norm(ankle - P[:, sh], axis=1) \
             + ankle[:, 2] - low[:, 2]
@@ -608,7 +613,7 @@ def target_feet(body, sk, heads, tails):
         ft = body.limbs.get((side, "foot"), [None])[0]
         bones = sk.subtree(ft) if ft is not None else []
         floor = float(min(heads[bones, 2].min(), tails[bones, 2].min())) if bones else floor_all
-        th, ankle, floor = _leg_ends(body, side, heads, tails, floor)
+        th, ankle = _leg_ends(body, side, heads, tails)
         sh = body.limbs[(side, "shin")][0]
         leg = np.linalg.norm(heads[sh] - heads[th]) + np.linalg.norm(ankle - heads[sh])
         out[side] = {"floor": floor, "bones": bones, "leg": float(leg + ankle[2] - floor)}
@@ -661,18 +666,19 @@ def _level_foot(sk, foot, aim, mask, axes, Q, t_of):
 
 def _plant_feet(target_name, sk_t, body_t, T, W, basis_of, loc, mover, feet_s, feet_t, k, fps,
                 mo, rest_arm, tails_t):
-    """Where a source foot is planted (source_feet), the target foot stands on its floor:
-    its ankle held at one spot per run of planted frames (where the transferred pose puts
-    it on average over the run, so the legs keep the source's directions as far as they
-    can) at the height that puts the foot's lowest point (foot, toes, heel, in the
-    transferred foot rotation) on the floor those bones rest on in the rest pose
-    (target_feet), reached by a two-bone IK of thigh and shin, blended in and out over
-    PLANT_RAMP. A run needing more than PLANT_REACH is left as transferred (the two
-    skeletons' legs or feet differ in shape; bending the legs to hide that would lose the
-    source's leg directions) and reported. W (world rotations) and basis_of (local) are
-    updated in place. mo (4, 4), rest_arm (N, 4, 4), tails_t (N, 3): the target's object
-    matrix, armature-space rest matrices and world rest tails. Returns warnings (list of
-    str)."""
+    """Where a source foot is planted (source_feet), the target foot stands on its floor
+    (target_feet): per run of planted frames the foot's point lowest on average is held at
+    one spot and its lowest point put on the floor (solver.posing.contact_holds; a source
+    foot rising past PLANT_LIFT_FREE lifts the target's by as much, scaled by k), eased in
+    and out over PLANT_RAMP (solver.posing.plant_corrections) and reached by a two-bone IK
+    of thigh and shin that stretches a leg no further than PLANT_BEND short of straight;
+    what the legs cannot reach the hips give (at most ROOT_DROP, eased) and the foot's
+    pitch about the ankle takes (at most FOOT_PITCH), after which the legs put the held
+    point back. A run needing more than PLANT_REACH is left as transferred and reported.
+    W (world rotations), basis_of (local) and loc[mover] (the bone carrying the root
+    translation) are updated in place. mo (4, 4), rest_arm (N, 4, 4), tails_t (N, 3): the
+    target's object matrix, armature-space rest matrices and world rest tails. Returns
+    (warnings (list of str), the hips' drop (F,) m)."""
     out = []
     tails_arm = (np.linalg.inv(mo) @ np.c_[tails_t, np.ones(len(tails_t))].T).T[:, :3]
     lengths = np.linalg.norm(tails_arm - rest_arm[:, :3, 3], axis=1)      # bone lengths
