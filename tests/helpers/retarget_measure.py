@@ -15,7 +15,7 @@ import numpy as np
 from solver import posing, skeleton
 
 ARM = ("upper_arm", "forearm", "hand")
-LEG = ("thigh", "shin", "foot", "toe")
+LEG = ("thigh", "shin", "foot")
 DEG = math.degrees(1.0)
 
 
@@ -79,13 +79,35 @@ def landmarks(body):
     return out
 
 
+def aligned_cosine(ds, dt):
+    """Mean cosine between direction series ds and dt (F, 3) after the one constant
+    rotation that best aligns them (Wahba's problem over the frames, SVD)."""
+    u, _s, vt = np.linalg.svd(dt.T @ ds)
+    ds = ds @ (u @ np.diag([1.0, 1.0, np.linalg.det(u @ vt)]) @ vt).T
+    return float(np.mean(np.sum(ds * dt, axis=1)))
+
+
+def foot_end(body, side):
+    """The last bone of a foot: its toe chain's end, else the foot bone (None without foot)."""
+    chain = body.limbs.get((side, "toe"), []) + body.segments.get((side, "toe"), [])
+    return (chain or body.limbs.get((side, "foot"), [None]))[-1]
+
+
 def chain_cosines(src, tgt):
     """Mean direction cosine over the clip per landmark segment present in both bodies:
     {(chain, k): cosine}. Chains of different length (fingers with 2 vs 3 joints, legs
     with or without feet) compare their common landmarks; a finger of different joint
-    count compares base → last joint; hips → chest and chest → head after rest alignment."""
+    count compares base → last joint; hips → chest and chest → head after rest alignment;
+    each foot as ankle → foot end (the toe tip) after rest alignment, since skeletons put
+    the joint between foot and toe at different places (a BVH "foot" bone may end 4 cm
+    below the ankle, another at the ball of the foot) and a flat foot is flat in both."""
     ls, lt = landmarks(src.body), landmarks(tgt.body)
     out = {}
+    for side in skeleton.SIDES:
+        ends = [(p, p.body.limbs.get((side, "foot"), [None])[0], foot_end(p.body, side)) for p in (src, tgt)]
+        if all(e[1] is not None for e in ends):
+            ds, dt = (_unit(p.tails[:, end] - p.heads[:, ft]) for p, ft, end in ends)
+            out[(f"foot.{side}", 0)] = aligned_cosine(ds, dt)
     for name in sorted(set(ls) & set(lt)):
         cs, ct = ls[name], lt[name]
         if len(cs) != len(ct):
@@ -102,10 +124,10 @@ def chain_cosines(src, tgt):
             if name in ("spine", "neck"):
                 # from the hips and the chest the two skeletons start their lines at
                 # different points (a root behind the spine, a neck on the chest): compare
-                # after the one constant rotation that best aligns them (Wahba over frames)
-                u, _s, vt = np.linalg.svd(dt.T @ ds)
-                ds = ds @ (u @ np.diag([1.0, 1.0, np.linalg.det(u @ vt)]) @ vt).T
-            out[(name, k)] = float(np.mean(np.sum(ds * dt, axis=1)))
+                # after the one constant rotation that best aligns them
+                out[(name, k)] = aligned_cosine(ds, dt)
+            else:
+                out[(name, k)] = float(np.mean(np.sum(ds * dt, axis=1)))
     return out
 
 
@@ -206,6 +228,73 @@ def floor_height(p):
     return float(min(p.rest_heads[:, 2].min(), p.rest_tails[:, 2].min()))
 
 
+def ankles(p, side, rest=False):
+    """Ankle points (F, 3), or (3,) at rest: the foot's head, or the shin's tail for a leg
+    without a foot bone."""
+    b = p.body
+    ft = b.limbs.get((side, "foot"), [None])[0]
+    heads, tails = (p.rest_heads, p.rest_tails) if rest else (p.heads, p.tails)
+    return heads[..., ft, :] if ft is not None else tails[..., b.limbs[(side, "shin")][0], :]
+
+
+def foot_floor(p, side):
+    """A target's rest floor under one foot (m): the lowest rest head or tail of the foot
+    and the bones below it; the whole skeleton's without a foot bone."""
+    b = p.body
+    if (side, "foot") not in b.limbs:
+        return floor_height(p)
+    bones = foot_bones(p, side)
+    return float(min(p.rest_heads[bones, 2].min(), p.rest_tails[bones, 2].min()))
+
+
+def _lowest(src, side):
+    """Height (F,) of a source foot's lowest point (foot and toe heads and tails)."""
+    b = src.body
+    bones = [b.limbs[(side, p)][0] for p in ("foot", "toe") if (side, p) in b.limbs]
+    return np.concatenate([src.heads[:, bones, 2], src.tails[:, bones, 2]], axis=1).min(axis=1)
+
+
+def contact_height(src, side):
+    """A source foot's floor (m): the 5th percentile of its lowest point's height."""
+    return float(np.percentile(_lowest(src, side), 5))
+
+
+def standing_leg(p, side, floor=None):
+    """Standing leg length (m): hip joint → knee → ankle plus the ankle's height above the
+    sole; a target from its rest pose (the sole on `floor`, m), a source from its motion
+    (bone lengths and the ankle's height above the foot's own lowest point, medians over
+    the frames)."""
+    b = p.body
+    th, sh = b.limbs[(side, "thigh")][0], b.limbs[(side, "shin")][0]
+    if floor is not None:
+        a = ankles(p, side, rest=True)
+        return float(np.linalg.norm(p.rest_heads[sh] - p.rest_heads[th]) + np.linalg.norm(a - p.rest_heads[sh])
+                     + a[2] - floor)
+    a = ankles(p, side)
+    return float(np.median(np.linalg.norm(p.heads[:, sh] - p.heads[:, th], axis=1)
+                           + np.linalg.norm(a - p.heads[:, sh], axis=1) + a[:, 2] - _lowest(p, side)))
+
+
+def root_error(src, tgt):
+    """Largest distance (m) of the target's hip joints (the thigh heads' midpoint, wherever
+    a rig puts its hips bone) from the source's, scaled by the ratio of the standing leg
+    lengths about its first frame, each skeleton on the floor its feet stand on:
+    k · (h(t) − [h_x(0), h_y(0), f_s]) + [h′_x, h′_y, f_t], h′ the target's rest hip joints."""
+    sides = skeleton.SIDES
+    floor_s = np.mean([contact_height(src, s) for s in sides])
+    floor_t = {s: foot_floor(tgt, s) for s in sides}
+    k = np.mean([standing_leg(tgt, s, floor_t[s]) for s in sides]) / np.mean([standing_leg(src, s) for s in sides])
+    p, rest_t = hip_joints(src), hip_joints(tgt, rest=True)
+    expected = k * (p - [p[0, 0], p[0, 1], floor_s]) + [rest_t[0], rest_t[1], np.mean(list(floor_t.values()))]
+    return float(np.linalg.norm(hip_joints(tgt) - expected, axis=1).max())
+
+
+def hip_joints(p, rest=False):
+    """Midpoint of the two thigh heads (F, 3), or (3,) at rest: the hip joints' centre."""
+    thighs = [p.body.limbs[(side, "thigh")][0] for side in skeleton.SIDES]
+    return (p.rest_heads if rest else p.heads)[..., thighs, :].mean(axis=-2)
+
+
 def planted(src, side, speed, fps, floor_tol):
     """Frames (bool (F,)) where the source foot of `side` is planted: its lowest point
     moves slower than `speed` (m/s) and lies within floor_tol (m) of the source floor, for
@@ -234,17 +323,21 @@ def foot_bones(p, side):
 
 def foot_slide_and_height(tgt, side, mask):
     """Over runs of planted frames: the largest horizontal slide (m) of the target foot's
-    lowest point (foot, toes, heel) and its largest distance (m) from the target's floor,
-    where those bones rest in the rest pose."""
+    contact point and the largest distance (m) of the foot's lowest point (foot, toes,
+    heel) from the target's floor, where those bones rest in the rest pose. The contact
+    point is the one head or tail of those bones lowest on average over the run, followed
+    as it moves (a flat foot's lowest point jumps between its toe joints without the foot
+    moving)."""
     bones = foot_bones(tgt, side)
     pts = np.concatenate([tgt.heads[:, bones], tgt.tails[:, bones]], axis=1)
-    low = pts[np.arange(len(pts)), np.argmin(pts[..., 2], axis=1)]
+    low = pts[..., 2].min(axis=1)
     floor = float(min(tgt.rest_heads[bones, 2].min(), tgt.rest_tails[bones, 2].min()))
     slide, height = 0.0, 0.0
     for start, stop in posing.runs(mask):
-        run = low[start:stop]
-        slide = max(slide, float(np.linalg.norm(run[:, :2] - run[0, :2], axis=1).max()))
-        height = max(height, float(np.abs(run[:, 2] - floor).max()))
+        run = pts[start:stop]
+        contact = run[:, int(np.argmin(run[..., 2].mean(axis=0)))]
+        slide = max(slide, float(np.linalg.norm(contact[:, :2] - contact[0, :2], axis=1).max()))
+        height = max(height, float(np.abs(low[start:stop] - floor).max()))
     return slide, height
 
 
