@@ -10,6 +10,7 @@ import bpy
 from . import operators, panels
 from .signsim_addon import cli, preferences, properties, translations
 from .signsim_addon.bake import physics_presets
+from .signsim_addon.retarget import contact_list
 
 
 class _Pointer:
@@ -29,6 +30,8 @@ _REGISTRATION = (
     *preferences.classes,
     *properties.classes,
     *(_Pointer(id_type, group) for id_type, group in properties.POINTERS),
+    *contact_list.classes,
+    contact_list.LIST_PROPERTY,  # Object.signsim_contacts
     physics_presets,  # the shipped presets' folder
     translations,
     cli,              # bpy.utils.register_cli_command

@@ -204,7 +204,7 @@ def preserve(source, target, result, *, forced=(), disabled=(), report=silent):
                             f"not reached on '{target.name}': {c.measured['gap_mm']:.1f} mm gap, "
                             f"spot {c.measured['spot_error_mm']:.1f} mm off")
     result.action[CONTACTS_PROP] = json.dumps(items)
-    _store_list(target, items, forced)
+    _store_list(target, items, forced, disabled)
     for w in warnings:
         report(WARNING, w)
     report(INFO, f"kept {sum(1 for i in items if 'gap_mm' in i)} of {len(items)} contacts on '{target.name}'")
@@ -218,20 +218,38 @@ def summary(action):
     return [{k: i[k] for k in keep if k in i} for i in json.loads(action.get(CONTACTS_PROP, "[]"))]
 
 
-def _store_list(target, items, forced):
+def animator_choices(target):
+    """{"forced": [...], "disabled": [...]} from the armature's contact list: the contacts
+    the animator added and the ones switched off, as (part a, part b, first, last frame)."""
+    coll = target.signsim_contacts
+    rows = [(c.part_a, c.part_b, c.frame_start, c.frame_end, c.enabled, c.added) for c in coll]
+    return {"forced": [r[:4] for r in rows if r[5] and r[4]],
+            "disabled": [r[:4] for r in rows if not r[4]]}
+
+
+def _store_list(target, items, forced, disabled):
     """The armature's contact list (Object.signsim_contacts) from the contacts kept, the
-    animator's additions kept as added."""
-    coll = getattr(target, "signsim_contacts", None)
-    if coll is None:       # the list's property is registered with the add-on's panels
-        return
-    added = {(a, b, f0, f1) for a, b, f0, f1 in forced}
+    animator's additions marked as added, the ones switched off kept (off)."""
+    coll = target.signsim_contacts
+    added = {tuple(f) for f in forced}
+    rows = [(*i["parts"], int(round(i["frames"][0])), int(round(i["frames"][1])), True) for i in items]
+    rows += [(*d, False) for d in disabled]
     coll.clear()
-    for i in items:
+    for a, b, f0, f1, on in sorted(rows, key=lambda r: (r[2], r[0], r[1])):
         it = coll.add()
-        it.part_a, it.part_b = i["parts"]
-        it.frame_start, it.frame_end = int(round(i["frames"][0])), int(round(i["frames"][1]))
-        it.enabled = True
-        it.added = (it.part_a, it.part_b, it.frame_start, it.frame_end) in added
+        it.part_a, it.part_b, it.frame_start, it.frame_end, it.enabled = a, b, f0, f1, on
+        it.added = (a, b, f0, f1) in added
+
+
+def add_contact(target, part_a, part_b, frame_start, frame_end):
+    """Add a contact to the armature's list (kept at the next retarget even where the
+    source's parts do not touch). Returns a message; part names as in the list
+    (index_R, palm_L, chin, cheek_R, …), frames in scene frames."""
+    it = target.signsim_contacts.add()
+    it.part_a, it.part_b = part_a, part_b
+    it.frame_start, it.frame_end = min(frame_start, frame_end), max(frame_start, frame_end)
+    it.enabled = it.added = True
+    return f"Added contact {part_a}-{part_b} (frames {it.frame_start}–{it.frame_end}): retarget again to apply"
 
 
 def mark_timeline(scene, action):
