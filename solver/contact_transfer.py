@@ -25,6 +25,7 @@ on vector formulations and damped least-squares methods" (IEEE SMC, 1986).
 from dataclasses import dataclass, field
 
 import numpy as np
+from scipy.ndimage import gaussian_filter1d
 from scipy.sparse import coo_matrix
 from scipy.sparse.csgraph import connected_components
 from scipy.spatial import cKDTree
@@ -52,8 +53,9 @@ LANDMARKS = {"chin": (0.0, 0.070, -0.050), "mouth": (0.0, 0.072, 0.000), "nose":
 FINGER_RADIUS = 0.0075        # m, a reference adult's fingertip pad
 PALM_HALF_THICKNESS = 0.013   # m, a reference adult's palm
 TOUCH = 0.004                 # m (reference adult) from touching counts as a contact
+SLOW = 0.15                   # m/s (reference adult): parts resting on each other move slower
 MIN_RUN = 2                   # frames a contact lasts at least
-RAMP_SECONDS = 0.2            # ease-in and ease-out of each correction
+RAMP_SECONDS = 0.3            # ease-in and ease-out of each correction
 FINGERS = ("thumb", "index", "middle", "ring", "pinky")
 
 
@@ -204,16 +206,6 @@ def _runs(mask):
     return [(int(a), int(b)) for a, b in zip(edges[::2], edges[1::2]) if b - a >= MIN_RUN]
 
 
-def ramp_weights(n_frames, start, stop, ramp):
-    """Weights (n_frames,): 1 on [start, stop), easing to 0 over `ramp` frames on each
-    side with the smootherstep 6t⁵ − 15t⁴ + 10t³ (continuous to the second derivative,
-    so the correction adds no jerk spike)."""
-    f = np.arange(n_frames, dtype=float)
-    d = np.maximum(np.maximum(start - f, f - (stop - 1)), 0.0)
-    t = np.clip(1.0 - d / (ramp + 1.0), 0.0, 1.0)
-    return t * t * t * (t * (6.0 * t - 15.0) + 10.0)
-
-
 def detect(body, fps, forced=(), disabled=()):
     """Contacts of a source motion (SourceBody), in frame order.
 
@@ -229,7 +221,9 @@ def detect(body, fps, forced=(), disabled=()):
     s = body.scale
     touch = TOUCH * s
     r_tip = FINGER_RADIUS * s
-    n = len(next(iter(body.tips.values()))) if body.tips else 0
+    tracks = list(body.tips.values()) + [p[0] for p in body.palms.values()]
+    tracks += [body.head_origin] if body.head_origin is not None else []
+    n = len(tracks[0]) if tracks else 0
     out = []
     candidates = {}   # (kind, a, b) → (distance (F,), spot_a function, spot_b function)
     if body.head_origin is not None:
@@ -241,7 +235,7 @@ def detect(body, fps, forced=(), disabled=()):
             d, nrm = _ellipsoid_distance(q, centres, radii)
             spot = normalise(q - d[:, None] * nrm, box)
             tip_spot = np.zeros_like(spot)
-            candidates[("face", f"{finger}_{side}", None)] = (d, tip_spot, spot)
+            candidates[("face", f"{finger}_{side}", None)] = (d, tip_spot, spot, q)
     tips = sorted(body.tips)
     for i, ka in enumerate(tips):
         for kb in tips[i + 1:]:
@@ -250,9 +244,9 @@ def detect(body, fps, forced=(), disabled=()):
                 continue          # neighbouring fingers touch each other all the time
             a, b = (ka, kb) if ka[1] == "thumb" or not same else (kb, ka)
             d = np.linalg.norm(body.tips[a] - body.tips[b], axis=1) - 2 * r_tip
-            toward = _unit(body.tips[b] - body.tips[a])
+            toward = _unit(body.tips[b] - body.tips[a])   # a finger's spot: towards the other
             candidates[("finger", f"{a[1]}_{a[0]}", f"{b[1]}_{b[0]}")] = (
-                d, _pad_spot(toward, body.tip_dirs[a]), _pad_spot(-toward, body.tip_dirs[b]))
+                d, toward, -toward, body.tips[b] - body.tips[a])
     for side, (c, ax, half) in body.palms.items():
         t = PALM_HALF_THICKNESS * s
         for (fside, finger), tip in body.tips.items():
@@ -263,24 +257,28 @@ def detect(body, fps, forced=(), disabled=()):
             d = np.where(inside, np.abs(q[:, 2]) - t - r_tip, np.inf)
             spot = np.stack([q[:, 0] / half[0], q[:, 1] / half[1], np.sign(q[:, 2])], -1)
             toward = -ax[..., 2] * np.sign(q[:, 2])[:, None]
-            candidates[("palm", f"{finger}_{fside}", f"palm_{side}")] = (
-                d, _pad_spot(toward, body.tip_dirs[(fside, finger)]), spot)
+            candidates[("palm", f"{finger}_{fside}", f"palm_{side}")] = (d, toward, spot, q)
     if set(body.palms) == {"L", "R"}:
-        candidates[("palm", "palm_L", "palm_R")] = _palm_palm(body.palms["L"], body.palms["R"],
-                                                             PALM_HALF_THICKNESS * s)
+        (ca, axa, _ha), (cb, _axb, _hb) = body.palms["L"], body.palms["R"]
+        candidates[("palm", "palm_L", "palm_R")] = (
+            *_palm_palm(body.palms["L"], body.palms["R"], PALM_HALF_THICKNESS * s),
+            np.einsum("fji,fj->fi", axa, cb - ca))
     ramp = max(1, int(round(RAMP_SECONDS * fps)))
-    for (kind, a, b), (d, spot_a, spot_b) in candidates.items():
-        mask = d < touch
+    for (kind, a, b), (d, spot_a, spot_b, relative) in candidates.items():
+        # touching and resting on each other: a fingertip sweeping past the skin within
+        # TOUCH is not a contact (nor is a brush, which this does not keep)
+        speed = np.linalg.norm(np.gradient(relative, axis=0), axis=1) * fps if n > 1 else np.zeros(n)
+        mask = (d < touch) & (speed < SLOW * s)
         runs = _runs(mask)
         if kind == "face":
             names = [face_region(np.median(spot_b[s0:s1], axis=0) * 1.0) for s0, s1 in runs]
         else:
             names = [b] * len(runs)
         for (s0, s1), name in zip(runs, names):
-            out.append(Contact(kind, a, name, s0, s1, spot_a[s0:s1], spot_b[s0:s1]))
+            out.append(_with_gap(Contact(kind, a, name, s0, s1, spot_a[s0:s1], spot_b[s0:s1]), d))
         for fa, fb, s0, s1 in forced:
             if fa == a and (fb == b or (kind == "face" and fb in LANDMARKS)):
-                out.append(Contact(kind, a, fb, s0, s1, spot_a[s0:s1], spot_b[s0:s1]))
+                out.append(_with_gap(Contact(kind, a, fb, s0, s1, spot_a[s0:s1], spot_b[s0:s1]), d))
     out = [c for c in out if not any(c.part_a == a and c.part_b == b and c.start < s1 and s0 < c.stop
                                      for a, b, s0, s1 in disabled)]
     palms = [c for c in out if c.part_a == "palm_L" and c.part_b == "palm_R"]
@@ -289,8 +287,14 @@ def detect(body, fps, forced=(), disabled=()):
     out = [c for c in out if c.kind == "face" or c in palms or _side(c.part_a) == _side(c.part_b)
            or not any(p.start < c.stop and c.start < p.stop for p in palms)]
     for c in out:
-        c.weights = ramp_weights(n, c.start, c.stop, ramp)
+        c.weights = _blend_weights(n, [(c.start, c.stop)], ramp)
     return sorted(out, key=lambda c: (c.start, c.name))
+
+
+def _with_gap(c, distance):
+    """Contact c with the source's own gap per frame (c.gap, m, ≥ 0) from distance (F,)."""
+    c.gap = np.clip(distance[c.start:c.stop], 0.0, None)
+    return c
 
 
 PLATE = 5   # samples across and along a palm
@@ -322,12 +326,6 @@ def _palm_palm(palm_a, palm_b, thickness):
     spot_a = np.concatenate([pa[i, :2] / ha[:2], side_a[:, None]], -1)
     spot_b = np.concatenate([pb[j, :2] / hb[:2], side_b[:, None]], -1)
     return gap, spot_a, spot_b
-
-
-def _pad_spot(toward, along):
-    """A finger spot: the unit direction (F, 3) towards the contact, with the component
-    along the finger's distal bone (F, 3) kept (the tip or the pad)."""
-    return _unit(toward)
 
 
 # ---------------------------------------------------------------------------------------
@@ -685,71 +683,182 @@ def _clearance(M, part_a, part_b, coarse=False):
     return least, point, j
 
 
-def enforce(target, body, contacts):
+def enforce(target, body, contacts, fps):
     """Target basis rotations (F, N, 4) with every enabled contact kept, and per contact
-    its measured values ({"gap_mm", "penetration_mm", "spot_error_mm"} at its worst run
-    frame: skin clearance by signed distance, and the distance from the nearest skin
-    point of part a to the transferred spot on part b), stored in Contact.measured.
+    its measured values ({"gap_mm", "penetration_mm", "spot_error_mm"} over its run:
+    skin clearance by signed distance, and the distance from the middle of the touching
+    patch to the transferred spot on part b), stored in Contact.measured.
 
+    Contacts of one pair are solved together: on each run the IK correction (a rotation
+    per joint, relative to the pose before), between runs less than two ramps apart the
+    correction goes smoothly from one run's to the next (a clap's palms are not released
+    between claps), elsewhere it eases in and out over RAMP_SECONDS (smootherstep).
     target: Target (its basis is not modified); body: TargetBody; contacts: [Contact]
-    from detect. A contact whose parts the target lacks is left out and measured as
-    {"skipped": reason}.
+    from detect; fps: frames per second. A contact whose parts the target lacks is left
+    out and measured as {"skipped": reason}.
     """
     out = target.at(np.arange(len(target.basis)))
+    ramp = max(1, int(round(RAMP_SECONDS * fps)))
+    groups = {}
     for c in contacts:
-        if not c.enabled:
+        if c.enabled:
+            groups.setdefault(c.name, []).append(c)
+    for group in groups.values():
+        solved = [_solve_contact(out, body, c) for c in group]
+        runs = [(c, sol) for c, sol in zip(group, solved) if sol]
+        if not runs:
             continue
-        part_b_name = "face" if c.kind == "face" else c.part_b
-        pa, pb = body.parts.get(c.part_a), body.parts.get(part_b_name)
-        ja, jb = _joints(body, c.kind, c.part_a, part_b_name)
-        if pa is None or pb is None or not (ja or jb):
-            c.measured = {"skipped": f"the target has no skin or chain for {c.part_a} or {part_b_name}"}
-            continue
-        frames = np.arange(c.start, c.stop)
-        bones = [pa.bone, pb.bone] + ja + jb
-        M = out.at(frames).pose(bones)
-        mid = len(frames) // 2
-        spot_b, normal_b = _spots_b(body, c, pb, M, pa)
-        world_b = np.einsum("fij,fj->fi", M[:, pb.bone, :3, :3], spot_b) + M[:, pb.bone, :3, 3]
-        toward = _local(M[mid:mid + 1], pa.bone, world_b[mid:mid + 1])[0]
-        n_world = _unit(np.einsum("fij,fj->fi", _rot(M[:, pb.bone]), normal_b))
-        goal = Goal(pa.bone, _lowest(pa, M, n_world), ja, pb.bone, spot_b, jb, body.weights)
-        offset = np.zeros((len(frames), 3))
-        plain = out.basis[frames].copy()
-        trial = None
-        for k in range(CLEARANCE_PASSES):
-            solved = solve_goal(out, frames, goal, offset, body.size, trial)
-            trial = out.basis[frames].copy()
-            for j, q in solved.items():
-                trial[:, j] = q
-            Mt = out.at(frames, trial).pose(bones)
-            sd, _p, _deepest = _clearance(Mt, pa, pb, coarse=True)
-            # a's skin point lowest along b's normal goes to the spot (on a plane
-            # there, no other point of a is then inside b), then a is lifted along
-            # the normal until none is inside b's curved skin either
-            if k < 2:
-                goal.local_a = _lowest(pa, Mt, n_world)
-            else:
-                offset = offset - sd[:, None] * n_world
-        for j, q in solved.items():
-            out.basis[frames, j] = q
-            _fade(out.basis[:, j], plain[:, j], q, c.start, c.stop, c.weights)
-        M = out.at(frames).pose(bones)
-        sd, nearest, _i = _clearance(M, pa, pb)
-        world_b = np.einsum("fij,fj->fi", M[:, pb.bone, :3, :3], spot_b) + M[:, pb.bone, :3, 3]
-        err = np.linalg.norm(nearest - world_b, axis=1)
-        c.measured = {"gap_mm": float(1e3 * max(sd.max(), 0.0)),
-                      "penetration_mm": float(1e3 * max(-sd.min(), 0.0)),
-                      "spot_error_mm": float(1e3 * err.max())}
-        c.target_spots = (pb.bone, spot_b)
+        plain = out.basis.copy()
+        for j in sorted({j for _c, sol in runs for j in sol}):
+            out.basis[:, j] = _blend(plain[:, j], [(c.start, c.stop, sol.get(j)) for c, sol in runs], ramp)
+        weights = _blend_weights(len(plain), [(c.start, c.stop) for c, _s in runs], ramp)
+        for c, _sol in runs:
+            c.weights = weights
+            _measure(out, body, c)
     return out.basis
 
 
+def _solve_contact(out, body, c):
+    """{joint: (stop − start, 4) basis quaternions} meeting contact c on its run, or {}
+    (c.measured says why)."""
+    part_b_name = "face" if c.kind == "face" else c.part_b
+    pa, pb = body.parts.get(c.part_a), body.parts.get(part_b_name)
+    ja, jb = _joints(body, c.kind, c.part_a, part_b_name)
+    if pa is None or pb is None or not (ja or jb):
+        c.measured = {"skipped": f"the target has no skin or chain for {c.part_a} or {part_b_name}"}
+        return {}
+    frames = np.arange(c.start, c.stop)
+    bones = [pa.bone, pb.bone] + ja + jb
+    M = out.at(frames).pose(bones)
+    spot_b, normal_b = _spots_b(body, c, pb, M, pa)
+    n_world = _unit(np.einsum("fij,fj->fi", _rot(M[:, pb.bone]), normal_b))
+    goal = Goal(pa.bone, _held_point(_lowest(pa, M, n_world)), ja, pb.bone, spot_b, jb, body.weights)
+    # the source's own approach: a fingertip still arriving stays as far from the skin
+    # as it is in the source (at most KEEP_GAP), so it settles as the source's does
+    keep = np.minimum(getattr(c, "gap", np.zeros(len(frames))), KEEP_GAP)
+    offset = keep[:, None] * n_world
+    trial = None
+    for k in range(CLEARANCE_PASSES):
+        solved = solve_goal(out, frames, goal, offset, body.size, trial)
+        trial = out.basis[frames].copy()
+        for j, q in solved.items():
+            trial[:, j] = q
+        Mt = out.at(frames, trial).pose(bones)
+        sd, _p, _deepest = _clearance(Mt, pa, pb, coarse=True)
+        # a's skin lowest along b's normal goes to the spot (on a plane there, no other
+        # point of a is then inside b), then a is lifted along the normal until none is
+        # inside b's curved skin either
+        if k < 2:
+            goal.local_a = _held_point(_lowest(pa, Mt, n_world))
+        else:
+            offset = offset - (sd - keep)[:, None] * n_world
+        # the arm is redundant: frames solved apart may settle on different elbows;
+        # the corrections are smoothed over the run and solved again from there, so
+        # neighbouring frames take neighbouring solutions
+        trial = _smoothed(out.basis[frames], trial, list(solved))
+    solved = solve_goal(out, frames, goal, offset, body.size, trial)
+    c.target_spots, c.bones, c.parts_ = (pb.bone, spot_b), (pa.bone, pb.bone), (pa, pb, bones)
+    return solved
+
+
+def _held_point(points):
+    """One point of a part for the whole run (k, 3): the median of its per-frame points,
+    so that the same spot of the finger touches, however the finger turns."""
+    return np.repeat(np.median(points, axis=0)[None], len(points), 0)
+
+
+KEEP_GAP = 0.0015      # m: the largest source gap kept on a contact's frames
+SMOOTH_FRAMES = 1.5   # σ of the Gaussian smoothing the corrections over a run (frames)
+
+
+def _smoothed(plain, solved, joints):
+    """solved (k, N, 4) with each joint's correction relative to plain (k, N, 4), as a
+    rotation vector, smoothed over the k frames (Gaussian, σ = SMOOTH_FRAMES)."""
+    out = solved.copy()
+    for j in joints:
+        rv = quat.log(quat.conj_mul(plain[:, j], solved[:, j]))
+        rv = gaussian_filter1d(rv, SMOOTH_FRAMES, axis=0, mode="nearest")
+        out[:, j] = quat.mul(plain[:, j], quat.exp(rv))
+    return out
+
+
+def _measure(out, body, c):
+    pa, pb, bones = c.parts_
+    frames = np.arange(c.start, c.stop)
+    M = out.at(frames).pose(bones)
+    sd, patch, _i = _clearance(M, pa, pb)
+    spot = np.einsum("fij,fj->fi", M[:, pb.bone, :3, :3], c.target_spots[1]) + M[:, pb.bone, :3, 3]
+    c.measured = {"gap_mm": float(1e3 * max(sd.max(), 0.0)),
+                  "penetration_mm": float(1e3 * max(-sd.min(), 0.0)),
+                  "spot_error_mm": float(1e3 * np.linalg.norm(patch - spot, axis=1).max())}
+    del c.parts_
+
+
+def _smootherstep(t):
+    t = np.clip(t, 0.0, 1.0)
+    return t * t * t * (t * (6.0 * t - 15.0) + 10.0)
+
+
+def _bridges(runs, ramp):
+    """Indices i where run i and run i + 1 are less than two ramps apart."""
+    return {i for i in range(len(runs) - 1) if runs[i + 1][0] - runs[i][1] <= 2 * ramp}
+
+
+def _blend(plain, runs, ramp):
+    """One bone's basis quaternions (F, 4): plain (F, 4) times the correction: on each run
+    (start, stop, solved (stop − start, 4) or None: not moved) the solved one; between
+    runs at most two ramps apart the correction interpolated (slerp, smootherstep);
+    elsewhere faded in and out over `ramp` frames."""
+    n = len(plain)
+    ident = np.array([1.0, 0.0, 0.0, 0.0])
+    deltas = [quat.conj_mul(plain[s0:s1], sol) if sol is not None else np.tile(ident, (s1 - s0, 1))
+              for s0, s1, sol in runs]
+    delta = np.tile(ident, (n, 1))
+    bridged = _bridges(runs, ramp)
+    for i, ((s0, s1, _sol), d) in enumerate(zip(runs, deltas)):
+        delta[s0:s1] = d
+        if i in bridged:
+            n0, _n1, _ = runs[i + 1]
+            t = _smootherstep((np.arange(s1, n0) - (s1 - 1)) / (n0 - (s1 - 1)))
+            delta[s1:n0] = quat.slerp(np.repeat(d[-1:], n0 - s1, 0), np.repeat(deltas[i + 1][:1], n0 - s1, 0), t)
+        else:
+            f = np.arange(s1, min(n, s1 + ramp))
+            w = _smootherstep(1.0 - (f - (s1 - 1)) / (ramp + 1.0))
+            delta[f] = quat.exp(w[:, None] * quat.log(np.repeat(d[-1:], len(f), 0)))
+        if i - 1 not in bridged:
+            f = np.arange(max(0, s0 - ramp), s0)
+            w = _smootherstep(1.0 - (s0 - f) / (ramp + 1.0))
+            delta[f] = quat.exp(w[:, None] * quat.log(np.repeat(d[:1], len(f), 0)))
+    out = quat.mul(plain, delta)
+    return np.where(np.sum(out * plain, -1, keepdims=True) < 0, -out, out)
+
+
+def _blend_weights(n, runs, ramp):
+    """The correction's weight (n,) in [0, 1] as _blend applies it (1 on runs and bridges)."""
+    w = np.zeros(n)
+    bridged = _bridges([(a, b, None) for a, b in runs], ramp)
+    for i, (s0, s1) in enumerate(runs):
+        w[s0:s1] = 1.0
+        if i in bridged:
+            w[s1:runs[i + 1][0]] = 1.0
+        else:
+            f = np.arange(s1, min(n, s1 + ramp))
+            w[f] = np.maximum(w[f], _smootherstep(1.0 - (f - (s1 - 1)) / (ramp + 1.0)))
+        if i - 1 not in bridged:
+            f = np.arange(max(0, s0 - ramp), s0)
+            w[f] = np.maximum(w[f], _smootherstep(1.0 - (s0 - f) / (ramp + 1.0)))
+    return w
+
+
 def _lowest(part, M, normal):
-    """Per frame the vertex (k, 3) of part (its bone's rest frame) lowest along the world
-    direction normal (k, 3) at poses M (k, N, 4, 4)."""
-    local = np.einsum("fji,fj->fi", _rot(M[:, part.bone]), normal)
-    return part.vertices[np.argmin(local @ part.vertices.T, axis=1)]
+    """Per frame the point (k, 3) of part (its bone's rest frame) lowest along the world
+    direction normal (k, 3) at poses M (k, N, 4, 4): the soft minimum of its vertices'
+    heights (weights exp(−(h − h_min)/PATCH)), which moves smoothly as the part turns
+    where the lowest vertex would jump from one vertex to the next."""
+    scale = np.linalg.norm(M[:, part.bone, :3, 0], axis=-1)
+    h = np.einsum("fji,fj->fi", _rot(M[:, part.bone]), normal) @ part.vertices.T * scale[:, None]
+    w = np.exp(-(h - h.min(axis=1, keepdims=True)) / PATCH)
+    return (w @ part.vertices) / w.sum(axis=1, keepdims=True)
 
 
 def _support(part, direction):
@@ -768,24 +877,8 @@ def _spots_b(body, c, pb, M, pa):
         side = _side(c.part_b)
         pts = np.array([_palm_point(body, side, u) for u in c.spot_b])
         return pb.closest(pts)[:2]
-    # a finger pad: the vertex of b facing a's distal bone at the run's middle
+    # a finger pad: the vertex of b facing the middle of a's skin at the run's middle
     mid = k // 2
-    a_world = M[mid, pa.bone, :3, 3]
-    spot = _support(pb, _local(M[mid:mid + 1], pb.bone, a_world[None])[0] - 0.0)
+    a_world = M[mid, pa.bone, :3, :3] @ pa.vertices.mean(axis=0) + M[mid, pa.bone, :3, 3]
+    spot = _support(pb, _local(M[mid:mid + 1], pb.bone, a_world[None])[0] - pb.vertices.mean(axis=0))
     return pb.closest(np.repeat(spot[None], k, 0))[:2]
-
-
-def _fade(series, plain, solved, start, stop, weights):
-    """Ease the correction in and out: frames outside [start, stop) get the delta of the
-    nearest run frame scaled by weights (quaternion power of the delta), in place.
-    series (F, 4) the bone's basis quaternions (already corrected on the run); plain,
-    solved (stop − start, 4): the run's quaternions before and after the correction."""
-    d_in = quat.conj_mul(plain[0], solved[0])      # plain⁻¹ · solved
-    d_out = quat.conj_mul(plain[-1], solved[-1])
-    for f in range(len(series)):
-        if start <= f < stop or weights[f] <= 0.0:
-            continue
-        d = d_in if f < start else d_out
-        step = quat.exp(weights[f] * quat.log(d))
-        q = quat.mul(series[f], step)
-        series[f] = q if np.dot(q, series[f]) >= 0 else -q

@@ -59,9 +59,11 @@ def source_body(source, result):
     tails = mats[..., :3, 3] + mats[..., :3, 1] * lengths[None, :, None]
     heads = mats[..., :3, 3]
     sampled = heads[np.unique(np.linspace(0, len(heads) - 1, transfer.MOTION_SAMPLES).astype(int))]
-    body = bonemap.analyse(transfer.skeleton(source, sampled))
+    sk = transfer.skeleton(source, sampled)
+    body = bonemap.analyse(sk)
     arms = [body.limbs.get((s, "upper_arm")) for s in bonemap.SIDES]
-    scale = (np.linalg.norm(heads[0, arms[0][0]] - heads[0, arms[1][0]]) / ct.REFERENCE_SHOULDERS
+    # the shoulder joints' distance in the rest pose: the clavicles' motion does not change it
+    scale = (np.linalg.norm(sk.heads[arms[0][0]] - sk.heads[arms[1][0]]) / ct.REFERENCE_SHOULDERS
              if all(arms) else 1.0)
     origin = axes = None
     if body.head is not None:
@@ -177,7 +179,7 @@ def preserve(source, target, result, *, forced=(), disabled=(), report=silent):
         found = ct.detect(src, fps, forced=to_index(forced), disabled=to_index(disabled))
         tgt, sk = target_body(target, warnings)
         pose = _target_pose(target, sk, result.keys)
-        basis = ct.enforce(pose, tgt, found)
+        basis = ct.enforce(pose, tgt, found, fps)
     changed = [b for b in range(basis.shape[1]) if not np.array_equal(basis[:, b], pose.basis[:, b])]
     if changed:
         bag = compat.get_channelbag(result.action, result.action.slots[0])
@@ -191,10 +193,12 @@ def preserve(source, target, result, *, forced=(), disabled=(), report=silent):
         item = {"name": c.name, "kind": c.kind, "parts": [c.part_a, c.part_b],
                 "frames": [float(frames[c.start]), float(frames[c.stop - 1])], "enabled": c.enabled,
                 **{k: round(v, 3) if isinstance(v, float) else v for k, v in c.measured.items()}}
+        touched = np.flatnonzero(c.weights > 0)
+        item["influence"] = [float(frames[touched[0]]), float(frames[touched[-1]])]
         if hasattr(c, "target_spots"):
             bone, spots = c.target_spots
-            item["spot_bone"] = sk.names[bone]
-            item["spot_local"] = np.round(spots, 6).tolist()
+            item["bones"] = [sk.names[b] for b in c.bones]
+            item["spot_local"] = np.round(spots, 7).tolist()   # on bones[1], its rest frame
         items.append(item)
         if "skipped" in c.measured:
             warnings.append(f"contact {c.name} at frames {item['frames'][0]:g}–{item['frames'][1]:g} "
