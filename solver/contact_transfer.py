@@ -268,7 +268,8 @@ def detect(body, fps, forced=(), disabled=()):
         # touching and resting on each other: a fingertip sweeping past the skin within
         # TOUCH is not a contact (nor is a brush, which this does not keep)
         speed = np.linalg.norm(np.gradient(relative, axis=0), axis=1) * fps if n > 1 else np.zeros(n)
-        mask = (d < touch) & (speed < SLOW * s)
+        # two palms meet in a clap at speed: their impact is the contact
+        mask = (d < touch) & ((speed < SLOW * s) | (a == "palm_L" and b == "palm_R"))
         runs = _runs(mask)
         if kind == "face":
             names = [face_region(np.median(spot_b[s0:s1], axis=0) * 1.0) for s0, s1 in runs]
@@ -709,13 +710,35 @@ def enforce(target, body, contacts, fps):
         if not runs:
             continue
         plain = out.basis.copy()
-        for j in sorted({j for _c, sol in runs for j in sol}):
-            out.basis[:, j] = _blend(plain[:, j], [(c.start, c.stop, sol.get(j)) for c, sol in runs], ramp)
-        weights = _blend_weights(len(plain), [(c.start, c.stop) for c, _s in runs], ramp)
-        for c, _sol in runs:
-            c.weights = weights
-            _measure(out, body, c)
+        # a run not reachable on this body (out of reach, or only through its own skin)
+        # is left as retargeted, and says why; the others are blended again without it
+        while runs:
+            for j in sorted({j for _c, sol in runs for j in sol}):
+                out.basis[:, j] = _blend(plain[:, j], [(c.start, c.stop, sol.get(j)) for c, sol in runs], ramp)
+            weights = _blend_weights(len(plain), [(c.start, c.stop) for c, _s in runs], ramp)
+            for c, _sol in runs:
+                c.weights = weights
+                _measure(out, body, c)
+            missed = [(c, sol) for c, sol in runs if _miss(c.measured) > 1.0]
+            if not missed:
+                break
+            out.basis[:] = plain
+            for c, _sol in missed:
+                m = c.measured
+                c.measured = {"skipped": f"not reached on the target's skin ({m['gap_mm']:.0f} mm gap, "
+                              f"{m['penetration_mm']:.0f} mm inside, spot {m['spot_error_mm']:.0f} mm off): "
+                              "left as retargeted"}
+            runs = [r for r in runs if not any(r[0] is c for c, _s in missed)]
     return out.basis
+
+
+MISS = {"gap_mm": 2.0, "penetration_mm": 1.0}   # what a kept contact must meet (mm)
+SPOT_WARN_MM = 5.0                               # a kept contact farther off its spot is reported
+
+
+def _miss(measured):
+    """The largest ratio of a measured value to its MISS limit (≤ 1: met)."""
+    return max(measured[k] / v for k, v in MISS.items())
 
 
 def _solve_contact(out, body, c):
@@ -732,7 +755,7 @@ def _solve_contact(out, body, c):
     M = out.at(frames).pose(bones)
     spot_b, normal_b = _spots_b(body, c, pb, M, pa)
     n_world = _unit(np.einsum("fij,fj->fi", _rot(M[:, pb.bone]), normal_b))
-    goal = Goal(pa.bone, _held_point(_lowest(pa, M, n_world)), ja, pb.bone, spot_b, jb, body.weights)
+    goal = Goal(pa.bone, _lowest(pa, M, n_world), ja, pb.bone, spot_b, jb, body.weights)
     # the source's own approach: a fingertip still arriving stays as far from the skin
     # as it is in the source (at most KEEP_GAP), so it settles as the source's does
     keep = np.minimum(getattr(c, "gap", np.zeros(len(frames))), KEEP_GAP)
@@ -749,7 +772,10 @@ def _solve_contact(out, body, c):
         # point of a is then inside b), then a is lifted along the normal until none is
         # inside b's curved skin either
         if k < 2:
-            goal.local_a = _held_point(_lowest(pa, Mt, n_world))
+            low = _lowest(pa, Mt, n_world)
+            # a fingertip touches with one spot of its pad; a palm meets the other hand
+            # wherever it is lowest at that frame
+            goal.local_a = low if c.part_a.startswith("palm") else _held_point(low)
         else:
             offset = offset - (sd - keep)[:, None] * n_world
         # the arm is redundant: frames solved apart may settle on different elbows;
@@ -767,8 +793,9 @@ def _held_point(points):
     return np.repeat(np.median(points, axis=0)[None], len(points), 0)
 
 
-KEEP_GAP = 0.0015      # m: the largest source gap kept on a contact's frames
+KEEP_GAP = 0.0005       # m: the largest source gap kept on a contact's frames
 SMOOTH_FRAMES = 1.5   # σ of the Gaussian smoothing the corrections over a run (frames)
+BLEND_SMOOTH_FRAMES = 1.5   # σ of the one smoothing the blended correction (frames)
 
 
 def _smoothed(plain, solved, joints):
@@ -829,12 +856,16 @@ def _blend(plain, runs, ramp):
             f = np.arange(max(0, s0 - ramp), s0)
             w = _smootherstep(1.0 - (s0 - f) / (ramp + 1.0))
             delta[f] = quat.exp(w[:, None] * quat.log(np.repeat(d[:1], len(f), 0)))
-    out = quat.mul(plain, delta)
+    # where a run's correction meets its ramp the correction's rate changes at once:
+    # smoothing the whole track (as rotation vectors) takes the kink out of the jerk
+    rv = gaussian_filter1d(quat.log(delta), BLEND_SMOOTH_FRAMES, axis=0, mode="nearest")
+    out = quat.mul(plain, quat.exp(rv))
     return np.where(np.sum(out * plain, -1, keepdims=True) < 0, -out, out)
 
 
 def _blend_weights(n, runs, ramp):
-    """The correction's weight (n,) in [0, 1] as _blend applies it (1 on runs and bridges)."""
+    """The correction's weight (n,) in [0, 1] as _blend applies it (1 on runs and bridges,
+    smoothed alike; 0 where the correction does not reach)."""
     w = np.zeros(n)
     bridged = _bridges([(a, b, None) for a, b in runs], ramp)
     for i, (s0, s1) in enumerate(runs):
@@ -847,7 +878,8 @@ def _blend_weights(n, runs, ramp):
         if i - 1 not in bridged:
             f = np.arange(max(0, s0 - ramp), s0)
             w[f] = np.maximum(w[f], _smootherstep(1.0 - (s0 - f) / (ramp + 1.0)))
-    return w
+    w = gaussian_filter1d(w, BLEND_SMOOTH_FRAMES, mode="nearest")
+    return np.where(w > 1e-6, w, 0.0)
 
 
 def _lowest(part, M, normal):

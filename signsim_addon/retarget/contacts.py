@@ -200,18 +200,17 @@ def preserve(source, target, result, *, forced=(), disabled=(), report=silent):
             item["bones"] = [sk.names[b] for b in c.bones]
             item["spot_local"] = np.round(spots, 7).tolist()   # on bones[1], its rest frame
         items.append(item)
+        where = f"contact {c.name} at frames {item['frames'][0]:g}–{item['frames'][1]:g}"
         if "skipped" in c.measured:
-            warnings.append(f"contact {c.name} at frames {item['frames'][0]:g}–{item['frames'][1]:g} "
-                            f"not kept: {c.measured['skipped']}")
-        elif max(c.measured["gap_mm"], c.measured["spot_error_mm"] / 2.5) > 2.0:
-            warnings.append(f"contact {c.name} at frames {item['frames'][0]:g}–{item['frames'][1]:g} "
-                            f"not reached on '{target.name}': {c.measured['gap_mm']:.1f} mm gap, "
-                            f"spot {c.measured['spot_error_mm']:.1f} mm off")
+            warnings.append(f"{where} not kept on '{target.name}': {c.measured['skipped']}")
+        elif c.measured["spot_error_mm"] > ct.SPOT_WARN_MM:
+            warnings.append(f"{where} kept touching on '{target.name}', but {c.measured['spot_error_mm']:.0f} mm "
+                            "from the spot it touches in the source")
     result.action[CONTACTS_PROP] = json.dumps(items)
     _store_list(target, items, forced, disabled)
     for w in warnings:
         report(WARNING, w)
-    report(INFO, f"kept {sum(1 for i in items if 'gap_mm' in i)} of {len(items)} contacts on '{target.name}'")
+    report(INFO, f"kept {sum(1 for i in items if 'skipped' not in i)} of {len(items)} contacts on '{target.name}'")
     return summary(result.action)
 
 
