@@ -24,6 +24,7 @@ _solver_cache()
 from . import operators, panels  # noqa: E402  (after the cache folder is set)
 from .signsim_addon import cli, preferences, properties, translations  # noqa: E402
 from .signsim_addon.bake import physics_presets  # noqa: E402
+from .signsim_addon.retarget import contact_list  # noqa: E402
 
 
 class _Pointer:
@@ -43,6 +44,8 @@ _REGISTRATION = (
     *preferences.classes,
     *properties.classes,
     *(_Pointer(id_type, group) for id_type, group in properties.POINTERS),
+    *contact_list.classes,
+    contact_list.LIST_PROPERTY,  # Object.signsim_contacts
     physics_presets,  # the shipped presets' folder
     translations,
     cli,              # bpy.utils.register_cli_command
