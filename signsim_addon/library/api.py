@@ -86,8 +86,10 @@ def import_paths(paths, library, tags=(), catalog=None, report=None, progress=No
     """Import files/folders into the library at `library` (created when missing).
 
     Every file is imported on its own: a failing file is rolled back completely and
-    listed in "failed" with a one-line reason; the others carry on. The library is
-    written once, atomically, when at least one clip was imported; the open file is left
+    listed in "failed" with a one-line reason; the others carry on. Imported clips are
+    added to the library (store.add_clips: the parts they go into, written atomically)
+    each time store.PART_CLIPS of them are waiting and at the end, so memory and the
+    time per file do not grow with the folder or the library; the open file is left
     exactly as it was (see store.py). Returns
     {"imported": [record + "updated"], "failed": [{"path", "error"}], "skipped": [path],
      "library": path}.
@@ -103,27 +105,24 @@ def import_paths(paths, library, tags=(), catalog=None, report=None, progress=No
     failed = [{"path": p, "error": e} for p, e in failed]
     imported = []
     library = store.check_library_path(library, write=True)   # before any work
+    if os.path.isfile(library):
+        store.check_not_scene_file(library)
     with tracking.NameGuard() as guard, tracking.Tracker():
-        clips = []
+        waiting = []
         for i, path in enumerate(files):
             if progress:
                 progress(i, len(files), path)
             try:
-                clips.append((path, importers.import_file(path, report)))
+                waiting += importers.import_file(path, report)
             except SignSimError as ex:
                 failed.append({"path": path, "error": str(ex)})
                 if report:
                     report(ERROR, str(ex))
-        if clips:
-            with store.open_library(library, guard=guard, lock=True) as lib:
-                for _path, file_clips in clips:
-                    for clip in file_clips:
-                        action, updated = lib.add(clip, tags, catalog)
-                        rec = store.clip_record(action)
-                        rec["updated"] = updated
-                        imported.append(rec)
-                lib.save()
+            if len(waiting) >= store.PART_CLIPS or (waiting and i == len(files) - 1):
+                imported += store.add_clips(library, waiting, guard, tags, catalog)
+                waiting = []
     return {"imported": imported, "failed": failed, "skipped": skipped, "library": library}
+
 
 # the sidebar's state (which library, its clip list, the preview): imported last, it uses this API
 from . import ui  # noqa: E402,F401
