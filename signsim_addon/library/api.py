@@ -109,11 +109,15 @@ def import_paths(paths, library, tags=(), catalog=None, report=None, progress=No
         store.check_not_scene_file(library)
     with tracking.NameGuard() as guard, tracking.Tracker():
         waiting = []
+
+        def sink(clips):   # each part of a file too long for one clip, as it is made
+            imported.extend(store.add_clips(library, clips, guard, tags, catalog))
+
         for i, path in enumerate(files):
             if progress:
                 progress(i, len(files), path)
             try:
-                waiting += importers.import_file(path, report)
+                waiting += importers.import_file(path, report, sink)
             except SignSimError as ex:
                 failed.append({"path": path, "error": str(ex)})
                 if report:
