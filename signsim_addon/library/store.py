@@ -40,7 +40,7 @@ import bpy
 
 from .. import files
 from ..errors import SignSimError
-from . import index, tracking
+from . import importers, index, tracking
 
 LOCK_TIMEOUT_S = 600.0   # a writer loads and saves one part file (≤ PART_CLIPS clips)
 PART_CLIPS = 200         # appending n clips costs ~n² in Blender: 200 load in ~0.2 s
@@ -355,27 +355,35 @@ def add_clips(library, clips, guard, tags=(), catalog=None):
     """Add imported Clips to the library (writer lock held): a clip from a file already
     in the library (same SHA-256 and clip key) replaces that clip in its part, keeping
     its name, tags and catalog; a new clip gets a name unique in the library and goes
-    into the last part while it has fewer than PART_CLIPS clips, else into a new part.
+    into the last part while that has fewer than PART_CLIPS clips and room for its keys
+    (importers.MAX_CLIP_KEYS in all, so a part loads in bounded memory), else into a new
+    part.
     Only the parts that change are loaded and written. Returns the clips' records, each
     with "updated"; every clip's action and skeleton are removed from bpy.data."""
     with writer_lock(library):
         records = all_records(library)
         by_key = {(r["sha256"], r["clip_key"]): r for r in records}
         taken = {r["name"] for r in records}
-        counts = {}
+        load = {}     # part → [clips, keys]
         for r in records:
-            counts[r["part"]] = counts.get(r["part"], 0) + 1
-        last = max(counts, default=0)
+            load.setdefault(r["part"], [0, 0])
+            load[r["part"]][0] += 1
+            load[r["part"]][1] += _keys(r["frames"], r["bones"])
+        last = max(load, default=0)
         plan = {}     # part → [(clip, name)]
         for clip in clips:
             old = by_key.get((clip.meta["sha256"], clip.key))
             if old is not None:
                 part, name = old["part"], old["name"]
             else:
-                if counts.get(last, 0) >= PART_CLIPS:
+                keys = _keys(clip.meta["frame_count"], clip.meta["bone_count"])
+                n, k = load.get(last, [0, 0])
+                if n and (n >= PART_CLIPS or k + keys > importers.MAX_CLIP_KEYS):
                     last += 1
                 part, name = last, unique_name(clip.name, taken)
-                counts[part] = counts.get(part, 0) + 1
+                load.setdefault(part, [0, 0])
+                load[part][0] += 1
+                load[part][1] += keys
                 taken.add(name)
                 by_key[(clip.meta["sha256"], clip.key)] = {"part": part, "name": name}
             plan.setdefault(part, []).append((clip, name))
@@ -397,6 +405,11 @@ def add_clips(library, clips, guard, tags=(), catalog=None):
                     os.remove(t)
             tracking.remove_ids(_clip_ids(clips))
     return out
+
+
+def _keys(frames, bones):
+    """About how many keys a clip holds (a quaternion per bone and the root location)."""
+    return frames * (4 * bones + 3)
 
 
 def _clip_ids(clips):

@@ -356,7 +356,8 @@ def test_fbx_lying_skeleton_turned_upright(lib, tmp_path):
 def test_file_with_more_keys_than_one_clip_becomes_consecutive_parts(addon, lib, tmp_path, monkeypatch):
     """A BVH with more keys than MAX_CLIP_KEYS (made small here) becomes clips 'x part 01',
     … of equal length, each added to the library as soon as it is made; together their
-    keys are exactly the whole file's keys, frame for frame."""
+    keys are exactly the whole file's keys, frame for frame. A part file holds at most
+    MAX_CLIP_KEYS keys, so each clip here has a part file of its own."""
     importers = addon.signsim_addon.library.importers
     rows = S.still_rows(100, Head=lambda t: (20 * math.sin(t / 3), 5 * math.cos(t / 4), 0),
                         pos=lambda t: (0.5 * t, S.HIP_HEIGHT, 0))
@@ -375,7 +376,7 @@ def test_file_with_more_keys_than_one_clip_becomes_consecutive_parts(addon, lib,
     q_full = quats(full)
     start = 0
     for p in parts:
-        action, _ = load_clip(split_dir / "lib.blend", p["name"])
+        action, _ = lib.load_clip(str(split_dir / "lib.blend"), p["name"])   # from its part file
         q = quats(action)
         assert q.keys() == q_full.keys()
         for bone in q:   # the same keys (up to one hemisphere per part)
@@ -384,6 +385,8 @@ def test_file_with_more_keys_than_one_clip_becomes_consecutive_parts(addon, lib,
             np.testing.assert_allclose(a * sign, b, atol=1e-6)
         start += p["frames"]
     assert start == whole["frames"] == 100
+    assert sorted(p.name for p in (split_dir / "lib.blend.parts").iterdir()) == [
+        "part-0001.blend", "part-0002.blend"]
     # re-importing updates the three parts (same file, same part keys)
     again = import_one(lib, f, split_dir)
     assert [p["updated"] for p in again] == [True] * 3
