@@ -72,11 +72,20 @@ def _row(rec):
     return tuple(_SEP + _SEP.join(rec[f]) + _SEP if f in _LISTS else rec[f] for f in _COLUMNS)
 
 
+def _list(text):
+    return text[1:-1].split(_SEP) if len(text) > 2 else []
+
+
 def _record(row):
-    rec = dict(zip(_COLUMNS, row))
-    tags, warnings = rec["tags"], rec["warnings"]
-    rec["tags"] = tags[1:-1].split(_SEP) if len(tags) > 2 else []
-    rec["warnings"] = warnings[1:-1].split(_SEP) if len(warnings) > 2 else []
+    """A record from a row of FIELDS (+ PRIVATE): spelt out, as search builds thousands."""
+    (name, fps, frames, duration, bones, tags, warnings, catalog, source, fmt, sha, skel,
+     skel_object, *private) = row
+    rec = {"name": name, "fps": fps, "frames": frames, "duration_s": duration, "bones": bones,
+           "tags": _list(tags), "warnings": _list(warnings), "catalog": catalog,
+           "source": source, "format": fmt, "sha256": sha, "skeleton": skel,
+           "skeleton_object": skel_object}
+    if private:
+        rec.update(zip(PRIVATE, private))
     return rec
 
 
@@ -117,15 +126,24 @@ def rebuild(library, records, part_stamps):
         pass
 
 
-def search(library, keep, text="", tags=(), any_tag=False, min_duration=None,
-           max_duration=None, **_other):
-    """Records (with the PRIVATE fields; sorted by name, case-insensitive) of the clips
-    that pass keep(record), or None when the index is missing, unreadable or stale for
-    the part files now there.
+DURATION_TOLERANCE = 1e-9   # s: store.matcher's, so SQL's duration test is the same
 
-    The text, tag and duration filters (store.matches' arguments) narrow the rows in SQL
-    first, only ever to a superset of keep's answer (SQLite's LIKE ignores ASCII case;
-    non-ASCII words are left to keep), so keep stays the one definition of a match."""
+
+def sql_exact(tags):
+    """Whether search's SQL tests these tags exactly (all ASCII: LIKE ignores ASCII case)."""
+    return all(t.isascii() for t in tags)
+
+
+def search(library, keep, text="", tags=(), any_tag=False, min_duration=None,
+           max_duration=None, public=False, **_other):
+    """Records (sorted by name, case-insensitive; with the PRIVATE fields unless
+    `public`) of the clips that pass keep(record), or None when the index is missing,
+    unreadable or stale for the part files now there.
+
+    The text, tag and duration filters (store.matcher's arguments) narrow the rows in SQL
+    first: the durations and ASCII tags exactly as store.matcher tests them (SQLite's LIKE
+    ignores ASCII case; sql_exact(tags) says when the tag test is left to SQL), the text
+    only to a superset (non-ASCII words are left to keep); keep tests the rest."""
     path = path_of(library)
     if not os.path.isfile(library) or not os.path.isfile(path):
         return None
@@ -141,11 +159,12 @@ def search(library, keep, text="", tags=(), any_tag=False, min_duration=None,
         params += [f"%{_SEP}{_like(t)}{_SEP}%" for t in ascii_tags]
     if min_duration is not None:
         where.append("duration_s >= ?")
-        params.append(min_duration - 1e-6)
+        params.append(min_duration - DURATION_TOLERANCE)
     if max_duration is not None:
         where.append("duration_s <= ?")
-        params.append(max_duration + 1e-6)
-    query = f"SELECT {', '.join(_COLUMNS)} FROM clips" + (" WHERE " + " AND ".join(where) if where else "")
+        params.append(max_duration + DURATION_TOLERANCE)
+    columns = FIELDS if public else _COLUMNS
+    query = f"SELECT {', '.join(columns)} FROM clips" + (" WHERE " + " AND ".join(where) if where else "")
     try:
         con = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
         try:

@@ -192,33 +192,44 @@ def clip_record(action):
     }
 
 
-def matches(rec, text="", tags=(), any_tag=False, catalog="", min_duration=None,
+def matches(rec, **filters):
+    """Whether a clip record passes the filters (shared by the CLI and the sidebar list);
+    filters: see matcher."""
+    return matcher(**filters)(rec)
+
+
+def matcher(text="", tags=(), any_tag=False, catalog="", min_duration=None,
             max_duration=None, fps=None, skeleton=""):
-    """Whether a clip record passes the filters (shared by the CLI and the sidebar list)."""
-    if text:
-        hay = " ".join([rec["name"], rec["catalog"], os.path.basename(rec["source"]),
-                        *rec["tags"]]).lower()
-        if not all(word in hay for word in text.lower().split()):
+    """The test record → bool for these filters (prepared once, applied per record):
+    every word of `text` in the name, catalog, source file name or tags (any case); all
+    (any_tag: any) of `tags` (any case); the catalog or one of its sub-catalogs; duration
+    within [min_duration, max_duration] s; fps within ±0.5; a skeleton signature prefix."""
+    words = text.lower().split()
+    want = [t.lower() for t in tags]
+    cat = normalise_catalog(catalog) if catalog else ""
+
+    def test(rec):
+        if words:
+            hay = " ".join([rec["name"], rec["catalog"], os.path.basename(rec["source"]),
+                            *rec["tags"]]).lower()
+            if not all(word in hay for word in words):
+                return False
+        if want:
+            have = {t.lower() for t in rec["tags"]}
+            if not (any(t in have for t in want) if any_tag else all(t in have for t in want)):
+                return False
+        if cat and not (rec["catalog"] == cat or rec["catalog"].startswith(cat + "/")):
             return False
-    if tags:
-        have = {t.lower() for t in rec["tags"]}
-        want = [t.lower() for t in tags]
-        hit = [t in have for t in want]
-        if not (any(hit) if any_tag else all(hit)):
+        if min_duration is not None and rec["duration_s"] < min_duration - index.DURATION_TOLERANCE:
             return False
-    if catalog:
-        c = normalise_catalog(catalog)
-        if not (rec["catalog"] == c or rec["catalog"].startswith(c + "/")):
+        if max_duration is not None and rec["duration_s"] > max_duration + index.DURATION_TOLERANCE:
             return False
-    if min_duration is not None and rec["duration_s"] < min_duration - 1e-9:
-        return False
-    if max_duration is not None and rec["duration_s"] > max_duration + 1e-9:
-        return False
-    if fps is not None and abs(rec["fps"] - fps) > 0.5:
-        return False
-    if skeleton and not rec["skeleton"].startswith(skeleton):
-        return False
-    return True
+        if fps is not None and abs(rec["fps"] - fps) > 0.5:
+            return False
+        if skeleton and not rec["skeleton"].startswith(skeleton):
+            return False
+        return True
+    return test
 
 
 # ----------------------------------------------------------------- the library file
@@ -609,10 +620,14 @@ def list_clips(path, **filters):
     path = check_library_path(path)
     if not os.path.isfile(path):
         raise SignSimError(f"no motion library at {os.path.abspath(path)}")
-    found = index.search(path, lambda rec: matches(rec, **filters), **filters)
+    rest = dict(filters)   # what the index's SQL does not test exactly
+    for k in ("min_duration", "max_duration") + (("tags", "any_tag") if index.sql_exact(filters.get("tags", ())) else ()):
+        rest.pop(k, None)
+    found = index.search(path, matcher(**rest), public=True, **filters)
     if found is None:
-        found = [r for r in all_records(path) if matches(r, **filters)]
-    return [_public(r) for r in found]
+        keep = matcher(**filters)
+        found = [_public(r) for r in all_records(path) if keep(r)]
+    return found
 
 
 @contextlib.contextmanager
