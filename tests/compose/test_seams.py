@@ -140,9 +140,27 @@ def test_passed_seams_turn_no_bone_past_20_degrees_beyond_the_clips(pairs):
     assert checked >= 8                 # most seams pass
 
 
+def test_held_plants_do_not_slide_across_any_seam_of_the_pairs_and_chains(pairs):
+    """Every plant the product holds across a seam (mocap, generated and sample clips):
+    Blender's evaluated foot slides (moves along the floor) ≤ 1 cm over the plant's frames."""
+    slides = []
+    for name, (result, (_rot, heads, names), _own) in pairs.items():
+        first = result["frames"][0]
+        for seam in result["seams"]:
+            for p in seam["plants"]:
+                if not p["held"]:
+                    continue
+                lo, hi = (int(f - first) for f in p["frames"])
+                foot = heads[lo:hi + 1, names.index(p["bone"])]
+                slides.append((float(np.linalg.norm(foot[:, :2] - foot[:1, :2], axis=1).max()), name, seam["index"]))
+    worst = max(slides)
+    print(f"\n{len(slides)} held plants; largest slide {worst[0] * 100:.3f} cm ({worst[1]}, seam {worst[2]})")
+    assert len(slides) >= 10 and worst[0] <= 0.01
+
+
 def test_hard_cuts_between_different_poses_are_flagged(cm, shared_data):
     ob = open_signer()
-    for clips in ([BYE, MIXAMO], [MIXAMO, CHIN], [FINGERS, BYE]):
+    for clips in ([BYE, MIXAMO], [MIXAMO, CHIN], [FINGERS, BYE], [CLAP, SPELL]):
         result = cm.compose(ob, [cm.ClipSpec(str(clips[0])), cm.ClipSpec(str(clips[1]), window=0)])
         seam = result["seams"][0]
         rot, _h, names = sample(ob, bpy.data.actions[result["action"]])
