@@ -88,8 +88,9 @@ def import_paths(paths, library, tags=(), catalog=None, report=None, progress=No
     Every file is imported on its own: a failing file is rolled back completely and
     listed in "failed" with a one-line reason; the others carry on. Imported clips are
     added to the library (store.add_clips: the parts they go into, written atomically)
-    each time store.PART_CLIPS of them are waiting and at the end, so memory and the
-    time per file do not grow with the folder or the library; the open file is left
+    each time store.PART_CLIPS of them or importers.MAX_CLIP_KEYS keys are waiting, and
+    at the end, so memory and the time per file do not grow with the folder or the
+    library; the open file is left
     exactly as it was (see store.py). Returns
     {"imported": [record + "updated"], "failed": [{"path", "error"}], "skipped": [path],
      "library": path}.
@@ -108,7 +109,7 @@ def import_paths(paths, library, tags=(), catalog=None, report=None, progress=No
     if os.path.isfile(library):
         store.check_not_scene_file(library)
     with tracking.NameGuard() as guard, tracking.Tracker():
-        waiting = []
+        waiting, waiting_keys = [], 0   # clips not yet in the library, and their keys
 
         def sink(clips):   # each part of a file too long for one clip, as it is made
             imported.extend(store.add_clips(library, clips, guard, tags, catalog))
@@ -117,14 +118,18 @@ def import_paths(paths, library, tags=(), catalog=None, report=None, progress=No
             if progress:
                 progress(i, len(files), path)
             try:
-                waiting += importers.import_file(path, report, sink)
+                clips = importers.import_file(path, report, sink)
             except SignSimError as ex:
+                clips = []
                 failed.append({"path": path, "error": str(ex)})
                 if report:
                     report(ERROR, str(ex))
-            if len(waiting) >= store.PART_CLIPS or (waiting and i == len(files) - 1):
+            waiting += clips
+            waiting_keys += sum(store.clip_keys(c.meta["frame_count"], c.meta["bone_count"]) for c in clips)
+            if waiting and (len(waiting) >= store.PART_CLIPS or waiting_keys >= importers.MAX_CLIP_KEYS
+                            or i == len(files) - 1):
                 imported += store.add_clips(library, waiting, guard, tags, catalog)
-                waiting = []
+                waiting, waiting_keys = [], 0
     return {"imported": imported, "failed": failed, "skipped": skipped, "library": library}
 
 

@@ -379,7 +379,7 @@ def add_clips(library, clips, guard, tags=(), catalog=None):
         for r in records:
             load.setdefault(r["part"], [0, 0])
             load[r["part"]][0] += 1
-            load[r["part"]][1] += _keys(r["frames"], r["bones"])
+            load[r["part"]][1] += clip_keys(r["frames"], r["bones"])
         last = max(load, default=0)
         plan = {}     # part → [(clip, name)]
         for clip in clips:
@@ -387,7 +387,7 @@ def add_clips(library, clips, guard, tags=(), catalog=None):
             if old is not None:
                 part, name = old["part"], old["name"]
             else:
-                keys = _keys(clip.meta["frame_count"], clip.meta["bone_count"])
+                keys = clip_keys(clip.meta["frame_count"], clip.meta["bone_count"])
                 n, k = load.get(last, [0, 0])
                 if n and (n >= PART_CLIPS or k + keys > importers.MAX_CLIP_KEYS):
                     last += 1
@@ -418,7 +418,7 @@ def add_clips(library, clips, guard, tags=(), catalog=None):
     return out
 
 
-def _keys(frames, bones):
+def clip_keys(frames, bones):
     """About how many keys a clip holds (a quaternion per bone and the root location)."""
     return frames * (4 * bones + 3)
 
