@@ -12,8 +12,9 @@ Public API (operators, the CLI, batch, the demo and the tests call only these):
 - check_not_scene_file(library): refuse a scene .blend given as the library
 
 Modules: tracking (datablock snapshots and rollback), importers (Blender's importers +
-repairs), store (the library .blend, catalogs, tags, search), ui (the sidebar's state);
-the pure parts are solver/bvh.py (BVH validation + numpy FK) and solver/clean.py.
+repairs), store (the library's part files, catalogs, tags, search), index (the SQLite
+index of the clips), ui (the sidebar's state); the pure parts are solver/bvh.py (BVH
+validation + numpy FK) and solver/clean.py.
 """
 import os
 
@@ -90,8 +91,7 @@ def import_paths(paths, library, tags=(), catalog=None, report=None, progress=No
     added to the library (store.add_clips: the parts they go into, written atomically)
     each time store.PART_CLIPS of them or importers.MAX_CLIP_KEYS keys are waiting, and
     at the end, so memory and the time per file do not grow with the folder or the
-    library; the open file is left
-    exactly as it was (see store.py). Returns
+    library; the open file is left exactly as it was (see store.py). Returns
     {"imported": [record + "updated"], "failed": [{"path", "error"}], "skipped": [path],
      "library": path}.
     progress(i, n, path) is called before each file.
