@@ -4,9 +4,11 @@
 (armature object) live in bpy.data; everything else the importer made (meshes, materials,
 images, lights, empties) is removed, and the open scene's frame rate, frame range,
 current frame, selection and mode are restored. On any failure every datablock the import
-created is removed and a SignSimError naming the file is raised.
+created is removed and a SignSimError naming the file is raised. A BVH file with more
+keys than one clip holds (MAX_CLIP_KEYS) becomes consecutive clips, handed one by one to
+`import_file(path, report, sink)`'s sink so that only one is in memory at a time.
 
-Repairs (each has a test with a small input in tests/blender/test_library_repairs.py):
+Repairs (each has a test with a small input in tests/library/test_library_repairs.py):
 - BVH is validated and measured first (bvh.read): header/row mismatch → warning, every row
   kept; up axis and units from a numpy FK pass → the importer's axis_up/global_scale, so
   the skeleton stands upright (Z up) in metres; fps from Frame Time, never use_fps_scale.
