@@ -726,7 +726,8 @@ def _plant_feet(target_name, sk_t, body_t, T, W, basis_of, loc, mover, feet_s, f
     for side, (hip, knee, ankle, corr) in holds(legs).items():
         goal = ankle + posing.plant_corrections(corr, legs[side][3], ramp)
         reach = np.linalg.norm(knee - hip, axis=1) + np.linalg.norm(ankle - knee, axis=1)
-        short = np.maximum(short, np.linalg.norm(goal - hip, axis=1) - reach * (1.0 - PLANT_BEND))
+        limit = np.maximum(reach * (1.0 - PLANT_BEND), np.linalg.norm(ankle - hip, axis=1))
+        short = np.maximum(short, np.linalg.norm(goal - hip, axis=1) - limit)
     drop = np.minimum(posing.eased_max(np.maximum(short, 0.0), ramp), ROOT_DROP)
     if drop.any():
         world_down = np.outer(drop, [0.0, 0.0, -1.0])
