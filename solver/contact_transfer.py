@@ -55,7 +55,7 @@ PALM_HALF_THICKNESS = 0.013   # m, a reference adult's palm
 TOUCH = 0.004                 # m (reference adult) from touching counts as a contact
 SLOW = 0.15                   # m/s (reference adult): parts resting on each other move slower
 MIN_RUN = 2                   # frames a contact lasts at least
-RAMP_SECONDS = 0.3            # ease-in and ease-out of each correction
+RAMP_SECONDS = 0.4            # ease-in and ease-out of each correction
 FINGERS = ("thumb", "index", "middle", "ring", "pinky")
 
 
