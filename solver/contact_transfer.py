@@ -55,7 +55,7 @@ PALM_HALF_THICKNESS = 0.013   # m, a reference adult's palm
 TOUCH = 0.004                 # m (reference adult) from touching counts as a contact
 SLOW = 0.15                   # m/s (reference adult): parts resting on each other move slower
 MIN_RUN = 2                   # frames a contact lasts at least
-RAMP_SECONDS = 0.3            # ease-in and ease-out of each correction
+RAMP_SECONDS = 0.4            # ease-in and ease-out of each correction
 FINGERS = ("thumb", "index", "middle", "ring", "pinky")
 
 
@@ -399,8 +399,8 @@ def capped(vertices, triangles):
     edges to the rim's centroid (a new vertex), wound like the rest of the mesh."""
     t = np.asarray(triangles, dtype=np.intp)
     directed = np.stack([t, np.roll(t, -1, axis=1)], -1).reshape(-1, 2)
-    present = set(map(tuple, directed))
-    rim = np.array([e for e in directed if (e[1], e[0]) not in present], dtype=np.intp).reshape(-1, 2)
+    n_v = len(vertices)
+    rim = directed[~np.isin(directed[:, 1] * n_v + directed[:, 0], directed[:, 0] * n_v + directed[:, 1])]
     if not len(rim):
         return np.asarray(vertices, float), t
     n = len(vertices)
@@ -411,6 +411,26 @@ def capped(vertices, triangles):
     centres = np.array([np.asarray(vertices)[np.unique(rim[loop_of == k])].mean(axis=0) for k in range(len(ids))])
     fan = np.stack([rim[:, 1], rim[:, 0], n + loop_of], -1)
     return np.concatenate([vertices, centres]), np.concatenate([t, fan])
+
+
+class Parts:
+    """Skin parts by name, each built (capped, its normals and search tree made) the first
+    time a contact asks for it: parts.add(name, bone, vertices, triangles); parts.get(name)
+    → Part or None."""
+
+    def __init__(self):
+        self._raw, self._built = {}, {}
+
+    def add(self, name, bone, vertices, triangles):
+        self._raw[name] = (bone, vertices, triangles)
+
+    def get(self, name):
+        if name not in self._built and name in self._raw:
+            self._built[name] = Part(*self._raw[name])
+        return self._built.get(name)
+
+    def __contains__(self, name):
+        return name in self._raw
 
 
 @dataclass
@@ -601,7 +621,7 @@ def _turn(target, M, j, omega):
 class TargetBody:
     """The target's side of every contact.
 
-    parts: {name: Part} ("face", "palm_L", "palm_R", "<finger>_<side>" distal skins);
+    parts: Parts ("face", "palm_L", "palm_R", "<finger>_<side>" distal skins);
     face_box: (lo, hi) (3,) of the face skin in the head's anatomical frame and
     face_axes (3, 3): that frame's axes (columns left, forward, up) in the head bone's
     rest frame (armature units); palms: {side: (centre (3,), axes (3, 3), half (3,))} in

@@ -87,15 +87,15 @@ def target_body(target, warnings):
     rest = transfer.rest_matrices(target)
     mo = np.array(target.matrix_world)
     scale = float(np.linalg.norm(mo[:3, 0]))
-    parts = {}
+    parts = ct.Parts()
     chest = body.spine[-1] if body.spine else body.hips
     meshes = body_geometry.body_meshes(target, sk, body, set(range(len(sk.names))), rest, 1.0, chest,
                                        None, {}, [])
     for m in meshes:
         if m.kind == "face":
-            parts["face"] = ct.Part(m.bone, m.vertices, m.triangles)
+            parts.add("face", m.bone, m.vertices, m.triangles)
         elif m.kind.startswith("palm"):
-            parts[f"palm_{m.side}"] = ct.Part(m.bone, m.vertices, m.triangles)
+            parts.add(f"palm_{m.side}", m.bone, m.vertices, m.triangles)
     regions = body_geometry.bone_regions(sk, body)
     distal = {}
     for (side, finger), bones in _fingers(body).items():
@@ -106,14 +106,14 @@ def target_body(target, warnings):
         v, t = body_geometry.region_points(skins, regions[bone])
         if len(t) >= 4:
             inv = np.linalg.inv(rest[bone])
-            parts[name] = ct.Part(bone, v @ inv[:3, :3].T + inv[:3, 3], t)
+            parts.add(name, bone, v @ inv[:3, :3].T + inv[:3, 3], t)
     if "face" not in parts:
         warnings.append(f"'{target.name}' has no face skin: fingertip–face contacts are not kept")
     face_box = face_axes = None
     if "face" in parts and body.head is not None:
         to_arm = mo[:3, :3] / scale
         face_axes = rest[body.head][:3, :3].T @ to_arm.T @ _axes(body)
-        face_box = ct.face_box_of(parts["face"].vertices @ face_axes)
+        face_box = ct.face_box_of(parts.get("face").vertices @ face_axes)
     palms = {}
     for side in bonemap.SIDES:
         hand, bases = body.limbs.get((side, "hand")), _palm_bases(body, side)
@@ -177,10 +177,12 @@ def preserve(source, target, result, *, forced=(), disabled=(), report=silent):
         src, _body = source_body(source, result)
         fps = bpy.context.scene.render.fps / bpy.context.scene.render.fps_base
         found = ct.detect(src, fps, forced=to_index(forced), disabled=to_index(disabled))
-        tgt, sk = target_body(target, warnings)
-        pose = _target_pose(target, sk, result.keys)
-        basis = ct.enforce(pose, tgt, found, fps)
-    changed = [b for b in range(basis.shape[1]) if not np.array_equal(basis[:, b], pose.basis[:, b])]
+        changed = []
+        if found:    # the target's skin is read only for contacts to keep
+            tgt, sk = target_body(target, warnings)
+            pose = _target_pose(target, sk, result.keys)
+            basis = ct.enforce(pose, tgt, found, fps)
+            changed = [b for b in range(basis.shape[1]) if not np.array_equal(basis[:, b], pose.basis[:, b])]
     if changed:
         bag = compat.get_channelbag(result.action, result.action.slots[0])
         for b in changed:

@@ -16,21 +16,21 @@ def _body(n, tip, palms=None):
 
 
 def test_a_fingertip_resting_on_the_chin_is_one_chin_contact():
-    n = 40
+    n = 60
     chin = np.array(ct.LANDMARKS["chin"])
     d, normal = ct._ellipsoid_distance(chin[None], np.array([c for c, _ in ct.FACE_SOLIDS]),
                                        np.array([a for _, a in ct.FACE_SOLIDS]))
     on_skin = chin - d[0] * normal[0] + 0.001 * normal[0]          # 1 mm outside the chin
     tip = np.tile(on_skin + 0.1 * normal[0], (n, 1))                # 10 cm away …
-    tip[12:25] = on_skin                                           # … resting on it
+    tip[22:35] = on_skin                                           # … resting on it
     found = ct.detect(_body(n, tip), fps=30)
     # the first and last resting frames border a 10 cm jump (central differences): moving
-    assert [(c.part_a, c.part_b, c.start, c.stop) for c in found] == [("index_R", "chin", 13, 24)]
+    assert [(c.part_a, c.part_b, c.start, c.stop) for c in found] == [("index_R", "chin", 23, 34)]
     c = found[0]
     assert np.allclose(c.gap, 0.001, atol=2e-4)                    # the source's own gap
     lo, hi = ct.reference_face_box()
     assert np.allclose(ct.denormalise(c.spot_b, (lo, hi)), on_skin - 0.001 * normal[0], atol=5e-4)
-    assert c.weights[13:24].min() > 0.98 and c.weights[0] < 1e-3 and c.weights[-1] < 1e-2   # eased in and out
+    assert c.weights[23:34].min() > 0.98 and c.weights[0] < 1e-3 and c.weights[-1] < 1e-2   # eased in and out
 
 
 def test_a_fingertip_sweeping_past_the_face_is_no_contact():
