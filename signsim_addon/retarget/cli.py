@@ -25,7 +25,8 @@ def add_arguments(parser):
     parser.add_argument("--armature", metavar="NAME",
                         help="target armature object (default: the only armature in RIG)")
     parser.add_argument("--map", metavar="PRESET.json",
-                        help="bone map preset (JSON, from the Retarget panel's export)")
+                        help="bone map (JSON): the Retarget panel's export, a {\"target bone\": "
+                             "\"source bone\"} object, or a saved `retarget --json` output")
     parser.add_argument("--library", metavar="FILE",
                         help="motion library .blend to take clip names from (default: the "
                         "one in the preferences)")
