@@ -126,7 +126,8 @@ def _atomic_write_text(path, text):
 # --------------------------------------------------------------------------- tags
 
 def parse_tags(text):
-    """'a, style:formal,b' → ['a', 'style:formal', 'b'] (trimmed, de-duplicated, in order)."""
+    """'a, style:formal,b' → ['a', 'style:formal', 'b'] (trimmed, de-duplicated, in order).
+    SignSimError for a facet tag without a value ('style:')."""
     if not text:
         return []
     if isinstance(text, (list, tuple)):
@@ -134,6 +135,8 @@ def parse_tags(text):
     out = []
     for t in text.split(","):
         t = t.strip()
+        if is_facet_tag(t) and not t.split(":", 1)[1].strip():
+            raise SignSimError(f"tag '{t}' has no value (write {t}VALUE)")
         if t and t not in out:
             out.append(t)
     return out
@@ -652,12 +655,12 @@ def tag_clip(path, name, add=(), remove=()):
     its new record. SignSimError when the clip lacks a tag to remove (nothing written)."""
     add, remove = parse_tags(add), parse_tags(remove)
     with _edit(path, name) as (_part, action, _records):
-        tags = merge_tags(clip_tags(action), add)
-        missing = [t for t in remove if t not in tags]
+        old = clip_tags(action)
+        missing = [t for t in remove if t not in old]   # judged on the stored tags
         if missing:
             raise SignSimError(f"clip '{name}' has no tag '{missing[0]}' (its tags: "
-                               f"{', '.join(sorted(tags)) or 'none'})")
-        set_tags(action, [t for t in tags if t not in remove])
+                               f"{', '.join(sorted(old)) or 'none'})")
+        set_tags(action, merge_tags([t for t in old if t not in remove], add))
         rec = clip_record(action)
     return rec
 
