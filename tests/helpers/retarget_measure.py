@@ -167,15 +167,18 @@ def palm_frames(p):
 
 
 def chest_frame(p):
-    """(F, 3, 3) chest frame: chest → neck base (the line fixed in the chest bone; the head
-    nods on its own), across the upper arm heads (right → left)."""
+    """(F, 3, 3) chest frame: chest → neck base (a line fixed in the chest bone; the head
+    nods on its own), across the upper arm heads (right → left). A chest whose neck and
+    clavicles all start on its own head (CMU's zero-length Spine1) has no line of its own:
+    any point further up turns with the neck (39° of nodding in CMU's walk), so its frame
+    is the chest bone's own world rotation (columns: its axis first)."""
     b = p.body
     chest = b.spine[-1]
-    line = [i for i in b.neck + [b.head]
-            if np.linalg.norm(p.rest_heads[i] - p.rest_heads[chest]) > 1e-3]   # CMU: a Neck on the chest
-    top = line[0]
+    base = (b.neck or [b.head])[0]
+    if np.linalg.norm(p.rest_heads[base] - p.rest_heads[chest]) < 1e-3:
+        return p.rot[:, chest][..., [1, 2, 0]]
     across = p.heads[:, b.limbs[("L", "upper_arm")][0]] - p.heads[:, b.limbs[("R", "upper_arm")][0]]
-    return _frames(p.heads[:, top] - p.heads[:, chest], across)
+    return _frames(p.heads[:, base] - p.heads[:, chest], across)
 
 
 def rotation_jumps(p):
@@ -259,11 +262,13 @@ def contact_height(src, side):
     return float(np.percentile(_lowest(src, side), 5))
 
 
-def standing_leg(p, side, floor=None):
+def standing_leg(p, side, floor=None, planted_masks=None):
     """Standing leg length (m): hip joint → knee → ankle plus the ankle's height above the
-    sole; a target from its rest pose (the sole on `floor`, m), a source from its motion
-    (bone lengths and the ankle's height above the foot's own lowest point, medians over
-    the frames)."""
+    sole; a target from its rest pose (the sole on `floor`, m), a source from its motion:
+    bone lengths (medians over the frames) and the ankle's height above the foot's own
+    lowest point, median over the frames where a foot is planted (planted_masks {side:
+    bool (F,)}: this foot's, else both feet's; every frame without any), since a foot on
+    its toes lifts the ankle without lengthening the leg."""
     b = p.body
     th, sh = b.limbs[(side, "thigh")][0], b.limbs[(side, "shin")][0]
     if floor is not None:
@@ -271,19 +276,33 @@ def standing_leg(p, side, floor=None):
         return float(np.linalg.norm(p.rest_heads[sh] - p.rest_heads[th]) + np.linalg.norm(a - p.rest_heads[sh])
                      + a[2] - floor)
     a = ankles(p, side)
-    return float(np.median(np.linalg.norm(p.heads[:, sh] - p.heads[:, th], axis=1)
-                           + np.linalg.norm(a - p.heads[:, sh], axis=1) + a[:, 2] - _lowest(p, side)))
+    bones = np.median(np.linalg.norm(p.heads[:, sh] - p.heads[:, th], axis=1) + np.linalg.norm(a - p.heads[:, sh], axis=1))
+    masks = {s: m for s, m in (planted_masks or {}).items() if m.any()}
+    above = {s: ankles(p, s)[:, 2] - _lowest(p, s) for s in skeleton.SIDES}
+    if side in masks:
+        height = above[side][masks[side]]
+    elif masks:
+        height = np.concatenate([above[s][m] for s, m in masks.items()])
+    else:
+        height = above[side]
+    return float(bones + np.median(height))
 
 
-def root_error(src, tgt):
+def root_error(src, tgt, fps):
     """Largest distance (m) of the target's hip joints (the thigh heads' midpoint, wherever
     a rig puts its hips bone) from the source's, scaled by the ratio of the standing leg
     lengths about its first frame, each skeleton on the floor its feet stand on:
-    k · (h(t) − [h_x(0), h_y(0), f_s]) + [h′_x, h′_y, f_t], h′ the target's rest hip joints."""
+    k · (h(t) − [h_x(0), h_y(0), f_s]) + [h′_x, h′_y, f_t], h′ the target's rest hip joints.
+    The source's floor f_s is that of its feet that are ever planted (`planted`, 0.25 m/s,
+    within 2 cm; a dancer's foot that only touches down on its toes does not set it), all
+    feet's when none is; fps: frames per second of the sampled frames."""
     sides = skeleton.SIDES
-    floor_s = np.mean([contact_height(src, s) for s in sides])
+    masks = {s: planted(src, s, 0.25, fps, 0.02) for s in sides}
+    standing = [s for s in sides if masks[s].any()] or list(sides)
+    floor_s = np.mean([contact_height(src, s) for s in standing])
     floor_t = {s: foot_floor(tgt, s) for s in sides}
-    k = np.mean([standing_leg(tgt, s, floor_t[s]) for s in sides]) / np.mean([standing_leg(src, s) for s in sides])
+    k = np.mean([standing_leg(tgt, s, floor_t[s]) for s in sides]) / \
+        np.mean([standing_leg(src, s, planted_masks=masks) for s in sides])
     p, rest_t = hip_joints(src), hip_joints(tgt, rest=True)
     expected = k * (p - [p[0, 0], p[0, 1], floor_s]) + [rest_t[0], rest_t[1], np.mean(list(floor_t.values()))]
     return float(np.linalg.norm(hip_joints(tgt) - expected, axis=1).max())

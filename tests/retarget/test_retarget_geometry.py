@@ -20,7 +20,7 @@ from retarget_rigs import character, signer
 DATA = pathlib.Path(__file__).resolve().parents[3] / "shared" / "data"
 CLIPS = sorted(str(p.relative_to(DATA)) for d in ("mocap", "generated") for p in (DATA / d).glob("*.bvh"))
 RIGS = ("signer", "godot", "robot", "godot_nodes", "godot_biped")
-SECONDS = 2.5
+SECONDS = 12.0
 
 BIPED = {"spine": "Bip01 Pelvis", "spine.001": "Bip01 Spine", "spine.002": "Bip01 Spine1",
          "spine.003": "Bip01 Spine2", "spine.004": "Bip01 Neck", "spine.005": "Bip01 Head"}
@@ -95,7 +95,9 @@ def run(addon, rig_file, clip, rig, seconds=SECONDS):
                          frame_range=(first, min(last, first + seconds * fps)),
                          report=lambda level, msg: warnings.append(msg) if level == "WARNING" else None)
     result.warnings = warnings
-    return rm.Poses(source, result.source_frames, from_motion=True), rm.Poses(target, result.frames), result, fps
+    scene = bpy.context.scene          # the keys (and the sampled frames) are at the scene's rate
+    return (rm.Poses(source, result.source_frames, from_motion=True), rm.Poses(target, result.frames), result,
+            scene.render.fps / scene.render.fps_base)
 
 
 def measure(src, tgt, result, fps):
@@ -112,7 +114,7 @@ def measure(src, tgt, result, fps):
     m["palm_deg"] = max(palm) if palm else None
     m["chest_deg"] = float(rm.offset_angles(rm.chest_frame(src), rm.chest_frame(tgt)).max())
     m.update(rm.jump_excess(src, tgt, result.bone_map.as_dict()))
-    m["root_err"] = rm.root_error(src, tgt)
+    m["root_err"] = rm.root_error(src, tgt, fps)
     sides = ("L", "R")
     masks = {s: rm.planted(src, s, 0.25, fps, 0.02) for s in sides}
     slide = height = 0.0
