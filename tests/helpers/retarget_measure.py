@@ -188,13 +188,17 @@ def rotation_jumps(p):
     return np.degrees(np.arccos(np.clip(cos, -1.0, 1.0)))
 
 
-def jump_excess(src, tgt, pairs):
+def jump_excess(src, tgt, pairs, girdles=None, ratio=0.55):
     """{"jump_excess_deg": the largest amount (deg) by which a mapped target bone's world
     rotation changes between adjacent frames more than the source's own does, "jump_worst":
     that bone}. A target bone stands for its source bone and the source joints it spans
     down to the source bones of its nearest mapped children (a target without metacarpals
     or with 2-joint fingers carries those joints' motion): the source's own jump is the
-    largest of theirs. pairs: {target name: source name}."""
+    largest of theirs. pairs: {target name: source name}. girdles: {target shoulder name:
+    source upper arm name} for shoulders raised with the arm by the scapulohumeral rhythm
+    (the source's clavicle does not move): such a shoulder may also turn by `ratio` (the
+    top of the rhythm's 0.3–0.55 band) times the upper arm's own jump, which is the rhythm
+    itself (a dancer's arm rising 20° a frame raises the girdle 5–8° a frame)."""
     js, jt = rotation_jumps(src), rotation_jumps(tgt)
     si = {n: i for i, n in enumerate(src.names)}
     ti = {n: i for i, n in enumerate(tgt.names)}
@@ -215,8 +219,11 @@ def jump_excess(src, tgt, pairs):
             j = s_parent[j]
         if j is not None:
             spans[a] |= set(path)
-    excess = {tgt.names[t]: float((jt[:, t] - js[:, sorted(span)].max(axis=1)).max())
-              for t, span in spans.items()}
+    own = {t: js[:, sorted(span)].max(axis=1) for t, span in spans.items()}
+    for t, arm in (girdles or {}).items():
+        if ti[t] in own:
+            own[ti[t]] = own[ti[t]] + ratio * js[:, si[arm]]
+    excess = {tgt.names[t]: float((jt[:, t] - own[t]).max()) for t in spans}
     worst = max(excess, key=excess.get)
     return {"jump_excess_deg": excess[worst], "jump_worst": worst}
 
@@ -333,9 +340,40 @@ def planted(src, side, speed, fps, floor_tol):
     return mask & (run | np.roll(run, 1) | np.roll(run, -1))
 
 
+def detached_foot(p, side):
+    """A foot outside the leg chain (an IK foot hanging from the root, as the robot's
+    Foot.L), found from rest geometry alone: the deforming bone in no chain of the body
+    whose head lies on `side` of the hips, below the shin's head by at least half the
+    thigh's length and within 2 thigh lengths of it, nearest to it (a knee pole target
+    sits in front of the knee, not below it); None when there is none."""
+    b = p.body
+    th, sh = b.limbs[(side, "thigh")][0], b.limbs[(side, "shin")][0]
+    thigh = np.linalg.norm(p.rest_heads[sh] - p.rest_heads[th])
+    lateral = p.rest_heads[th] - p.rest_heads[b.limbs[("R" if side == "L" else "L", "thigh")][0]]
+    hips = hip_joints(p, rest=True)
+    chained = {i for chain in list(b.limbs.values()) + list(b.fingers.values()) for i in chain}
+    chained |= set(b.spine) | set(b.neck) | {b.hips, b.head}
+    best = None
+    for i, bone in enumerate(p.bones):
+        d = p.rest_heads[i] - p.rest_heads[sh]
+        dist = float(np.linalg.norm(d))
+        if (i in chained or not bone.use_deform or (p.rest_heads[i] - hips) @ lateral <= 0
+                or -d[2] < 0.5 * thigh or dist > 2.0 * thigh):
+            continue
+        if best is None or dist < best[0]:
+            best = (dist, i)
+    return None if best is None else best[1]
+
+
+def foot_of(p, side):
+    """The foot bone of `side`: the leg chain's, else a detached one (detached_foot)."""
+    chain = p.body.limbs.get((side, "foot"))
+    return chain[0] if chain else detached_foot(p, side)
+
+
 def foot_bones(p, side):
-    """The foot bone of `side` and every bone below it (toes, heel)."""
-    foot = p.body.limbs[(side, "foot")][0]
+    """The foot bone of `side` (foot_of) and every bone below it (toes, heel)."""
+    foot = foot_of(p, side)
     out = [i for i, b in enumerate(p.bones) if b == p.bones[foot] or p.bones[foot] in b.parent_recursive]
     return out
 
