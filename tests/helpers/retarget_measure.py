@@ -228,6 +228,18 @@ def jump_excess(src, tgt, pairs, girdles=None, ratio=0.55):
     return {"jump_excess_deg": excess[worst], "jump_worst": worst}
 
 
+def rhythm_girdles(src, tgt, pairs):
+    """{target shoulder name: source upper arm name} for the target shoulders the
+    scapulohumeral rhythm raises (the source's clavicle of that side does not move;
+    girdle_moves), for jump_excess. pairs: {target name: source name}."""
+    out = {}
+    for side in skeleton.SIDES:
+        sh, ua = (tgt.body.limbs.get((side, part), [None])[0] for part in ("shoulder", "upper_arm"))
+        if sh is not None and ua is not None and tgt.names[ua] in pairs and not girdle_moves(src, side):
+            out[tgt.names[sh]] = pairs[tgt.names[ua]]
+    return out
+
+
 def head_above_hips(p):
     """Per frame, the head's height above the hips (m), world Z (F,)."""
     return p.heads[:, p.body.head, 2] - p.heads[:, p.body.hips, 2]
