@@ -184,7 +184,7 @@ def test_geometry(addon, rig_file, clip, rig):
 
 @pytest.mark.xfail(strict=True, reason="the robot's feet (Foot.L/R) are IK bones hanging from the root, "
                    "outside the leg chain: the retarget carries them rigidly with the shin as at rest "
-                   "and does not plant them (CMU walk: slide 69 cm, 37 cm off the floor)")
+                   "and does not plant them (CMU walk: slide 69 cm, 42 cm off the floor)")
 def test_robot_ik_feet_planted(addon, rig_file):
     """The robot's detached feet, found from geometry, stand where the source's planted."""
     src, tgt, result, fps = run(addon, rig_file, "mocap/cmu_01_01_cgspeed__fairmotion.bvh", "robot")
