@@ -289,6 +289,7 @@ def solve(sk_s, rest_s_world, mats, tails, sk_t, mo_t, rest_t_arm, tails_t, pair
     order = sk_t.order()
     kids = {b: [] for b in t_of}
     end_s, end_ref = {}, {}
+    tailed = set()
     for c in t_of:
         a = next((x for x in sk_t.ancestors(c) if x in t_of), None)
         if a is None or not sk_s.is_descendant(t_of[c], t_of[a]) or np.linalg.norm(h_t[c] - h_t[a]) <= 1e-6:
@@ -298,6 +299,7 @@ def solve(sk_s, rest_s_world, mats, tails, sk_t, mo_t, rest_t_arm, tails_t, pair
             end_s[c], end_ref[c] = P[:, sc], P_ref[sc]
         elif np.linalg.norm(tails_ref[sc] - P_ref[sa]) > 1e-6:
             end_s[c], end_ref[c] = tails[:, sc], tails_ref[sc]
+            tailed.add(c)
         else:
             continue
         kids[a].append(c)
@@ -349,7 +351,12 @@ def solve(sk_s, rest_s_world, mats, tails, sk_t, mo_t, rest_t_arm, tails_t, pair
                 A[b] = _wahba(d_ref, d_t[None])[0]
                 q_ref = S[:, s] @ S_ref[s].T @ A[b].T
                 j = next((n for n, c in enumerate(ks) if c in primary), 0)
-                Q[b] = _swing(_unit(q_ref @ d_t[j]), d_s[:, j]) @ q_ref
+                # a primary child whose source head sits on this bone's (CMU's Neck on a
+                # zero-length Spine1) is aimed at by its tail: that line turns with the
+                # child (the neck nods), not with this bone, so this bone keeps the
+                # source's own rotation change (swinging onto it put the neck's motion,
+                # 39° of it and one 13° one-frame jump, into the chest)
+                Q[b] = q_ref if ks[j] in tailed else _swing(_unit(q_ref @ d_t[j]), d_s[:, j]) @ q_ref
                 continue
             aim_t, aim_ref, aim_s = _unit(d_t.mean(0)), _unit(d_ref.mean(0)), _unit(d_s.mean(1))
             if abs(np.dot(aim_t, ref)) > 0.95 or abs(np.dot(aim_ref, ref_s)) > 0.95:
@@ -362,10 +369,10 @@ def solve(sk_s, rest_s_world, mats, tails, sk_t, mo_t, rest_t_arm, tails_t, pair
             A[b] = A[parent] if parent is not None else np.eye(3)
             Q[b] = S[:, s] @ S_ref[s].T @ A[b].T
 
-    for b, (tip_t, _end) in tips.items():
+    for b in tips:
         side = next(k[0] for k, v in body_t.limbs.items() if k[1] == "foot" and v[0] == b)
         if side in feet_s:
-            _level_foot(sk_t, b, tip_t - h_t[b], feet_s[side]["planted"], ax_t, Q, t_of)
+            _level_foot(sk_t, b, _foot_end(body_t, side), h_t, tails_t, feet_s[side]["planted"], ax_t, Q, t_of)
 
     if body_t is not None:
         _share(sk_t, body_t, Q, h_t)
@@ -573,32 +580,49 @@ def _leg_ends(body, side, heads, tails):
 def source_feet(body, P, tails, fps):
     """Where each source foot stands: {side: {"planted": bool (F,), "floor": the height it
     stands on (m), "lift": (F,) its lowest point's height above that floor (m), "leg": the
-    standing leg length: thigh + shin + the ankle's height above the foot's lowest point
-    (m, medians over the frames)}}.
+    standing leg length: thigh + shin (medians over the frames) + the ankle's height above
+    the foot's lowest point while it stands planted (m)}}.
 
     A foot's lowest point (F, 3) is the lowest head or tail of its foot and toe bones; its
     floor is the 5th percentile of that point's height when within FOOT_FLOOR_SPREAD of the
     whole skeleton's (a skeleton's two feet may end at different heights), else the whole
     skeleton's; planted: solver.posing.planted (slower than PLANT_SPEED, within
-    PLANT_HEIGHT of that floor). P (F, N, 3) posed heads, tails (F, N, 3), fps: frames per
-    second."""
+    PLANT_HEIGHT of that floor). A foot never planted (a dancer's leg that only touches
+    down on its toes) stands on the floor of a planted one, and the ankle height is taken
+    over the planted frames of both feet (median): a foot on its toes puts the ankle 7 cm
+    higher above its lowest point, which is no longer leg (Rokoko's dance: 16 cm over all
+    frames, 9.7 cm planted). Without any planted frame, the medians over all frames are
+    used. P (F, N, 3) posed heads, tails (F, N, 3), fps: frames per second."""
     lowest = np.minimum(P[..., 2].min(axis=1), tails[..., 2].min(axis=1))
     floor_all = float(np.percentile(lowest, 5))
-    out = {}
+    out, low_of = {}, {}
     for side in bonemap.SIDES:
         bones = [body.limbs[(side, p)][0] for p in ("foot", "toe") if (side, p) in body.limbs]
         if not bones:
             bones = body.limbs[(side, "shin")][:1]
         pts = np.concatenate([P[:, bones], tails[:, bones]], axis=1)             # (F, k, 3)
-        low = pts[np.arange(len(pts)), np.argmin(pts[..., 2], axis=1)]
+        low = low_of[side] = pts[np.arange(len(pts)), np.argmin(pts[..., 2], axis=1)]
         own = float(np.percentile(low[:, 2], 5))
         floor = own if own - floor_all < FOOT_FLOOR_SPREAD else floor_all
+        out[side] = {"planted": posing.planted(low, fps, floor, PLANT_SPEED, PLANT_HEIGHT), "floor": floor}
+    standing = [side for side in out if out[side]["planted"].any()]
+    for side in out:
+        if side not in standing and standing:
+            out[side]["floor"] = float(np.mean([out[s]["floor"] for s in standing]))
+            out[side]["planted"] = posing.planted(low_of[side], fps, out[side]["floor"], PLANT_SPEED, PLANT_HEIGHT)
+    above = {}
+    for side in out:
         th, ankle = _leg_ends(body, side, P, tails)
         sh = body.limbs[(side, "shin")][0]
-        leg = np.linalg.norm(P[:, sh] - P[:, th], axis=1) + np.linalg.norm(ankle - P[:, sh], axis=1) \
-            + ankle[:, 2] - low[:, 2]
-        out[side] = {"planted": posing.planted(low, fps, floor, PLANT_SPEED, PLANT_HEIGHT),
-                     "floor": floor, "leg": float(np.median(leg)), "lift": low[:, 2] - floor}
+        out[side]["lift"] = low_of[side][:, 2] - out[side]["floor"]
+        out[side]["bones"] = float(np.median(np.linalg.norm(P[:, sh] - P[:, th], axis=1)
+                                             + np.linalg.norm(ankle - P[:, sh], axis=1)))
+        above[side] = ankle[:, 2] - low_of[side][:, 2]
+    flat = np.concatenate([above[s][out[s]["planted"]] for s in standing]) if standing else None
+    for side in out:
+        mask = out[side]["planted"]
+        height = above[side][mask] if mask.any() else (flat if flat is not None else above[side])
+        out[side]["leg"] = out[side].pop("bones") + float(np.median(height))
     return out
 
 
@@ -642,21 +666,29 @@ def root_motion(body_s, P, feet_s, hip_t, feet_t):
     return k * (hip - [hip[0, 0], hip[0, 1], f_s]) + [hip_t[0], hip_t[1], f_t], float(k)
 
 
-def _level_foot(sk, foot, aim, mask, axes, Q, t_of):
+def _level_foot(sk, foot, end, heads, tails, mask, axes, Q, t_of):
     """Tilt a target foot (and its mapped toes) about the body's lateral axis by the one
-    constant angle that makes its aim (3,) (ankle → foot end, rest, world) as steep on the
-    source's planted frames (mask (F,)) as in the target's rest pose: the target's rest
+    constant angle that makes its aim (ankle → the tail of its last bone `end`) as steep on
+    the source's planted frames (mask (F,)) as in the target's rest pose: the target's rest
     foot stands flat, so the source's foot as it stands planted becomes that flat foot,
-    whatever pose the source's reference frame caught it in. Q (bone → (F, 3, 3) world
-    rotation changes) is updated in place."""
+    whatever pose the source's reference frame caught it in. The posed aim is summed bone
+    by bone down to `end`, each segment turned by its own bone (a toe bent up at the ball
+    of the foot tilts the aim too: Rokoko's dance bends it 9°). heads, tails (N, 3): world
+    rest points; Q (bone → (F, 3, 3) world rotation changes) is updated in place."""
     if not mask.any():
         return
     up, lat = axes["up"], axes["lateral"]
-    a = _unit(aim)
-    rest = np.arcsin(np.clip(a @ up, -1.0, 1.0))
+    chain = [foot] + (sk.path(foot, end) or [])
+    ends = [heads[b] for b in chain[1:]] + [tails[chain[-1]]]
+    segments = [(b, e - heads[b]) for b, e in zip(chain, ends)]
+    turns, last = {}, Q[foot]
+    for b, _seg in segments:               # an unmapped bone turns with its parent
+        last = turns[b] = Q.get(b, last)
+    aim = sum(seg for _b, seg in segments)
+    rest = np.arcsin(np.clip(_unit(aim) @ up, -1.0, 1.0))
     c = np.eye(3)
     for _ in range(3):          # the posed foot also turns (heading): converge on the pitch
-        v = _unit(Q[foot][mask] @ (c @ a))
+        v = _unit(sum(turns[b][mask] @ (c @ seg) for b, seg in segments))
         excess = float(np.mean(np.arcsin(np.clip(v @ up, -1.0, 1.0))) - rest)
         c = Rotation.from_rotvec(lat * excess).as_matrix() @ c
     for b in sk.subtree(foot):

@@ -99,7 +99,8 @@ def test_retarget_follows_source_geometry(addon, shared_data, rig, clip):
     # root path: the hip joints follow the source's, scaled by the standing leg lengths,
     # each skeleton on the floor its feet stand on
     src = rm.Poses(source, result.source_frames, from_motion=True)
-    error = rm.root_error(src, rm.Poses(target, result.frames))
+    scene = bpy.context.scene
+    error = rm.root_error(src, rm.Poses(target, result.frames), scene.render.fps / scene.render.fps_base)
     assert error < 0.01, f"root path off by {error:.3f} m"
 
 
