@@ -29,7 +29,6 @@ from dataclasses import dataclass
 
 import bpy
 import numpy as np
-from bpy_extras import anim_utils
 
 from .. import compat, files
 from ...solver import compose as sc
@@ -205,7 +204,7 @@ def _weight_curve(target, index):
     ad = target.animation_data
     if ad is None or ad.action is None:
         return None
-    bag = anim_utils.animdata_get_channelbag_for_assigned_slot(ad)
+    bag = compat.assigned_channelbag(ad)
     return bag.fcurves.find(WEIGHT_PATH.format(index)) if bag is not None else None
 
 
