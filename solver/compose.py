@@ -48,10 +48,10 @@ Transition points (`best_transition`): the frame pair of A's end and B's start w
 features (`features`: bone heads relative to the root in the heading frame, local angular
 velocities × VELOCITY_TIME, the heading's turn rate) are nearest, found with a KD-tree
 (scipy.spatial.cKDTree) over B's candidate frames (as in "Motion graphs", Kovar, Gleicher
-& Pighin, SIGGRAPH 2002), within SEARCH_TIME s and SEARCH_FRACTION of each clip. The velocity part of the feature
-distance is exactly VELOCITY_TIME · D, and the clip ends are kept unless a pair is strictly
-nearer. The window then blends the matched frames together (A's frames from end on with
-B's from start on).
+& Pighin, SIGGRAPH 2002), within SEARCH_TIME s and SEARCH_FRACTION of each clip. The
+velocity part of the feature distance is exactly VELOCITY_TIME · D, and the clip ends are
+kept unless a pair is nearer by SEARCH_GAIN of their distance. The window then blends the
+matched frames together (A's frames from end on with B's from start on).
 
 Feet (`detect_plants`, `hold_feet`): a foot is planted where its lowest point is within
 PLANT_HEIGHT·leg length of the clip's floor and slower than PLANT_SPEED·leg length per
@@ -79,6 +79,7 @@ VELOCITY_TIME = 0.1          # s: the velocity part of a feature distance is thi
 HEADING_WEIGHT = 3.0         # the facing's turn rate counts this many times a bone's velocity
 SEARCH_TIME = 1.0            # s: transition points are searched this far into each clip
 SEARCH_FRACTION = 0.25       # … and within this fraction of the clip's frames
+SEARCH_GAIN = 0.05           # a transition point must match this fraction better than the clip ends
 PLANT_HEIGHT = 0.04          # × leg length above the clip's floor
 PLANT_SPEED = 0.12           # × leg length per second (horizontal)
 PLANT_RAMP = 0.2             # s over which a foot hold comes and goes
@@ -573,8 +574,9 @@ def best_transition(info_a, info_b, rig, cut_a, cut_b):
     state at frame end−1 against B's at frame start−1, so the composition runs A up to frame
     end−1 and B on from frame start. end in [len(A) − cut_a, len(A)], start in [0, cut_b]
     (cKDTree over B's frames; distances in feature units, see `features`). The clip ends
-    (len(A), 0) are kept unless another pair is strictly nearer, so the chosen point is
-    never worse than the ends on this distance."""
+    (len(A), 0) are kept unless another pair is nearer by more than SEARCH_GAIN of their
+    distance, so the chosen point is never worse than the ends on this distance, and
+    frames are not cut for a gain too small to see."""
     n_a = len(info_a.world)
     ends = np.arange(max(n_a - cut_a, 2), n_a + 1)
     starts = np.arange(0, cut_b + 1)
@@ -586,7 +588,7 @@ def best_transition(info_a, info_b, rig, cut_a, cut_b):
     dist, idx = cKDTree(fb).query(fa)
     at_ends = float(np.linalg.norm(fa[-1] - fb[0]))
     k = int(np.argmin(dist))
-    if not dist[k] < at_ends:
+    if not dist[k] < (1.0 - SEARCH_GAIN) * at_ends:
         return n_a, 0, at_ends, at_ends
     return int(ends[k]), int(starts[idx[k]]), float(dist[k]), at_ends
 
