@@ -71,7 +71,8 @@ def test_every_seam_turning_a_bone_past_the_clips_there_is_flagged(godot):
             out, own = seam_steps(rot, alone[seam["index"] - 1], alone[seam["index"]], seam, first)
             over = out - np.maximum(STEP_LIMIT, 1.2 * own)
             r, b = np.unravel_index(np.argmax(over), over.shape)
-            what = f"{key} seam {seam['index']}: {names[b]} turns {out[r, b]:.1f}° where the clips turn {own[r, b]:.1f}°"
+            what = (f"{key} seam {seam['index']}: {names[b]} turns {out[r, b]:.1f}° where the clips turn "
+                    f"{own[r, b]:.1f}°")
             if over.max() > 0.5:
                 assert seam["flagged"] and "step" in seam["failures"], what
             if not seam["flagged"]:
