@@ -652,14 +652,15 @@ def compose(tracks, fps, windows=None, kinds="smoothstep", rig=None, threshold=N
             plan = _SeamPlan(out, free, n_prev, b, ia, ib, end, start, kind, rig, fps, threshold, floor, names,
                              max_window)
             plans.append(plan)
-            if plan.found:
+            if plan.found if w is None else int(w) in plan.fits:
                 break
-        if w is not None and int(w) not in plans[0].fits:
+        if w is not None and int(w) not in plans[-1].fits:
             raise ValueError(f"seam {i}: a window of {w} frames reaches into the previous seam or past "
-                             f"the clip ({plans[0].fits[-1] if plans[0].fits else 0} frames available)")
-        # an explicit window: at the transition point; else the first plan with a passing
-        # window (the clip ends when the transition point has none), else the transition point
-        plan = plans[0] if w is not None else next((p for p in plans if p.found), plans[0])
+                             f"the clip ({plans[-1].fits[-1] if plans[-1].fits else 0} frames available)")
+        # an explicit window: at the transition point where it fits there, else at the clip
+        # ends; else the first plan with a passing window (the clip ends when the transition
+        # point has none), else the transition point
+        plan = plans[-1] if w is not None else next((p for p in plans if p.found), plans[0])
         w = plan.suggested if w is None else int(w)
         end, start, suggested, found = plan.end, plan.start, plan.suggested, plan.found
         d_ends = transition_jump(tracks[i - 1].rotations, n_prev, b.rotations, 0, fps)

@@ -173,6 +173,26 @@ def test_transition_distance_holds_d_and_never_loses_to_the_ends():
     assert seams[0]["transition"] == [50, 0] and seams[0]["match"] == seams[0]["match_ends"]
 
 
+def test_windows_at_a_transition_point_keep_the_matched_frames_together():
+    """A window blends A's and B's frames with the same offset as the matched pair (end,
+    start), moved back in both where A has too few frames after end; a window that would
+    need B's frames before its first is made at the clip ends instead."""
+    a = compose.Track(wave(48, freq=1.0, amp=0.5), np.zeros((48, 1, 3)))
+    b = compose.Track(wave(60, freq=1.0, amp=0.5, phase=-2 * np.pi * 0.6), np.zeros((60, 1, 3)))
+    end, start = compose.compose([a, b], FPS)[1][0]["transition"]
+    assert end < len(a) and start > 0
+    room = len(a) - end + start          # the longest window that can keep them together
+    assert room > len(a) - end + 2
+    for w in (2, room - 2, room + 1):    # after end; moved back in both; too long
+        seam = compose.compose([a, b], FPS, windows=[w])[1][0]
+        a0, b0 = len(a) - seam["cut"][0] - w, seam["cut"][1]
+        if w <= room:
+            assert seam["transition"] == [end, start] and a0 - b0 == end - start and a0 + w <= len(a)
+            assert a0 == min(end, len(a) - w)
+        else:                            # B would have to start before its frame 0: the clip ends
+            assert seam["transition"] == [len(a), 0] and seam["cut"] == [0, 0]
+
+
 def test_step_limit_is_per_frame_not_the_windows_largest_turn():
     """A clip that turns a bone 80° in one frame raises that bone's step limit at that frame
     of the seam (and its neighbour) only; elsewhere in the window the limit is 20°."""
