@@ -242,7 +242,9 @@ def test_operator_stores_seams_for_the_panel(addon, signer, shared_data):
     settings = signer.signsim.compose
     bpy.context.view_layer.objects.active = signer
     assert not bpy.ops.signsim.compose.poll()
-    for clip in (shared_data / "mocap" / MIXAMO, CHIN):
+    # (mixamo → chin with smootherstep turns a finger 20.2° in a frame where the clips turn
+    # 14.5°: flagged since the step limit is taken frame by frame)
+    for clip in (CHIN, shared_data / "mocap" / MIXAMO):
         bpy.ops.signsim.compose_list_edit(kind='CLIP')
         settings.clips[-1].clip = str(clip)
     settings.clips[1].curve = "smootherstep"

@@ -15,6 +15,7 @@ import pathlib
 import bpy
 import numpy as np
 import pytest
+from compose_measure import sample, steps_deg
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent.parent
 SIGNER = ROOT / "sample_blends" / "signer.blend"
@@ -44,35 +45,6 @@ def cm(addon):
 def open_signer():
     bpy.ops.wm.open_mainfile(filepath=str(SIGNER))
     return bpy.data.objects["Signer"]
-
-
-def sample(ob, action):
-    """World rotations (F, B, 4) (w first) and heads (F, B, 3) m of every pose bone, for
-    every frame of an action, as Blender evaluates it; and the bone names."""
-    ob.animation_data.action = action
-    first, last = (int(round(f)) for f in action.frame_range)
-    names = [pb.name for pb in ob.pose.bones]
-    rot, heads = [], []
-    mw = np.array(ob.matrix_world)
-    for f in range(first, last + 1):
-        bpy.context.scene.frame_set(f)
-        m = np.array([mw @ np.array(pb.matrix) for pb in ob.pose.bones])
-        r = m[:, :3, :3] / np.linalg.norm(m[:, :3, :3], axis=1, keepdims=True)
-        rot.append([_quat(x) for x in r])
-        heads.append(m[:, :3, 3])
-    return np.array(rot), np.array(heads), names
-
-
-def _quat(m):
-    from mathutils import Matrix
-    q = Matrix(m.tolist()).to_quaternion()
-    return [q.w, q.x, q.y, q.z]
-
-
-def steps_deg(rot):
-    """One-frame turn (F−1, B) of world rotations, degrees."""
-    d = np.abs(np.sum(rot[1:] * rot[:-1], axis=-1))
-    return np.degrees(2 * np.arccos(np.clip(d, 0.0, 1.0)))
 
 
 def lowest(ob, heads, names):
