@@ -22,6 +22,7 @@ from mathutils.bvhtree import BVHTree
 from scipy.optimize import minimize
 
 import retarget_measure as rm
+from skin import evaluated_world_vertices
 from retarget_rigs import character
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
@@ -168,18 +169,6 @@ class Skin:
                 out.append((o, idx, polys))
         return out
 
-    @staticmethod
-    def world(ob):
-        dg = bpy.context.evaluated_depsgraph_get()
-        ev = ob.evaluated_get(dg)
-        me = ev.to_mesh()
-        co = np.empty(len(me.vertices) * 3)
-        me.vertices.foreach_get("co", co)
-        ev.to_mesh_clear()
-        m = np.array(ev.matrix_world)
-        return co.reshape(-1, 3) @ m[:3, :3].T + m[:3, 3]
-
-
 def measure_contact(skin, contact, frame):
     """(gap m, penetration m, spot error m) of one contact at one scene frame, on the
     evaluated skin: the least signed distance of part a's skin vertices to part b's skin
@@ -187,10 +176,10 @@ def measure_contact(skin, contact, frame):
     of the touching patch to the transferred spot."""
     bpy.context.scene.frame_set(frame)
     bone_a, bone_b = contact["bones"]
-    pts = np.concatenate([Skin.world(o)[idx] for o, idx, _p in skin.part(bone_a)])
+    pts = np.concatenate([evaluated_world_vertices(o)[idx] for o, idx, _p in skin.part(bone_a)])
     verts, polys, offset = [], [], 0
     for o, _idx, p in skin.part(bone_b, whole_mesh_on_bone=True):
-        w = Skin.world(o)
+        w = evaluated_world_vertices(o)
         verts.extend(map(Vector, w))
         polys.extend([[offset + v for v in poly] for poly in p])
         offset += len(w)
