@@ -22,7 +22,7 @@ Lengths are metres (world space); frames are output frame indices. Sources: Buss
 Least Squares methods" (2004); Wampler, "Manipulator inverse kinematic solutions based
 on vector formulations and damped least-squares methods" (IEEE SMC, 1986).
 """
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 from scipy.ndimage import gaussian_filter1d
@@ -276,10 +276,10 @@ def detect(body, fps, forced=(), disabled=()):
         else:
             names = [b] * len(runs)
         for (s0, s1), name in zip(runs, names):
-            out.append(_with_gap(Contact(kind, a, name, s0, s1, spot_a[s0:s1], spot_b[s0:s1]), d))
+            out.append(_with_gap(Contact(kind, a, name, s0, s1, spot_a[s0:s1], spot_b[s0:s1]), d / s))
         for fa, fb, s0, s1 in forced:
             if fa == a and (fb == b or (kind == "face" and fb in LANDMARKS)):
-                out.append(_with_gap(Contact(kind, a, fb, s0, s1, spot_a[s0:s1], spot_b[s0:s1]), d))
+                out.append(_with_gap(Contact(kind, a, fb, s0, s1, spot_a[s0:s1], spot_b[s0:s1]), d / s))
     out = [c for c in out if not any(c.part_a == a and c.part_b == b and c.start < s1 and s0 < c.stop
                                      for a, b, s0, s1 in disabled)]
     palms = [c for c in out if c.part_a == "palm_L" and c.part_b == "palm_R"]
@@ -293,7 +293,8 @@ def detect(body, fps, forced=(), disabled=()):
 
 
 def _with_gap(c, distance):
-    """Contact c with the source's own gap per frame (c.gap, m, ≥ 0) from distance (F,)."""
+    """Contact c with the source's own gap per frame (c.gap, ≥ 0, m of the reference adult)
+    from distance (F,) (the same unit)."""
     c.gap = np.clip(distance[c.start:c.stop], 0.0, None)
     return c
 
@@ -714,11 +715,21 @@ def enforce(target, body, contacts, fps):
     per joint, relative to the pose before), between runs less than two ramps apart the
     correction goes smoothly from one run's to the next (a clap's palms are not released
     between claps), elsewhere it eases in and out over RAMP_SECONDS (smootherstep).
-    target: Target (its basis is not modified); body: TargetBody; contacts: [Contact]
-    from detect; fps: frames per second. A contact whose parts the target lacks is left
+    target: Target (its basis is not modified; world in metres: the object matrix times
+    the scene's unit scale); body: TargetBody; contacts: [Contact] from detect; fps:
+    frames per second. The solve does not depend on the target's size: it runs on the
+    target scaled to REFERENCE_SHOULDERS (its tolerances are the reference adult's) and
+    its measures are the world's (mm). A contact whose parts the target lacks is left
     out and measured as {"skipped": reason}.
     """
-    out = target.at(np.arange(len(target.basis)))
+    # solved on the body scaled to the reference adult's shoulders, so that the same
+    # character in centimetres, or with an object scale, moves alike: every tolerance
+    # below is the reference adult's; the measures are given back in the world's metres
+    k = body.size / REFERENCE_SHOULDERS
+    world = target.world.copy()
+    world[:3] /= k
+    out = Target(target.parents, target.rest, world, target.basis.copy(), target.loc)
+    body = replace(body, size=REFERENCE_SHOULDERS)
     ramp = max(1, int(round(RAMP_SECONDS * fps)))
     groups = {}
     for c in contacts:
@@ -744,16 +755,19 @@ def enforce(target, body, contacts, fps):
                 break
             out.basis[:] = plain
             for c, _sol in missed:
-                m = c.measured
+                m = {key: k * v for key, v in c.measured.items()}
                 c.measured = {"skipped": f"not reached on the target's skin ({m['gap_mm']:.0f} mm gap, "
                               f"{m['penetration_mm']:.0f} mm inside, spot {m['spot_error_mm']:.0f} mm off): "
                               "left as retargeted"}
             runs = [r for r in runs if not any(r[0] is c for c, _s in missed)]
+    for c in contacts:
+        if "skipped" not in c.measured:
+            c.measured = {key: k * v for key, v in c.measured.items()}
     return out.basis
 
 
-MISS = {"gap_mm": 2.0, "penetration_mm": 1.0}   # what a kept contact must meet (mm)
-SPOT_WARN_MM = 5.0                               # a kept contact farther off its spot is reported
+MISS = {"gap_mm": 2.0, "penetration_mm": 1.0}   # what a kept contact must meet (mm, reference adult)
+SPOT_WARN_MM = 5.0   # mm (reference adult): a kept contact farther off its spot is reported
 
 
 def _miss(measured):

@@ -85,7 +85,7 @@ def target_body(target, warnings):
     sk = transfer.skeleton(target)
     body = bonemap.analyse(sk)
     rest = transfer.rest_matrices(target)
-    mo = np.array(target.matrix_world)
+    mo = _world_metres(target)
     scale = float(np.linalg.norm(mo[:3, 0]))
     parts = ct.Parts()
     chest = body.spine[-1] if body.spine else body.hips
@@ -147,13 +147,21 @@ def target_body(target, warnings):
     return ct.TargetBody(parts, face_box, face_axes, palms, arms, fingers, weights, size), sk
 
 
+def _world_metres(ob):
+    """ob's object matrix (4, 4) in metres: times the scene's unit scale (metres per
+    Blender unit, UnitSettings.scale_length)."""
+    m = np.array(ob.matrix_world)
+    m[:3] *= bpy.context.scene.unit_settings.scale_length
+    return m
+
+
 def _target_pose(target, sk, keys):
     n_frames = len(next(iter(keys["rot"].values())))
     basis = np.tile([1.0, 0.0, 0.0, 0.0], (n_frames, len(sk.names), 1))
     for name, q in keys["rot"].items():
         basis[:, sk.index[name]] = q
     loc = {sk.index[name]: v for name, v in keys["loc"].items()}
-    return ct.Target(np.array(sk.parents), transfer.rest_matrices(target), np.array(target.matrix_world),
+    return ct.Target(np.array(sk.parents), transfer.rest_matrices(target), _world_metres(target),
                      basis, loc)
 
 
@@ -205,7 +213,7 @@ def preserve(source, target, result, *, forced=(), disabled=(), report=silent):
         where = f"contact {c.name} at frames {item['frames'][0]:g}–{item['frames'][1]:g}"
         if "skipped" in c.measured:
             warnings.append(f"{where} not kept on '{target.name}': {c.measured['skipped']}")
-        elif c.measured["spot_error_mm"] > ct.SPOT_WARN_MM:
+        elif c.measured["spot_error_mm"] > ct.SPOT_WARN_MM * tgt.size / ct.REFERENCE_SHOULDERS:
             warnings.append(f"{where} kept touching on '{target.name}', but {c.measured['spot_error_mm']:.0f} mm "
                             "from the spot it touches in the source")
     result.action[CONTACTS_PROP] = json.dumps(items)
