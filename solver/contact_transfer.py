@@ -628,7 +628,8 @@ class TargetBody:
     rest frame (armature units); palms: {side: (centre (3,), axes (3, 3), half (3,))} in
     the hand bone's rest frame; arms: {side: [bones]} upper arm to hand; fingers:
     {part name: [bones]} first phalanx (or metacarpal) to the distal one; weights: {bone:
-    how freely the IK turns it}; size: shoulder width (m).
+    how freely the IK turns it}; size: shoulder width (m); skins: {part name: Skin} the
+    deforming skin of a finger's last two phalanges (what a finger contact is measured on).
     """
     parts: dict
     face_box: object
@@ -638,6 +639,34 @@ class TargetBody:
     fingers: dict
     weights: dict
     size: float
+    skins: dict = field(default_factory=dict)
+
+
+@dataclass
+class Skin:
+    """A piece of skin deformed by linear blend skinning (as Blender's Armature modifier):
+    rest vertices (V, 3) in armature space, bones (V, K) and weights (V, K) (summing to 1
+    per vertex), triangles (T, 3)."""
+    vertices: np.ndarray
+    bones: np.ndarray
+    weights: np.ndarray
+    triangles: np.ndarray
+
+    def deformed(self, M, rest):
+        """World vertices (F, V, 3) at posed world matrices M (F, N, 4, 4) of a skeleton
+        whose armature-space rest matrices are rest (N, 4, 4)."""
+        skin = M[:, self.bones] @ np.linalg.inv(rest[self.bones])           # (F, V, K, 4, 4)
+        p = np.einsum("fvkij,vj->fvki", skin[..., :3, :3], self.vertices) + skin[..., :3, 3]
+        return np.einsum("fvki,vk->fvi", p, self.weights)
+
+
+def _skin_clearance(target, skin_a, skin_b):
+    """Per frame of target (Target over k frames) the least signed distance (k,) of skin
+    a's deformed vertices to skin b's deformed surface (world units)."""
+    bones = sorted(set(skin_a.bones.ravel()) | set(skin_b.bones.ravel()))
+    M = target.pose(bones)
+    va, vb = skin_a.deformed(M, target.rest), skin_b.deformed(M, target.rest)
+    return np.array([Part(0, vb[f], skin_b.triangles).closest(va[f])[2].min() for f in range(len(M))])
 
 
 def _side(part):
@@ -749,30 +778,53 @@ def enforce(target, body, contacts, fps):
             weights = _blend_weights(len(plain), [(c.start, c.stop) for c, _s in runs], ramp)
             for c, _sol in runs:
                 c.weights = weights
-                _measure(out, body, c)
+                _measure(out, body, plain, c, ramp)
             missed = [(c, sol) for c, sol in runs if _miss(c.measured) > 1.0]
             if not missed:
                 break
             out.basis[:] = plain
             for c, _sol in missed:
                 m = {key: k * v for key, v in c.measured.items()}
-                c.measured = {"skipped": f"not reached on the target's skin ({m['gap_mm']:.0f} mm gap, "
-                              f"{m['penetration_mm']:.0f} mm inside, spot {m['spot_error_mm']:.0f} mm off): "
-                              "left as retargeted"}
+                c.measured = {"skipped": _skip_reason(m, k)}
             runs = [r for r in runs if not any(r[0] is c for c, _s in missed)]
     for c in contacts:
         if "skipped" not in c.measured:
             c.measured = {key: k * v for key, v in c.measured.items()}
+        if hasattr(c, "parts_"):
+            del c.parts_
     return out.basis
+
+
+def _skip_reason(m, k):
+    """Why a contact with measures m (world mm; k: the body's size over the reference
+    adult's) is not kept, and where the plain retarget leaves it."""
+    if m["penetration_mm"] > k * _allowed_penetration({key: v / k for key, v in m.items()}):
+        why = (f"keeping it pushes the parts {m['penetration_mm']:.1f} mm into each other "
+               f"(the plain retarget: {m['plain_penetration_mm']:.1f} mm)")
+    else:
+        why = (f"the best correction found ends {m['gap_mm']:.1f} mm from the skin "
+               f"(at most {MISS['gap_mm'] * k:.1f} mm kept)")
+    return (f"{why}; left as retargeted, {m['plain_gap_mm']:.1f} mm apart and "
+            f"{m['plain_penetration_mm']:.1f} mm inside")
 
 
 MISS = {"gap_mm": 2.0, "penetration_mm": 1.0}   # what a kept contact must meet (mm, reference adult)
 SPOT_WARN_MM = 5.0   # mm (reference adult): a kept contact farther off its spot is reported
 
 
+DEEPER_MM = 0.2   # mm (reference adult): how much deeper than the plain pose a kept contact may go
+
+
+def _allowed_penetration(measured):
+    """The penetration (mm) a kept contact may reach: MISS's, or the plain retarget's
+    own plus DEEPER_MM where that is deeper (the correction never makes it much worse)."""
+    return max(MISS["penetration_mm"], measured["plain_penetration_mm"] + DEEPER_MM)
+
+
 def _miss(measured):
-    """The largest ratio of a measured value to its MISS limit (≤ 1: met)."""
-    return max(measured[k] / v for k, v in MISS.items())
+    """The largest ratio of a measured value to its limit (≤ 1: met): the gap to MISS's,
+    the penetration (on every frame the correction reaches) to _allowed_penetration."""
+    return max(measured["gap_mm"] / MISS["gap_mm"], measured["penetration_mm"] / _allowed_penetration(measured))
 
 
 def _solve_contact(out, body, c):
@@ -843,16 +895,35 @@ def _smoothed(plain, solved, joints):
     return out
 
 
-def _measure(out, body, c):
+def _measure(out, body, plain, c, ramp):
+    """c.measured: on c's run the skin gap and the spot error (mm), and the deepest
+    penetration (mm) on every frame the correction reaches around the run (its ramps
+    too), with the same two measures of the plain pose (basis plain (F, N, 4))."""
     pa, pb, bones = c.parts_
-    frames = np.arange(c.start, c.stop)
-    M = out.at(frames).pose(bones)
+    run = np.arange(c.start, c.stop)
+    near = np.arange(max(0, c.start - ramp), min(len(plain), c.stop + ramp))
+    near = near[c.weights[near] > 0]
+    M = out.at(run).pose(bones)
     sd, patch, _i = _clearance(M, pa, pb)
     spot = np.einsum("fij,fj->fi", M[:, pb.bone, :3, :3], c.target_spots[1]) + M[:, pb.bone, :3, 3]
+    skins = [body.skins.get(n) for n in (c.part_a, c.part_b)] if c.kind == "finger" else [None]
+    if all(sk is not None for sk in skins):
+        # two fingers: measured on their deforming skin (a rigid pad can be millimetres
+        # off where the skin bends with the middle phalanx)
+        def clearance(sub):
+            return _skin_clearance(sub, *skins)
+        sd = clearance(out.at(run))
+    else:
+        def clearance(sub):
+            return _clearance(sub.pose(bones), pa, pb)[0]
+    sd_near = clearance(out.at(near))
+    plain_run = clearance(out.at(run, plain[run]))
+    plain_near = clearance(out.at(near, plain[near]))
     c.measured = {"gap_mm": float(1e3 * max(sd.max(), 0.0)),
-                  "penetration_mm": float(1e3 * max(-sd.min(), 0.0)),
-                  "spot_error_mm": float(1e3 * np.linalg.norm(patch - spot, axis=1).max())}
-    del c.parts_
+                  "penetration_mm": float(1e3 * max(-sd_near.min(), 0.0)),
+                  "spot_error_mm": float(1e3 * np.linalg.norm(patch - spot, axis=1).max()),
+                  "plain_gap_mm": float(1e3 * max(plain_run.max(), 0.0)),
+                  "plain_penetration_mm": float(1e3 * max(-plain_near.min(), 0.0))}
 
 
 def _smootherstep(t):
