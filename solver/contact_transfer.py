@@ -779,7 +779,7 @@ def enforce(target, body, contacts, fps):
             for c, _sol in runs:
                 c.weights = weights
                 _measure(out, body, plain, c, ramp)
-            missed = [(c, sol) for c, sol in runs if _miss(c.measured) > 1.0]
+            missed = [(c, sol) for c, sol in runs if _miss(c.measured)]
             if not missed:
                 break
             out.basis[:] = plain
@@ -798,7 +798,7 @@ def enforce(target, body, contacts, fps):
 def _skip_reason(m, k):
     """Why a contact with measures m (world mm; k: the body's size over the reference
     adult's) is not kept, and where the plain retarget leaves it."""
-    if m["penetration_mm"] > k * _allowed_penetration({key: v / k for key, v in m.items()}):
+    if deeper_than_plain(m, k):
         why = (f"keeping it pushes the parts {m['penetration_mm']:.1f} mm into each other "
                f"(the plain retarget: {m['plain_penetration_mm']:.1f} mm)")
     else:
@@ -815,16 +815,19 @@ SPOT_WARN_MM = 5.0   # mm (reference adult): a kept contact farther off its spot
 DEEPER_MM = 0.2   # mm (reference adult): how much deeper than the plain pose a kept contact may go
 
 
-def _allowed_penetration(measured):
-    """The penetration (mm) a kept contact may reach: MISS's, or the plain retarget's
-    own plus DEEPER_MM where that is deeper (the correction never makes it much worse)."""
-    return max(MISS["penetration_mm"], measured["plain_penetration_mm"] + DEEPER_MM)
+def deeper_than_plain(measured, scale=1.0, eased=False):
+    """True when a contact's measures (mm, as enforce stores them; scale: the body's size
+    over the reference adult's) go deeper into the skin than MISS allows and than the
+    plain retarget's own penetration plus DEEPER_MM: on the contact's frames, or with
+    eased on every frame its correction reaches."""
+    key = "eased_penetration_mm" if eased else "penetration_mm"
+    allowed = max(MISS["penetration_mm"] * scale, measured[f"plain_{key}"] + DEEPER_MM * scale)
+    return measured[key] > allowed
 
 
 def _miss(measured):
-    """The largest ratio of a measured value to its limit (≤ 1: met): the gap to MISS's,
-    the penetration (on every frame the correction reaches) to _allowed_penetration."""
-    return max(measured["gap_mm"] / MISS["gap_mm"], measured["penetration_mm"] / _allowed_penetration(measured))
+    """True when a contact is not met: its gap beyond MISS's, or deeper_than_plain."""
+    return measured["gap_mm"] > MISS["gap_mm"] or deeper_than_plain(measured)
 
 
 def _solve_contact(out, body, c):
@@ -896,9 +899,9 @@ def _smoothed(plain, solved, joints):
 
 
 def _measure(out, body, plain, c, ramp):
-    """c.measured: on c's run the skin gap and the spot error (mm), and the deepest
-    penetration (mm) on every frame the correction reaches around the run (its ramps
-    too), with the same two measures of the plain pose (basis plain (F, N, 4))."""
+    """c.measured: on c's run the skin gap, the penetration and the spot error (mm), the
+    deepest penetration on every frame the correction reaches (eased_penetration_mm: its
+    ramps too), and the gap and penetrations of the plain pose (basis plain (F, N, 4))."""
     pa, pb, bones = c.parts_
     run = np.arange(c.start, c.stop)
     near = np.arange(max(0, c.start - ramp), min(len(plain), c.stop + ramp))
@@ -920,10 +923,12 @@ def _measure(out, body, plain, c, ramp):
     plain_run = clearance(out.at(run, plain[run]))
     plain_near = clearance(out.at(near, plain[near]))
     c.measured = {"gap_mm": float(1e3 * max(sd.max(), 0.0)),
-                  "penetration_mm": float(1e3 * max(-sd_near.min(), 0.0)),
+                  "penetration_mm": float(1e3 * max(-sd.min(), 0.0)),
                   "spot_error_mm": float(1e3 * np.linalg.norm(patch - spot, axis=1).max()),
                   "plain_gap_mm": float(1e3 * max(plain_run.max(), 0.0)),
-                  "plain_penetration_mm": float(1e3 * max(-plain_near.min(), 0.0))}
+                  "plain_penetration_mm": float(1e3 * max(-plain_run.min(), 0.0)),
+                  "eased_penetration_mm": float(1e3 * max(-sd_near.min(), 0.0)),
+                  "plain_eased_penetration_mm": float(1e3 * max(-plain_near.min(), 0.0))}
 
 
 def _smootherstep(t):

@@ -264,9 +264,15 @@ def preserve(source, target, result, *, forced=(), disabled=(), report=silent):
         where = f"contact {c.name} at frames {item['frames'][0]:g}–{item['frames'][1]:g}"
         if "skipped" in c.measured:
             warnings.append(f"{where} not kept on '{target.name}': {c.measured['skipped']}")
-        elif c.measured["spot_error_mm"] > ct.SPOT_WARN_MM * tgt.size / ct.REFERENCE_SHOULDERS:
-            warnings.append(f"{where} kept touching on '{target.name}', but {c.measured['spot_error_mm']:.0f} mm "
-                            "from the spot it touches in the source")
+        else:
+            m, k = c.measured, tgt.size / ct.REFERENCE_SHOULDERS
+            if m["spot_error_mm"] > ct.SPOT_WARN_MM * k:
+                warnings.append(f"{where} kept touching on '{target.name}', but {m['spot_error_mm']:.0f} mm "
+                                "from the spot it touches in the source")
+            if ct.deeper_than_plain(m, k, eased=True):
+                warnings.append(f"{where} kept on '{target.name}', but easing in and out of it the parts go "
+                                f"{m['eased_penetration_mm']:.1f} mm into each other (the plain retarget: "
+                                f"{m['plain_eased_penetration_mm']:.1f} mm)")
     result.action[CONTACTS_PROP] = json.dumps(items)
     _store_list(target, items, forced, disabled)
     for w in warnings:
