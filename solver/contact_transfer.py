@@ -55,6 +55,8 @@ PALM_HALF_THICKNESS = 0.013   # m, a reference adult's palm
 TOUCH = 0.004                 # m (reference adult) from touching counts as a contact
 SLOW = 0.15                   # m/s (reference adult): parts resting on each other move slower
 MIN_RUN = 2                   # frames a contact lasts at least
+HOLD = 2.0                    # runs of a pair within HOLD · TOUCH and HOLD · SLOW between them are one
+BRIDGE_SECONDS = 0.1          # runs of one pair this close are one contact
 RAMP_SECONDS = 0.4            # ease-in and ease-out of each correction
 FINGERS = ("thumb", "index", "middle", "ring", "pinky")
 
@@ -201,9 +203,20 @@ class SourceBody:
     palms: dict
 
 
-def _runs(mask):
+def _joined(mask, hold, frames):
+    """mask (bool (F,)) with the gap between two of its runs filled where it lasts at most
+    `frames` frames or `hold` (bool (F,)) holds on all of it."""
+    out = mask.copy()
+    runs = _runs(mask, 1)
+    for (_a0, b0), (a1, _b1) in zip(runs, runs[1:]):
+        if a1 - b0 <= frames or hold[b0:a1].all():
+            out[b0:a1] = True
+    return out
+
+
+def _runs(mask, shortest=MIN_RUN):
     edges = np.flatnonzero(np.diff(np.concatenate([[0], mask.astype(int), [0]])))
-    return [(int(a), int(b)) for a, b in zip(edges[::2], edges[1::2]) if b - a >= MIN_RUN]
+    return [(int(a), int(b)) for a, b in zip(edges[::2], edges[1::2]) if b - a >= shortest]
 
 
 def detect(body, fps, forced=(), disabled=()):
@@ -212,7 +225,9 @@ def detect(body, fps, forced=(), disabled=()):
     fingertip ↔ face (the proportional face), fingertip ↔ fingertip (thumb with a finger
     of the same hand, or across the hands), fingertip ↔ the other palm, palm ↔ palm (the
     two palms facing, overlapping, their surfaces within TOUCH). A pair touches where its
-    surfaces are within TOUCH · scale; runs shorter than MIN_RUN frames are dropped.
+    surfaces are within TOUCH · scale and move slower than SLOW · scale; two runs of one
+    pair are joined where the parts stay within HOLD times both between them or where
+    they are at most BRIDGE_SECONDS apart; runs shorter than MIN_RUN frames are dropped.
     forced: [(part_a, part_b, start, stop)] contacts the animator added (taken on those
     frames whatever the distance); disabled: [(part_a, part_b, start, stop)] detected
     contacts overlapping one of these are dropped. fps: frames per second (the ramps).
@@ -269,8 +284,13 @@ def detect(body, fps, forced=(), disabled=()):
         # TOUCH is not a contact (nor is a brush, which this does not keep)
         speed = np.linalg.norm(np.gradient(relative, axis=0), axis=1) * fps if n > 1 else np.zeros(n)
         # two palms meet in a clap at speed: their impact is the contact
-        mask = (d < touch) & ((speed < SLOW * s) | (a == "palm_L" and b == "palm_R"))
-        runs = _runs(mask)
+        clap = a == "palm_L" and b == "palm_R"
+        mask = (d < touch) & ((speed < SLOW * s) | clap)
+        # capture noise (a degree or two on the finger joints) moves a resting fingertip by
+        # millimetres from frame to frame: two runs of one pair are one contact where the
+        # parts stay within HOLD times both limits between them, or are a few frames apart
+        hold = (d < HOLD * touch) & ((speed < HOLD * SLOW * s) | clap)
+        runs = _runs(_joined(mask, hold, int(round(BRIDGE_SECONDS * fps))))
         if kind == "face":
             names = [face_region(np.median(spot_b[s0:s1], axis=0) * 1.0) for s0, s1 in runs]
         else:
