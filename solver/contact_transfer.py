@@ -824,8 +824,8 @@ def _skip_reason(m, k):
     else:
         why = (f"the best correction found ends {m['gap_mm']:.1f} mm from the skin "
                f"(at most {MISS['gap_mm'] * k:.1f} mm kept)")
-    return (f"{why}; left as retargeted, {m['plain_gap_mm']:.1f} mm apart and "
-            f"{m['plain_penetration_mm']:.1f} mm inside")
+    return (f"{why}; left as retargeted (on its frames at most {m['plain_gap_mm']:.1f} mm apart "
+            f"and at most {m['plain_penetration_mm']:.1f} mm inside)")
 
 
 MISS = {"gap_mm": 2.0, "penetration_mm": 1.0}   # what a kept contact must meet (mm, reference adult)
