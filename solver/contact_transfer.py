@@ -22,7 +22,7 @@ Lengths are metres (world space); frames are output frame indices. Sources: Buss
 Least Squares methods" (2004); Wampler, "Manipulator inverse kinematic solutions based
 on vector formulations and damped least-squares methods" (IEEE SMC, 1986).
 """
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 from scipy.ndimage import gaussian_filter1d
@@ -55,6 +55,8 @@ PALM_HALF_THICKNESS = 0.013   # m, a reference adult's palm
 TOUCH = 0.004                 # m (reference adult) from touching counts as a contact
 SLOW = 0.15                   # m/s (reference adult): parts resting on each other move slower
 MIN_RUN = 2                   # frames a contact lasts at least
+HOLD = 2.0                    # runs of a pair within HOLD · TOUCH and HOLD · SLOW between them are one
+BRIDGE_SECONDS = 0.1          # runs of one pair this close are one contact
 RAMP_SECONDS = 0.4            # ease-in and ease-out of each correction
 FINGERS = ("thumb", "index", "middle", "ring", "pinky")
 
@@ -201,9 +203,20 @@ class SourceBody:
     palms: dict
 
 
-def _runs(mask):
+def _joined(mask, hold, frames):
+    """mask (bool (F,)) with the gap between two of its runs filled where it lasts at most
+    `frames` frames or `hold` (bool (F,)) holds on all of it."""
+    out = mask.copy()
+    runs = _runs(mask, 1)
+    for (_a0, b0), (a1, _b1) in zip(runs, runs[1:]):
+        if a1 - b0 <= frames or hold[b0:a1].all():
+            out[b0:a1] = True
+    return out
+
+
+def _runs(mask, shortest=MIN_RUN):
     edges = np.flatnonzero(np.diff(np.concatenate([[0], mask.astype(int), [0]])))
-    return [(int(a), int(b)) for a, b in zip(edges[::2], edges[1::2]) if b - a >= MIN_RUN]
+    return [(int(a), int(b)) for a, b in zip(edges[::2], edges[1::2]) if b - a >= shortest]
 
 
 def detect(body, fps, forced=(), disabled=()):
@@ -212,7 +225,9 @@ def detect(body, fps, forced=(), disabled=()):
     fingertip ↔ face (the proportional face), fingertip ↔ fingertip (thumb with a finger
     of the same hand, or across the hands), fingertip ↔ the other palm, palm ↔ palm (the
     two palms facing, overlapping, their surfaces within TOUCH). A pair touches where its
-    surfaces are within TOUCH · scale; runs shorter than MIN_RUN frames are dropped.
+    surfaces are within TOUCH · scale and move slower than SLOW · scale; two runs of one
+    pair are joined where the parts stay within HOLD times both between them or where
+    they are at most BRIDGE_SECONDS apart; runs shorter than MIN_RUN frames are dropped.
     forced: [(part_a, part_b, start, stop)] contacts the animator added (taken on those
     frames whatever the distance); disabled: [(part_a, part_b, start, stop)] detected
     contacts overlapping one of these are dropped. fps: frames per second (the ramps).
@@ -269,17 +284,22 @@ def detect(body, fps, forced=(), disabled=()):
         # TOUCH is not a contact (nor is a brush, which this does not keep)
         speed = np.linalg.norm(np.gradient(relative, axis=0), axis=1) * fps if n > 1 else np.zeros(n)
         # two palms meet in a clap at speed: their impact is the contact
-        mask = (d < touch) & ((speed < SLOW * s) | (a == "palm_L" and b == "palm_R"))
-        runs = _runs(mask)
+        clap = a == "palm_L" and b == "palm_R"
+        mask = (d < touch) & ((speed < SLOW * s) | clap)
+        # capture noise (a degree or two on the finger joints) moves a resting fingertip by
+        # millimetres from frame to frame: two runs of one pair are one contact where the
+        # parts stay within HOLD times both limits between them, or are a few frames apart
+        hold = (d < HOLD * touch) & ((speed < HOLD * SLOW * s) | clap)
+        runs = _runs(_joined(mask, hold, int(round(BRIDGE_SECONDS * fps))))
         if kind == "face":
             names = [face_region(np.median(spot_b[s0:s1], axis=0) * 1.0) for s0, s1 in runs]
         else:
             names = [b] * len(runs)
         for (s0, s1), name in zip(runs, names):
-            out.append(_with_gap(Contact(kind, a, name, s0, s1, spot_a[s0:s1], spot_b[s0:s1]), d))
+            out.append(_with_gap(Contact(kind, a, name, s0, s1, spot_a[s0:s1], spot_b[s0:s1]), d / s))
         for fa, fb, s0, s1 in forced:
             if fa == a and (fb == b or (kind == "face" and fb in LANDMARKS)):
-                out.append(_with_gap(Contact(kind, a, fb, s0, s1, spot_a[s0:s1], spot_b[s0:s1]), d))
+                out.append(_with_gap(Contact(kind, a, fb, s0, s1, spot_a[s0:s1], spot_b[s0:s1]), d / s))
     out = [c for c in out if not any(c.part_a == a and c.part_b == b and c.start < s1 and s0 < c.stop
                                      for a, b, s0, s1 in disabled)]
     palms = [c for c in out if c.part_a == "palm_L" and c.part_b == "palm_R"]
@@ -293,7 +313,8 @@ def detect(body, fps, forced=(), disabled=()):
 
 
 def _with_gap(c, distance):
-    """Contact c with the source's own gap per frame (c.gap, m, ≥ 0) from distance (F,)."""
+    """Contact c with the source's own gap per frame (c.gap, ≥ 0, m of the reference adult)
+    from distance (F,) (the same unit)."""
     c.gap = np.clip(distance[c.start:c.stop], 0.0, None)
     return c
 
@@ -627,7 +648,8 @@ class TargetBody:
     rest frame (armature units); palms: {side: (centre (3,), axes (3, 3), half (3,))} in
     the hand bone's rest frame; arms: {side: [bones]} upper arm to hand; fingers:
     {part name: [bones]} first phalanx (or metacarpal) to the distal one; weights: {bone:
-    how freely the IK turns it}; size: shoulder width (m).
+    how freely the IK turns it}; size: shoulder width (m); skins: {part name: Skin} the
+    deforming skin of a finger's last two phalanges (what a finger contact is measured on).
     """
     parts: dict
     face_box: object
@@ -637,6 +659,34 @@ class TargetBody:
     fingers: dict
     weights: dict
     size: float
+    skins: dict = field(default_factory=dict)
+
+
+@dataclass
+class Skin:
+    """A piece of skin deformed by linear blend skinning (as Blender's Armature modifier):
+    rest vertices (V, 3) in armature space, bones (V, K) and weights (V, K) (summing to 1
+    per vertex), triangles (T, 3)."""
+    vertices: np.ndarray
+    bones: np.ndarray
+    weights: np.ndarray
+    triangles: np.ndarray
+
+    def deformed(self, M, rest):
+        """World vertices (F, V, 3) at posed world matrices M (F, N, 4, 4) of a skeleton
+        whose armature-space rest matrices are rest (N, 4, 4)."""
+        skin = M[:, self.bones] @ np.linalg.inv(rest[self.bones])           # (F, V, K, 4, 4)
+        p = np.einsum("fvkij,vj->fvki", skin[..., :3, :3], self.vertices) + skin[..., :3, 3]
+        return np.einsum("fvki,vk->fvi", p, self.weights)
+
+
+def _skin_clearance(target, skin_a, skin_b):
+    """Per frame of target (Target over k frames) the least signed distance (k,) of skin
+    a's deformed vertices to skin b's deformed surface (world units)."""
+    bones = sorted(set(skin_a.bones.ravel()) | set(skin_b.bones.ravel()))
+    M = target.pose(bones)
+    va, vb = skin_a.deformed(M, target.rest), skin_b.deformed(M, target.rest)
+    return np.array([Part(0, vb[f], skin_b.triangles).closest(va[f])[2].min() for f in range(len(M))])
 
 
 def _side(part):
@@ -714,11 +764,21 @@ def enforce(target, body, contacts, fps):
     per joint, relative to the pose before), between runs less than two ramps apart the
     correction goes smoothly from one run's to the next (a clap's palms are not released
     between claps), elsewhere it eases in and out over RAMP_SECONDS (smootherstep).
-    target: Target (its basis is not modified); body: TargetBody; contacts: [Contact]
-    from detect; fps: frames per second. A contact whose parts the target lacks is left
+    target: Target (its basis is not modified; world in metres: the object matrix times
+    the scene's unit scale); body: TargetBody; contacts: [Contact] from detect; fps:
+    frames per second. The solve does not depend on the target's size: it runs on the
+    target scaled to REFERENCE_SHOULDERS (its tolerances are the reference adult's) and
+    its measures are the world's (mm). A contact whose parts the target lacks is left
     out and measured as {"skipped": reason}.
     """
-    out = target.at(np.arange(len(target.basis)))
+    # solved on the body scaled to the reference adult's shoulders, so that the same
+    # character in centimetres, or with an object scale, moves alike: every tolerance
+    # below is the reference adult's; the measures are given back in the world's metres
+    k = body.size / REFERENCE_SHOULDERS
+    world = target.world.copy()
+    world[:3] /= k
+    out = Target(target.parents, target.rest, world, target.basis.copy(), target.loc)
+    body = replace(body, size=REFERENCE_SHOULDERS)
     ramp = max(1, int(round(RAMP_SECONDS * fps)))
     groups = {}
     for c in contacts:
@@ -738,27 +798,56 @@ def enforce(target, body, contacts, fps):
             weights = _blend_weights(len(plain), [(c.start, c.stop) for c, _s in runs], ramp)
             for c, _sol in runs:
                 c.weights = weights
-                _measure(out, body, c)
-            missed = [(c, sol) for c, sol in runs if _miss(c.measured) > 1.0]
+                _measure(out, body, plain, c, ramp)
+            missed = [(c, sol) for c, sol in runs if _miss(c.measured)]
             if not missed:
                 break
             out.basis[:] = plain
             for c, _sol in missed:
-                m = c.measured
-                c.measured = {"skipped": f"not reached on the target's skin ({m['gap_mm']:.0f} mm gap, "
-                              f"{m['penetration_mm']:.0f} mm inside, spot {m['spot_error_mm']:.0f} mm off): "
-                              "left as retargeted"}
+                m = {key: k * v for key, v in c.measured.items()}
+                c.measured = {"skipped": _skip_reason(m, k)}
             runs = [r for r in runs if not any(r[0] is c for c, _s in missed)]
+    for c in contacts:
+        if "skipped" not in c.measured:
+            c.measured = {key: k * v for key, v in c.measured.items()}
+        if hasattr(c, "parts_"):
+            del c.parts_
     return out.basis
 
 
-MISS = {"gap_mm": 2.0, "penetration_mm": 1.0}   # what a kept contact must meet (mm)
-SPOT_WARN_MM = 5.0                               # a kept contact farther off its spot is reported
+def _skip_reason(m, k):
+    """Why a contact with measures m (world mm; k: the body's size over the reference
+    adult's) is not kept, and where the plain retarget leaves it."""
+    if deeper_than_plain(m, k):
+        why = (f"keeping it pushes the parts {m['penetration_mm']:.1f} mm into each other "
+               f"(the plain retarget: {m['plain_penetration_mm']:.1f} mm)")
+    else:
+        why = (f"the best correction found ends {m['gap_mm']:.1f} mm from the skin "
+               f"(at most {MISS['gap_mm'] * k:.1f} mm kept)")
+    return (f"{why}; left as retargeted (on its frames at most {m['plain_gap_mm']:.1f} mm apart "
+            f"and at most {m['plain_penetration_mm']:.1f} mm inside)")
+
+
+MISS = {"gap_mm": 2.0, "penetration_mm": 1.0}   # what a kept contact must meet (mm, reference adult)
+SPOT_WARN_MM = 5.0   # mm (reference adult): a kept contact farther off its spot is reported
+
+
+DEEPER_MM = 0.2   # mm (reference adult): how much deeper than the plain pose a kept contact may go
+
+
+def deeper_than_plain(measured, scale=1.0, eased=False):
+    """True when a contact's measures (mm, as enforce stores them; scale: the body's size
+    over the reference adult's) go deeper into the skin than MISS allows and than the
+    plain retarget's own penetration plus DEEPER_MM: on the contact's frames, or with
+    eased on every frame its correction reaches."""
+    key = "eased_penetration_mm" if eased else "penetration_mm"
+    allowed = max(MISS["penetration_mm"] * scale, measured[f"plain_{key}"] + DEEPER_MM * scale)
+    return measured[key] > allowed
 
 
 def _miss(measured):
-    """The largest ratio of a measured value to its MISS limit (≤ 1: met)."""
-    return max(measured[k] / v for k, v in MISS.items())
+    """True when a contact is not met: its gap beyond MISS's, or deeper_than_plain."""
+    return measured["gap_mm"] > MISS["gap_mm"] or deeper_than_plain(measured)
 
 
 def _solve_contact(out, body, c):
@@ -829,16 +918,37 @@ def _smoothed(plain, solved, joints):
     return out
 
 
-def _measure(out, body, c):
+def _measure(out, body, plain, c, ramp):
+    """c.measured: on c's run the skin gap, the penetration and the spot error (mm), the
+    deepest penetration on every frame the correction reaches (eased_penetration_mm: its
+    ramps too), and the gap and penetrations of the plain pose (basis plain (F, N, 4))."""
     pa, pb, bones = c.parts_
-    frames = np.arange(c.start, c.stop)
-    M = out.at(frames).pose(bones)
+    run = np.arange(c.start, c.stop)
+    near = np.arange(max(0, c.start - ramp), min(len(plain), c.stop + ramp))
+    near = near[c.weights[near] > 0]
+    M = out.at(run).pose(bones)
     sd, patch, _i = _clearance(M, pa, pb)
     spot = np.einsum("fij,fj->fi", M[:, pb.bone, :3, :3], c.target_spots[1]) + M[:, pb.bone, :3, 3]
+    skins = [body.skins.get(n) for n in (c.part_a, c.part_b)] if c.kind == "finger" else [None]
+    if all(sk is not None for sk in skins):
+        # two fingers: measured on their deforming skin (a rigid pad can be millimetres
+        # off where the skin bends with the middle phalanx)
+        def clearance(sub):
+            return _skin_clearance(sub, *skins)
+        sd = clearance(out.at(run))
+    else:
+        def clearance(sub):
+            return _clearance(sub.pose(bones), pa, pb)[0]
+    sd_near = clearance(out.at(near))
+    plain_run = clearance(out.at(run, plain[run]))
+    plain_near = clearance(out.at(near, plain[near]))
     c.measured = {"gap_mm": float(1e3 * max(sd.max(), 0.0)),
                   "penetration_mm": float(1e3 * max(-sd.min(), 0.0)),
-                  "spot_error_mm": float(1e3 * np.linalg.norm(patch - spot, axis=1).max())}
-    del c.parts_
+                  "spot_error_mm": float(1e3 * np.linalg.norm(patch - spot, axis=1).max()),
+                  "plain_gap_mm": float(1e3 * max(plain_run.max(), 0.0)),
+                  "plain_penetration_mm": float(1e3 * max(-plain_run.min(), 0.0)),
+                  "eased_penetration_mm": float(1e3 * max(-sd_near.min(), 0.0)),
+                  "plain_eased_penetration_mm": float(1e3 * max(-plain_near.min(), 0.0))}
 
 
 def _smootherstep(t):

@@ -85,7 +85,7 @@ def target_body(target, warnings):
     sk = transfer.skeleton(target)
     body = bonemap.analyse(sk)
     rest = transfer.rest_matrices(target)
-    mo = np.array(target.matrix_world)
+    mo = _world_metres(target)
     scale = float(np.linalg.norm(mo[:3, 0]))
     parts = ct.Parts()
     chest = body.spine[-1] if body.spine else body.hips
@@ -144,7 +144,66 @@ def target_body(target, warnings):
             weights[b] = WEIGHTS["finger"]
     ua = [body.limbs.get((s, "upper_arm")) for s in bonemap.SIDES]
     size = float(np.linalg.norm(mo[:3, :3] @ (rest[ua[0][0]][:3, 3] - rest[ua[1][0]][:3, 3]))) if all(ua) else 0.3
-    return ct.TargetBody(parts, face_box, face_axes, palms, arms, fingers, weights, size), sk
+    return ct.TargetBody(parts, face_box, face_axes, palms, arms, fingers, weights, size,
+                         _finger_skins(target, sk, body)), sk
+
+
+SKIN_INFLUENCES = 4   # bone weights kept per vertex (the largest)
+
+
+def _finger_skins(target, sk, body):
+    """{"<finger>_<side>": ct.Skin} of the skin (the meshes the Armature modifier of
+    target deforms) whose vertices are owned (largest weight) by a finger's last two
+    bones, with the bone weights of those vertices (normalised over the bones)."""
+    owned = {}
+    for (side, finger), bones in _fingers(body).items():
+        for b in bones[-2:]:
+            owned[b] = f"{finger}_{side}"
+    pieces = {}
+    to_arm = np.linalg.inv(np.array(target.matrix_world))
+    for ob in target.children_recursive:
+        if ob.type != 'MESH' or not any(m.type == 'ARMATURE' and m.object == target for m in ob.modifiers):
+            continue
+        group_bone = [sk.index.get(g.name, -1) for g in ob.vertex_groups]
+        n = len(ob.data.vertices)
+        bones = np.zeros((n, SKIN_INFLUENCES), np.intp)
+        weights = np.zeros((n, SKIN_INFLUENCES))
+        for v in ob.data.vertices:
+            gw = sorted(((g.weight, group_bone[g.group]) for g in v.groups
+                         if group_bone[g.group] >= 0 and g.weight > 0), reverse=True)[:SKIN_INFLUENCES]
+            for k, (w, b) in enumerate(gw):
+                bones[v.index, k], weights[v.index, k] = b, w
+        total = weights.sum(axis=1)
+        if not total.any():
+            continue
+        co, tris = body_geometry.mesh_arrays(ob.data)
+        m = to_arm @ np.array(ob.matrix_world)
+        co = co @ m[:3, :3].T + m[:3, 3]
+        owner = np.array([owned.get(int(b)) if w > 0 else None for b, w in zip(bones[:, 0], weights[:, 0])],
+                         dtype=object)
+        for name in set(owned.values()):
+            keep = owner == name
+            t = tris[np.all(keep[tris], axis=1)]
+            if not len(t):
+                continue
+            used, inverse = np.unique(t, return_inverse=True)
+            pieces.setdefault(name, []).append((co[used], bones[used], weights[used] / total[used, None],
+                                                inverse.reshape(-1, 3)))
+    out = {}
+    for name, parts in pieces.items():
+        offsets = np.cumsum([0] + [len(p[0]) for p in parts[:-1]])
+        out[name] = ct.Skin(np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts]),
+                            np.concatenate([p[2] for p in parts]),
+                            np.concatenate([p[3] + o for p, o in zip(parts, offsets)]))
+    return out
+
+
+def _world_metres(ob):
+    """ob's object matrix (4, 4) in metres: times the scene's unit scale (metres per
+    Blender unit, UnitSettings.scale_length)."""
+    m = np.array(ob.matrix_world)
+    m[:3] *= bpy.context.scene.unit_settings.scale_length
+    return m
 
 
 def _target_pose(target, sk, keys):
@@ -153,7 +212,7 @@ def _target_pose(target, sk, keys):
     for name, q in keys["rot"].items():
         basis[:, sk.index[name]] = q
     loc = {sk.index[name]: v for name, v in keys["loc"].items()}
-    return ct.Target(np.array(sk.parents), transfer.rest_matrices(target), np.array(target.matrix_world),
+    return ct.Target(np.array(sk.parents), transfer.rest_matrices(target), _world_metres(target),
                      basis, loc)
 
 
@@ -205,9 +264,15 @@ def preserve(source, target, result, *, forced=(), disabled=(), report=silent):
         where = f"contact {c.name} at frames {item['frames'][0]:g}–{item['frames'][1]:g}"
         if "skipped" in c.measured:
             warnings.append(f"{where} not kept on '{target.name}': {c.measured['skipped']}")
-        elif c.measured["spot_error_mm"] > ct.SPOT_WARN_MM:
-            warnings.append(f"{where} kept touching on '{target.name}', but {c.measured['spot_error_mm']:.0f} mm "
-                            "from the spot it touches in the source")
+        else:
+            m, k = c.measured, tgt.size / ct.REFERENCE_SHOULDERS
+            if m["spot_error_mm"] > ct.SPOT_WARN_MM * k:
+                warnings.append(f"{where} kept touching on '{target.name}', but {m['spot_error_mm']:.0f} mm "
+                                "from the spot it touches in the source")
+            if ct.deeper_than_plain(m, k, eased=True):
+                warnings.append(f"{where} kept on '{target.name}', but easing in and out of it the parts go "
+                                f"{m['eased_penetration_mm']:.1f} mm into each other (the plain retarget: "
+                                f"{m['plain_eased_penetration_mm']:.1f} mm)")
     result.action[CONTACTS_PROP] = json.dumps(items)
     _store_list(target, items, forced, disabled)
     for w in warnings:

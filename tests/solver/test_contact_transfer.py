@@ -104,3 +104,32 @@ def test_a_skin_parts_signed_distance_on_a_sphere_with_a_hole():
     for r in (0.03, 0.049, 0.051, 0.07):
         _q, _n, sd = part.closest(dirs * r)
         assert np.allclose(sd, r - 0.05, atol=4e-4), r               # facets ≈ 0.3 mm off the sphere
+
+
+def test_a_resting_fingertip_with_capture_noise_is_one_contact():
+    # 2 mm of jitter per frame (a degree of noise on the finger joints at a fingertip)
+    # takes single frames beyond TOUCH and SLOW: the contact lasts through them
+    n = 60
+    chin = np.array(ct.LANDMARKS["chin"])
+    d, normal = ct._ellipsoid_distance(chin[None], np.array([c for c, _ in ct.FACE_SOLIDS]),
+                                       np.array([a for _, a in ct.FACE_SOLIDS]))
+    on_skin = chin - d[0] * normal[0] + 0.001 * normal[0]
+    tip = np.tile(on_skin + 0.1 * normal[0], (n, 1))
+    rng = np.random.default_rng(3)
+    tip[20:40] = on_skin + rng.normal(0.0, 0.002, (20, 3))
+    tip[[27, 33]] = on_skin + 0.006 * normal[0]                       # 6 mm off: beyond TOUCH
+    clean = tip.copy()
+    clean[20:40] = on_skin
+    found = ct.detect(_body(n, tip), fps=30)
+    assert [(c.part_a, c.part_b) for c in found] == [("index_R", "chin")]
+    reference = ct.detect(_body(n, clean), fps=30)[0]
+    assert found[0].start <= reference.start + 2 and found[0].stop >= reference.stop - 2
+
+
+def test_runs_of_a_pair_join_across_short_or_held_gaps():
+    mask = np.array([0, 1, 1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1, 1], bool)
+    hold = np.array([0, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1], bool)
+    # the first gap (4 frames) is held throughout, the second (4 frames) is not
+    assert ct._joined(mask, hold, 2).tolist() == [0] + [1] * 7 + [0] * 4 + [1, 1]
+    assert ct._joined(mask, hold, 4).tolist() == [0] + [1] * 13
+    assert ct._joined(mask, np.zeros_like(hold), 3).tolist() == mask.tolist()
