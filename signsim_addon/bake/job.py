@@ -173,9 +173,27 @@ def solve(job: BakeJob, progress=None) -> Solved:
     record["limits_widened"] = list(job.rig.limits_widened)
     record["hinges_freed"] = list(job.rig.hinges_freed)
     touching = bone_contacts(model, result.rotations, ref.base_positions, ref.base_rotations, fields)
-    record["warnings"] = list(job.rig.warnings) + deviation_warnings(job.rig, result, err, touching,
-                                                                     float(ref.times[1] - ref.times[0]))
+    record["warnings"] = (list(job.rig.warnings)
+                          + deviation_warnings(job.rig, result, err, touching, float(ref.times[1] - ref.times[0]))
+                          + outcome_warnings(record))
     return Solved(result.rotations, record)
+
+
+TRACKING_WARN_DEG = 10.0  # RMS over every simulated bone and frame: the bake no longer shows the keys
+
+
+def outcome_warnings(record):
+    """Warnings (list of str) when the bake as a whole is worse than its reference where it
+    exists to be better: fingertip jerk above the reference's, or an RMS tracking error
+    above TRACKING_WARN_DEG (record: metrics_record's, deg and %)."""
+    out = []
+    jerk = record["baked"]["jerk_change_percent"]
+    if jerk > 0:
+        out.append(f"the bake raised fingertip jerk by {jerk:.0f} % over the reference: it is not smoother than the keys")
+    tracking = record["baked"]["tracking_rms_deg"]
+    if tracking > TRACKING_WARN_DEG:
+        out.append(f"the bake is {tracking:.1f}° RMS from the reference: check it before using it")
+    return out
 
 
 _GRIDS = {}  # the last body distance fields, by mesh and grid parameters
