@@ -3,6 +3,7 @@ import bpy
 
 from ..signsim_addon.bake import api as bake
 from ..signsim_addon.errors import SignSimError, operator_reporter
+from .common import active_armature
 
 rpt_ = bpy.app.translations.pgettext_rpt
 
@@ -11,9 +12,8 @@ _PRESETS = [('SETTINGS', "Rig Settings", "Use the physics settings stored on the
 
 
 def _armature_with_action(cls, context):
-    ob = context.active_object
-    if ob is None or ob.type != 'ARMATURE':
-        cls.poll_message_set("Select the armature to bake")
+    ob = active_armature(context, cls, "Select the armature to bake")
+    if ob is None:
         return None
     if ob.animation_data is None or ob.animation_data.action is None:
         cls.poll_message_set("The armature has no action to bake")
@@ -128,9 +128,8 @@ class SIGNSIM_OT_preview_toggle(bpy.types.Operator):
 
     @classmethod
     def poll(cls, context):
-        ob = context.active_object
-        if ob is None or ob.type != 'ARMATURE':
-            cls.poll_message_set("Select a baked armature")
+        ob = active_armature(context, cls, "Select a baked armature")
+        if ob is None:
             return False
         if bake.baked_pair(ob) is None:
             cls.poll_message_set("The armature has no physics bake to compare with")

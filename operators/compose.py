@@ -4,13 +4,9 @@ import bpy
 from ..signsim_addon.compose import api as compose
 from ..signsim_addon.library import api as library
 from ..signsim_addon.errors import SignSimError
+from .common import active_armature
 
 rpt_ = bpy.app.translations.pgettext_rpt
-
-
-def _target(context):
-    ob = context.active_object
-    return ob if ob is not None and ob.type == 'ARMATURE' else None
 
 
 class SIGNSIM_OT_compose(bpy.types.Operator):
@@ -21,9 +17,8 @@ class SIGNSIM_OT_compose(bpy.types.Operator):
 
     @classmethod
     def poll(cls, context):
-        target = _target(context)
+        target = active_armature(context, cls, "Select the armature to compose onto")
         if target is None:
-            cls.poll_message_set("Select the armature to compose onto")
             return False
         if context.mode != 'OBJECT':
             cls.poll_message_set("Switch to Object Mode to compose")
@@ -34,7 +29,7 @@ class SIGNSIM_OT_compose(bpy.types.Operator):
         return True
 
     def execute(self, context):
-        target = _target(context)
+        target = active_armature(context)
         clips, layers, threshold = compose.specs_from_settings(target)
         settings = target.signsim.compose
         warnings = []
@@ -67,13 +62,12 @@ class SIGNSIM_OT_compose_list_edit(bpy.types.Operator):
 
     @classmethod
     def poll(cls, context):
-        if _target(context) is None:
-            cls.poll_message_set("Select an armature")
+        if active_armature(context, cls) is None:
             return False
         return True
 
     def execute(self, context):
-        settings = _target(context).signsim.compose
+        settings = active_armature(context).signsim.compose
         items, index = (settings.clips, "clip_index") if self.kind == 'CLIP' else (settings.layers, "layer_index")
         if self.remove:
             if 0 <= getattr(settings, index) < len(items):

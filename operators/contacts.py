@@ -3,13 +3,9 @@ its checkbox); Retarget applies the list."""
 import bpy
 
 from ..signsim_addon.retarget import api as retarget
+from .common import active_armature
 
 rpt_ = bpy.app.translations.pgettext_rpt
-
-
-def _target(context):
-    ob = context.active_object
-    return ob if ob is not None and ob.type == 'ARMATURE' else None
 
 
 class SIGNSIM_OT_contact_add(bpy.types.Operator):
@@ -28,8 +24,7 @@ class SIGNSIM_OT_contact_add(bpy.types.Operator):
 
     @classmethod
     def poll(cls, context):
-        if _target(context) is None:
-            cls.poll_message_set("Select the target armature")
+        if active_armature(context, cls, "Select the target armature") is None:
             return False
         return True
 
@@ -38,7 +33,7 @@ class SIGNSIM_OT_contact_add(bpy.types.Operator):
         return context.window_manager.invoke_props_dialog(self)
 
     def execute(self, context):
-        item = retarget.add_contact(_target(context), self.part_a, self.part_b, self.frame_start, self.frame_end)
+        item = retarget.add_contact(active_armature(context), self.part_a, self.part_b, self.frame_start, self.frame_end)
         self.report({'INFO'}, rpt_("Added contact {} – {}, frames {}–{}: retarget again to apply").format(
             item.part_a, item.part_b, item.frame_start, item.frame_end))
         return {'FINISHED'}
@@ -52,11 +47,11 @@ class SIGNSIM_OT_contact_remove(bpy.types.Operator):
 
     @classmethod
     def poll(cls, context):
-        ob = _target(context)
+        ob = active_armature(context)
         return ob is not None and len(ob.signsim_contacts) > 0
 
     def execute(self, context):
-        ob = _target(context)
+        ob = active_armature(context)
         ob.signsim_contacts.remove(ob.signsim_contacts_index)
         ob.signsim_contacts_index = max(0, min(ob.signsim_contacts_index, len(ob.signsim_contacts) - 1))
         return {'FINISHED'}

@@ -4,14 +4,14 @@ from bpy_extras.io_utils import ExportHelper
 
 from ..signsim_addon.bake import api as bake
 from ..signsim_addon.errors import SignSimError
+from .common import active_armature
 
 rpt_ = bpy.app.translations.pgettext_rpt
 
 
 def _baked_action(cls, context):
-    ob = context.active_object
-    if ob is None or ob.type != 'ARMATURE':
-        cls.poll_message_set("Select a baked armature")
+    ob = active_armature(context, cls, "Select a baked armature")
+    if ob is None:
         return None
     action = bake.metrics_report.metrics_action(ob)
     if action is None:

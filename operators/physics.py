@@ -4,20 +4,12 @@ from bl_operators.presets import AddPresetBase
 
 from ..signsim_addon.bake import api as bake
 from ..signsim_addon.errors import SignSimError
+from .common import active_armature
 
 rpt_ = bpy.app.translations.pgettext_rpt
 
 _PHASE_ITEMS = [(p, label, f"{desc} (multiplier ×{value:g})")
                 for p, (label, value, desc) in bake.schedule.PHASES.items()]
-
-
-def active_armature(cls, context, what="Select an armature"):
-    """The active object if it is an armature, else None with the poll message set."""
-    ob = context.active_object
-    if ob is None or ob.type != 'ARMATURE':
-        cls.poll_message_set(what)
-        return None
-    return ob
 
 
 class SIGNSIM_OT_physics_preset_add(AddPresetBase, bpy.types.Operator):
@@ -31,7 +23,7 @@ class SIGNSIM_OT_physics_preset_add(AddPresetBase, bpy.types.Operator):
 
     @classmethod
     def poll(cls, context):
-        return active_armature(cls, context, "Select the armature whose physics settings to store") is not None
+        return active_armature(context, cls, "Select the armature whose physics settings to store") is not None
 
 
 class SIGNSIM_OT_schedule_phase(bpy.types.Operator):
@@ -56,7 +48,7 @@ class SIGNSIM_OT_schedule_phase(bpy.types.Operator):
 
     @classmethod
     def poll(cls, context):
-        ob = active_armature(cls, context, "Select the armature to key a schedule on")
+        ob = active_armature(context, cls, "Select the armature to key a schedule on")
         if ob is None:
             return False
         if ob.animation_data is None or ob.animation_data.action is None:
@@ -85,7 +77,7 @@ class SIGNSIM_OT_schedule_clear(bpy.types.Operator):
 
     @classmethod
     def poll(cls, context):
-        ob = active_armature(cls, context, "Select the armature whose schedule to clear")
+        ob = active_armature(context, cls, "Select the armature whose schedule to clear")
         if ob is None:
             return False
         if not bake.schedule.summary(ob):

@@ -4,14 +4,15 @@ from bpy_extras.io_utils import ExportHelper, ImportHelper
 
 from ..signsim_addon.retarget import api as retarget
 from ..signsim_addon.errors import SignSimError
+from .common import active_armature
 
 rpt_ = bpy.app.translations.pgettext_rpt
 
 
 def _armatures(context):
     """(target, source) armature objects of the Retarget panel; source may be None."""
-    target = context.active_object
-    if target is None or target.type != 'ARMATURE':
+    target = active_armature(context)
+    if target is None:
         return None, None
     source = bpy.data.objects.get(target.signsim.bone_map_source)
     return target, (source if source is not None and source.type == 'ARMATURE' else None)

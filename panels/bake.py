@@ -3,7 +3,7 @@ import bpy
 
 from ..signsim_addon.bake import api as bake
 from ..signsim_addon.errors import SignSimError
-from .sidebar import SidebarPanel
+from .sidebar import SidebarPanel, armature_or_hint
 
 iface_ = bpy.app.translations.pgettext_iface
 VERDICT_ICONS = {'BETTER': 'CHECKMARK', 'WORSE': 'ERROR', 'SAME': 'REMOVE', '': 'BLANK1'}
@@ -15,9 +15,8 @@ class SIGNSIM_PT_bake(SidebarPanel, bpy.types.Panel):
 
     def draw(self, context):
         layout = self.layout
-        ob = context.active_object
-        if ob is None or ob.type != 'ARMATURE':
-            layout.label(text="Select an armature", icon='INFO')
+        ob = armature_or_hint(layout, context, "Select an armature")
+        if ob is None:
             return
         p = ob.signsim.physics
         s = context.scene.signsim

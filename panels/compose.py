@@ -2,7 +2,7 @@
 import bpy
 
 from ..signsim_addon.compose import api as compose
-from .sidebar import SidebarPanel
+from .sidebar import SidebarPanel, armature_or_hint
 
 
 class SIGNSIM_UL_compose_clips(bpy.types.UIList):
@@ -44,9 +44,8 @@ class SIGNSIM_PT_compose(SidebarPanel, bpy.types.Panel):
 
     def draw(self, context):
         layout = self.layout
-        ob = context.active_object
-        if ob is None or ob.type != 'ARMATURE':
-            layout.label(text="Select the armature to compose onto", icon='INFO')
+        ob = armature_or_hint(layout, context, "Select the armature to compose onto")
+        if ob is None:
             return
         settings = ob.signsim.compose
         _list(layout, settings, 'CLIP', "SIGNSIM_UL_compose_clips", "clips", "clip_index")

@@ -2,7 +2,7 @@
 checkbox to keep it next time, and the animator's own (drawing only)."""
 import bpy
 
-from .sidebar import SidebarPanel
+from .sidebar import SidebarPanel, armature_or_hint
 
 
 class SIGNSIM_UL_contacts(bpy.types.UIList):
@@ -22,9 +22,8 @@ class SIGNSIM_PT_contacts(SidebarPanel, bpy.types.Panel):
 
     def draw(self, context):
         layout = self.layout
-        ob = context.active_object
-        if ob is None or ob.type != 'ARMATURE':
-            layout.label(text="Select the target armature", icon='INFO')
+        ob = armature_or_hint(layout, context, "Select the target armature")
+        if ob is None:
             return
         layout.template_list("SIGNSIM_UL_contacts", "", ob, "signsim_contacts", ob, "signsim_contacts_index", rows=4)
         row = layout.row(align=True)

@@ -2,7 +2,7 @@
 import bpy
 
 from ..signsim_addon.bake import api as bake
-from .sidebar import SidebarPanel
+from .sidebar import SidebarPanel, armature_or_hint
 
 iface_ = bpy.app.translations.pgettext_iface
 MAX_ROWS = 12  # schedule keys listed in the panel
@@ -16,21 +16,13 @@ class SIGNSIM_MT_physics_presets(bpy.types.Menu):
     draw = bpy.types.Menu.draw_preset
 
 
-def _armature(layout, context):
-    ob = context.active_object
-    if ob is None or ob.type != 'ARMATURE':
-        layout.label(text="Select an armature", icon='INFO')
-        return None
-    return ob
-
-
 class SIGNSIM_PT_physics(SidebarPanel, bpy.types.Panel):
     bl_label = "Physics"
     bl_idname = "SIGNSIM_PT_physics"
 
     def draw(self, context):
         layout = self.layout
-        ob = _armature(layout, context)
+        ob = armature_or_hint(layout, context)
         if ob is None:
             return
         p = ob.signsim.physics
@@ -80,7 +72,7 @@ class SIGNSIM_PT_schedule(SidebarPanel, bpy.types.Panel):
 
     def draw(self, context):
         layout = self.layout
-        ob = _armature(layout, context)
+        ob = armature_or_hint(layout, context)
         if ob is None:
             return
         p = ob.signsim.physics

@@ -1,7 +1,7 @@
 """Retarget panel: source armature, bone map list, map tools (drawing only)."""
 import bpy
 
-from .sidebar import SidebarPanel
+from .sidebar import SidebarPanel, armature_or_hint
 
 
 class SIGNSIM_UL_bone_map(bpy.types.UIList):
@@ -24,9 +24,8 @@ class SIGNSIM_PT_retarget(SidebarPanel, bpy.types.Panel):
 
     def draw(self, context):
         layout = self.layout
-        ob = context.active_object
-        if ob is None or ob.type != 'ARMATURE':
-            layout.label(text="Select the target armature", icon='INFO')
+        ob = armature_or_hint(layout, context, "Select the target armature")
+        if ob is None:
             return
         settings = ob.signsim
         layout.label(text=f"Target: {ob.name}", icon='OUTLINER_OB_ARMATURE')
