@@ -131,6 +131,9 @@ def retarget_files(request: RetargetRequest, report=silent) -> dict:
     if preset is not None:
         check_preset(preset, target, r.bone_map)
     results, maps, clip_warnings = [], {}, []
+    # the rig file's contact list (switched off / added in the Contacts panel) is in the
+    # first clip's frames: the clip the armature gets, whose contacts the list shows
+    choices = contact_pass.animator_choices(target) if r.contacts else {}
     for clip in clips:
         warned = []
         clip_warnings.append(warned)
@@ -149,13 +152,16 @@ def retarget_files(request: RetargetRequest, report=silent) -> dict:
                                     action_name=f"{name}_{target.name}", report=clip_report))
             if r.contacts:
                 results[-1].contacts = contact_pass.preserve(src.armature, target, results[-1],
-                                                             report=clip_report)
+                                                             report=clip_report,
+                                                             **(choices if len(results) == 1 else {}))
     for res in results[1:]:
         res.action.use_fake_user = True    # kept in OUT although only the first is assigned
     first = results[0].action
     compat.assign_action(target, first, first.slots[0])
     if r.contacts:
         contact_pass.mark_timeline(bpy.context.scene, first)
+        if len(results) > 1:
+            contact_pass.store_list(target, first, **choices)
     bone_map = results[0].bone_map
     store_map(target, bone_map)
 

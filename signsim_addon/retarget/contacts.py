@@ -297,6 +297,12 @@ def animator_choices(target):
             "disabled": [r[:4] for r in rows if not r[4]]}
 
 
+def store_list(target, action, forced=(), disabled=()):
+    """The armature's contact list made again from the contacts stored on action (the
+    clip a multi-clip retarget assigns, after the others' lists replaced it)."""
+    _store_list(target, json.loads(action.get(CONTACTS_PROP, "[]")), forced, disabled)
+
+
 def _store_list(target, items, forced, disabled):
     """The armature's contact list (Object.signsim_contacts) from the contacts kept, the
     animator's additions marked as added, the ones switched off kept (off)."""
