@@ -83,7 +83,9 @@ SEARCH_GAIN = 0.05           # a transition point must match this fraction bette
 PLANT_HEIGHT = 0.04          # × leg length above the clip's floor
 PLANT_SPEED = 0.12           # × leg length per second (horizontal)
 PLANT_RAMP = 0.2             # s over which a foot hold comes and goes
-HOLD_REACH = 0.1             # × leg length: a plant needing a larger ankle correction is not held
+HOLD_REACH = 0.25            # × leg length: a plant needing a larger ankle correction is not held
+PLANT_GAP = 2                # frames: runs of one foot's plant this close are one plant
+PLANT_MISS = 0.005           # m: a hold whose spot the leg misses by more is not held
 
 
 class Track:
@@ -481,7 +483,8 @@ def check_seam(world, root_path, fps, start, window, limits, names=None):
     """Checks of one seam on composed world rotations (F, B, 4) and root path (F, 3) m,
     every frame against the limits at its offset in the seam (SeamLimits).
 
-    Returns {"passed", "failures" (list of str: 'jump', 'step', 'root_step', 'root_jump'),
+    Returns {"passed", "failures" (list of str: 'jump', 'step', 'root_step', 'root_jump';
+    recheck adds 'plant'),
     "score" (largest ratio to a limit), "max_jump" (rad/s), "max_step_deg", "step_excess_deg"
     (the largest one-frame turn beyond both STEP_LIMIT and what the clips turn that bone at
     that frame; ≤ 0 when no bone does), "root_step_m", "root_jump" (m/s), "worst": up to 3
@@ -617,7 +620,7 @@ def compose(tracks, fps, windows=None, kinds="smoothstep", rig=None, threshold=N
     at the clip ends), "passed", "flagged", "failures", "worst", "max_jump", "max_step_deg",
     "root_step_m", "root_jump", "limits" (its SeamLimits, for recheck)}; planted (F, legs)
     bool or None (no legs): the clips' planted flags on the output frames, inside a window
-    only where both clips have the foot planted.
+    where either clip has the foot planted.
     Raises ValueError for clips shorter than 3 frames and windows that do not fit."""
     if not tracks:
         raise ValueError("nothing to compose")
@@ -670,9 +673,11 @@ def compose(tracks, fps, windows=None, kinds="smoothstep", rig=None, threshold=N
         res, inf, chk, a_len, lim = plan.attempt(w, full=True)
         s0 = inf["start"]
         if planted is not None:
-            # inside a window a foot is planted where it is in both clips (else it moves with the blend)
-            both = planted[s0:a_len] & ib.planted[b0:b0 + w]
-            planted = np.concatenate([planted[:s0], both, ib.planted[b0 + w:]], axis=0)
+            # inside a window a foot is planted where it is in either clip: a plant that
+            # runs from A into B stays one plant (held at one spot), not pieces between
+            # which the blend slides the foot
+            either = planted[s0:a_len] | ib.planted[b0:b0 + w]
+            planted = np.concatenate([planted[:s0], either, ib.planted[b0 + w:]], axis=0)
         out = res
         free = len(b_cut) - w
         rep = {"index": i, "start": int(s0), "window": int(w), "suggested": int(suggested), "found": bool(found),
@@ -695,6 +700,10 @@ def recheck(track, rig, fps, seams, names=None):
     for s in seams:
         chk = check_seam(world, track.positions[:, rig.root_position], fps, s["start"], s["window"], s["limits"],
                          names)
+        if s.get("unheld"):
+            # a foot on the floor through the seam that could not be held slides there
+            chk["failures"] = chk["failures"] + ["plant"]
+            chk["passed"] = False
         s.update(chk)
         s["flagged"] = not chk["passed"]
 
@@ -788,28 +797,67 @@ def apply_layer(base, layer, weight, mask=None, reference=None):
 
 # ------------------------------------------------------------------------------- feet
 
-def _hold_correction(ankle, offset, hold, floor, ramp):
-    """Ankle corrections (F, 3) m: inside each run of `hold`, the move onto its spot
-    (solver.posing.plant_goals); outside, the correction at the nearest run frame faded by
-    solver.posing.plant_weights over `ramp` frames, so the hold comes and goes without a jump."""
-    inside = posing.plant_goals(ankle, offset, hold, floor) - ankle
+def _hold_correction(ankle, segments, ramp):
+    """Ankle corrections (F, 3) m: inside each hold segment (start, stop, spot (3,), _) the
+    move onto its spot; outside, the correction at the nearest segment frame faded by
+    solver.posing.plant_weights over `ramp` frames, so the hold comes and goes without a
+    jump. Also returns the hold mask (F,) and each frame's nearest segment frame (F,)."""
+    hold = np.zeros(len(ankle), dtype=bool)
+    goal = ankle.copy()
+    for lo, hi, spot, _q in segments:
+        hold[lo:hi] = True
+        goal[lo:hi] = spot
+    inside = goal - ankle
     idx = np.flatnonzero(hold)
     nearest = idx[np.abs(np.arange(len(hold))[:, None] - idx[None]).argmin(axis=1)]
-    return posing.plant_weights(hold, ramp)[:, None] * inside[nearest]
+    return posing.plant_weights(hold, ramp)[:, None] * inside[nearest], hold, nearest
+
+
+def _held_rotations(foot, segments, hold, nearest, ramp):
+    """Foot world rotations (F, 4): on each hold segment its rotation (the foot's at the
+    segment's first frame), so the whole foot stays put, not only the ankle; outside, the
+    change at the nearest segment frame faded like the ankle's (slerp from identity)."""
+    target = foot.copy()
+    for lo, hi, _spot, q in segments:
+        target[lo:hi] = q
+    change = quat.mul(target, quat.conj(foot))
+    w = posing.plant_weights(hold, ramp)
+    ident = np.tile([1.0, 0.0, 0.0, 0.0], (len(foot), 1))
+    return quat.mul(quat.slerp(ident, change[nearest], w), foot)
+
+
+def _spot(ankle, foot, offset, lo, floor):
+    """Where a hold from frame lo keeps the foot: the ankle's horizontal position at lo at
+    the height that puts the foot's lowest point (ankle z + offset (F,)) on floor, and the
+    foot's world rotation (4,) at lo."""
+    return np.array([ankle[lo, 0], ankle[lo, 1], floor - offset[lo]]), foot[lo]
+
+
+def _joined(mask, gap):
+    """mask (F,) bool with gaps of at most `gap` frames between runs filled: a plant that
+    the detection loses for a frame or two (capture noise) stays one plant."""
+    out = mask.copy()
+    r = posing.runs(mask)
+    for (_a, b), (c, _d) in zip(r, r[1:]):
+        if c - b <= gap:
+            out[b:c] = True
+    return out
 
 
 def hold_feet(track, rig, fps, seams, planted, floor):
-    """Planted feet held still across the seams: every run of planted frames of a leg
-    (planted (F, legs) bool from compose) that touches a seam's window (from the frame
-    before it to the frame after it) and needs at most HOLD_REACH · leg length of ankle
-    correction is held at one spot: the ankle at its
-    mean horizontal position over the run, at the height that puts the foot's lowest point
-    on `floor` (z, m) (solver.posing.plant_goals), reached by a two-bone IK of thigh and shin
+    """Planted feet held still across the seams: a foot planted (planted (F, legs) bool
+    from compose, gaps of PLANT_GAP frames joined) at a seam's first frame is held at one
+    spot from there until it lifts off or the next seam's hold takes over (keeping the
+    spot): the ankle's horizontal position at that first frame, at the height that puts
+    the foot's lowest point on `floor` (z, m), reached by a two-bone IK of thigh and shin
     (solver.posing.two_bone_ik, the knee bending towards where the foot points) blended
     in and out over PLANT_RAMP s (solver.posing.plant_weights); the foot keeps its world
-    rotation. Returns (track, plants): plants a list of {"seam" (index), "leg" (0 left, 1
-    right), "frames": [first, last], "held" (False: it needed more than HOLD_REACH),
-    "correction_m"} of the runs touching a seam."""
+    rotation of that first frame (blended back the same way after lift-off). A hold the
+    leg cannot reach within PLANT_MISS, or needing more than HOLD_REACH · leg length, is
+    not made and its seam fails ('plant', in recheck). Returns (track, plants): plants a
+    list of {"seam" (index), "leg" (0 left, 1 right), "frames": [first, last] (the frames
+    held, or that would be), "held" (False: out of reach), "correction_m"} of the plants
+    at a seam's first frame."""
     if not rig.has_legs or not seams:
         return track, []
     world, heads = forward(track, rig)
@@ -820,23 +868,40 @@ def hold_feet(track, rig, fps, seams, planted, floor):
         thigh, shin, foot, _toes = leg
         ankle = heads[:, foot]
         offset = _lowest(world, heads, rig, leg)[:, 2] - ankle[:, 2]
-        hold = np.zeros(len(track), dtype=bool)
-        for lo, hi in posing.runs(planted[:, k]):
-            seam = next((s for s in seams if lo <= s["start"] + s["window"] and hi >= s["start"]), None)
-            if seam is None:
-                continue
-            run = np.zeros(len(track), dtype=bool)
-            run[lo:hi] = True
-            need = float(np.linalg.norm(posing.plant_goals(ankle, offset, run, floor) - ankle, axis=1).max())
-            ok = need <= HOLD_REACH * rig.leg_length
-            hold |= run if ok else False
-            plants.append({"seam": seam["index"], "leg": k, "frames": [int(lo), int(hi - 1)], "held": ok,
+        segments = []
+        mask = _joined(planted[:, k], PLANT_GAP)
+        upper = np.linalg.norm(heads[:, shin] - heads[:, thigh], axis=1)
+        lower = np.linalg.norm(ankle - heads[:, shin], axis=1)
+        for i, seam in enumerate(seams):
+            h0 = seam["start"]
+            if not mask[h0]:
+                continue       # the foot is not on the floor as the seam begins: nothing to keep
+            # held from the seam's first frame at the spot where the foot stands then (where
+            # clip A put it) until it lifts off, or the next seam takes over
+            hi = h0 + int(np.argmin(mask[h0:])) if not mask[h0:].all() else len(mask)
+            if i + 1 < len(seams):
+                hi = min(hi, seams[i + 1]["start"])
+            # a hold that continues the previous one keeps its spot
+            spot, q = segments[-1][2:] if segments and segments[-1][1] == h0 else \
+                _spot(ankle, world[:, foot], offset, h0, floor)
+            need = float(np.linalg.norm(spot - ankle[h0:hi], axis=1).max())
+            # and the leg reaches the spot (a straight leg cannot move its foot sideways)
+            reach = np.linalg.norm(spot - heads[h0:hi, thigh], axis=1)
+            miss = np.maximum(reach - (upper + lower)[h0:hi], np.abs(upper - lower)[h0:hi] - reach).max()
+            ok = bool(need <= HOLD_REACH * rig.leg_length and miss <= PLANT_MISS)
+            if ok:
+                segments.append((h0, hi, spot, q))
+            else:
+                seam["unheld"] = True
+            plants.append({"seam": seam["index"], "leg": k, "frames": [int(h0), int(hi - 1)], "held": ok,
                            "correction_m": need})
-        if not hold.any():
+        if not segments:
             continue
-        goal = ankle + _hold_correction(ankle, offset, hold, floor, ramp)
-        act = np.any(goal != ankle, axis=1)
-        toe_dir = quat.rotate(world[act, foot], np.array([0.0, 1.0, 0.0]))
+        correction, hold, nearest = _hold_correction(ankle, segments, ramp)
+        goal = ankle + correction
+        w_foot = _held_rotations(world[:, foot], segments, hold, nearest, ramp)
+        act = np.any(goal != ankle, axis=1) | np.any(w_foot != world[:, foot], axis=1)
+        toe_dir = quat.rotate(w_foot[act], np.array([0.0, 1.0, 0.0]))
         d_up, d_low = posing.two_bone_ik(heads[act, thigh], heads[act, shin], ankle[act], goal[act],
                                          heads[act, shin] + toe_dir)
         w_thigh = quat.mul(quat.from_matrix(d_up), world[act, thigh])
@@ -844,6 +909,6 @@ def hold_feet(track, rig, fps, seams, planted, floor):
         parent = world[act, rig.parents[thigh]]
         rot[act, thigh] = quat.mul(quat.conj(quat.mul(parent, rig.rest_rotation[thigh])), w_thigh)
         rot[act, shin] = quat.mul(quat.conj(quat.mul(w_thigh, rig.rest_rotation[shin])), w_shin)
-        rot[act, foot] = quat.mul(quat.conj(quat.mul(w_shin, rig.rest_rotation[foot])), world[act, foot])
+        rot[act, foot] = quat.mul(quat.conj(quat.mul(w_shin, rig.rest_rotation[foot])), w_foot[act])
     rot = quat.make_continuous(rot)
     return Track(rot, track.positions), sorted(plants, key=lambda p: (p["seam"], p["leg"]))

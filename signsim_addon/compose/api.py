@@ -142,8 +142,16 @@ def _basis_rotations(keys, names):
     return rot
 
 
+def _metres_per_unit(target):
+    """Metres in one of target's armature units: its object scale times the scene's unit
+    scale (UnitSettings.scale_length). The solver works in metres whatever the rig's
+    units, so a centimetre rig gets the same seams, floor and search as a metre rig."""
+    m = np.array(target.matrix_world)
+    return float(np.linalg.norm(m[:3, 0])) * float(bpy.context.scene.unit_settings.scale_length)
+
+
 def _to_track(keys, target, channels):
-    """solver Track of keys: rotations (F, B, 4), positions (F, P, 3) for `channels`
+    """solver Track of keys: rotations (F, B, 4), positions (F, P, 3) m for `channels`
     (root bones first, then bones with location keys), roots in armature space."""
     names = _bones(target)
     n = _frames_of(keys)
@@ -159,7 +167,7 @@ def _to_track(keys, target, channels):
             pos[:, c] = t
     for b in _root_indices(target):
         rot[:, b] = quat.mul(q_rest[b], rot[:, b])
-    return sc.Track(rot, pos)
+    return sc.Track(rot, pos * _metres_per_unit(target))
 
 
 def _from_track(track, target, channels):
@@ -170,9 +178,10 @@ def _from_track(track, target, channels):
     for b in _root_indices(target):
         rot[:, b] = quat.mul(quat.conj(q_rest[b]), rot[:, b])
     loc = {}
+    unit = _metres_per_unit(target)
     for c, name in enumerate(channels):
         b = names.index(name)
-        p = track.positions[:, c]
+        p = track.positions[:, c] / unit
         loc[name] = (p - rest[b, :3, 3]) @ rest[b, :3, :3] if target.data.bones[name].parent is None else p
     return quat.make_continuous(rot), loc
 
@@ -252,10 +261,13 @@ def _rig(target, channels, keep_height):
                 legs.append((*parts, toes))
     except SignSimError:
         legs = []
+    unit = _metres_per_unit(target)
+    rest = retarget.rest_matrices(target)
+    rest[:, :3, 3] *= unit
     return sc.Rig(root=main, root_position=channels.index(names[main]), floor_bones=roots,
                   floor_positions=list(range(len(roots))), keep_height=keep_height,
                   located={names.index(n): c for c, n in enumerate(channels)}, parents=parents,
-                  rest=retarget.rest_matrices(target), lengths=[b.length for b in target.data.bones],
+                  rest=rest, lengths=[b.length * unit for b in target.data.bones],
                   legs=legs if len(legs) == 2 else ())
 
 

@@ -33,6 +33,7 @@ CLAP = GENERATED / "clap_fast.bvh"
 LOOP = (1025, 1457)               # the walk loop, in the clip's own frames (120 fps)
 FEET = ("foot.L", "foot.R")
 STEP_LIMIT = 20.0                 # degrees in one frame
+PLANT_BAND = 0.04                 # m above the floor: a foot this low is on the floor
 pytestmark = pytest.mark.skipif(not (DATA.is_dir() and GENERATED.is_dir()),
                                 reason=f"third-party test data not found at {DATA.parent}")
 
@@ -112,22 +113,59 @@ def test_passed_seams_turn_no_bone_past_20_degrees_beyond_the_clips(pairs):
     assert checked >= 8                 # most seams pass
 
 
-def test_held_plants_do_not_slide_across_any_seam_of_the_pairs_and_chains(pairs):
-    """Every plant the product holds across a seam (mocap, generated and sample clips):
-    Blender's evaluated foot slides (moves along the floor) ≤ 1 cm over the plant's frames."""
-    slides = []
-    for name, (result, (_rot, heads, names), _own) in pairs.items():
-        first = result["frames"][0]
-        for seam in result["seams"]:
-            for p in seam["plants"]:
-                if not p["held"]:
-                    continue
-                lo, hi = (int(f - first) for f in p["frames"])
-                foot = heads[lo:hi + 1, names.index(p["bone"])]
-                slides.append((float(np.linalg.norm(foot[:, :2] - foot[:1, :2], axis=1).max()), name, seam["index"]))
-    worst = max(slides)
-    print(f"\n{len(slides)} held plants; largest slide {worst[0] * 100:.3f} cm ({worst[1]}, seam {worst[2]})")
-    assert len(slides) >= 10 and worst[0] <= 0.01
+def _slide(points):
+    """Largest horizontal distance (m) of points (F, 3) from the first."""
+    return float(np.linalg.norm(points[:, :2] - points[:1, :2], axis=1).max()) if len(points) else 0.0
+
+
+def _balls(heads, names):
+    """The ball of each foot (F, 2, 3): the toe's head, where a standing foot rests."""
+    return np.stack([heads[:, names.index(f"toe.{side}")] for side in "LR"], axis=1)
+
+
+def planted_seam_slides(result, heads, names, own):
+    """For every seam and foot that stays on the floor (lowest point within PLANT_BAND of
+    the composition's floor) over the whole window and 2 frames each side in the output:
+    (its slide there, the larger slide of the two clips composed alone over the frames the
+    window covers, name of the foot, seam index)."""
+    first = result["frames"][0]
+    low = lowest(None, heads, names)
+    floor = float(np.percentile(low, 5))
+    balls = _balls(heads, names)
+    out = []
+    for seam in result["seams"]:
+        w, (cut_a, cut_b) = seam["window"], seam["cut"]
+        k = int(seam["frame"] - first)
+        sl = slice(max(k - 2, 0), k + w + 3)
+        a_heads, b_heads = own[seam["index"] - 1][1], own[seam["index"]][1]
+        a_end = len(a_heads) - cut_a
+        a_balls = _balls(a_heads[max(a_end - w - 2, 0):a_end], names)
+        b_balls = _balls(b_heads[cut_b:cut_b + w + 3], names)
+        for f, foot in enumerate(FEET):
+            if np.all(low[sl, f] <= floor + PLANT_BAND):
+                out.append((_slide(balls[sl, f]), max(_slide(a_balls[:, f]), _slide(b_balls[:, f])), foot,
+                            f"seam {seam['index']}"))
+    return out
+
+
+def test_feet_planted_across_a_seam_slide_no_more_than_the_clips(pairs):
+    """Judged on Blender's evaluated feet, not the product's plant list: a foot that stays
+    on the floor through a seam the product passes moves along it at most 1 cm more than
+    the clips themselves move it there, and a seam where one slides more is flagged
+    (tester: unflagged seams slid planted feet 5-18 cm, all reported held)."""
+    passed, flagged = [], []
+    for name, (result, (_rot, heads, names), own) in pairs.items():
+        flags = {f"seam {s['index']}": s["flagged"] for s in result["seams"]}
+        for slide, clips, foot, where in planted_seam_slides(result, heads, names, own):
+            (flagged if flags[where] else passed).append((slide - clips, slide, clips, foot, f"{name} {where}"))
+    worst = max(passed)
+    print(f"\n{len(passed)} feet planted across passing seams; largest slide beyond the clips' "
+          f"{worst[0] * 100:.2f} cm ({worst[4]}, {worst[3]}: {worst[1] * 100:.2f} cm, the clips "
+          f"{worst[2] * 100:.2f} cm); {len(flagged)} across flagged seams, largest beyond the clips "
+          f"{max(flagged)[0] * 100:.1f} cm")
+    assert len(passed) >= 10
+    assert worst[0] <= 0.01
+    assert flagged, "the pairs include stances no hold can join (a step would be needed): flagged"
 
 
 def test_hard_cuts_between_different_poses_are_flagged(cm, shared_data):
@@ -227,10 +265,6 @@ def runs(mask):
     return list(zip(edges[::2], edges[1::2]))
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "after this round's retarget foot hold: the chain's first plant (copy 1, foot.L, frame 2) "
-    "stands at 2.97 cm where the same plant in copies 2-10 stands at 1.63 cm (spread 1.33 cm, "
-    "limit 1 cm); copies 2-10 agree within 0.001 cm"))
 def test_walk_chain_stays_on_one_floor(walk):
     result, (rot, heads, names) = walk["held"]
     _s, (_r1, heads1, _n) = walk["single"]
