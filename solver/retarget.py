@@ -566,6 +566,9 @@ PLANT_LIFT_FREE = 0.01  # m: a planted source foot this close to its floor stand
 PLANT_BEND = 0.01     # the hold stretches a leg to this fraction short of straight at most (knee ≈ 16°)
 ROOT_DROP = 0.015     # m: the hips come down this much at most so that a planted foot reaches
 FOOT_PITCH = np.radians(35.0)  # the hold turns a foot about its ankle this much at most
+PITCH_STEP = np.radians(1.0)   # the resolution of that turn
+PITCH_TOL = 0.002     # m: a planted foot this close to where it must stand is not turned
+PLANT_TURN = np.radians(4.5)   # the hold's turn of a leg bone changes this much per frame at most
 FOOT_FLOOR_SPREAD = 0.06  # m: a foot whose lowest points stay this close to the floor has its own
 
 
@@ -705,8 +708,12 @@ def _plant_feet(target_name, sk_t, body_t, T, W, basis_of, loc, mover, feet_s, f
     and out over PLANT_RAMP (solver.posing.plant_corrections) and reached by a two-bone IK
     of thigh and shin that stretches a leg no further than PLANT_BEND short of straight;
     what the legs cannot reach the hips give (at most ROOT_DROP, eased) and the foot's
-    pitch about the ankle takes (at most FOOT_PITCH), after which the legs put the held
-    point back. A run needing more than PLANT_REACH is left as transferred and reported.
+    pitch about the ankle takes (at most FOOT_PITCH, where the foot stands more than
+    PITCH_TOL off), after which the legs put the held point back. Each leg's hold is
+    rate-limited (solver.posing.rate_limited_weights): its turn of thigh, shin and foot
+    changes by at most PLANT_TURN between frames, so no leg bone turns per frame more than
+    transferred plus PLANT_TURN. A run needing more than PLANT_REACH is left as
+    transferred and reported.
     W (world rotations), basis_of (local) and loc[mover] (the bone carrying the root
     translation) are updated in place. mo (4, 4), rest_arm (N, 4, 4), tails_t (N, 3): the
     target's object matrix, armature-space rest matrices and world rest tails. Returns
@@ -751,6 +758,7 @@ def _plant_feet(target_name, sk_t, body_t, T, W, basis_of, loc, mover, feet_s, f
                            f"unlike the source's): not forced")
                 mask[start:stop] = False
     legs = {side: leg for side, leg in legs.items() if leg[3].any()}
+    unheld = {b: W[b] for leg in legs.values() for b in leg[:3]}
     # where a leg cannot reach its hold (a foot on its toes at lift-off, shaped unlike the
     # source's), the hips come down by the shortfall, eased over PLANT_RAMP and at most
     # ROOT_DROP: the legs then reach without snapping straight
@@ -785,8 +793,23 @@ def _plant_feet(target_name, sk_t, body_t, T, W, basis_of, loc, mover, feet_s, f
             p = sk_t.parents[b]
             basis_of[b] = (T[p].T @ T[b]).T @ np.swapaxes(W[p], -1, -2) @ W[b]
 
+    def rate_limit():
+        """The hold's turn of each leg bone changes by at most PLANT_TURN between frames, so
+        no bone turns more per frame than transferred plus PLANT_TURN (where a hold would
+        come or go faster, as at a jump's take-off, it is taken in part there)."""
+        for side, (th, sh, ft, _mask, _lift) in legs.items():
+            turns = np.stack([Rotation.from_matrix(W[b] @ np.swapaxes(unheld[b], -1, -2)).as_rotvec()
+                              for b in (th, sh, ft)])
+            w = posing.rate_limited_weights(turns, PLANT_TURN)
+            for b, turn in zip((th, sh, ft), turns):
+                W[b] = Rotation.from_rotvec(turn * w[:, None]).as_matrix() @ unheld[b]
+            for b in (th, sh, ft):
+                p = sk_t.parents[b]
+                basis_of[b] = (T[p].T @ T[b]).T @ np.swapaxes(W[p], -1, -2) @ W[b]
+
     for side, (hip, knee, ankle, corr) in holds(legs).items():
         leg_ik(side, hip, knee, ankle, corr)
+    rate_limit()
     # what the legs could not reach (a foot on its toes whose ball sits nearer the ankle
     # than the source's): the foot turns toes-down about its ankle, by the smallest turn
     # (at most FOOT_PITCH, found by bisection, eased over PLANT_RAMP) that sets its lowest
@@ -806,22 +829,25 @@ def _plant_feet(target_name, sk_t, body_t, T, W, basis_of, loc, mover, feet_s, f
             turned = Rotation.from_rotvec(lat * phi[:, None]).as_matrix()
             return np.einsum("fij,fkj->fki", turned, pts)[..., 2].min(axis=1) + ankle[:, 2] - floor
 
-        lo, hi = np.zeros(len(mask)), np.full(len(mask), FOOT_PITCH)
-        reach = gap(hi) <= 0
-        for _ in range(16):
-            mid = 0.5 * (lo + hi)
-            above = gap(mid) > 0
-            lo, hi = np.where(above, mid, lo), np.where(above, hi, mid)
-        phi = np.where(mask & (gap(np.zeros(len(mask))) > 0), np.where(reach, hi, FOOT_PITCH), 0.0)
+        # gap(phi) need not fall steadily (a heel that stands lowest rises as the toes go
+        # down), so the turns are tried on a grid of PITCH_STEP: the smallest that reaches,
+        # else the one that comes nearest, and none where the foot already stands within
+        # PITCH_TOL or no turn brings it nearer
+        grid = np.arange(0.0, FOOT_PITCH + 1e-9, PITCH_STEP)
+        gaps = np.stack([gap(np.full(len(mask), a)) for a in grid], axis=1)          # (F, G)
+        first = np.where((gaps <= 0).any(axis=1), np.argmax(gaps <= 0, axis=1), np.argmin(gaps, axis=1))
+        need = mask & (gaps[:, 0] > PITCH_TOL) & (gaps[np.arange(len(mask)), first] < gaps[:, 0])
+        phi = np.where(need, grid[first], 0.0)
         phi = np.minimum(posing.eased_max(phi, ramp), FOOT_PITCH)
         if not phi.any():
             continue
         W[ft] = Rotation.from_rotvec(lat * phi[:, None]).as_matrix() @ W[ft]
         p = sk_t.parents[ft]
         basis_of[ft] = (T[p].T @ T[ft]).T @ np.swapaxes(W[p], -1, -2) @ W[ft]
-    # the turn moved the held point: the legs put it back (horizontally)
+    # the turn moved the held point: the legs put it back
     for side, (hip, knee, ankle, corr) in holds(legs).items():
-        leg_ik(side, hip, knee, ankle, corr * [1.0, 1.0, 0.0])
+        leg_ik(side, hip, knee, ankle, corr)
+    rate_limit()
     return out, drop
 
 

@@ -135,19 +135,7 @@ def measure(src, tgt, result, fps):
     return m
 
 
-# Pairs that fail over the whole clip, with what fails (measured; strict, so a fix shows).
-# CMU's legs differ by 3.2 cm (standing leg 0.861 m left, 0.893 m right) onto the base
-# mesh's equal legs: the foot hold straightens a leg from 0.90 to 0.99 of its reach in one
-# frame as a run begins (thigh jump 12–13° past the source's) and turns the left foot
-# toes-down (up to 21°) where the straight leg cannot reach.
-KNOWN = {("mocap/cmu_01_01_cgspeed__fairmotion.bvh", rig):
-         "foot hold on CMU's unequal legs: thigh jump 12.3–13.0° over the source's + 5°, left foot "
-         "direction cosine 0.971, planted foot 1.7–1.9 cm off the floor"
-         for rig in ("godot", "godot_nodes", "godot_biped")}
-KNOWN[("mocap/bvhpython_test_freebvh_mixamorig.bvh", "godot_biped")] = \
-    "planted foot 1.57 cm off the floor (limit 1.5 cm)"
-PAIRS = [pytest.param(c, r, marks=pytest.mark.xfail(strict=True, reason=KNOWN[(c, r)])) if (c, r) in KNOWN
-         else (c, r) for c in CLIPS for r in RIGS]
+PAIRS = [(c, r) for c in CLIPS for r in RIGS]
 
 
 @pytest.mark.parametrize("clip,rig", PAIRS)
