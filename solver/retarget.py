@@ -744,9 +744,15 @@ def _plant_feet(target_name, sk_t, body_t, T, W, basis_of, loc, mover, feet_s, f
         if None in (th, sh, ft) or sk_t.parents[sh] != th or sk_t.parents[ft] != sh:
             continue
         if feet_s[side]["planted"].any():
-            # a planted source foot rising off its floor (the heel at lift-off) lifts the
-            # target's as much, scaled, past the first PLANT_LIFT_FREE
-            lift = k * np.maximum(feet_s[side]["lift"] - PLANT_LIFT_FREE, 0.0)
+            # a planted source foot rising off where it stands in that run (the heel at
+            # lift-off) lifts the target's as much, scaled, past the first PLANT_LIFT_FREE;
+            # the run's own lowest height is the floor, since a capture puts the same plant
+            # of a walk cycle up to 2 cm apart (CMU's walk loop: 2.3 cm above the clip's
+            # floor at its start, 0.7 cm at its end) and the target's floor is one
+            rise = feet_s[side]["lift"].copy()
+            for start, stop in posing.runs(feet_s[side]["planted"]):
+                rise[start:stop] -= max(rise[start:stop].min(), 0.0)
+            lift = k * np.maximum(rise - PLANT_LIFT_FREE, 0.0)
             legs[side] = (th, sh, ft, feet_s[side]["planted"].copy(), lift)
     for side, (_hip, _knee, _ankle, corr) in holds(legs).items():
         mask = legs[side][3]

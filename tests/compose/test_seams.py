@@ -227,10 +227,6 @@ def runs(mask):
     return list(zip(edges[::2], edges[1::2]))
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "after this round's retarget foot hold: the chain's first plant (copy 1, foot.L, frame 2) "
-    "stands at 2.97 cm where the same plant in copies 2-10 stands at 1.63 cm (spread 1.33 cm, "
-    "limit 1 cm); copies 2-10 agree within 0.001 cm"))
 def test_walk_chain_stays_on_one_floor(walk):
     result, (rot, heads, names) = walk["held"]
     _s, (_r1, heads1, _n) = walk["single"]
