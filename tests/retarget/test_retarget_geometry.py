@@ -170,11 +170,25 @@ def test_geometry(addon, rig_file, clip, rig):
         assert len(fingers) == 2 * len(set(tgt.body.fingers) & set(src.body.fingers))
 
 
-@pytest.mark.xfail(strict=True, reason="the robot's feet (Foot.L/R) are IK bones hanging from the root, "
-                   "outside the leg chain: the retarget carries them rigidly with the shin as at rest "
-                   "and does not plant them (CMU walk: slide 69 cm, 42 cm off the floor)")
+@pytest.mark.xfail(strict=True, reason="the robot's IK feet (Foot.L/R, found from geometry) are held "
+                   "where its legs reach, but CMU's right leg is 3.7 % longer than its left and the "
+                   "robot's legs are equal: the right foot misses its floor spot in 14 of 22 planted "
+                   "runs (CMU walk: slide 11.3 cm, 10.4 cm off the floor; was 69 cm and 42 cm carried "
+                   "rigidly by the shin), said in a warning (test below)")
 def test_robot_ik_feet_planted(addon, rig_file):
     """The robot's detached feet, found from geometry, stand where the source's planted."""
     src, tgt, result, fps = run(addon, rig_file, "mocap/cmu_01_01_cgspeed__fairmotion.bvh", "robot")
     m = measure(src, tgt, result, fps)
     assert m["ik_foot_slide"] <= 0.02 and m["ik_foot_height"] <= 0.015
+
+
+def test_robot_ik_feet_held_or_said(addon, rig_file):
+    """Each detached foot that slides more than 2 cm or stands more than 1.5 cm off its
+    floor where the source's is planted is named in a warning; none is silent."""
+    src, tgt, result, fps = run(addon, rig_file, "mocap/cmu_01_01_cgspeed__fairmotion.bvh", "robot")
+    for side in ("L", "R"):
+        assert (side, "foot") not in tgt.body.limbs and rm.foot_of(tgt, side) is not None
+        slide, height = rm.foot_slide_and_height(tgt, side, rm.planted(src, side, 0.25, fps, 0.02))
+        if slide > 0.02 or height > 0.015:
+            assert any(w.startswith(f"planted {side} foot of 'robot'") for w in result.warnings), \
+                (side, slide, height, result.warnings)
