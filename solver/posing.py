@@ -173,3 +173,53 @@ def girdle_rotation(clavicle_dir, chest_up, angle):
     to both."""
     axis = _unit(np.cross(clavicle_dir, chest_up))
     return Rotation.from_rotvec(axis * np.asarray(angle)[:, None]).as_matrix()
+
+
+def rate_limited_weights(turns, limit, iterations=200):
+    """Weights w (F,) in [0, 1], as large as they can be, such that scaling the correction
+    turns of B bones moved together (a leg's thigh, shin and foot; one weight per frame
+    keeps the chain one pose of a blend) by their frame's weight, u_b(t) = w(t) ·
+    turns[b, t], changes no bone's turn by more than `limit` (rad) between adjacent frames:
+    angle(exp(u_b(t))⁻¹ · exp(u_b(t+1))) ≤ limit. A correction applied as
+    W′ = exp(u) · W then adds at most `limit` to the bone's own frame-to-frame rotation,
+    since angle(A · B) ≤ angle(A) + angle(B).
+
+    turns: (B, F, 3) rotation vectors (rad). Where a pair of frames steps too far, the
+    frame whose weighted correction is larger gives way: its weight drops to the largest
+    value that keeps the pair's rotation-vector distance |a · v − c| (first order in the
+    angle) within 0.9 · limit for every bone; where no value does, or that does not bring
+    the true angle down, both frames' weights shrink by a tenth (which shrinks their
+    difference in proportion). Repeated until no pair steps too far: the weights only
+    fall and all-zero weights meet the limit. F < 2 returns ones."""
+    turns = np.asarray(turns, dtype=float)
+    n = turns.shape[1]
+    w = np.ones(n)
+    if n < 2:
+        return w
+    mag = np.linalg.norm(turns, axis=-1).max(axis=0)            # (F,)
+
+    def steps(w):
+        rot = Rotation.from_rotvec((turns * w[None, :, None]).reshape(-1, 3)).as_matrix()
+        rot = rot.reshape(turns.shape[0], n, 3, 3)
+        cos = (np.trace(np.swapaxes(rot[:, :-1], -1, -2) @ rot[:, 1:], axis1=-2, axis2=-1) - 1) / 2
+        return np.arccos(np.clip(cos, -1.0, 1.0)).max(axis=0)   # (F-1,)
+
+    for _ in range(iterations):
+        bad = np.flatnonzero(steps(w) > limit)
+        if not len(bad):
+            break
+        for t in bad:
+            give, keep = (t, t + 1) if w[t] * mag[t] >= w[t + 1] * mag[t + 1] else (t + 1, t)
+            v, c = turns[:, give], w[keep] * turns[:, keep]
+            vv, vc, cc = np.sum(v * v, -1), np.sum(v * c, -1), np.sum(c * c, -1)
+            moving = vv > 1e-18
+            vv = np.where(moving, vv, 1.0)
+            disc = vc * vc - vv * (cc - (0.9 * limit) ** 2)
+            top = np.where(moving & (disc >= 0), (vc + np.sqrt(np.maximum(disc, 0.0))) / vv, np.inf)
+            a = float(np.clip(top.min(), 0.0, 1.0))
+            if (disc[moving] >= 0).all() and a < w[give] - 1e-9:
+                w[give] = a
+            else:
+                w[give] *= 0.9
+                w[keep] *= 0.9
+    return w

@@ -304,12 +304,22 @@ def solve(sk_s, rest_s_world, mats, tails, sk_t, mo_t, rest_t_arm, tails_t, pair
             continue
         kids[a].append(c)
 
+    # a leg ending at its shin with an IK foot (the robot's): the shin aims at that foot as
+    # the source's shin aims at its ankle, so the foot the shin carries lands near the
+    # source's
+    legs = body_t is not None and body_s is not None and _has_legs(body_t) and _has_legs(body_s)
+    ik_feet = detached_feet(sk_t, body_t, h_t) if legs else {}
+    for side, ft in ik_feet.items():
+        sh, sf = body_t.limbs[(side, "shin")][0], body_s.limbs.get((side, "foot"), [None])[0]
+        if sh in kids and not kids[sh] and sf is not None and sk_s.is_descendant(sf, t_of[sh]):
+            kids[sh].append(ft)
+            end_s[ft], end_ref[ft] = P[:, sf], P_ref[sf]
+
     primary = _primary_children(body_t) if body_t is not None else set()
     # the pelvis and feet rules below take the target's rest for a standing pose (the
     # pelvis level, the feet flat): a rest that is no human pose keeps direction transfer
     standing = body_s is not None and _usable_rest(body_t, h_t)
     tips = _foot_tips(body_t, body_s, t_of, tails_t) if standing else {}
-    legs = _has_legs(body_t) and _has_legs(body_s)
     feet_s = source_feet(body_s, P, tails, fps) if legs else {}
     Q, A = {}, {}
     for b in order:
@@ -440,12 +450,13 @@ def solve(sk_s, rest_s_world, mats, tails, sk_t, mo_t, rest_t_arm, tails_t, pair
     root = world[hips_t][:, :3, 3] + (goal - now)                        # (F, 3) world
     if plant_feet and legs:
         notes, drop = _plant_feet(target_name, sk_t, body_t, T, W, basis_of, loc, mover, feet_s,
-                                  feet_t, k, fps, mo_t, rest_t_arm, tails_t)
+                                  feet_t, k, fps, mo_t, rest_t_arm, tails_t, ik_feet)
         root = root - np.outer(drop, [0.0, 0.0, 1.0])
         rot.update({sk_t.names[b]: quat.make_continuous(quat.from_matrix(basis_of[b]))
                     for side in bonemap.SIDES for part in ("thigh", "shin", "foot")
                     for b in body_t.limbs.get((side, part), [])[:1]})
-    _follow_detached(sk_t, set(t_of), rest_t_arm, basis_of, loc)
+    _follow_detached(sk_t, set(t_of), rest_t_arm, basis_of, loc,
+                     {ft: body_t.limbs[(side, "shin")][0] for side, ft in ik_feet.items()})
     rot.update({sk_t.names[b]: quat.make_continuous(quat.from_matrix(basis_of[b])) for b in loc})
     if body_t is not None and body_s is not None:
         _refuse(target_name, sk_t, sk_s, body_t, body_s, t_of, basis_of, loc, P, mo_t, rest_t_arm)
@@ -561,11 +572,15 @@ def _girdle_rhythm(body_t, sk_s, t_of, Q, S, h_t):
 PLANT_SPEED = 0.3     # m/s: a source foot slower than this, on its floor, is planted
 PLANT_HEIGHT = 0.025  # m above the foot's floor
 PLANT_RAMP = 0.2      # s over which the foot hold comes and goes
-PLANT_REACH = 0.10    # m: the hold corrects a planted foot by this much at most
+PLANT_REACH = 0.25    # the hold corrects a planted foot by this fraction of the standing leg at most
 PLANT_LIFT_FREE = 0.01  # m: a planted source foot this close to its floor stands on the target's
 PLANT_BEND = 0.01     # the hold stretches a leg to this fraction short of straight at most (knee ≈ 16°)
 ROOT_DROP = 0.015     # m: the hips come down this much at most so that a planted foot reaches
 FOOT_PITCH = np.radians(35.0)  # the hold turns a foot about its ankle this much at most
+PITCH_STEP = np.radians(1.0)   # the resolution of that turn
+PITCH_TOL = 0.002     # m: a planted foot this close to where it must stand is not turned
+PLANT_MISS = 0.015    # m: a held foot further than this from where it must stand is reported
+PLANT_TURN = np.radians(4.5)   # the hold's turn of a leg bone changes this much per frame at most
 FOOT_FLOOR_SPREAD = 0.06  # m: a foot whose lowest points stay this close to the floor has its own
 
 
@@ -696,8 +711,44 @@ def _level_foot(sk, foot, end, heads, tails, mask, axes, Q, t_of):
             Q[b] = Q[b] @ c
 
 
+def detached_feet(sk, body, heads):
+    """IK feet: for each leg whose chain ends at the shin (no foot bone below it), the bone
+    standing for its foot found from rest geometry, names ignored: a bone in no chain of
+    the body and not above one (so no pole, root or body bone), not below the shin, whose
+    head lies on the leg's side of the hips, below the shin's head by at least half the
+    thigh's length and within two thigh lengths of it, nearest to it (a knee pole sits in
+    front of the knee, not below it). sk: bonemap.Skeleton; body: bonemap.Body; heads:
+    (N, 3) world rest heads (m, z up). Returns {side: bone index} ({} for legs with feet)."""
+    chained = {i for chain in list(body.limbs.values()) + list(body.fingers.values()) for i in chain}
+    chained |= set(body.spine) | set(body.neck) | {body.hips} | ({body.head} if body.head is not None else set())
+    above = {a for b in chained for a in sk.ancestors(b)}
+    out = {}
+    for side in bonemap.SIDES:
+        other = "R" if side == "L" else "L"
+        if (side, "foot") in body.limbs or any((s_, part) not in body.limbs
+                                               for s_ in (side, other) for part in ("thigh", "shin")):
+            continue
+        th, sh = body.limbs[(side, "thigh")][0], body.limbs[(side, "shin")][0]
+        th_other = body.limbs[(other, "thigh")][0]
+        thigh = float(np.linalg.norm(heads[sh] - heads[th]))
+        lateral, hips = heads[th] - heads[th_other], 0.5 * (heads[th] + heads[th_other])
+        below_shin = set(sk.subtree(sh))
+        best = None
+        for i in range(len(sk.names)):
+            d = heads[i] - heads[sh]
+            dist = float(np.linalg.norm(d))
+            if (i in chained or i in above or i in below_shin or (heads[i] - hips) @ lateral <= 0
+                    or -d[2] < 0.5 * thigh or dist > 2.0 * thigh):
+                continue
+            if best is None or dist < best[0]:
+                best = (dist, i)
+        if best is not None:
+            out[side] = best[1]
+    return out
+
+
 def _plant_feet(target_name, sk_t, body_t, T, W, basis_of, loc, mover, feet_s, feet_t, k, fps,
-                mo, rest_arm, tails_t):
+                mo, rest_arm, tails_t, ik_feet):
     """Where a source foot is planted (source_feet), the target foot stands on its floor
     (target_feet): per run of planted frames the foot's point lowest on average is held at
     one spot and its lowest point put on the floor (solver.posing.contact_holds; a source
@@ -705,8 +756,15 @@ def _plant_feet(target_name, sk_t, body_t, T, W, basis_of, loc, mover, feet_s, f
     and out over PLANT_RAMP (solver.posing.plant_corrections) and reached by a two-bone IK
     of thigh and shin that stretches a leg no further than PLANT_BEND short of straight;
     what the legs cannot reach the hips give (at most ROOT_DROP, eased) and the foot's
-    pitch about the ankle takes (at most FOOT_PITCH), after which the legs put the held
-    point back. A run needing more than PLANT_REACH is left as transferred and reported.
+    pitch about the ankle takes (at most FOOT_PITCH, where the foot stands more than
+    PITCH_TOL off), after which the legs put the held point back. Each leg's hold is
+    rate-limited (solver.posing.rate_limited_weights): its turn of thigh, shin and foot
+    changes by at most PLANT_TURN between frames, so no leg bone turns per frame more than
+    transferred plus PLANT_TURN. A run needing more than PLANT_REACH of the leg is left as
+    transferred and reported.
+    A leg ending at its shin with an IK foot (ik_feet {side: bone}, detached_feet) is held
+    by that foot, carried rigidly by the shin as _follow_detached carries it, on the floor
+    under its rest head and tail; a leg with neither is not held, with a warning.
     W (world rotations), basis_of (local) and loc[mover] (the bone carrying the root
     translation) are updated in place. mo (4, 4), rest_arm (N, 4, 4), tails_t (N, 3): the
     target's object matrix, armature-space rest matrices and world rest tails. Returns
@@ -715,42 +773,68 @@ def _plant_feet(target_name, sk_t, body_t, T, W, basis_of, loc, mover, feet_s, f
     tails_arm = (np.linalg.inv(mo) @ np.c_[tails_t, np.ones(len(tails_t))].T).T[:, :3]
     lengths = np.linalg.norm(tails_arm - rest_arm[:, :3, 3], axis=1)      # bone lengths
     ramp = max(2, int(round(PLANT_RAMP * fps)))
+    ik = {ft: body_t.limbs[(side, "shin")][0] for side, ft in ik_feet.items()}      # IK foot -> shin
+    for ft, sh in ik.items():
+        W[ft] = W[sh] @ (T[sh].T @ T[ft])
+    feet = dict(feet_t)
+    for side, ft in ik_feet.items():
+        bones = sk_t.subtree(ft)
+        feet[side] = {"bones": bones, "floor": float(min((mo @ rest_arm[bones])[:, 2, 3].min(),
+                                                         tails_t[bones, 2].min()))}
+
+    def carried(posed):
+        """posed with each IK foot carried rigidly by its shin, as at rest."""
+        for ft, sh in ik.items():
+            posed[ft] = posed[sh] @ np.linalg.inv(rest_arm[sh]) @ rest_arm[ft]
+        return posed
 
     def holds(legs):
         """{side: (hip, knee, ankle, ankle goal) (F, 3) each} for the current pose."""
-        posed = pose_matrices(sk_t, rest_arm, basis_of, loc)
+        posed = carried(pose_matrices(sk_t, rest_arm, basis_of, loc))
         got = {}
         for side, (th, sh, ft, mask, lift) in legs.items():
-            toes = feet_t[side]["bones"]
+            toes = feet[side]["bones"]
             world = {b: mo @ posed[b] for b in {th, sh, *toes}}
             foot_pts = np.concatenate(
                 [np.stack([world[b][:, :3, 3], world[b][:, :3, 3] + world[b][:, :3, 1] * lengths[b]], 1)
                  for b in toes], axis=1)                                          # (F, 2k, 3)
             ankle = world[ft][:, :3, 3]
-            corr = posing.contact_holds(foot_pts, mask, feet_t[side]["floor"], lift)
+            corr = posing.contact_holds(foot_pts, mask, feet[side]["floor"], lift)
             got[side] = (world[th][:, :3, 3], world[sh][:, :3, 3], ankle, corr)
         return got
 
     legs = {}
     for side in bonemap.SIDES:
         th, sh, ft = (body_t.limbs.get((side, p), [None])[0] for p in ("thigh", "shin", "foot"))
-        if None in (th, sh, ft) or sk_t.parents[sh] != th or sk_t.parents[ft] != sh:
+        ft = ik_feet.get(side, ft)
+        if None in (th, sh, ft) or sk_t.parents[sh] != th or (ft not in ik and sk_t.parents[ft] != sh):
+            if th is not None and sh is not None and feet_s[side]["planted"].any():
+                out.append(f"the {side} foot of '{target_name}' is not held where the source's is planted: "
+                           f"its leg has no foot bone below the shin and no detached (IK) foot bone was "
+                           f"found at its end, so that foot may slide")
             continue
         if feet_s[side]["planted"].any():
-            # a planted source foot rising off its floor (the heel at lift-off) lifts the
-            # target's as much, scaled, past the first PLANT_LIFT_FREE
-            lift = k * np.maximum(feet_s[side]["lift"] - PLANT_LIFT_FREE, 0.0)
+            # a planted source foot rising off where it stands in that run (the heel at
+            # lift-off) lifts the target's as much, scaled, past the first PLANT_LIFT_FREE;
+            # the run's own lowest height is the floor, since a capture puts the same plant
+            # of a walk cycle up to 2 cm apart (CMU's walk loop: 2.3 cm above the clip's
+            # floor at its start, 0.7 cm at its end) and the target's floor is one
+            rise = feet_s[side]["lift"].copy()
+            for start, stop in posing.runs(feet_s[side]["planted"]):
+                rise[start:stop] -= max(rise[start:stop].min(), 0.0)
+            lift = k * np.maximum(rise - PLANT_LIFT_FREE, 0.0)
             legs[side] = (th, sh, ft, feet_s[side]["planted"].copy(), lift)
     for side, (_hip, _knee, _ankle, corr) in holds(legs).items():
         mask = legs[side][3]
         need = np.linalg.norm(corr, axis=1)
         for start, stop in posing.runs(mask):
-            if need[start:stop].max() > PLANT_REACH:
+            if need[start:stop].max() > PLANT_REACH * feet_t[side]["leg"]:
                 out.append(f"planted {side} foot of '{target_name}' stays {need[start:stop].max() * 100:.1f} cm "
                            f"off its floor spot at frames {start}–{stop - 1} (legs or feet shaped "
                            f"unlike the source's): not forced")
                 mask[start:stop] = False
     legs = {side: leg for side, leg in legs.items() if leg[3].any()}
+    unheld = {b: W[b] for leg in legs.values() for b in leg[:3]}
     # where a leg cannot reach its hold (a foot on its toes at lift-off, shaped unlike the
     # source's), the hips come down by the shortfall, eased over PLANT_RAMP and at most
     # ROOT_DROP: the legs then reach without snapping straight
@@ -781,18 +865,40 @@ def _plant_feet(target_name, sk_t, body_t, T, W, basis_of, loc, mover, feet_s, f
         d_up, d_low = posing.two_bone_ik(hip, knee, ankle, goal, knee + _unit(heading))
         W[th] = d_up @ W[th]
         W[sh] = d_low @ W[sh]
-        for b in (th, sh, ft):
+        rebase(th, sh, ft)
+
+    def rebase(*bones):
+        """Local rotations of bones from W; an IK foot's world rotation follows its shin."""
+        for b in bones:
+            if b in ik:
+                W[b] = W[ik[b]] @ (T[ik[b]].T @ T[b])
+                continue
             p = sk_t.parents[b]
             basis_of[b] = (T[p].T @ T[b]).T @ np.swapaxes(W[p], -1, -2) @ W[b]
 
+    def rate_limit():
+        """The hold's turn of each leg bone changes by at most PLANT_TURN between frames, so
+        no bone turns more per frame than transferred plus PLANT_TURN (where a hold would
+        come or go faster, as at a jump's take-off, it is taken in part there)."""
+        for side, (th, sh, ft, _mask, _lift) in legs.items():
+            turns = np.stack([Rotation.from_matrix(W[b] @ np.swapaxes(unheld[b], -1, -2)).as_rotvec()
+                              for b in (th, sh, ft)])
+            w = posing.rate_limited_weights(turns, PLANT_TURN)
+            for b, turn in zip((th, sh, ft), turns):
+                W[b] = Rotation.from_rotvec(turn * w[:, None]).as_matrix() @ unheld[b]
+            rebase(th, sh, ft)
+
     for side, (hip, knee, ankle, corr) in holds(legs).items():
         leg_ik(side, hip, knee, ankle, corr)
+    rate_limit()
     # what the legs could not reach (a foot on its toes whose ball sits nearer the ankle
     # than the source's): the foot turns toes-down about its ankle, by the smallest turn
     # (at most FOOT_PITCH, found by bisection, eased over PLANT_RAMP) that sets its lowest
     # point where the foot must stand
     posed = pose_matrices(sk_t, rest_arm, basis_of, loc)
     for side, (th, sh, ft, mask, lift) in legs.items():
+        if ft in ik:            # an IK foot turns with its shin
+            continue
         floor = feet_t[side]["floor"] + lift
         ankle = (mo @ posed[ft])[:, :3, 3]
         pts = np.concatenate([np.stack([(mo @ posed[b])[:, :3, 3], (mo @ posed[b])[:, :3, 3]
@@ -806,22 +912,39 @@ def _plant_feet(target_name, sk_t, body_t, T, W, basis_of, loc, mover, feet_s, f
             turned = Rotation.from_rotvec(lat * phi[:, None]).as_matrix()
             return np.einsum("fij,fkj->fki", turned, pts)[..., 2].min(axis=1) + ankle[:, 2] - floor
 
-        lo, hi = np.zeros(len(mask)), np.full(len(mask), FOOT_PITCH)
-        reach = gap(hi) <= 0
-        for _ in range(16):
-            mid = 0.5 * (lo + hi)
-            above = gap(mid) > 0
-            lo, hi = np.where(above, mid, lo), np.where(above, hi, mid)
-        phi = np.where(mask & (gap(np.zeros(len(mask))) > 0), np.where(reach, hi, FOOT_PITCH), 0.0)
+        # gap(phi) need not fall steadily (a heel that stands lowest rises as the toes go
+        # down), so the turns are tried on a grid of PITCH_STEP: the smallest that reaches,
+        # else the one that comes nearest, and none where the foot already stands within
+        # PITCH_TOL or no turn brings it nearer
+        grid = np.arange(0.0, FOOT_PITCH + 1e-9, PITCH_STEP)
+        gaps = np.stack([gap(np.full(len(mask), a)) for a in grid], axis=1)          # (F, G)
+        first = np.where((gaps <= 0).any(axis=1), np.argmax(gaps <= 0, axis=1), np.argmin(gaps, axis=1))
+        need = mask & (gaps[:, 0] > PITCH_TOL) & (gaps[np.arange(len(mask)), first] < gaps[:, 0])
+        phi = np.where(need, grid[first], 0.0)
         phi = np.minimum(posing.eased_max(phi, ramp), FOOT_PITCH)
         if not phi.any():
             continue
         W[ft] = Rotation.from_rotvec(lat * phi[:, None]).as_matrix() @ W[ft]
         p = sk_t.parents[ft]
         basis_of[ft] = (T[p].T @ T[ft]).T @ np.swapaxes(W[p], -1, -2) @ W[ft]
-    # the turn moved the held point: the legs put it back (horizontally)
+    # the turn moved the held point: the legs put it back
     for side, (hip, knee, ankle, corr) in holds(legs).items():
-        leg_ik(side, hip, knee, ankle, corr * [1.0, 1.0, 0.0])
+        leg_ik(side, hip, knee, ankle, corr)
+    rate_limit()
+    # what the hold could not do is said: a foot still more than PLANT_MISS from where it
+    # must stand (a leg too short for it, or a hold taken in part so that no bone jumps)
+    for side, (_hip, _knee, _ankle, corr) in holds(legs).items():
+        miss = np.linalg.norm(corr, axis=1)
+        runs = posing.runs(legs[side][3])
+        off = [(start, stop) for start, stop in runs if miss[start:stop].max() > PLANT_MISS]
+        if off:
+            listed = ", ".join(f"{a}–{b - 1}" for a, b in off[:4]) + (", …" if len(off) > 4 else "")
+            out.append(f"planted {side} foot of '{target_name}' stays up to "
+                       f"{max(miss[a:b].max() for a, b in off) * 100:.1f} cm from where it must stand "
+                       f"in {len(off)} of its {len(runs)} planted runs (frames {listed}): its leg cannot "
+                       f"reach (the source's legs or feet are shaped unlike the target's), or the hold "
+                       f"is taken in part so that no leg bone turns more than "
+                       f"{np.degrees(PLANT_TURN):.1f}° a frame beyond the source")
     return out, drop
 
 
@@ -844,7 +967,7 @@ def pose_matrices(sk, rest, basis, loc):
     return {b: posed[:, k] for k, b in enumerate(order)}
 
 
-def _follow_detached(sk, mapped, rest, basis, loc):
+def _follow_detached(sk, mapped, rest, basis, loc, anchors=None):
     """Bones outside the mapped hierarchy (IK targets and poles hanging from a root, like
     the robot's Foot.L and PoleTarget.L) follow the nearest mapped bone of their side
     rigidly, as in the rest pose, so a foot mesh parented to them stays on the leg and an
@@ -852,7 +975,9 @@ def _follow_detached(sk, mapped, rest, basis, loc):
 
     sk: target Skeleton; mapped: set of mapped bone indices; rest: armature-space rest
     matrices (N, 4, 4); basis: bone index → (F, 3, 3) basis rotations, updated in place;
-    loc: bone index → (F, 3) basis locations, updated in place.
+    loc: bone index → (F, 3) basis locations, updated in place; anchors: {bone: the mapped
+    bone it follows} where that is known from geometry (IK feet: their shin, see
+    detached_feet).
     """
     under = set()
     for b in sk.order():
@@ -867,7 +992,9 @@ def _follow_detached(sk, mapped, rest, basis, loc):
     sides = [bonemap.split_side(n)[0] for n in sk.names]
     for b in detached:
         candidates = [m for m in mapped if sides[m] == sides[b]] or list(mapped)
-        anchor = min(candidates, key=lambda m: np.linalg.norm(rest[m][:3, 3] - rest[b][:3, 3]))
+        anchor = (anchors or {}).get(b)
+        if anchor is None:
+            anchor = min(candidates, key=lambda m: np.linalg.norm(rest[m][:3, 3] - rest[b][:3, 3]))
         target = posed[anchor] @ np.linalg.inv(rest[anchor]) @ rest[b]          # (F, 4, 4)
         p = sk.parents[b]
         parent = posed[p] @ np.linalg.inv(rest[p]) if p >= 0 else np.eye(4)

@@ -52,10 +52,7 @@ def twist(r, axis):
     return np.degrees(2 * np.arctan2(q[:, :3] @ axis, q[:, 3]))
 
 
-@pytest.mark.parametrize("clip", [
-    pytest.param(c, marks=pytest.mark.xfail(strict=True, reason="CMU's unequal legs: the foot hold "
-                                            "straightens thigh.R 12.3° more than the source in one frame"))
-    if c.startswith("mocap/cmu") else c for c in CLIPS])
+@pytest.mark.parametrize("clip", CLIPS)
 def test_rotation_shared_over_split_bones(addon, clip):
     rt = addon.signsim_addon.retarget.api
     target, halves = split_rig()

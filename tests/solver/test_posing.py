@@ -119,3 +119,36 @@ def test_girdle_follows_the_arm_at_the_rhythm_ratio():
     r = posing.girdle_rotation(clav, up, rise)
     raised = np.einsum("fij,fj->fi", r, clav)
     assert np.allclose(np.arcsin(raised[:, 2]), rise)
+
+
+def _steps(turns, w):
+    rot = Rotation.from_rotvec((turns * w[None, :, None]).reshape(-1, 3)).as_matrix()
+    rot = rot.reshape(turns.shape[0], -1, 3, 3)
+    cos = (np.trace(np.swapaxes(rot[:, :-1], -1, -2) @ rot[:, 1:], axis1=-2, axis2=-1) - 1) / 2
+    return np.arccos(np.clip(cos, -1.0, 1.0))
+
+
+def test_rate_limited_weights_cap_each_bones_step(rng):
+    limit = np.radians(4.0)
+    # two bones whose correction snaps on in one frame (0 -> 30° and 0 -> 20° about
+    # different axes), held, and off again over three frames
+    n = 40
+    turns = np.zeros((2, n, 3))
+    turns[0, 8:30] = np.radians(30.0) * np.array([1.0, 0.0, 0.0])
+    turns[1, 8:30] = np.radians(20.0) * np.array([0.0, 0.6, 0.8])
+    turns[:, 30:33] = turns[:, 29:30] * np.array([0.75, 0.5, 0.25])[None, :, None]
+    w = posing.rate_limited_weights(turns, limit)
+    assert (w >= 0).all() and (w <= 1).all()
+    assert _steps(turns, w).max() <= limit + 1e-9
+    # the weights fall only where a step must be cut: a 30° snap needs at least 30/4 frames
+    # of ramp, so the first held frame is taken at most in part; then the hold is whole
+    # until it has to come down (7.5° a frame) in steps of at most 4°
+    assert w[8] <= limit / np.radians(30.0) + 1e-9
+    assert w[:8].min() == 1.0 and w[18:24].min() == 1.0 and w[33:].min() == 1.0
+    assert w[29] < 1.0
+    # a slow correction (1° a frame) is left whole
+    slow = np.radians(np.arange(n, dtype=float))[None, :, None] * np.array([0.0, 0.0, 1.0])
+    assert (posing.rate_limited_weights(slow, limit) == 1.0).all()
+    # random corrections: every step within the limit
+    noisy = rng.normal(scale=0.3, size=(3, 50, 3))
+    assert _steps(noisy, posing.rate_limited_weights(noisy, limit)).max() <= limit + 1e-9

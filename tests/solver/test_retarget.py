@@ -52,3 +52,21 @@ def test_wahba_recovers_a_known_rotation(rng):
     truth = quat.to_matrix(quat.normalize(rng.normal(size=(3, 4))))   # (F, 3, 3)
     d_s = np.einsum("fij,kj->fki", truth, d_t)
     np.testing.assert_allclose(rt._wahba(d_t, d_s), truth, atol=1e-9)
+
+
+def test_detached_feet_are_found_from_geometry_not_names():
+    """Legs ending at the shin (the robot's) with IK feet and knee poles hanging from no
+    body bone: each leg's IK foot is found, on its own side, the pole never, whatever the
+    names; a leg with its own foot bone gets none."""
+    from humanoid import Humanoid
+    h = Humanoid(ik_helpers=True)
+    drop = {h.index(p, s) for p in ("foot", "toe") for s in ("L", "R")}
+    keep = [i for i in range(len(h.names)) if i not in drop]
+    new = {old: k for k, old in enumerate(keep)}
+    parents = [new[h.parents[i]] if h.parents[i] >= 0 else -1 for i in keep]
+    heads, tails = h.heads[keep], h.tails[keep]
+    sk = bonemap.Skeleton([f"Node_{k}" for k in range(len(keep))], parents, heads, tails)
+    found = rt.detached_feet(sk, bonemap.analyse(sk), heads)
+    assert {side: h.names[keep[i]] for side, i in found.items()} == {"L": "IK_foot.L", "R": "IK_foot.R"}
+    full = bonemap.Skeleton(h.names, h.parents, h.heads, h.tails)
+    assert rt.detached_feet(full, bonemap.analyse(full), h.heads) == {}
