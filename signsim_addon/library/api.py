@@ -10,6 +10,8 @@ Public API (operators, the CLI, batch, the demo and the tests call only these):
 - load_clip(library, name) -> (action, skeleton)   appended into the open file
 - collect_files(paths) -> ([file], [(path, error)])
 - check_not_scene_file(library): refuse a scene .blend given as the library
+- index_file(library) -> the path of its SQLite index; CATALOG_FILE: the catalog file's
+  name (beside the library)
 
 Modules: tracking (datablock snapshots and rollback), importers (Blender's importers +
 repairs), store (the library's part files, catalogs, tags, search), index (the SQLite
@@ -21,9 +23,11 @@ import os
 from .. import preferences
 from ..errors import ERROR, SignSimError
 from . import importers, store, tracking
+from .index import path_of as index_file  # noqa: F401
+from .store import CATS_FILE as CATALOG_FILE  # noqa: F401
 from .store import check_not_scene_file, edit_clip, list_clips, load_clip, matches, parse_tags, tag_clip  # noqa: F401
 
-__all__ = ("library_file", "check_not_scene_file", "import_paths", "list_clips", "edit_clip", "tag_clip",
+__all__ = ("library_file", "index_file", "CATALOG_FILE", "check_not_scene_file", "import_paths", "list_clips", "edit_clip", "tag_clip",
            "load_clip", "collect_files", "matches", "parse_tags")
 
 

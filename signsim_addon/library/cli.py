@@ -76,7 +76,8 @@ def run_tag(args, say) -> dict:
 def add_list_arguments(parser):
     parser.add_argument("--library", metavar="FILE",
                         help="library .blend (default: the one in the preferences)")
-    parser.add_argument("--text", default="", help="words in name, catalog, source or tags")
+    parser.add_argument("--text", default="", help="clips whose name, catalog, source file or tags "
+                        "contain every one of these words (any case)")
     parser.add_argument("--tags", default="", metavar="a,b", help="clips with all these tags")
     parser.add_argument("--any", action="store_true", help="any of --tags instead of all")
     parser.add_argument("--catalog", default="", help="catalog path (and its sub-catalogs)")
