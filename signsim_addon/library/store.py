@@ -607,6 +607,11 @@ def _find(records, library, name):
     for r in records:
         if r["name"] == name:
             return r
+    parts = [r["name"] for r in records if re.fullmatch(re.escape(name) + r" part \d{2,}", r["name"])]
+    if parts:   # a file too long for one clip (importers.MAX_CLIP_KEYS) became consecutive clips
+        raise SignSimError(f"no clip named '{name}' in {library}: its file was imported as {len(parts)} "
+                           f"consecutive clips, too long for one ('{parts[0]}' … '{parts[-1]}'); "
+                           "name the parts you want")
     raise SignSimError(f"no clip named '{name}' in {library}")
 
 
