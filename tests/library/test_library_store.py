@@ -339,7 +339,7 @@ def test_launcher_import_and_list(tmp_path):
     run = subprocess.run([str(root / "signsim"), "import", str(f), str(bad), "--library",
                           str(lib), "--tags", "gloss:WAVE", "--json"],
                          capture_output=True, text=True, timeout=120)
-    assert run.returncode == 1
+    assert run.returncode == 3      # partial success: a clip imported, a file failed
     assert run.stderr.strip().splitlines() == [
         "signsim: 1 clip(s) imported, 1 file(s) failed: bad.bvh: truncated: the hierarchy is not closed "
         "before the MOTION section"]
