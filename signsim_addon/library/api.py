@@ -130,7 +130,7 @@ def import_paths(paths, library, tags=(), catalog=None, report=None, progress=No
     files, failed = collect_files(paths, skipped)
     failed = [{"path": p, "error": e} for p, e in failed]
     skipped = [{"path": p, "reason": r} for p, r in skipped]
-    imported, first_with = [], {}   # first_with: sha256 → the file imported with it
+    imported, first_with = [], {}   # first_with: sha256 → the first file of the call with it
     library = store.check_library_path(library, write=True)   # before any work
     if os.path.isfile(library):
         store.check_not_scene_file(library)
