@@ -29,7 +29,6 @@ import json
 import math
 import os
 import pathlib
-import resource
 import subprocess
 import sys
 import tempfile
