@@ -101,6 +101,19 @@ def test_unwritable_outputs_are_refused_before_any_work(cli, capsys, tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["sign.bvh"]
 
 
+def test_an_output_path_that_is_a_folder_is_refused_before_any_work(cli, capsys, tmp_path):
+    """A folder where the metrics file would go passes every permission test, and its
+    rename would fail only after the .blend was in place: refused up front."""
+    (tmp_path / "m.json").mkdir()
+    t = time.perf_counter()
+    code, out, err = _run(cli, capsys, ["bake", "--blend", str(SAMPLES / "signer.blend"), "--armature", "Signer",
+                                        "--out", str(tmp_path / "o.blend"), "--metrics", str(tmp_path / "m.json")])
+    assert code == 1 and err.strip().splitlines() == [
+        f"signsim: error: output is a folder, not a file: {tmp_path / 'm.json'}"], err
+    assert time.perf_counter() - t < 5.0
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["m.json"]
+
+
 def test_outputs_written_together_or_not_at_all(addon, tmp_path):
     files = addon.signsim_addon.files
     out = tmp_path / "o.blend"
