@@ -19,7 +19,7 @@ $(STAMP): requirements-dev.txt
 	cp requirements-dev.txt $(STAMP)
 
 demo: $(STAMP)
-	./signsim demo
+	./signsim demo --force
 
 test: $(STAMP)
 	$(PY) -m pytest tests

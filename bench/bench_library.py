@@ -9,8 +9,9 @@
 3. Builds the library with one `./signsim import FOLDER` process per folder of new
    distinct clips (a first folder of FIRST clips, then folders of `--clips`) until it
    holds `--library` clips; per call: clips/s overall and over the first and last 10 %
-   of the files (from the progress lines), wall and CPU time, peak memory (ru_maxrss of
-   the child).
+   of the files (from the progress lines; per wall second and per CPU second of the
+   child, which a shared machine does not distort), wall and CPU time, peak memory
+   (ru_maxrss of the child).
 4. Probes: at about FIRST, `--clips` and `--library` clips, one import call of PROBE new
    clips; its peak memory must not grow with the library (±20 %).
 5. Prints the library's files and sizes, `./signsim list` wall and CPU time (Blender's
@@ -28,7 +29,6 @@ import json
 import math
 import os
 import pathlib
-import resource
 import subprocess
 import sys
 import tempfile
@@ -66,14 +66,25 @@ def make_clips(folder, n, offset=0):
     return folder
 
 
+def _cpu_of(pid):
+    """CPU seconds (user + system) a running process has used so far (Linux /proc), or nan."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+    except OSError:
+        return float("nan")
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def run(cmd, **kw):
-    """(stdout lines, their arrival times, wall s, CPU s, peak resident MB) of a child."""
+    """(stdout lines, their arrival times as (wall s, the child's CPU s so far), wall s,
+    CPU s, peak resident MB) of a child."""
     t = time.perf_counter()
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **kw)
     out_lines, stamps = [], []
     for line in proc.stdout:
         out_lines.append(line)
-        stamps.append(time.perf_counter())
+        stamps.append((time.perf_counter(), _cpu_of(proc.pid)))
     err = proc.stderr.read()
     _pid, status, usage = os.wait4(proc.pid, 0)
     if os.waitstatus_to_exitcode(status) != 0:
@@ -83,15 +94,18 @@ def run(cmd, **kw):
 
 
 def import_rate(lines, stamps):
-    """clips/s over the first and the last 10 % of a call's progress lines."""
+    """(clips per wall second, clips per CPU second of the child) over the first and the
+    last 10 % of a call's progress lines: ((first, last), (first, last))."""
     idx = [k for k, ln in enumerate(lines) if ln.startswith("[")]
     n = len(idx)
     if n < 4:
-        return float("nan"), float("nan")
+        return (float("nan"),) * 2, (float("nan"),) * 2
     w = max(n // 10, 2)
-    first = (w - 1) / (stamps[idx[w - 1]] - stamps[idx[0]])
-    last = (w - 1) / (stamps[idx[-1]] - stamps[idx[-w]])
-    return first, last
+    rates = []
+    for clock in (0, 1):
+        rates.append(((w - 1) / (stamps[idx[w - 1]][clock] - stamps[idx[0]][clock]),
+                      (w - 1) / (stamps[idx[-1]][clock] - stamps[idx[-w]][clock])))
+    return tuple(rates)
 
 
 FIRST = 100     # clips of the first folder (the first probe's library size)
@@ -133,11 +147,12 @@ def main():
         have = count(lib)
         lines, stamps, wall, cpu, rss = run([SIGNSIM, "import", str(folder), "--library", str(lib)])
         n = sum(1 for ln in lines if ln.startswith("["))
-        first, last = import_rate(lines, stamps)
+        (first, last), (first_cpu, last_cpu) = import_rate(lines, stamps)
         size = sum(f.stat().st_size for f in [lib, *(work / "library.blend.parts").glob("*.blend")]
                    if f.exists()) / 2**20
         print(f"{what:6s} into {have:6d} clips: {n:5d} files in {wall:7.1f} s wall, {cpu:7.1f} s CPU = "
-              f"{n / wall:6.2f} clips/s (first 10 %: {first:6.2f}, last 10 %: {last:6.2f}); "
+              f"{n / wall:6.2f} clips/s (first 10 %: {first:6.2f}, last 10 %: {last:6.2f}; per CPU s "
+              f"{first_cpu:6.1f}, {last_cpu:6.1f}); "
               f"peak {rss:6.0f} MB; library {size:6.1f} MB", flush=True)
         return have, n, wall, cpu, rss
 

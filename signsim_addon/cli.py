@@ -77,7 +77,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv) -> int:
-    """Run one subcommand; returns the process exit code (0 ok, 1 error, 2 usage).
+    """Run one subcommand; returns the process exit code (0 ok, 1 error, 2 usage; import:
+    3 when some clips were imported and some files failed).
 
     argv: the arguments after `-c signsim` (a list of str). Never raises.
     """

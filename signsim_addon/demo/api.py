@@ -19,21 +19,32 @@ CLIP = "fingerspelling.bvh"
 
 @dataclass(frozen=True)
 class DemoRequest:
-    """out: folder for the files the demo writes (created when missing)."""
+    """out: folder for the files the demo writes (created when missing); force: replace
+    files of those names already there (else refused before any work)."""
     out: str = "signsim-demo"
+    force: bool = False
 
 
 def run_demo(request: DemoRequest, report=silent) -> dict:
     """Import, retarget and bake the bundled sample clip into request.out.
 
     Returns {"action": baked action, "metrics": public metrics, "paths": {"library",
-    "retargeted", "baked", "metrics"}}. Raises SignSimError when a step fails.
+    "retargeted", "baked", "metrics"}}. Raises SignSimError when a step fails, and before
+    any work when request.out already holds files the demo writes (unless request.force).
     """
-    out = files.make_folder(request.out)
+    out = os.path.abspath(request.out)
     paths = {"library": os.path.join(out, "library.blend"),
              "retargeted": os.path.join(out, "fingerspelling_on_signer.blend"),
              "baked": os.path.join(out, "fingerspelling_baked.blend"),
              "metrics": os.path.join(out, "fingerspelling_metrics.json")}
+    # the library's index and the folder's catalog file are rewritten as well
+    written = [*paths.values(), library.index_file(paths["library"]),
+               os.path.join(out, library.CATALOG_FILE)]
+    there = [os.path.basename(p) for p in written if os.path.lexists(p)]
+    if there and not request.force:
+        raise SignSimError(f"{out} already holds {', '.join(there)}, which the demo would replace: "
+                           "give --force to replace them, or another --out")
+    files.make_folder(out)
     clip = str(SAMPLES / CLIP)
     report(INFO, f"1/3 import {CLIP} into the motion library {paths['library']}")
     imported = library.import_paths([clip], paths["library"], tags="gloss:fingerspelling,handedness:right",

@@ -10,6 +10,8 @@ Public API (operators, the CLI, batch, the demo and the tests call only these):
 - load_clip(library, name) -> (action, skeleton)   appended into the open file
 - collect_files(paths) -> ([file], [(path, error)])
 - check_not_scene_file(library): refuse a scene .blend given as the library
+- index_file(library) -> the path of its SQLite index; CATALOG_FILE: the catalog file's
+  name (beside the library)
 
 Modules: tracking (datablock snapshots and rollback), importers (Blender's importers +
 repairs), store (the library's part files, catalogs, tags, search), index (the SQLite
@@ -21,9 +23,11 @@ import os
 from .. import preferences
 from ..errors import ERROR, SignSimError
 from . import importers, store, tracking
+from .index import path_of as index_file  # noqa: F401
+from .store import CATS_FILE as CATALOG_FILE  # noqa: F401
 from .store import check_not_scene_file, edit_clip, list_clips, load_clip, matches, parse_tags, tag_clip  # noqa: F401
 
-__all__ = ("library_file", "check_not_scene_file", "import_paths", "list_clips", "edit_clip", "tag_clip",
+__all__ = ("library_file", "index_file", "CATALOG_FILE", "check_not_scene_file", "import_paths", "list_clips", "edit_clip", "tag_clip",
            "load_clip", "collect_files", "matches", "parse_tags")
 
 
@@ -38,28 +42,47 @@ def library_file(path=None) -> str:
         raise SignSimError(f"no library given and no library path in the preferences ({ex})") from None
 
 
+NOT_MOCAP = "not mocap (BVH, FBX, glTF)"
+HIDDEN = "hidden (the name starts with '.'; name it on the command line to import it)"
+LINKED_FOLDER = "a link to a folder, not followed (name the folder itself to import it)"
+
+
 def collect_files(paths, skipped=None):
     """Expand files and folders (recursively, sorted) into ([file], [(path, error)]).
 
-    Inside folders, hidden files are ignored and files without a mocap extension
-    (importers.SUPPORTED) are skipped (appended to `skipped` when given); a named file of
-    an unsupported type, or a path that does not exist, is reported as a failure.
+    Inside folders, hidden files and folders, links to folders (never followed: a link
+    can loop) and files without a mocap extension (importers.SUPPORTED) are skipped:
+    appended to `skipped` as (path, reason: HIDDEN, LINKED_FOLDER, NOT_MOCAP) when given.
+    A named file of an unsupported type, or a path that does not exist, is a failure.
     """
     files, failed = [], []
+
+    def skip(path, reason):
+        if skipped is not None:
+            skipped.append((path, reason))
+
     for p in paths:
         p = os.path.abspath(os.path.expanduser(str(p)))
         if os.path.isdir(p):
             for root, dirs, names in os.walk(p):
-                dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+                walk = []
+                for d in sorted(dirs):
+                    full = os.path.join(root, d)
+                    if d.startswith("."):
+                        skip(full, HIDDEN)
+                    elif os.path.islink(full):
+                        skip(full, LINKED_FOLDER)
+                    else:
+                        walk.append(d)
+                dirs[:] = walk
                 for n in sorted(names):
-                    if n.startswith("."):
-                        continue
                     full = os.path.join(root, n)
-                    ext = os.path.splitext(n)[1].lower()
-                    if ext in importers.SUPPORTED:
+                    if n.startswith("."):
+                        skip(full, HIDDEN)
+                    elif os.path.splitext(n)[1].lower() in importers.SUPPORTED:
                         files.append(full)
-                    elif skipped is not None:
-                        skipped.append(full)
+                    else:
+                        skip(full, NOT_MOCAP)
         elif os.path.isfile(p):
             if os.path.splitext(p)[1].lower() in importers.SUPPORTED:
                 files.append(p)
@@ -91,9 +114,11 @@ def import_paths(paths, library, tags=(), catalog=None, report=None, progress=No
     added to the library (store.add_clips: the parts they go into, written atomically)
     each time store.PART_CLIPS of them or importers.MAX_CLIP_KEYS keys are waiting, and
     at the end, so memory and the time per file do not grow with the folder or the
-    library; the open file is left exactly as it was (see store.py). Returns
-    {"imported": [record + "updated"], "failed": [{"path", "error"}], "skipped": [path],
-     "library": path}.
+    library; the open file is left exactly as it was (see store.py). A file with the
+    same content (SHA-256) as one imported earlier in the call is skipped, so each clip
+    is imported and counted once. Returns
+    {"imported": [record + "updated"], "failed": [{"path", "error"}],
+     "skipped": [{"path", "reason"}] (see collect_files), "library": path}.
     progress(i, n, path) is called before each file.
     """
     tags = store.parse_tags(tags)
@@ -104,7 +129,8 @@ def import_paths(paths, library, tags=(), catalog=None, report=None, progress=No
     skipped = []
     files, failed = collect_files(paths, skipped)
     failed = [{"path": p, "error": e} for p, e in failed]
-    imported = []
+    skipped = [{"path": p, "reason": r} for p, r in skipped]
+    imported, first_with = [], {}   # first_with: sha256 → the first file of the call with it
     library = store.check_library_path(library, write=True)   # before any work
     if os.path.isfile(library):
         store.check_not_scene_file(library)
@@ -117,13 +143,22 @@ def import_paths(paths, library, tags=(), catalog=None, report=None, progress=No
         for i, path in enumerate(files):
             if progress:
                 progress(i, len(files), path)
+            clips = []
             try:
-                clips = importers.import_file(path, report, sink)
-            except SignSimError as ex:
-                clips = []
-                failed.append({"path": path, "error": str(ex)})
-                if report:
-                    report(ERROR, str(ex))
+                sha = importers.file_sha256(path)
+            except OSError:
+                sha = None   # import_file says why the file cannot be read
+            if sha is not None and sha in first_with:
+                skipped.append({"path": path, "reason": f"the same content (SHA-256) as "
+                                f"{os.path.basename(first_with[sha])}, earlier in this import"})
+            else:
+                first_with[sha] = path
+                try:
+                    clips = importers.import_file(path, report, sink, sha256=sha)
+                except SignSimError as ex:
+                    failed.append({"path": path, "error": str(ex)})
+                    if report:
+                        report(ERROR, str(ex))
             waiting += clips
             waiting_keys += sum(store.clip_keys(c.meta["frame_count"], c.meta["bone_count"]) for c in clips)
             if waiting and (len(waiting) >= store.PART_CLIPS or waiting_keys >= importers.MAX_CLIP_KEYS

@@ -5,8 +5,15 @@ import sys
 from ..errors import SignSimError, cli_reporter
 from . import api as library
 
+# `import` exit codes: 0 every file imported, 1 no clip imported (every file failed or none
+# found, or an error), EXIT_PARTIAL some clips imported and some files failed.
+EXIT_PARTIAL = 3
+IMPORT_EPILOG = ("exit status: 0 every file imported (skipped files do not count); 1 no clip "
+                 f"imported; {EXIT_PARTIAL} some clips imported and some files failed (stderr names them)")
+
 
 def add_import_arguments(parser):
+    parser.epilog = IMPORT_EPILOG
     parser.add_argument("paths", nargs="+", metavar="PATH",
                         help="BVH/FBX/glTF files or folders (searched recursively)")
     parser.add_argument("--library", metavar="FILE",
@@ -32,16 +39,19 @@ def run_import(args, say) -> dict:
         verb = "updated" if rec.get("updated") else "imported"
         say(f"  {verb} {rec['name']}: {rec['frames']} frames at {rec['fps']:g} fps "
             f"({rec['duration_s']:.2f} s), {rec['bones']} bones")
-    if result["skipped"]:
-        say(f"  skipped {len(result['skipped'])} file(s) that are not mocap: "
-            + ", ".join(os.path.basename(p) for p in result["skipped"]))
+    by_reason = {}
+    for s in result["skipped"]:
+        by_reason.setdefault(s["reason"], []).append(os.path.basename(s["path"]))
+    for reason, names in by_reason.items():
+        say(f"  skipped {', '.join(names)}: {reason}")
     say(f"library: {result['library']}")
     if result["failed"] or not result["imported"]:
-        # One line on stderr naming each failed file and why; the exit code says so too.
+        # One line on stderr naming each failed file and why; the exit code says whether
+        # any clip was written (EXIT_PARTIAL) or none (1).
         reasons = "; ".join(f["error"] for f in result["failed"]) or "no supported file found"
         print(f"signsim: {len(result['imported'])} clip(s) imported, "
               f"{len(result['failed'])} file(s) failed: {reasons}", file=sys.stderr, flush=True)
-        result["_exit"] = 1
+        result["_exit"] = EXIT_PARTIAL if result["imported"] else 1
     return result
 
 
@@ -66,7 +76,8 @@ def run_tag(args, say) -> dict:
 def add_list_arguments(parser):
     parser.add_argument("--library", metavar="FILE",
                         help="library .blend (default: the one in the preferences)")
-    parser.add_argument("--text", default="", help="words in name, catalog, source or tags")
+    parser.add_argument("--text", default="", help="clips whose name, catalog, source file or tags "
+                        "contain every one of these words (any case)")
     parser.add_argument("--tags", default="", metavar="a,b", help="clips with all these tags")
     parser.add_argument("--any", action="store_true", help="any of --tags instead of all")
     parser.add_argument("--catalog", default="", help="catalog path (and its sub-catalogs)")

@@ -85,8 +85,9 @@ def format_of(path):
     return fmt
 
 
-def import_file(path, report=None, sink=None):
+def import_file(path, report=None, sink=None, sha256=None):
     """Import one BVH/FBX/glTF file; returns [Clip]. bpy.data is unchanged on failure.
+    sha256: the file's SHA-256 (hex) when the caller has it (else computed here).
 
     sink(clips): when given, a BVH file too long for one clip (see MAX_CLIP_KEYS) hands
     each of its clips to sink as soon as it is made (which must take it out of bpy.data,
@@ -99,7 +100,7 @@ def import_file(path, report=None, sink=None):
         raise SignSimError(f"{name}: no such file")
     if os.path.getsize(path) == 0:
         raise SignSimError(f"{name}: the file is empty")
-    sha = file_sha256(path)
+    sha = sha256 or file_sha256(path)
     reported = set()
     with tracking.Tracker(keep=True) as tr, tracking.SceneState(bpy.context):
         scene = bpy.context.scene
@@ -403,7 +404,40 @@ def _report_spikes(q, names, warnings, first_frame):
 
 # ------------------------------------------------------------------------ FBX and glTF
 
+# The binary FBX header (Autodesk's FBX file format), then the version as uint32 LE.
+FBX_BINARY_MAGIC = b"Kaydara FBX Binary\x20\x20\x00\x1a\x00"
+FBX_VERSIONS = (7100, 9999)   # Blender's importer reads FBX 7.1 and later
+
+
+def check_fbx_header(path):
+    """SignSimError naming what the file is, when it is no binary FBX of a version that
+    Blender's importer reads. (That importer calls every file whose first 24 bytes decode
+    as UTF-8 "ASCII FBX", a damaged binary header included.)"""
+    name = os.path.basename(path)
+    with open(path, "rb") as f:
+        head = f.read(1024)
+    if head.startswith(FBX_BINARY_MAGIC):
+        if len(head) < len(FBX_BINARY_MAGIC) + 4:
+            raise SignSimError(f"{name}: a binary FBX file truncated inside its header")
+        version = int.from_bytes(head[len(FBX_BINARY_MAGIC):len(FBX_BINARY_MAGIC) + 4], "little")
+        lo, hi = FBX_VERSIONS
+        if 6000 <= version < lo:
+            raise SignSimError(f"{name}: a binary FBX of version {version}: SignSim reads version "
+                               f"{lo} (FBX 7.1) and later; export it again as FBX 7.x")
+        if not lo <= version <= hi:
+            raise SignSimError(f"{name}: a binary FBX header with version {version}, which no FBX "
+                               "exporter writes: the file is damaged or not an FBX")
+        return
+    text = head.decode("utf-8", "replace")
+    if text.lstrip().startswith("; FBX") or "FBXHeaderExtension" in text:
+        raise SignSimError(f"{name}: an ASCII FBX file: SignSim reads binary FBX only; "
+                           "export it again as binary FBX")
+    raise SignSimError(f"{name}: not an FBX file (no binary FBX header 'Kaydara FBX Binary', "
+                       "no FBX text header)")
+
+
 def _import_fbx(path, scene, tr):
+    check_fbx_header(path)
     # ignore_leaf_bones=True would drop the last bone of *every* chain, added or real
     # (a file without added leaves loses its heads and fingertips): drop them ourselves.
     _run_importer(bpy.ops.import_scene.fbx, "FBX", path, use_anim=True,

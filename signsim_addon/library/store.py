@@ -31,6 +31,7 @@ UUID per catalog path, parents included), also written atomically; the Asset Bro
 shows every part when the library's folder is an asset library.
 """
 import contextlib
+import math
 import os
 import re
 import time
@@ -206,7 +207,11 @@ def matcher(text="", tags=(), any_tag=False, catalog="", min_duration=None,
     """The test record → bool for these filters (prepared once, applied per record):
     every word of `text` in the name, catalog, source file name or tags (any case); all
     (any_tag: any) of `tags` (any case); the catalog or one of its sub-catalogs; duration
-    within [min_duration, max_duration] s; fps within ±0.5; a skeleton signature prefix."""
+    within [min_duration, max_duration] s; fps within ±0.5; a skeleton signature prefix.
+    Raises SignSimError for filters no clip can pass (min_duration above max_duration, a
+    negative max_duration, an fps that is not positive, non-finite numbers): an empty
+    answer would hide the mistake."""
+    check_filters(min_duration, max_duration, fps)
     words = text.lower().split()
     want = [t.lower() for t in tags]
     cat = normalise_catalog(catalog) if catalog else ""
@@ -233,6 +238,20 @@ def matcher(text="", tags=(), any_tag=False, catalog="", min_duration=None,
             return False
         return True
     return test
+
+
+def check_filters(min_duration=None, max_duration=None, fps=None):
+    """SignSimError for numeric filters no clip can pass (see matcher)."""
+    for label, v in (("minimum duration", min_duration), ("maximum duration", max_duration), ("frame rate", fps)):
+        if v is not None and not math.isfinite(v):
+            raise SignSimError(f"the {label} filter {v} is not a number")
+    if min_duration is not None and max_duration is not None and min_duration > max_duration:
+        raise SignSimError(f"the minimum duration {min_duration:g} s is above the maximum "
+                           f"{max_duration:g} s: no clip can match")
+    if max_duration is not None and max_duration < 0:
+        raise SignSimError(f"the maximum duration {max_duration:g} s is negative: no clip can match")
+    if fps is not None and fps <= 0:
+        raise SignSimError(f"the frame rate filter {fps:g} fps is not positive: no clip can match")
 
 
 # ----------------------------------------------------------------- the library file
@@ -536,7 +555,7 @@ def all_records(library):
     """Every clip's index record (with the private fields clip_key and part), from the
     index, or read from the part files (one at a time) and the index rebuilt when it is
     missing or stale."""
-    found = index.search(library, lambda rec: True)
+    found = index.search(library)
     if found is not None:
         return found
     before = index.stamps(library)
@@ -588,6 +607,11 @@ def _find(records, library, name):
     for r in records:
         if r["name"] == name:
             return r
+    parts = [r["name"] for r in records if re.fullmatch(re.escape(name) + r" part \d{2,}", r["name"])]
+    if parts:   # a file too long for one clip (importers.MAX_CLIP_KEYS) became consecutive clips
+        raise SignSimError(f"no clip named '{name}' in {library}: its file was imported as {len(parts)} "
+                           f"consecutive clips, too long for one ('{parts[0]}' … '{parts[-1]}'); "
+                           "name the parts you want")
     raise SignSimError(f"no clip named '{name}' in {library}")
 
 
@@ -623,12 +647,12 @@ def list_clips(path, **filters):
     path = check_library_path(path)
     if not os.path.isfile(path):
         raise SignSimError(f"no motion library at {os.path.abspath(path)}")
-    rest = dict(filters)   # what the index's SQL does not test exactly
-    for k in ("min_duration", "max_duration") + (("tags", "any_tag") if index.sql_exact(filters.get("tags", ())) else ()):
-        rest.pop(k, None)
-    found = index.search(path, matcher(**rest), public=True, **filters)
+    keep = matcher(**filters)   # checks the filters (a bad catalog path) before any reading
+    sql = dict(filters)
+    if sql.get("catalog"):
+        sql["catalog"] = normalise_catalog(sql["catalog"])
+    found = index.search(path, public=True, **sql)
     if found is None:
-        keep = matcher(**filters)
         found = [_public(r) for r in all_records(path) if keep(r)]
     return found
 

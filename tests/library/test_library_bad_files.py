@@ -193,6 +193,28 @@ def test_gltf_node_cycle_is_refused(lib, shared_data, tmp_path):
     _refused(lib, bad, tmp_path / "lib.blend", ["cycle", f"node {root}"])
 
 
+def _fbx_header(version, rest=b"\0" * 100):
+    return b"Kaydara FBX Binary  \x00\x1a\x00" + version.to_bytes(4, "little") + rest
+
+
+@pytest.mark.parametrize("kind,content,words", [
+    ("damaged_binary", _fbx_header(0), ["binary FBX header with version 0", "damaged"]),
+    ("huge_version", _fbx_header(4_000_000_000), ["version 4000000000", "damaged"]),
+    ("old_version", _fbx_header(6100), ["version 6100", "7100 (FBX 7.1) and later"]),
+    ("cut_header", b"Kaydara FBX Binary  \x00\x1a\x00\x01", ["truncated inside its header"]),
+    ("ascii", b"; FBX 7.4.0 project file\n; ----\nFBXHeaderExtension:  {\n}\n", ["an ASCII FBX file", "binary FBX only"]),
+    ("not_fbx", b"PK\x03\x04 a zip archive renamed", ["not an FBX file"]),
+])
+def test_fbx_header_says_what_the_file_is(lib, tmp_path, kind, content, words):
+    """Blender's importer calls every file whose first 24 bytes decode as UTF-8 "ASCII
+    FBX" (a binary header with a damaged version too); SignSim reads the header first."""
+    path = tmp_path / f"{kind}.fbx"
+    path.write_bytes(content)
+    error = _refused(lib, path, tmp_path / "lib.blend", words)
+    if kind != "ascii":
+        assert "ASCII" not in error
+
+
 def test_cli_stderr_line_names_each_failed_file_and_its_reason(addon, real, tmp_path, capsys):
     folder = tmp_path / "in"
     folder.mkdir()

@@ -252,11 +252,13 @@ def test_folder_import_good_and_broken_files(addon, tmp_path, shared_data, capsy
     code = cli(["import", str(folder), "--library", str(library), "--json"])
     out, err = capsys.readouterr()
     result = json.loads(out.strip().splitlines()[-1])
-    assert code == 1
+    assert code == 3     # clips imported and files failed: the partial-success status
     assert err.strip().count("\n") == 0 and "failed" in err
     assert sorted(r["name"] for r in result["imported"]) == sorted(p.stem for p in mocap_files(shared_data))
     assert sorted(pathlib.Path(f["path"]).name for f in result["failed"]) == sorted(p.name for p in bad_files)
-    assert [pathlib.Path(p).name for p in result["skipped"]] == ["clip.xyz", "textures.png"]
+    not_mocap = addon.signsim_addon.library.api.NOT_MOCAP
+    assert [(pathlib.Path(s["path"]).name, s["reason"]) for s in result["skipped"]] == [
+        ("clip.xyz", not_mocap), ("textures.png", not_mocap)]
     lib = addon.signsim_addon.library.api
     listing = lib.list_clips(str(library))
     assert sorted(c["name"] for c in listing) == sorted(p.stem for p in mocap_files(shared_data))
@@ -318,12 +320,51 @@ def test_folder_skips_files_that_are_not_mocap(addon, tmp_path, capsys):
     assert code == 0, err
     assert not result["failed"]
     assert sorted(r["name"] for r in result["imported"]) == ["chin_cheek", "fingerspelling"]
-    assert sorted(pathlib.Path(p).name for p in result["skipped"]) == ["README.md", "make_samples.py", "signer.blend"]
+    assert sorted(pathlib.Path(s["path"]).name for s in result["skipped"]) == ["README.md", "make_samples.py", "signer.blend"]
     assert cli(["import", str(samples), "--library", str(tmp_path / "lib2.blend")]) == 0
     human = capsys.readouterr().out
-    assert "skipped 3 file(s) that are not mocap: README.md, make_samples.py, signer.blend" in human
+    assert "skipped README.md, make_samples.py, signer.blend: not mocap (BVH, FBX, glTF)" in human
     assert cli(["import", str(samples / "make_samples.py"), "--library", str(library)]) == 1
     out, err = capsys.readouterr()
     # A named file of another type stays a failure: one stderr line naming the file and reason.
     assert len(err.strip().splitlines()) == 1
     assert "make_samples.py" in err and "unsupported" in err
+
+
+def test_hidden_files_links_and_duplicates_are_skipped_with_a_reason(addon, tmp_path, capsys):
+    """Inside a folder: hidden files and folders and links to folders (a link may loop) are
+    skipped and listed with the reason; a second file with the same content (SHA-256) is
+    skipped too, so its clip is imported and counted once. A hidden file named on the
+    command line is imported."""
+    lib = addon.signsim_addon.library.api
+    folder = tmp_path / "in"
+    (folder / "sub").mkdir(parents=True)
+    (folder / ".git").mkdir()
+    other = tmp_path / "other"
+    other.mkdir()
+    text = S.bvh_text(S.still_rows(12))
+    S.write(folder / "a.bvh", text)
+    S.write(folder / "sub" / "copy of a.bvh", text)
+    S.write(folder / ".hidden.bvh", S.bvh_text(S.still_rows(13)))
+    S.write(folder / ".git" / "x.bvh", S.bvh_text(S.still_rows(14)))
+    S.write(other / "b.bvh", S.bvh_text(S.still_rows(15)))
+    (folder / "loop").symlink_to(folder)
+    (folder / "linked").symlink_to(other)
+    library = tmp_path / "lib.blend"
+    cli = addon.signsim_addon.cli.main
+    capsys.readouterr()
+    assert cli(["import", str(folder), "--library", str(library), "--json"]) == 0
+    result = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert [(r["name"], r["updated"]) for r in result["imported"]] == [("a", False)]
+    skipped = {str(pathlib.Path(s["path"]).relative_to(folder)): s["reason"] for s in result["skipped"]}
+    assert skipped == {".git": lib.HIDDEN, ".hidden.bvh": lib.HIDDEN, "linked": lib.LINKED_FOLDER,
+                       "loop": lib.LINKED_FOLDER,
+                       "sub/copy of a.bvh": "the same content (SHA-256) as a.bvh, earlier in this import"}
+    assert [c["name"] for c in lib.list_clips(str(library))] == ["a"]
+    assert cli(["import", str(folder), "--library", str(tmp_path / "h.blend")]) == 0
+    human = capsys.readouterr().out
+    assert "imported a:" in human and human.count("imported ") == 1
+    assert "skipped .git, .hidden.bvh: hidden" in human and "skipped linked, loop: a link to a folder, not followed" in human
+    # named on the command line, a hidden file and a linked folder are imported
+    assert cli(["import", str(folder / ".hidden.bvh"), str(folder / "linked"), "--library", str(library)]) == 0
+    assert [c["name"] for c in lib.list_clips(str(library))] == [".hidden", "a", "b"]

@@ -387,6 +387,10 @@ def test_file_with_more_keys_than_one_clip_becomes_consecutive_parts(addon, lib,
     assert start == whole["frames"] == 100
     assert sorted(p.name for p in (split_dir / "lib.blend.parts").iterdir()) == [
         "part-0001.blend", "part-0002.blend"]
+    # the file's own name (as retarget and compose look clips up) names the parts
+    with pytest.raises(lib.SignSimError, match=r"imported as 3 consecutive clips, too long for one "
+                                               r"\('take part 01' … 'take part 03'\); name the parts"):
+        lib.load_clip(str(split_dir / "lib.blend"), "take")
     # re-importing updates the three parts (same file, same part keys)
     again = import_one(lib, f, split_dir)
     assert [p["updated"] for p in again] == [True] * 3

@@ -78,6 +78,27 @@ def test_search_filters(lib, three):
     assert names(lib.list_clips(L, skeleton="0000000000")) == []
 
 
+def test_filters_no_clip_can_pass_are_refused(addon, lib, three, capsys):
+    """Contradictory or impossible numeric filters: one line saying why, not an empty list."""
+    import json
+    cli = addon.signsim_addon.cli.main
+    for flags, words in ((["--min-duration", "5", "--max-duration", "1"], "minimum duration 5 s is above the maximum 1 s"),
+                         (["--fps", "-3"], "frame rate filter -3 fps is not positive"),
+                         (["--fps", "0"], "not positive"),
+                         (["--max-duration", "-1"], "maximum duration -1 s is negative"),
+                         (["--min-duration", "nan"], "not a number")):
+        capsys.readouterr()
+        assert cli(["list", "--library", str(three), *flags, "--json"]) == 1, flags
+        out, err = capsys.readouterr()
+        assert err.strip().splitlines() == [err.strip()] and words in err, (flags, err)
+        assert words in json.loads(out.strip().splitlines()[-1])["error"]
+    with pytest.raises(lib.SignSimError, match="above the maximum"):
+        lib.list_clips(str(three), min_duration=2, max_duration=1.5)
+    # the edges stay valid: an equal minimum and maximum, a negative minimum
+    assert names(lib.list_clips(str(three), min_duration=1.0, max_duration=1.0)) == ["hello"]
+    assert names(lib.list_clips(str(three), min_duration=-1)) == ["hello", "thanks", "walk"]
+
+
 def test_list_cli_flags(addon, three, capsys):
     import json
     cli = addon.signsim_addon.cli.main
@@ -112,6 +133,7 @@ def test_reimport_same_file_updates_instead_of_duplicating(lib, tmp_path):
 
 def test_atomic_save_keeps_no_backup_copy_and_an_index_for_the_file(lib, tmp_path):
     """No .blend1 (the rename is atomic); the index describes exactly the .blend there."""
+    import json
     import sqlite3
     library = tmp_path / "lib.blend"
     a = S.write(tmp_path / "a.bvh", S.bvh_text(S.still_rows(10)))
@@ -124,7 +146,8 @@ def test_atomic_save_keeps_no_backup_copy_and_an_index_for_the_file(lib, tmp_pat
     # one part (the library .blend itself): its size and time stamp
     assert list(con.execute("SELECT part, size, mtime_ns FROM files")) == [
         (0, library.stat().st_size, library.stat().st_mtime_ns)]
-    assert sorted(n for (n,) in con.execute("SELECT name FROM clips")) == ["a", "b"]
+    # each row's record: a JSON array led by the clip's name, in name order
+    assert [json.loads(r)[0] for (r,) in con.execute("SELECT record FROM clips ORDER BY rowid")] == ["a", "b"]
     con.close()
 
 
@@ -316,7 +339,7 @@ def test_launcher_import_and_list(tmp_path):
     run = subprocess.run([str(root / "signsim"), "import", str(f), str(bad), "--library",
                           str(lib), "--tags", "gloss:WAVE", "--json"],
                          capture_output=True, text=True, timeout=120)
-    assert run.returncode == 1
+    assert run.returncode == 3      # partial success: a clip imported, a file failed
     assert run.stderr.strip().splitlines() == [
         "signsim: 1 clip(s) imported, 1 file(s) failed: bad.bvh: truncated: the hierarchy is not closed "
         "before the MOTION section"]
@@ -419,7 +442,7 @@ def test_concurrent_imports_keep_every_clip(tmp_path):
 
 
 def test_index_search_agrees_with_matches(lib, three):
-    """The index narrows rows in SQL before store.matches: never fewer clips than matches."""
+    """The index applies every filter in SQL: exactly the clips store.matches passes."""
     L = str(three)
     lib.edit_clip(L, "walk", tags="Ünïcode:Ä,with_under%score,body_part:full_body")
     everything = lib.list_clips(L)
@@ -427,10 +450,16 @@ def test_index_search_agrees_with_matches(lib, three):
              dict(text="ünï"), dict(text="signs greet"), dict(tags=["ünïcode:ä"]),
              dict(tags=["WITH_UNDER%SCORE"]), dict(tags=["gloss:hello", "ünïcode:ä"], any_tag=True),
              dict(tags=["handedness:right", "style:formal"]), dict(min_duration=1.0, max_duration=3.3334),
-             dict(max_duration=1.0), dict(tags=["fps:"]), dict(text="a", catalog="signs", fps=30)]
+             dict(max_duration=1.0), dict(tags=["fps:"]), dict(text="a", catalog="signs", fps=30),
+             dict(text="ÜNÏ"), dict(catalog=" signs "), dict(catalog="sign"), dict(catalog="signs/courtesy"),
+             dict(fps=29.5), dict(fps=30.6), dict(fps=119.5), dict(skeleton=everything[0]["skeleton"][:5]),
+             dict(skeleton="x"), dict(text="lib.blend"), dict(text="HELLO thanks", any_tag=True)]
+    index = lib.store.index
     for f in cases:
         want = [r["name"] for r in everything if lib.matches(r, **f)]
         assert [r["name"] for r in lib.list_clips(L, **f)] == want, f
+        sql = dict(f, catalog=lib.store.normalise_catalog(f["catalog"])) if f.get("catalog") else f
+        assert [r["name"] for r in index.search(L, **sql)] == want, f     # from the index alone
     assert [r["name"] for r in lib.list_clips(L, tags=["ünïcode:ä"])] == ["walk"]
     assert [r["name"] for r in lib.list_clips(L, text="under%s")] == ["walk"]
 
