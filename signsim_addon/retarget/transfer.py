@@ -19,13 +19,14 @@ from ..errors import INFO, WARNING, SignSimError, from_solver, silent
 # ---------------------------------------------------------------------------------------
 # reading armatures
 
-def skeleton(ob, poses=None):
+def skeleton(ob, poses=None, unit=1.0):
     """bonemap.Skeleton of an armature object: names, parents, rest heads and tails in world
-    space (m), and posed heads poses (F, N, 3) when given (see motion_sample)."""
+    space times unit (metres per scene unit), and posed heads poses (F, N, 3) when given
+    (see motion_sample)."""
     bones = ob.data.bones
     index = {b.name: i for i, b in enumerate(bones)}
-    heads = [ob.matrix_world @ b.head_local for b in bones]
-    tails = [ob.matrix_world @ b.tail_local for b in bones]
+    heads = np.array([ob.matrix_world @ b.head_local for b in bones]) * unit
+    tails = np.array([ob.matrix_world @ b.tail_local for b in bones]) * unit
     return bonemap.Skeleton([b.name for b in bones],
                             [index[b.parent.name] if b.parent else -1 for b in bones], heads,
                             tails, poses)
@@ -165,14 +166,19 @@ def transfer(source, target, bone_map, *, source_fps=None, frame_range=None,
         mats, tails = sample_pose(source, src_frames, scene)
     finally:
         scene.frame_set(saved_frame)
-    tails_t = np.array([target.matrix_world @ b.tail_local for b in target.data.bones])
+    # the target in metres whatever the scene's unit scale (a centimetre scene): the hold,
+    # floor and root limits are lengths; the source is as Blender's importer sized it
+    unit = float(scene.unit_settings.scale_length)
+    to_metres = np.diag([unit, unit, unit, 1.0])
+    tails_t = np.array([target.matrix_world @ b.tail_local for b in target.data.bones]) * unit
     for warning in bone_map.warnings:
         report(WARNING, warning)
     heads = mats[..., :3, 3]
     sampled = heads[np.unique(np.linspace(0, len(heads) - 1, MOTION_SAMPLES).astype(int))]
     with from_solver():
         keys = transfer_math.solve(skeleton(source, sampled), _world(source) @ rest_matrices(source),
-                                   mats, tails, skeleton(target), _world(target), rest_matrices(target),
+                                   mats, tails, skeleton(target, unit=unit), to_metres @ _world(target),
+                                   rest_matrices(target),
                                    tails_t, pairs, target.name, fps_t, shoulder_rhythm, plant_feet)
     for warning in keys["warnings"]:
         report(WARNING, warning)

@@ -152,3 +152,27 @@ def direction_cosines(source, target, bone_map, result, pairs):
             offset_free = float(np.mean(cos_angle))
         out[(p, c)] = (strict, offset_free)
     return out
+
+
+def centimetre_rig(shared_data, variant):
+    """In a new empty file: the CC0 base mesh ("metres": as imported), or made 100× larger
+    in its data (armature and skin, scale applied), then
+    shrunk back to its size in metres by the armature object's scale 0.01 ('object') or
+    by the scene's unit scale 0.01 ('units'): the same character in the world."""
+    bpy.ops.wm.read_homefile(use_empty=True)
+    bpy.ops.import_scene.gltf(filepath=str(shared_data / "characters" / CHARACTERS["godot"]))
+    ob = next(o for o in bpy.data.objects if o.type == 'ARMATURE')
+    if variant == "metres":
+        return ob
+    for o in bpy.data.objects:
+        o.select_set(o == ob or o.parent == ob)
+    bpy.context.view_layer.objects.active = ob
+    ob.scale = [100.0 * s for s in ob.scale]
+    bpy.context.view_layer.update()
+    bpy.ops.object.transform_apply(location=False, rotation=False, scale=True)
+    if variant == "object":
+        ob.scale = (0.01, 0.01, 0.01)
+    else:
+        bpy.context.scene.unit_settings.scale_length = 0.01
+    bpy.context.view_layer.update()
+    return ob
