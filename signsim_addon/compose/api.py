@@ -110,22 +110,28 @@ def _clip_keys(spec, target, library_path, bone_map, maps, report):
             key = tuple(b.name for b in skel.data.bones)
             bm = maps.get(key) or retarget.auto_map(skel, target)
             maps[key] = bm
-        res = retarget.transfer(skel, target, bm, source_fps=src.fps, frame_range=_trim(spec, first, last),
+        scene = bpy.context.scene
+        resample = scene.render.fps / scene.render.fps_base / float(src.fps or scene.render.fps / scene.render.fps_base)
+        res = retarget.transfer(skel, target, bm, source_fps=src.fps, frame_range=_trim(spec, first, last, resample),
                                 report=report)
         return res.keys
 
 
-def _trim(spec, first, last):
-    """(in, out) frames of a clip spanning first … last, checked: a clip shorter than 3
-    frames or a trim outside it is refused."""
-    if last - first < 2:
-        raise SignSimError(f"{spec.clip}: the clip has {int(round(last - first)) + 1} frame(s); composing "
-                           f"needs at least 3")
+def _trim(spec, first, last, resample=1.0):
+    """(in, out) frames of a clip spanning first … last, checked: a trim outside the clip,
+    an out not after its in, or a clip shorter than 3 frames once resampled (resample:
+    scene fps / the clip's fps) is refused."""
     a = first if not spec.trim_in else float(spec.trim_in)
     b = last if not spec.trim_out else float(spec.trim_out)
-    if not (first <= a < b <= last):
-        raise SignSimError(f"{spec.clip}: trim {a:g}–{b:g} is not inside the clip's frames {first:g}–{last:g} "
-                           f"(in must come before out)")
+    if (spec.trim_in or spec.trim_out) and not a < b:
+        raise SignSimError(f"{spec.clip}: trim {a:g}–{b:g}: the out frame must come after the in frame")
+    if not (first <= a < b <= last) and (spec.trim_in or spec.trim_out):
+        raise SignSimError(f"{spec.clip}: trim {a:g}–{b:g} is not inside the clip's frames {first:g}–{last:g}")
+    n = int(np.floor((b - a) * resample + 1e-6)) + 1
+    if n < 3:
+        at = f" at the scene's rate" if resample != 1.0 else ""
+        raise SignSimError(f"{spec.clip}: {'the trim keeps' if spec.trim_in or spec.trim_out else 'the clip has'} "
+                           f"{n} frame(s){at}; composing needs at least 3")
     return a, b
 
 

@@ -338,7 +338,10 @@ def test_clear_errors_write_nothing(addon, shared_data, tmp_path, capsys):
     for args, message in (([str(short[1]), str(CHIN)], "the clip has no motion keys (one pose at most)"),
                           ([str(CHIN), str(short[2])], "has 2 frame(s); composing needs at least 3"),
                           ([str(MIXAMO), str(CHIN), "--window", "80"], "past the clip"),
-                          ([str(CHIN), str(MIXAMO), "--trim", "10:500", ":"], "is not inside the clip's frames")):
+                          ([str(CHIN), str(MIXAMO), "--trim", "10:500", ":"], "is not inside the clip's frames"),
+                          # 3 frames at CMU's 120 fps are 1 at the scene's 30 (tester: a bone-map error)
+                          ([str(CHIN), str(CMU), "--trim", ":", "100:102"], "keeps 1 frame(s) at the scene's rate"),
+                          ([str(CHIN), str(MIXAMO), "--trim", ":", "50:50"], "must come after the in frame")):
         code = cli(["compose", "--clips", *args, "--rig", str(SIGNER), "--out", str(out), "--json"])
         err = capsys.readouterr().err
         assert code == 1 and len(err.strip().splitlines()) == 1 and message in err, err
