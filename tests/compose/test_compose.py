@@ -187,7 +187,7 @@ def test_errors_leave_nothing_behind(cm, signer, shared_data, tmp_path):
     before = (set(bpy.data.objects), set(bpy.data.actions), set(bpy.data.armatures))
     for clips, message in (
             ([cm.ClipSpec(str(mocap / BYE)), cm.ClipSpec(str(tmp_path / "nope.bvh"))], "clip not found"),
-            ([cm.ClipSpec(str(mocap / BYE), trim_in=50, trim_out=20)], "in must come before out"),
+            ([cm.ClipSpec(str(mocap / BYE), trim_in=50, trim_out=20)], "the out frame must come after the in frame"),
             ([cm.ClipSpec(str(mocap / BYE)), cm.ClipSpec(str(mocap / MIXAMO), window=500)], "past the clip"),
             ([cm.ClipSpec(str(mocap / BYE), curve="cubic")], "unknown blend curve")):
         with pytest.raises(err, match=message):
