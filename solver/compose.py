@@ -85,6 +85,7 @@ PLANT_SPEED = 0.12           # × leg length per second (horizontal)
 PLANT_RAMP = 0.2             # s over which a foot hold comes and goes
 HOLD_REACH = 0.25            # × leg length: a plant needing a larger ankle correction is not held
 PLANT_GAP = 2                # frames: runs of one foot's plant this close are one plant
+SHUFFLE = 3.0                # × PLANT_SPEED: a low foot this slow is still down (held on)
 PLANT_MISS = 0.005           # m: a hold whose spot the leg misses by more is not held
 
 
@@ -847,8 +848,9 @@ def _joined(mask, gap):
 def hold_feet(track, rig, fps, seams, planted, floor):
     """Planted feet held still across the seams: a foot planted (planted (F, legs) bool
     from compose, gaps of PLANT_GAP frames joined) at a seam's first frame is held at one
-    spot from there until it lifts off or the next seam's hold takes over (keeping the
-    spot): the ankle's horizontal position at that first frame, at the height that puts
+    spot from there until it lifts off (no longer planted, nor low — within PLANT_HEIGHT ·
+    leg length of the floor — and slower than SHUFFLE · PLANT_SPEED) or the next seam's
+    hold takes over (keeping the spot): the ankle's horizontal position at that first frame, at the height that puts
     the foot's lowest point on `floor` (z, m), reached by a two-bone IK of thigh and shin
     (solver.posing.two_bone_ik, the knee bending towards where the foot points) blended
     in and out over PLANT_RAMP s (solver.posing.plant_weights); the foot keeps its world
@@ -870,6 +872,10 @@ def hold_feet(track, rig, fps, seams, planted, floor):
         offset = _lowest(world, heads, rig, leg)[:, 2] - ankle[:, 2]
         segments = []
         mask = _joined(planted[:, k], PLANT_GAP)
+        # still down: planted, or low and no faster than a shuffle (a swinging foot is faster)
+        speed = np.linalg.norm(np.gradient(ankle[:, :2], axis=0), axis=1) * fps
+        down = mask | ((ankle[:, 2] + offset <= floor + PLANT_HEIGHT * rig.leg_length)
+                       & (speed <= SHUFFLE * PLANT_SPEED * rig.leg_length))
         upper = np.linalg.norm(heads[:, shin] - heads[:, thigh], axis=1)
         lower = np.linalg.norm(ankle - heads[:, shin], axis=1)
         for i, seam in enumerate(seams):
@@ -877,8 +883,9 @@ def hold_feet(track, rig, fps, seams, planted, floor):
             if not mask[h0]:
                 continue       # the foot is not on the floor as the seam begins: nothing to keep
             # held from the seam's first frame at the spot where the foot stands then (where
-            # clip A put it) until it lifts off, or the next seam takes over
-            hi = h0 + int(np.argmin(mask[h0:])) if not mask[h0:].all() else len(mask)
+            # clip A put it) until it lifts off the floor, or the next seam takes over: a
+            # hold released while the foot is still down would slide it back to its own spot
+            hi = h0 + int(np.argmin(down[h0:])) if not down[h0:].all() else len(down)
             if i + 1 < len(seams):
                 hi = min(hi, seams[i + 1]["start"])
             # a hold that continues the previous one keeps its spot
