@@ -203,11 +203,15 @@ def resolve_pose(model, fields, rotations, base_rotation, base_position, setting
                         settings.temporal_weight)
         xs = x[prob.scope]
         if method == "SLSQP":
-            res = minimize(prob.objective, xs, jac=prob.objective_grad, method="SLSQP",
-                           bounds=list(zip(lo[prob.scope], hi[prob.scope])),
-                           constraints=[{"type": "ineq", "fun": prob.constraint, "jac": prob.constraint_jac}],
-                           options={"maxiter": settings.max_iterations, "ftol": 1e-9})
-            xs = res.x
+            # In z = x / s, s = 1/√(weight), the objective's Hessian is ≈ 2 I: the identity
+            # SLSQP's quasi-Newton matrix starts from, so it needs few iterations.
+            s = 1.0 / np.sqrt(prob.w_dof * (1.0 + (settings.temporal_weight if previous is not None else 0.0)))
+            res = minimize(lambda z: prob.objective(z * s), xs / s, jac=lambda z: prob.objective_grad(z * s) * s,
+                           method="SLSQP", bounds=list(zip(lo[prob.scope] / s, hi[prob.scope] / s)),
+                           constraints=[{"type": "ineq", "fun": lambda z: prob.constraint(z * s),
+                                         "jac": lambda z: prob.constraint_jac(z * s) * s}],
+                           options={"maxiter": settings.max_iterations, "ftol": 1e-8})
+            xs = res.x * s
         elif method == "penalty":
             xs = penalty_descent(prob, xs, lo[prob.scope], hi[prob.scope])
         else:

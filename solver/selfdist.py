@@ -171,16 +171,26 @@ def _perpendicular(u, v):
     return np.where(norm > 1e-12, c / np.maximum(norm, 1e-300), np.array([0.0, 0.0, 1.0]))
 
 
-def near_parts(model, fields, pose, reach):
-    """PartSet of the capsule pairs and field samples whose gap is below `reach` m."""
+def near_parts(model, fields, pose, reach, samples_per_bone=4):
+    """PartSet of the capsule pairs and field samples whose gap is below `reach` m; of
+    one bone's samples against one field only the samples_per_bone nearest (neighbouring
+    spheres on one axis are nearly parallel constraints; the active-set loop of the
+    caller adds others when they come near)."""
     gap = capsule_gap_bounds(model, pose)
     every = all_parts(model, fields)
-    world, in_field, _, _, _ = field_world_samples(fields, pose, PartSet(np.zeros(0, np.intp), every.field,
-                                                                         every.sample))
-    keep_f = np.zeros(len(every.field), bool)
+    world, in_field, _, bones, _ = field_world_samples(fields, pose, PartSet(np.zeros(0, np.intp), every.field,
+                                                                             every.sample))
+    clearance = np.full(len(every.field), np.inf)
     for k, fd in enumerate(fields):
         m = every.field == k
         if np.count_nonzero(m):
             phi, _ = fd.grid.sample(in_field[m], False)
-            keep_f[m] = phi - fd.radius[every.sample[m]] < reach
-    return PartSet(np.flatnonzero(gap < reach), every.field[keep_f], every.sample[keep_f])
+            clearance[m] = phi - fd.radius[every.sample[m]]
+    near = np.flatnonzero(clearance < reach)
+    # rank within each (field, bone): lexsort by clearance inside the group
+    order = near[np.lexsort((clearance[near], bones[near], every.field[near]))]
+    group = every.field[order] * (model.n_bones + 1) + bones[order]
+    first = np.r_[True, group[1:] != group[:-1]]
+    start = np.maximum.accumulate(np.where(first, np.arange(len(order)), 0))
+    keep = np.sort(order[np.arange(len(order)) - start < samples_per_bone])
+    return PartSet(np.flatnonzero(gap < reach), every.field[keep], every.sample[keep])
