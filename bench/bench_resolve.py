@@ -41,8 +41,7 @@ bake_job = ADDON.signsim_addon.bake.job
 resolve_api = importlib.import_module(ADDON.__name__ + ".signsim_addon.resolve.api")
 quat = ADDON.solver.quat
 
-CLIPS = ("generated/fingerspell_80.bvh", "generated/clap_fast.bvh", "mocap/animdrawings_rokoko_jesse_dance.bvh",
-         "mocap/bandai_dataset-1_bye_active_001.bvh")
+CLIPS = ("generated/fingerspell_80.bvh", "generated/clap_fast.bvh", "mocap/animdrawings_rokoko_jesse_dance.bvh")
 SKIN_OK = 0.001  # m
 
 
@@ -60,11 +59,11 @@ def rig_files(tmp):
     return out
 
 
-def retargeted(tmp, rigs):
+def retargeted(tmp, rigs, clips):
     """[(character, clip, .blend path, armature name)] of every clip on every rig."""
     out = []
     for name, (rig, arm) in rigs.items():
-        for clip in CLIPS:
+        for clip in clips:
             src = DATA / clip
             if not src.is_file():
                 continue
@@ -97,8 +96,8 @@ def measure(scene, ob, noisy, frames, job, method, margin, before_vertices):
                                      assign=False, only_frames=frames)
     wall = time.perf_counter() - start
     slot = res["action"].slots[res["slot"]]
-    after_v = {}
-    after = resolve_api.skin_penetration(scene, ob, res["action"], slot, res["rig"], frames, after_v)
+    after_v, worst = {}, {}
+    after = resolve_api.skin_penetration(scene, ob, res["action"], slot, res["rig"], frames, after_v, worst)
     by_frame = dict(zip(res["frames"].tolist(), res["results"]))
     out = []
     for f in frames:
@@ -108,10 +107,17 @@ def measure(scene, ob, noisy, frames, job, method, margin, before_vertices):
         out.append({"success": after[float(f)] <= SKIN_OK, "skin_after_m": after[float(f)], "displacement_m": disp,
                     "max_change_deg": float(np.degrees(r.change.max())),
                     "mean_moved_change_deg": float(np.degrees(moved.mean())) if len(moved) else 0.0,
-                    "proxy_resolved": bool(r.resolved)})
+                    "proxy_resolved": bool(r.resolved), "pair": worst[float(f)]})
     ms = res["summary"]["ms_per_pose"]
     bpy.data.actions.remove(res["action"])
     return out, (ms, 1e3 * wall / len(frames))
+
+
+def _counts(names):
+    out = {}
+    for n in names:
+        out[n] = out.get(n, 0) + 1
+    return dict(sorted(out.items(), key=lambda kv: -kv[1]))
 
 
 def summarise(records, ms):
@@ -122,6 +128,7 @@ def summarise(records, ms):
             "mean_moved_joint_change_deg": float(np.mean([r["mean_moved_change_deg"] for r in records])),
             "proxy_resolved_rate": float(np.mean([r["proxy_resolved"] for r in records])),
             "remaining_skin_penetration_p95_mm": float(np.percentile([r["skin_after_m"] for r in records], 95) * 1e3),
+            "failed_pairs": _counts(r["pair"] for r in records if not r["success"]),
             "ms_per_pose": float(np.average([m[0] for m, _n in ms], weights=[n for _m, n in ms])),
             "wall_ms_per_pose_with_skin_checks": float(np.average([m[1] for m, _n in ms], weights=[n for _m, n in ms]))}
 
@@ -132,6 +139,7 @@ def main():
     ap.add_argument("--sigma-deg", type=float, default=12.0, help="joint noise standard deviation (degrees)")
     ap.add_argument("--margin-mm", type=float, default=2.0)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--clips", type=int, default=len(CLIPS), help="use the first N clips (default all)")
     ap.add_argument("--json", help="also write the figures to this file")
     args = ap.parse_args()
     if not DATA.is_dir():
@@ -139,7 +147,7 @@ def main():
     rng = np.random.default_rng(args.seed)
     with tempfile.TemporaryDirectory() as d:
         tmp = pathlib.Path(d)
-        sources = retargeted(tmp, rig_files(tmp))
+        sources = retargeted(tmp, rig_files(tmp), CLIPS[:args.clips])
         records = {"SLSQP": [], "penalty": []}
         ms = {"SLSQP": [], "penalty": []}
         labelled = tried = 0
@@ -155,7 +163,8 @@ def main():
             before = resolve_api.skin_penetration(scene, ob, noisy, noisy.slots[job.slot_identifier], job.rig,
                                                   job.frames, before_v)
             tried += len(job.frames)
-            frames = [f for f in job.frames if before[float(f)] > SKIN_OK][:args.count - labelled]
+            quota = -(-args.count // len(sources))  # every clip and rig contributes
+            frames = [f for f in job.frames if before[float(f)] > SKIN_OK][:min(quota, args.count - labelled)]
             labelled += len(frames)
             print(f"{character} {clip}: {len(frames)} of {len(job.frames)} noisy poses collide on the skin "
                   f"({labelled}/{args.count})", flush=True)

@@ -230,11 +230,12 @@ def _drop_keys_at(action, frame):
             fc.update()
 
 
-def skin_penetration(scene, ob, action, slot, rig, frames, vertices=None):
+def skin_penetration(scene, ob, action, slot, rig, frames, vertices=None, worst=None):
     """{frame: deepest skin penetration m} with `action` (its `slot`) shown on `ob` at
     each of `frames` (skin.SkinTest of `rig`); with a dict `vertices`, also fills
-    {frame: evaluated skin vertices (V, 3) m}. The armature's own action, slot and the
-    scene frame are restored."""
+    {frame: evaluated skin vertices (V, 3) m}, with a dict `worst` {frame: "bone–bone"
+    of the deepest pair, or None}. The armature's own action, slot and the scene frame
+    are restored."""
     ad = ob.animation_data
     old_action, old_handle, old_frame = ad.action, compat.assigned_slot_handle(ob), scene.frame_current
     test = SkinTest(ob, rig)
@@ -244,9 +245,11 @@ def skin_penetration(scene, ob, action, slot, rig, frames, vertices=None):
         for f in frames:
             scene.frame_set(int(f))
             v = test.world_vertices()
-            out[float(f)] = test.penetration(v)[0]
+            out[float(f)], pair = test.penetration(v)
             if vertices is not None:
                 vertices[float(f)] = v
+            if worst is not None:
+                worst[float(f)] = pair and "–".join(test.region_name(r) for r in pair)
     finally:
         compat.restore_action(ob, old_action, old_handle)
         scene.frame_set(old_frame)

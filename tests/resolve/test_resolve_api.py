@@ -157,28 +157,65 @@ def _tips(ob, names, frames):
     return out
 
 
+def _key_motion(ob, poses):
+    """An action through {frame: {bone: rotation vector}} (Bezier keys), bones in quaternions."""
+    ob.animation_data_create()
+    action = bpy.data.actions.new("motion")
+    ob.animation_data.action = action
+    for pb in ob.pose.bones:
+        pb.rotation_mode = 'QUATERNION'
+    for f, rotvecs in poses.items():
+        for name, r in rotvecs.items():
+            r = np.asarray(r, dtype=float)
+            angle = float(np.linalg.norm(r))
+            ob.pose.bones[name].rotation_quaternion = Quaternion(Vector(r / angle), angle)
+            ob.pose.bones[name].keyframe_insert("rotation_quaternion", frame=f)
+    return action
+
+
+def _jerk(ob, original, res):
+    """(fingertip jerk of the resolved action, of the original) as Σ‖Δ³p‖² over the
+    solved frames, from the pose bone tails Blender evaluates."""
+    rig = res["rig"]
+    tips = [rig.bone_names[t] for t in rig.fingertips]
+    out = _tips(ob, tips, res["frames"])
+    ob.animation_data.action = original
+    inp = _tips(ob, tips, res["frames"])
+    return np.sum(np.diff(out, 3, axis=0) ** 2), np.sum(np.diff(inp, 3, axis=0) ** 2), out, inp
+
+
 @pytest.mark.slow
-def test_a_clip_is_resolved_without_jitter_and_clear_frames_keep_their_pose(retargeted, addon, mods):
+def test_a_retargeted_clip_is_resolved_without_adding_jitter(retargeted, addon, mods):
     api, _skin, _rig = mods
     bpy.ops.wm.open_mainfile(filepath=str(retargeted))
     ob = bpy.data.objects["Signer"]
     original = ob.animation_data.action
-    res = api.resolve_action(bpy.context.scene, ob, original, None, 0.004, measure_skin=False)
+    # frames around the sample's thumb-on-index contact (109-111), solved as a sequence
+    res = api.resolve_action(bpy.context.scene, ob, original, (95, 125), 0.001)
     s = res["summary"]
-    assert s["changed"] > 0  # the clip has poses closer than 4 mm: the test is not vacuous
-    rig, ref = res["rig"], res["reference"]
-    frames = res["frames"]
-    tips = [rig.bone_names[t] for t in rig.fingertips]
-    pb_out = _tips(ob, tips, frames)
-    ob.animation_data.action = original
-    pb_in = _tips(ob, tips, frames)
-    jerk_in = np.sum(np.diff(pb_in, 3, axis=0) ** 2)
-    jerk_out = np.sum(np.diff(pb_out, 3, axis=0) ** 2)
+    assert s["changed"] > 0 and s["remaining_penetration_mm"] <= 1.0
+    jerk_out, jerk_in, _out, _in = _jerk(ob, original, res)
+    print(f"fingertip jerk resolved/input {jerk_out / jerk_in:.4f}, {s['changed']} of {s['poses']} poses changed")
     assert jerk_out <= 1.05 * jerk_in, (jerk_out, jerk_in)
-    clear = np.array([not r.changed and r.gap_before >= 0.004 - 1e-4 for r in res["results"]])
-    assert clear.sum() > 0
-    # Blender's own evaluation of the two actions on the clear frames: rotations within 0.5°.
+
+
+@pytest.mark.slow
+def test_frames_without_collision_keep_their_pose_in_a_resolved_clip(addon, mods):
+    api, _skin, _rig = mods
+    ob = _signer(addon)
+    # The right hand swings from beside the body into the chest and back out.
+    away = {"upper_arm.R": (0.3, 0.0, 0.0), "forearm.R": (0.3, 0.0, 0.0)}
+    original = _key_motion(ob, {1: away, 21: HAND_IN_CHEST, 41: away})
+    margin = 0.002
+    res = api.resolve_action(bpy.context.scene, ob, original, None, margin)
+    s = res["summary"]
+    clear = np.array([r.gap_before >= margin for r in res["results"]])
+    assert s["changed"] > 0 and clear.sum() > 0  # both kinds of frames: the test is not vacuous
+    assert s["remaining_penetration_mm"] <= 1.0
     out_q = np.stack([r.rotations for r in res["results"]])
-    steps = np.degrees(2 * np.arccos(np.clip(np.abs(np.sum(out_q * ref.rotations, axis=-1)), 0, 1)))
+    steps = np.degrees(2 * np.arccos(np.clip(np.abs(np.sum(out_q * res["reference"].rotations, axis=-1)), 0, 1)))
     assert steps[clear].max() <= 0.5
-    assert np.allclose(pb_out[clear], pb_in[clear], atol=1e-4)
+    jerk_out, jerk_in, out, inp = _jerk(ob, original, res)
+    print(f"swing into the chest: fingertip jerk resolved/input {jerk_out / jerk_in:.2f}")
+    # Blender's own evaluation of the two actions agrees on the clear frames.
+    assert np.allclose(out[clear], inp[clear], atol=1e-4)
