@@ -26,9 +26,10 @@ class SIGNSIM_OT_resolve_collisions(bpy.types.Operator):
     mode: bpy.props.EnumProperty(name="Poses", items=_MODES, default='FRAME')
     margin_mm: bpy.props.FloatProperty(name="Margin (mm)", default=2.0, min=0.0, max=49.0,
                                        description="Clearance every pair of body parts keeps")
-    frame_start: bpy.props.IntProperty(name="Start", default=1)
-    frame_end: bpy.props.IntProperty(name="End", default=250)
-    asset: bpy.props.EnumProperty(name="Pose Asset", items=_pose_assets)
+    frame_start: bpy.props.IntProperty(name="Start", default=1, description="First frame to resolve")
+    frame_end: bpy.props.IntProperty(name="End", default=250, description="Last frame to resolve")
+    asset: bpy.props.EnumProperty(name="Pose Asset", items=_pose_assets,
+                                  description="The pose-library asset (an action of this file) to resolve")
 
     @classmethod
     def poll(cls, context):

@@ -288,11 +288,7 @@ def resolve_file(request: ResolveFileRequest, report=silent) -> dict:
         raise SignSimError(f"the frame range {r.frames[0]}:{r.frames[1]} is empty")
     files.open_blend(r.rig)
     ob = files.find_armature(r.armature)
-    action = None
-    if r.action:
-        action = bpy.data.actions.get(r.action)
-        if action is None:
-            raise SignSimError(f"no action named '{r.action}' in {r.rig}")
+    action = files.find_action(r.action, r.rig)
     res = resolve_action(bpy.context.scene, ob, action, r.frames, r.margin_mm * 1e-3, report=report)
     s = res["summary"]
     report(INFO, f"{s['resolved']} of {s['poses']} poses clear by {r.margin_mm:g} mm ({s['changed']} changed, "
