@@ -16,9 +16,10 @@ and only the joints above them as variables; after each solve every part is test
 again and the ones a solve brought near are added (an active-set outer loop).
 
 For a sequence every frame is solved in order, warm-started from the previous frame's
-correction d = θ − θ⁰ and with a temporal term λ Σ_d w (d − d_prev)², so the correction
-changes smoothly and the solver does not alternate between equally good answers;
-frames already clear of every part are returned unchanged.
+correction d = θ − θ⁰ and with a temporal term λ ‖d − c d_prev‖²_W (c ∈ [0, 1] the
+W-projection of d on d_prev), so the correction keeps its direction from frame to frame
+and the solver does not alternate between equally good answers, while it may shrink
+freely as a contact ends; frames already clear of every part are returned unchanged.
 
 The baseline to compare against, penalty_descent, is gradient descent on the same
 objective plus a quadratic penalty on the constraint violation, without constraints.
@@ -102,6 +103,11 @@ def _union(a, b):
     return PartSet(pairs.astype(np.intp), fs[:, 0].astype(np.intp), fs[:, 1].astype(np.intp))
 
 
+SHRINK_COST = 0.25
+"""Weight of ‖d − d_prev‖² beside the direction term: a correction shrinks a little slower
+than the contact lets go, and does not alternate in size from frame to frame."""
+
+
 class _Problem:
     """Objective, constraints and their gradients over the DOFs in `scope` (caching the
     last evaluation: SLSQP asks for values and gradients at the same point)."""
@@ -136,9 +142,18 @@ class _Problem:
             grad_full = 2.0 * self.weights[:, None] * np.einsum("bji,bj->bi", right_jacobian(full), e)
             grad = grad_full.reshape(-1)[m.dof_flat][self.scope]
             if self.previous is not None and self.lam > 0:
-                d = xs - self.x0[self.scope] - self.previous
-                f += self.lam * float(np.sum(self.w_dof * d * d))
-                grad = grad + 2.0 * self.lam * self.w_dof * d
+                # Residual of the correction d from the previous one p scaled by c ∈ [0, 1]
+                # (W-projection): turning or growing past p costs, shrinking along p is
+                # free, so a correction fades as fast as the contact lets go. Its
+                # gradient is 2λ W r with c clipped or not (r ⊥_W p when c is free).
+                d = xs - self.x0[self.scope]
+                p = self.previous
+                pp = float(np.sum(self.w_dof * p * p))
+                c = min(max(float(np.sum(self.w_dof * d * p)) / pp, 0.0), 1.0) if pp > 0 else 0.0
+                r = d - c * p
+                e = d - p
+                f += self.lam * float(np.sum(self.w_dof * (r * r + SHRINK_COST * e * e)))
+                grad = grad + 2.0 * self.lam * self.w_dof * (r + SHRINK_COST * e)
             pose = Pose(m, full, self.base_r, self.base_p)
             g, rows = separations(m, self.fields, pose, self.parts)
             self.evaluations += 1
