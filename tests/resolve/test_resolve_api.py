@@ -219,3 +219,15 @@ def test_frames_without_collision_keep_their_pose_in_a_resolved_clip(addon, mods
     print(f"swing into the chest: fingertip jerk resolved/input {jerk_out / jerk_in:.2f}")
     # Blender's own evaluation of the two actions agrees on the clear frames.
     assert np.allclose(out[clear], inp[clear], atol=1e-4)
+
+
+def test_operator_resolves_the_current_frame_into_a_new_action(addon):
+    ob = _signer(addon)
+    original = _key_pose(ob, HAND_IN_CHEST, frames=(1, 10))
+    bpy.context.view_layer.objects.active = ob
+    bpy.context.scene.frame_set(10)
+    with pytest.raises(RuntimeError):
+        bpy.ops.signsim.resolve_collisions(mode='ASSET')  # no pose asset in the file: cancelled with an error
+    assert bpy.ops.signsim.resolve_collisions(mode='FRAME', margin_mm=2.0) == {'FINISHED'}
+    new = ob.animation_data.action
+    assert new.name == "pose.resolved" and new != original and original.use_fake_user
