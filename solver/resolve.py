@@ -173,6 +173,15 @@ class _Problem:
         return 1e3 * self._eval(xs)[3]
 
 
+def _slsqp(prob, xs, s, lo, hi, max_iterations):
+    """scipy SLSQP on prob from xs in the coordinates z = x / s (s (k,) scales)."""
+    return minimize(lambda z: prob.objective(z * s), xs / s, jac=lambda z: prob.objective_grad(z * s) * s,
+                    method="SLSQP", bounds=list(zip(lo / s, hi / s)),
+                    constraints=[{"type": "ineq", "fun": lambda z: prob.constraint(z * s),
+                                  "jac": lambda z: prob.constraint_jac(z * s) * s}],
+                    options={"maxiter": max_iterations, "ftol": 1e-8})
+
+
 def _start_pose(model, x0, fixed, base_r, base_p):
     return Pose(model, full_coordinates(model, x0, fixed), base_r, base_p)
 
@@ -221,11 +230,13 @@ def resolve_pose(model, fields, rotations, base_rotation, base_position, setting
             # In z = x / s, s = 1/√(weight), the objective's Hessian is ≈ 2 I: the identity
             # SLSQP's quasi-Newton matrix starts from, so it needs few iterations.
             s = 1.0 / np.sqrt(prob.w_dof * (1.0 + (settings.temporal_weight if previous is not None else 0.0)))
-            res = minimize(lambda z: prob.objective(z * s), xs / s, jac=lambda z: prob.objective_grad(z * s) * s,
-                           method="SLSQP", bounds=list(zip(lo[prob.scope] / s, hi[prob.scope] / s)),
-                           constraints=[{"type": "ineq", "fun": lambda z: prob.constraint(z * s),
-                                         "jac": lambda z: prob.constraint_jac(z * s) * s}],
-                           options={"maxiter": settings.max_iterations, "ftol": 1e-8})
+            res = _slsqp(prob, xs, s, lo[prob.scope], hi[prob.scope], settings.max_iterations)
+            if not res.success and np.min(prob.constraint(res.x * s)) < -1e3 * settings.tolerance:
+                # SLSQP stopped short (its linearised constraints incompatible at the start,
+                # or a failed line search): the penalty descent reaches a nearby feasible
+                # region, and SLSQP starts again from there.
+                res = _slsqp(prob, penalty_descent(prob, res.x * s, lo[prob.scope], hi[prob.scope]), s,
+                             lo[prob.scope], hi[prob.scope], settings.max_iterations)
             xs = res.x * s
         elif method == "penalty":
             xs = penalty_descent(prob, xs, lo[prob.scope], hi[prob.scope])
