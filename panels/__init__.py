@@ -1,7 +1,7 @@
 """Sidebar panels of the SignSim tab: drawing only."""
 import bpy
 
-from . import bake, compose, contacts, library, physics, retarget
+from . import bake, compose, contacts, library, physics, resolve, retarget
 from .sidebar import SidebarPanel
 
 
@@ -14,4 +14,4 @@ class SIGNSIM_PT_main(SidebarPanel, bpy.types.Panel):
 
 
 classes = (SIGNSIM_PT_main, *library.classes, *retarget.classes, *contacts.classes, *compose.classes,
-           *physics.classes, *bake.classes)
+           *physics.classes, *bake.classes, *resolve.classes)

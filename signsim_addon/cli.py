@@ -38,6 +38,7 @@ def _commands():
     from .compose import cli as compose_cli
     from .demo import cli as demo
     from .library import cli as library_cli
+    from .resolve import cli as resolve_cli
     from .retarget import cli as retarget_cli
     return (
         ("demo", "run the main job on the bundled sample and print a summary",
@@ -56,6 +57,8 @@ def _commands():
          bake_cli.add_batch_arguments, bake_cli.run_batch),
         ("compose", "splice clips into one action with transitions",
          compose_cli.add_arguments, compose_cli.run),
+        ("resolve", "move the joints the least so that no body part is inside another",
+         resolve_cli.add_arguments, resolve_cli.run),
     )
 
 

@@ -148,6 +148,17 @@ def find_armature(name=None):
     return bpy.data.objects[armatures[0]]
 
 
+def find_action(name, path):
+    """The action called `name` in the open file (read from `path`), or None for no name.
+    Raises SignSimError when there is no such action."""
+    if not name:
+        return None
+    action = bpy.data.actions.get(name)
+    if action is None:
+        raise SignSimError(f"no action named '{name}' in {path}")
+    return action
+
+
 def save_atomically(out, say=None, texts=None):
     """Save the open file as a copy at OUT, and each {path: text} of `texts` (JSON side
     files), through temporary files renamed into place only when all were written, so

@@ -1,0 +1,299 @@
+"""Self-collision resolution in pose space: what the Resolve operator, `signsim resolve`,
+the benchmark and the tests call.
+
+- resolve_action(scene, ob, action, frame_range, margin, …) -> {"action", "summary", "results"}:
+  the nearest poses without a body part inside another (solver.resolve) for the frames
+  of an action, written to a NEW action `<action>.resolved` (the original is never
+  modified); a pose-library asset (an action keyed on one frame) gives a new asset;
+- resolve_file(ResolveFileRequest, report) -> summary + {"action", "out", "warnings"}.
+The rig, its body volumes and the sampled poses are the bake's (bake.job.prepare,
+bake.job.body_fields); penetration after the solve is measured on the evaluated skin
+(skin.SkinTest) when the armature has one.
+"""
+import os
+import time
+from dataclasses import dataclass, replace
+
+import bpy
+import numpy as np
+from threadpoolctl import threadpool_limits
+
+from ...solver import bonemap, quat
+from ...solver.body import TORSO, BodyMesh, build_field, hand_plates
+from ...solver.resolve import ResolveSettings, resolve_pose, resolve_sequence
+from .. import compat, files
+from ..bake import body_geometry, job as bake_job, rig as rig_reader
+from ..errors import INFO, WARNING, SignSimError, from_solver, silent
+from .skin import SkinTest, skinned_meshes
+
+SUFFIX = ".resolved"
+SKIN_TOLERANCE = 0.001  # m: deeper skin penetration after a solve is solved again, then reported
+SKIN_ROUNDS = 2  # solves again with the margin grown by the skin's depth
+MODES = ('FRAME', 'RANGE', 'ASSET')
+
+
+@dataclass(frozen=True, kw_only=True)
+class ResolveFileRequest(files.FileRequest):
+    """Resolve one armature's action in the .blend `rig` (files.FileRequest) into `out`.
+
+    action: the action (None: the armature's assigned one); frames: (first, last) scene
+    frames or None for the whole action; margin_mm: clearance every body-part pair keeps.
+    """
+    action: str = None
+    frames: tuple = None
+    margin_mm: float = 2.0
+
+
+def _single_key_frame(action):
+    """The frame of an action keyed on exactly one frame (a pose asset), else None."""
+    frames = {kp.co[0] for bag in _bags(action) for fc in bag.fcurves for kp in fc.keyframe_points}
+    return next(iter(frames)) if len(frames) == 1 else None
+
+
+def _bags(action):
+    return [bag for layer in action.layers for strip in layer.strips for bag in strip.channelbags]
+
+
+def resolve_action(scene, ob, action=None, frame_range=None, margin=0.002, sequence=True, method="SLSQP",
+                   measure_skin=True, assign=True, only_frames=None, report=silent) -> dict:
+    """Resolve the self-collisions of `ob`'s `action` (default: the assigned one).
+
+    frame_range: (first, last) scene frames to solve (None: all keyed frames); the other
+    frames keep their poses. margin m ≥ 0. sequence: solve frames in order with the
+    temporal term (False: each pose alone, as for unrelated poses). method: "SLSQP" or
+    "penalty" (the baseline). measure_skin: measure the remaining penetration on the
+    evaluated skin. assign: make the new action the armature's action (the original
+    keeps a fake user so it is never lost). only_frames: optional scene frames, the only
+    ones solved (within frame_range).
+    Returns {"action": the new Action, "summary": JSON-able (resolve_summary), "results":
+    [solver.resolve.PoseResult per solved frame], "frames": the solved scene frames}.
+    Raises SignSimError: not an armature, no action, bad margin, a rig without fingers.
+    """
+    if not (np.isfinite(margin) and 0 <= margin < 0.05):
+        raise SignSimError(f"margin must be between 0 and 50 mm, got {margin * 1e3:g} mm")
+    if ob is None or ob.type != 'ARMATURE':
+        raise SignSimError(f"'{getattr(ob, 'name', ob)}' is not an armature")
+    action = action or bake_job.reference_of(ob)
+    if action is None:
+        raise SignSimError(f"armature '{ob.name}' has no action to resolve")
+    new = action.copy()
+    new.name = action.name + SUFFIX
+    new.use_fake_user = False
+    try:
+        out = _resolve_into(scene, ob, action, new, frame_range, margin, sequence, method, measure_skin, only_frames,
+                            report)
+    except Exception:
+        bpy.data.actions.remove(new)
+        raise
+    if action.asset_data is not None:  # a pose asset gives a pose asset in the same catalog
+        new.asset_mark()
+        new.asset_data.catalog_id = action.asset_data.catalog_id
+        for tag in action.asset_data.tags:
+            new.asset_data.tags.new(tag.name, skip_if_exists=True)
+    if assign:
+        action.use_fake_user = True
+        compat.assign_action(ob, new, new.slots[out["slot"]])
+    return out
+
+
+def _resolve_into(scene, ob, action, new, frame_range, margin, sequence, method, measure_skin, only_frames, report):
+    pose_frame = _single_key_frame(new)
+    if pose_frame is not None:
+        # A pose asset has one keyed frame; the bake's sampling needs two: a copy of every
+        # key one frame later, dropped again when the result is written.
+        for bag in _bags(new):
+            for fc in bag.fcurves:
+                fc.keyframe_points.insert(pose_frame + 1.0, fc.keyframe_points[0].co[1], options={'FAST'})
+        frame_range = (pose_frame, pose_frame)
+    job = bake_job.prepare(scene, ob, new, report=report)
+    if frame_range is not None and not (job.frames[0] <= frame_range[1] and job.frames[-1] >= frame_range[0]):
+        raise SignSimError(f"frames {frame_range[0]:g}–{frame_range[1]:g} are outside the keyed range "
+                           f"{job.frames[0]:g}–{job.frames[-1]:g} of '{action.name}'")
+    solve = np.ones(len(job.frames), bool) if frame_range is None else (
+        (job.frames >= frame_range[0]) & (job.frames <= frame_range[1]))
+    if only_frames is not None:
+        solve &= np.isin(job.frames, np.asarray(only_frames, dtype=float))
+    rig, ref = job.rig, job.reference
+    fields = bake_job.body_fields(rig, job.settings.sdf_spacing, job.settings.sdf_margin, job.grid_cache)
+    fields += neck_fields(ob, rig, job.settings.sdf_spacing, job.settings.sdf_margin, job.grid_cache)
+    with from_solver("cannot resolve: "):
+        settings = ResolveSettings(margin=float(margin))
+    idx = np.flatnonzero(solve)
+    report(INFO, f"resolving {len(idx)} poses of '{action.name}' on '{ob.name}' "
+                 f"({len(rig.bone_names)} bones, margin {margin * 1e3:g} mm)")
+    start = time.process_time()
+    with threadpool_limits(1, user_api="blas"):  # one core: BLAS threads only cost on small systems
+        if sequence:
+            results = resolve_sequence(rig.model, fields, ref.rotations[idx], ref.base_rotations[idx],
+                                       ref.base_positions[idx], settings, method)
+        else:
+            results = [resolve_pose(rig.model, fields, ref.rotations[f], ref.base_rotations[f],
+                                    ref.base_positions[f], settings, method=method) for f in idx]
+    seconds = time.process_time() - start
+    slot = new.slots[job.slot_identifier]
+
+    def write():
+        rotations = ref.rotations.copy()
+        rotations[idx] = np.stack([r.rotations for r in results])
+        changed = np.flatnonzero(np.any(rotations != ref.rotations, axis=(0, 2)))
+        rows = idx if pose_frame is not None else np.arange(len(job.frames))
+        if len(changed):
+            view = replace(job, frames=job.frames[rows],
+                           rig=replace(rig, bone_names=tuple(rig.bone_names[b] for b in changed)))
+            bake_job._write_rotations(ob, new, slot, view, quat.make_continuous(rotations[rows][:, changed]), 0.0)
+
+    write()
+    if pose_frame is not None:
+        _drop_keys_at(new, pose_frame + 1.0)
+    warnings = [w for w in rig.warnings]
+    skin = None
+    if measure_skin and skinned_meshes(ob):
+        # The capsules' radii are the skin's median distance from the bone: where the skin
+        # bulges further, a frame still penetrating is solved again (from its original pose,
+        # warm-started from the last solution) with the margin grown by the skin's depth.
+        extra = np.zeros(len(idx))
+        for _ in range(SKIN_ROUNDS + 1):
+            skin = skin_penetration(scene, ob, new, slot, rig, job.frames[idx])
+            deep = np.array([skin[float(job.frames[f])] for f in idx]) > SKIN_TOLERANCE
+            if _ == SKIN_ROUNDS or not deep.any():
+                break
+            start = time.process_time()
+            with threadpool_limits(1, user_api="blas"):
+                for k in np.flatnonzero(deep):
+                    extra[k] += skin[float(job.frames[idx[k]])] + SKIN_TOLERANCE
+                    f = idx[k]
+                    results[k] = resolve_pose(rig.model, fields, ref.rotations[f], ref.base_rotations[f],
+                                              ref.base_positions[f], replace(settings, margin=margin + extra[k]),
+                                              results[k].correction if results[k].changed else None, method)
+                    # resolved means clear by the margin asked for, not by the grown one
+                    results[k] = replace(results[k], resolved=results[k].gap_after >= margin - settings.tolerance)
+            seconds += time.process_time() - start
+            write()
+    summary = resolve_summary(results, seconds)
+    failed = [int(job.frames[f]) for f, r in zip(idx, results) if not r.resolved]
+    if failed:
+        warnings.append(f"{len(failed)} of {len(results)} poses keep body parts closer than the margin "
+                        f"(frames {_frame_list(failed)}): no pose within the joint limits clears them")
+    summary["remaining_body_model_penetration_mm"] = summary["remaining_penetration_mm"]
+    if skin is not None:
+        summary["remaining_penetration_mm"] = round(max(skin.values(), default=0.0) * 1e3, 3)
+        summary["measured_on"] = "skin"
+        deep = [int(f) for f, d in skin.items() if d > SKIN_TOLERANCE]
+        if deep:
+            warnings.append(f"the skin still penetrates by more than {SKIN_TOLERANCE * 1e3:g} mm on {len(deep)} "
+                            f"frames ({_frame_list(deep)}) after {SKIN_ROUNDS} solves with a margin grown by the "
+                            "depth measured on the skin")
+    else:
+        summary["measured_on"] = "body model"
+        if measure_skin:
+            warnings.append(f"armature '{ob.name}' has no skinned mesh: penetration is measured on the body "
+                            "model (capsules and volumes) only")
+    for w in warnings[len(rig.warnings):]:
+        report(WARNING, w)
+    summary["warnings"] = warnings
+    return {"action": new, "summary": summary, "results": results, "frames": job.frames[idx],
+            "slot": job.slot_identifier, "rig": rig, "fields": fields, "reference": ref, "solved": idx}
+
+
+def neck_fields(ob, rig, spacing, margin, cache_dir=None):
+    """The neck's skin as a body volume (solver.body.BodyField attached to the first
+    neck bone), or (): the bake's face volume is the face mesh when the rig has one, and
+    its neck capsules are off, so without this a hand could pass through the neck."""
+    sk = rig_reader.skeleton_of(ob.data)
+    with from_solver():
+        body = bonemap.analyse(sk)
+    neck = [i for i in body.neck if sk.names[i] in rig.bone_names]
+    if not neck:
+        return ()
+    v, t = body_geometry.region_points(body_geometry.skin_regions(ob, sk, {i: 0 for i in neck}), 0)
+    if len(t) < 4:
+        return ()
+    to_bone = np.linalg.inv(np.array(ob.data.bones[sk.names[neck[0]]].matrix_local))
+    mesh = BodyMesh(TORSO, rig.bone_names.index(sk.names[neck[0]]), None,
+                    (v @ to_bone[:3, :3].T + to_bone[:3, 3]) * rig.world_scale, t)
+    field = build_field(rig.model, rig.parts, mesh, hand_plates(rig.model, rig.parts, rig.meshes),
+                        lambda *a: bake_job.face_grid(*a, cache_dir=cache_dir),
+                        spacing * body_geometry.TORSO_SPACING_FACTOR, margin)
+    return () if field is None else (field,)
+
+
+def _frame_list(frames, limit=8):
+    text = ", ".join(str(f) for f in frames[:limit])
+    return text + (", …" if len(frames) > limit else "")
+
+
+def _drop_keys_at(action, frame):
+    for bag in _bags(action):
+        for fc in bag.fcurves:
+            for kp in [kp for kp in fc.keyframe_points if abs(kp.co[0] - frame) < 1e-6]:
+                fc.keyframe_points.remove(kp, fast=True)
+            fc.update()
+
+
+def skin_penetration(scene, ob, action, slot, rig, frames, vertices=None, worst=None):
+    """{frame: deepest skin penetration m} with `action` (its `slot`) shown on `ob` at
+    each of `frames` (skin.SkinTest of `rig`); with a dict `vertices`, also fills
+    {frame: evaluated skin vertices (V, 3) m}, with a dict `worst` {frame: "bone–bone"
+    of the deepest pair, or None}. The armature's own action, slot and the scene frame
+    are restored."""
+    ad = ob.animation_data
+    old_action, old_handle, old_frame = ad.action, compat.assigned_slot_handle(ob), scene.frame_current
+    test = SkinTest(ob, rig)
+    out = {}
+    try:
+        compat.assign_action(ob, action, slot)
+        for f in frames:
+            scene.frame_set(int(f))
+            v = test.world_vertices()
+            out[float(f)], pair = test.penetration(v)
+            if vertices is not None:
+                vertices[float(f)] = v
+            if worst is not None:
+                worst[float(f)] = pair and "–".join(test.region_name(r) for r in pair)
+    finally:
+        compat.restore_action(ob, old_action, old_handle)
+        scene.frame_set(old_frame)
+    return out
+
+
+def resolve_summary(results, seconds):
+    """{"poses", "resolved", "failed", "mean_change_deg", "max_change_deg", "ms_per_pose",
+    "remaining_penetration_mm"} of PoseResults: poses solved, those clear of every part
+    (by margin − tolerance), the mean and largest bone rotation change of the poses that
+    changed (each pose's largest bone change, degrees), CPU ms per pose that needed a
+    solve, and the deepest penetration left on the body model (mm)."""
+    changed = [r for r in results if r.changed]
+    per_pose = np.array([np.degrees(r.change.max()) for r in changed])
+    collided = [r for r in results if r.gap_before < 0.0 or r.changed]
+    deepest = max((max(0.0, -r.gap_after) for r in results), default=0.0)
+    ok = sum(r.resolved for r in results)
+    return {"poses": len(results), "resolved": ok, "failed": len(results) - ok,
+            "changed": len(changed),
+            "mean_change_deg": round(float(per_pose.mean()), 3) if len(per_pose) else 0.0,
+            "max_change_deg": round(float(per_pose.max()), 3) if len(per_pose) else 0.0,
+            "ms_per_pose": round(1e3 * seconds / max(len(collided), 1), 2),
+            "remaining_penetration_mm": round(deepest * 1e3, 3)}
+
+
+def resolve_file(request: ResolveFileRequest, report=silent) -> dict:
+    """Resolve request.armature's action in request.rig and save the file to request.out.
+
+    Returns resolve_summary's fields plus "action" (the new action's name), "out", and
+    "warnings". Raises SignSimError for bad paths, a missing armature or action, a bad
+    frame range or margin; nothing is written then.
+    """
+    r = request
+    files.check_files([r.rig], [r.out])
+    if r.frames is not None and r.frames[0] > r.frames[1]:
+        raise SignSimError(f"the frame range {r.frames[0]}:{r.frames[1]} is empty")
+    files.open_blend(r.rig)
+    ob = files.find_armature(r.armature)
+    action = files.find_action(r.action, r.rig)
+    res = resolve_action(bpy.context.scene, ob, action, r.frames, r.margin_mm * 1e-3, report=report)
+    s = res["summary"]
+    report(INFO, f"{s['resolved']} of {s['poses']} poses clear by {r.margin_mm:g} mm ({s['changed']} changed, "
+                 f"mean change {s['mean_change_deg']:.2f}°, max {s['max_change_deg']:.2f}°, {s['ms_per_pose']:.1f} ms "
+                 f"per pose); deepest penetration left {s['remaining_penetration_mm']:.2f} mm on the {s['measured_on']}")
+    out = files.save_atomically(r.out)
+    report(INFO, f"wrote action '{res['action'].name}' to {out}")
+    return {**s, "action": res["action"].name, "out": os.path.abspath(out)}

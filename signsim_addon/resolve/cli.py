@@ -1,0 +1,27 @@
+"""`signsim resolve`: argument parsing and printing over resolve.api."""
+from ..errors import cli_reporter
+from . import api
+
+
+def _frames(text):
+    try:
+        a, b = text.split(":")
+        return (int(a), int(b))
+    except ValueError:
+        raise ValueError(f"--frames must be FIRST:LAST (integers), got '{text}'") from None
+
+
+def add_arguments(parser):
+    parser.add_argument("--blend", required=True, help="the .blend file with the rig and its action")
+    parser.add_argument("--armature", required=True, help="name of the armature object")
+    parser.add_argument("--action", help="action to resolve (default: the armature's assigned action)")
+    parser.add_argument("--frames", metavar="A:B", help="only these scene frames (default: every keyed frame)")
+    parser.add_argument("--margin", metavar="MM", type=float, default=2.0,
+                        help="clearance every pair of body parts keeps, in millimetres (default 2)")
+    parser.add_argument("--out", required=True, help="the .blend file to write (never the input)")
+
+
+def run(args, say) -> dict:
+    return api.resolve_file(api.ResolveFileRequest(
+        rig=args.blend, armature=args.armature, out=args.out, action=args.action,
+        frames=_frames(args.frames) if args.frames else None, margin_mm=args.margin), cli_reporter(say))

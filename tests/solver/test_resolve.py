@@ -1,0 +1,149 @@
+"""Pose-space self-collision resolution on a small skeleton built from arrays: two arms
+hanging from the base and a ball (a distance grid of an icosphere) attached to it."""
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+
+from solver import quat, sdf
+from solver.body import axis_samples
+from solver.model import SkeletonModel
+from solver.resolve import ResolveSettings, resolve_pose, resolve_sequence, subtree_weights
+from solver.selfdist import Pose, all_parts, full_coordinates, right_jacobian, separations
+
+R = 0.02  # capsule radius, m
+
+
+@pytest.fixture(scope="module")
+def body():
+    # Bones 0-1-2 (upper arm, forearm, hinge finger) and 3-4 (a second arm) hang from the
+    # base, 0.12 m apart along X; a ball of radius 5 cm sits in front of them (+Z).
+    model = SkeletonModel(
+        parents=[-1, 0, 1, -1, 3], rest_offsets=[[0, 0, 0], [0, 0.25, 0], [0, 0.2, 0], [0.12, 0, 0], [0, 0.25, 0]],
+        rest_rotations=np.tile([1.0, 0, 0, 0], (5, 1)), joint_types=["ball", "ball", "hinge", "ball", "ball"],
+        capsule_radius=[R] * 5, capsule_length=[0.25, 0.2, 0.1, 0.25, 0.2], groups=["arm"] * 5,
+        limit_lower=np.full((5, 3), -2.5), limit_upper=np.full((5, 3), 2.5))
+    v, t = sdf.icosphere(3, 0.05)
+    grid = sdf.build_distance_grid(v + [0.06, 0.3, 0.12], t, -1, spacing=0.004, margin=0.04)
+    bones = np.concatenate([np.full(6, b) for b in (1, 2, 4)])
+    local = np.concatenate([axis_samples(R, L)[np.linspace(0, len(axis_samples(R, L)) - 1, 6).astype(int)]
+                            for L in (0.2, 0.1, 0.2)])
+    field = SimpleNamespace(grid=grid, bones=bones, local=local, radius=np.full(len(bones), R))
+    return model, (field,)
+
+
+BASE_R, BASE_P = quat.IDENTITY, np.zeros(3)
+
+
+def _pose(model, rotvecs):
+    return quat.exp(np.asarray(rotvecs, dtype=float))
+
+
+def _gaps(model, fields, q):
+    pose = Pose(model, quat.log(q), quat.to_matrix(BASE_R), BASE_P)
+    return separations(model, fields, pose, all_parts(model, fields), gradient=False)[0]
+
+
+def test_the_pairs_are_the_non_adjacent_ones(body):
+    model, _ = body
+    pairs = {tuple(p) for p in model.pairs.tolist()}
+    assert (0, 1) not in pairs and (1, 2) not in pairs and (3, 4) not in pairs  # parent/child
+    assert {(0, 3), (1, 4), (2, 4), (0, 4), (1, 3), (2, 3)} <= pairs
+
+
+def test_right_jacobian_maps_coordinate_rates_to_body_angular_velocity():
+    rng = np.random.default_rng(1)
+    for r in [rng.normal(size=3), np.array([1e-6, 0, 0]), np.array([0.0, 2.9, 0.3])]:
+        h = 1e-6
+        J = right_jacobian(r)
+        for k in range(3):
+            dr = np.zeros(3)
+            dr[k] = h
+            # q(r)⁻¹ q(r + h e_k) ≈ exp(h J_r e_k)
+            omega = quat.log(quat.conj_mul(quat.exp(r - dr), quat.exp(r + dr))) / (2 * h)
+            assert np.allclose(omega, J[:, k], atol=1e-7)
+
+
+def test_gradients_of_every_distance_match_finite_differences(body):
+    model, fields = body
+    rng = np.random.default_rng(3)
+    parts = all_parts(model, fields)
+    for _ in range(5):
+        fixed = rng.normal(0.0, 0.6, (model.n_bones, 3))
+        x = fixed.reshape(-1)[model.dof_flat]
+        base = quat.to_matrix(quat.exp(rng.normal(0, 0.3, 3)))
+        g, rows = separations(model, fields, Pose(model, fixed, base, BASE_P), parts)
+        num = np.empty_like(rows)
+        h = 1e-6
+        for d in range(model.n_dof):
+            e = np.zeros(model.n_dof)
+            e[d] = h
+            gp = separations(model, fields, Pose(model, full_coordinates(model, x + e, fixed), base, BASE_P), parts,
+                             False)[0]
+            gm = separations(model, fields, Pose(model, full_coordinates(model, x - e, fixed), base, BASE_P), parts,
+                             False)[0]
+            num[:, d] = (gp - gm) / (2 * h)
+        assert np.abs(rows).max() > 0.05  # m/rad: the arm's lever, the test is not vacuous
+        assert np.allclose(rows, num, atol=1e-7), np.abs(rows - num).max()
+
+
+def test_a_pose_without_collisions_is_returned_unchanged(body):
+    model, fields = body
+    q = _pose(model, [[0, 0, 0.1], [0.2, 0, 0], [0.3, 0, 0], [0, 0, -0.1], [-0.2, 0.1, 0]])
+    assert _gaps(model, fields, q).min() > 0.003
+    r = resolve_pose(model, fields, q, BASE_R, BASE_P, ResolveSettings(margin=0.002))
+    assert not r.changed and r.resolved
+    assert np.array_equal(r.rotations, q)
+    assert r.change.max() == 0.0
+
+
+def _colliding(model):
+    # Forearm bent forward into the ball, second arm swung into the first.
+    return _pose(model, [[0.3, 0, 0], [0.4, 0, 0], [0.4, 0, 0], [0, 0, 0.85], [0, 0, 0]])
+
+
+def test_a_colliding_pose_is_resolved_to_the_margin_with_a_small_weighted_change(body):
+    model, fields = body
+    q = _colliding(model)
+    before = _gaps(model, fields, q)
+    assert before.min() < -0.005
+    margin = 0.003
+    r = resolve_pose(model, fields, q, BASE_R, BASE_P, ResolveSettings(margin=margin))
+    after = _gaps(model, fields, r.rotations)
+    assert r.resolved and r.changed
+    assert after.min() >= margin - 1e-4
+    # The constraint is active at the optimum (a nearest pose touches the margin) ...
+    assert after.min() <= margin + 1e-3
+    # ... and it beats the penalty baseline on the weighted change it minimises.
+    base = resolve_pose(model, fields, q, BASE_R, BASE_P, ResolveSettings(margin=margin), method="penalty")
+    w = subtree_weights(model)
+
+    def cost(res):
+        e = quat.log(quat.conj_mul(q, res.rotations))
+        return float(np.sum(w * np.sum(e * e, axis=1)))
+    assert cost(r) <= cost(base) + 1e-9 or not base.resolved
+
+
+def test_subtree_weights_count_descendants(body):
+    model, _ = body
+    assert subtree_weights(model).tolist() == [3, 2, 1, 2, 1]
+
+
+def test_a_sequence_keeps_clear_frames_and_changes_the_correction_smoothly(body):
+    model, fields = body
+    t = np.linspace(0.0, 1.0, 41)
+    # The forearm swings into the ball and out again.
+    bend = 0.3 * np.sin(np.pi * t)
+    rot = np.stack([_pose(model, [[b, 0, 0], [1.7 * b, 0, 0], [0.4, 0, 0], [0, 0, -0.1], [0, 0, 0]])
+                    for b in bend])
+    results = resolve_sequence(model, fields, rot, np.tile(BASE_R, (len(t), 1)), np.zeros((len(t), 3)),
+                               ResolveSettings(margin=0.002))
+    clear = np.array([_gaps(model, fields, q).min() >= 0.002 for q in rot])
+    assert clear.any() and (~clear).any()
+    out = np.stack([r.rotations for r in results])
+    assert all(r.resolved for r in results)
+    assert np.array_equal(out[clear], rot[clear])
+    # No jitter: the resolved forearm's frame-to-frame steps change no faster than the input's.
+    step_in = quat.angle_between(rot[1:, 1], rot[:-1, 1])
+    step_out = quat.angle_between(out[1:, 1], out[:-1, 1])
+    assert np.abs(np.diff(step_out)).max() <= np.abs(np.diff(step_in)).max() + np.radians(1.0)
