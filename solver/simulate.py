@@ -199,7 +199,8 @@ class ReferenceTrack:
 
     Targets come from the spline in batches for chunks of frames as the simulation
     reaches them. Off-grid times (very fine anti-tunnelling steps) are evaluated
-    directly.
+    directly, once each: a step's end target is also the next evaluation's and the
+    feedforward reads the acceleration at the same time.
     """
 
     def __init__(self, model, reference, grid, chunk_frames=64):
@@ -211,6 +212,7 @@ class ReferenceTrack:
         self._start = self._stop = 0
         self._targets = None
         self._made = {}
+        self._off_grid = {}
 
     def grid_time(self, index):
         k, j = divmod(index, self.grid)
@@ -235,6 +237,7 @@ class ReferenceTrack:
             self._stop = min(self._start + self.chunk_frames * self.grid, (len(self.times) - 1) * self.grid) + 1
             self._targets = self._sample(self.grid_times(self._start, self._stop))
             self._made = {}
+            self._off_grid = {}
         return index - self._start
 
     def at_index(self, index):
@@ -249,12 +252,20 @@ class ReferenceTrack:
 
     def at_time(self, t):
         """Target at time t (s), computed directly."""
-        return Target(*[a[0] for a in self._sample(np.array([t]))[:6]])
+        return self._at_time(t)[0]
+
+    def _at_time(self, t):
+        """(Target, q̈_ref) at time t, each time computed once per chunk."""
+        made = self._off_grid.get(t)
+        if made is None:
+            fields = [a[0] for a in self._sample(np.array([t]))]
+            made = self._off_grid[t] = (Target(*fields[:6]), fields[6])
+        return made
 
     def acceleration(self, index, t):
         """q̈_ref (n_dof,) rad/s² at grid point `index` (a float when off the grid) or time t."""
         if index != int(index):
-            return self._sample(np.array([t]))[6][0]
+            return self._at_time(t)[1]
         return self._targets[6][self._chunk(int(index))]
 
     def _sample(self, times):
