@@ -24,7 +24,7 @@ from . import settings as table
 from .body import bone_contacts
 from .contacts import capsule_tunnelling
 from .integrator import (Physics, State, StepFailure, Target, evaluate, face_samples, face_tunnelling,
-                         implicit_step, implicit_step_pair)
+                         implicit_step)
 from .limits import project_limits
 from .reference import ReferenceSpline, fit_reference
 from .sdf import build_distance_grid
@@ -352,13 +352,8 @@ class _FrameStepper:
                              self.settings.contact_damping, self.damping)
 
     def step_pair(self, e0, index, length, t, h):
-        """(First half step, single step) over h from e0, as two step() calls would give."""
-        tau_ff = self.tau_ff(e0, index, t)
-        half = 0.5 * length
-        mids = (self.target(index + 0.5 * half, t + 0.25 * h), self.target(index + half, t + 0.5 * h))
-        ends = (self.target(index + half, t + 0.5 * h), self.target(index + length, t + h))
-        return implicit_step_pair(self.model, self.physics, e0, tau_ff, mids, ends, (0.5 * h, h), self.contact_k,
-                                  self.settings.contact_damping, self.damping)
+        """(First half step, single step) over h from e0: step doubling's pair from one evaluation."""
+        return self.step(e0, index, 0.5 * length, t, 0.5 * h), self.step(e0, index, length, t, h)
 
     def tunnelling(self, e0, e1):
         return (capsule_tunnelling(self.model, e0.segments, e1.segments, e0.capsules)
