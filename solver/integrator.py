@@ -237,7 +237,7 @@ def implicit_step(model, physics, ev, tau_ff, mid, end, h, contact_stiffness, co
     state = ev.state
     n_dof = model.n_dof
     rotations, velocity, limit_x, status = kernels.implicit_step(
-        model.dof_flat, model.dof_bone, model.dof_upper, model.dof_lower, model.limit_lower, model.limit_upper,
+        model.dof_flat, model.dof_bone, model.dof_parent, model.dof_upper, model.dof_lower, model.limit_lower, model.limit_upper,
         kernels.argument(state.rotations, (model.n_bones, 4)), kernels.argument(state.velocity, (n_dof,)),
         kernels.argument(state.limit_x, (n_dof,)), ev.mass_matrix, ev.bias, ev.gravity_stiffness,
         ev.gravity_velocity, ev.rows, ev.depth, ev.normal_velocity,

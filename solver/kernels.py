@@ -889,26 +889,72 @@ def _matvec(A, x):
 
 
 @_jit
-def _cholesky_solve(L, b, out):
-    """out = (L Lᵀ)⁻¹ b for a lower-triangular L (n, n): two triangular substitutions."""
-    n = b.shape[0]
-    for i in range(n):
-        s = b[i]
-        for j in range(i):
-            s -= L[i, j] * out[j]
-        out[i] = s / L[i, i]
-    for i in range(n - 1, -1, -1):
-        s = out[i]
-        for j in range(i + 1, n):
-            s -= L[j, i] * out[j]
-        out[i] = s / L[i, i]
+def _ltl_factor(H, parent):
+    """H = Lᵀ L in place (L lower triangular, in H's lower triangle) for a symmetric
+    H (n, n) that is nonzero only between a DOF and its ancestors in the DOF tree
+    `parent` (n,) (parents first): Featherstone's LTL factorisation, which keeps that
+    sparsity (no fill-in), in O(n d²) for tree depth d (Featherstone, *Rigid Body
+    Dynamics Algorithms*, 2008, §6.5). Returns False when H is not positive definite."""
+    for k in range(H.shape[0] - 1, -1, -1):
+        if not H[k, k] > 0.0:
+            return False
+        H[k, k] = np.sqrt(H[k, k])
+        i = parent[k]
+        while i >= 0:
+            H[k, i] /= H[k, k]
+            i = parent[i]
+        i = parent[k]
+        while i >= 0:
+            j = i
+            while j >= 0:
+                H[i, j] -= H[k, i] * H[k, j]
+                j = parent[j]
+            i = parent[i]
+    return True
 
 
 @_jit
-def implicit_step(dof_flat, dof_bone, dof_upper, dof_lower, limit_lower, limit_upper, rotations, velocity, limit_x,
-                  M, bias, K, gravity_velocity, rows, depth, normal_velocity, tau_ff, end_rotations, mid_qd, h,
-                  omega_sq, kd_factor, limit_omega, limit_zeta, damping_scale, contact_stiffness, contact_damping,
-                  max_iterations):
+def _ltl_solve(L, parent, b, out):
+    """out = (Lᵀ L)⁻¹ b with L from _ltl_factor: Lᵀ y = b outward-in, then L x = y."""
+    n = b.shape[0]
+    out[:] = b
+    for k in range(n - 1, -1, -1):
+        out[k] /= L[k, k]
+        i = parent[k]
+        while i >= 0:
+            out[i] -= L[k, i] * out[k]
+            i = parent[i]
+    for k in range(n):
+        i = parent[k]
+        while i >= 0:
+            out[k] -= L[k, i] * out[i]
+            i = parent[i]
+        out[k] /= L[k, k]
+
+
+@_jit
+def _dense_cholesky(S):
+    """S = L Lᵀ in place (lower triangle) for a small dense symmetric S; False when S is
+    not positive definite."""
+    for i in range(S.shape[0]):
+        for j in range(i + 1):
+            s = S[i, j]
+            for k in range(j):
+                s -= S[i, k] * S[j, k]
+            if i == j:
+                if not s > 0.0:
+                    return False
+                S[i, i] = np.sqrt(s)
+            else:
+                S[i, j] = s / S[j, j]
+    return True
+
+
+@_jit
+def implicit_step(dof_flat, dof_bone, dof_parent, dof_upper, dof_lower, limit_lower, limit_upper, rotations,
+                  velocity, limit_x, M, bias, K, gravity_velocity, rows, depth, normal_velocity, tau_ff,
+                  end_rotations, mid_qd, h, omega_sq, kd_factor, limit_omega, limit_zeta, damping_scale,
+                  contact_stiffness, contact_damping, max_iterations):
     """One linearised backward-Euler step (integrator.implicit_step) from a state
     (rotations (n, 4), velocity and limit coordinates (n_dof,)) with its evaluation (M,
     bias, gravity stiffness K, K q̇, contact rows (k, n_dof), depths and G q̇ (k,)),
@@ -916,13 +962,15 @@ def implicit_step(dof_flat, dof_bone, dof_upper, dof_lower, limit_lower, limit_u
     step's end (n, 4) and velocity at its middle (n_dof,), for h s.
 
     PD (Kp = I ω², Kd = 2 ζ I ω · damping_scale with I = diag(M)) and limit penalties
-    active where x + h q̇ leaves the limits; A = M + h D + h² K with the active contacts'
-    w GᵀG (w = h c_d + h² k_c) factorised by Cholesky (LAPACK potrf), the active set
-    iterated at most max_iterations times (join when the end depth would be positive,
-    leave when the force would pull); then q ⊗ exp(h v⁺) per bone and the joint limits
-    projected (limits.project_limits). Returns (rotations, velocity, limit coordinates,
-    status): status 0, 1 when a matrix is not positive definite, 2 when the result is
-    not finite.
+    active where x + h q̇ leaves the limits give A = M + h D + h² K, which has the DOF
+    tree's sparsity (dof_parent) and is factorised once (_ltl_factor); the active
+    contacts add w GᵀG (w = h c_d + h² k_c), solved by the Sherman–Morrison–Woodbury
+    identity (A + w GᵀG)⁻¹ = A⁻¹ − A⁻¹Gᵀ (I/w + G A⁻¹ Gᵀ)⁻¹ G A⁻¹ with a small dense
+    Cholesky; the active set is iterated at most max_iterations times (join when the
+    end depth would be positive, leave when the force would pull). Then q ⊗ exp(h v⁺)
+    per bone and the joint limits projected (limits.project_limits). Returns
+    (rotations, velocity, limit coordinates, status): status 0, 1 when a matrix is not
+    positive definite, 2 when the result is not finite.
     """
     n, n_dof = rotations.shape[0], dof_bone.shape[0]
     hh = h * h
@@ -952,43 +1000,57 @@ def implicit_step(dof_flat, dof_bone, dof_upper, dof_lower, limit_lower, limit_u
             A[d, e] = hh * K[d, e] + M[d, e]
         A[d, d] += h * kd + hh * kp
         b[d] = h * (f - h * (gravity_velocity[d] + kp * v))
+    if not _ltl_factor(A, dof_parent):
+        return rotations, velocity, limit_x, 1
+    free = np.empty(n_dof)  # A⁻¹ b: the step without contacts
+    _ltl_solve(A, dof_parent, b, free)
     n_rows = depth.shape[0]
     weight = h * contact_damping + hh * contact_stiffness
     on = np.empty(n_rows, np.bool_)
     now = np.empty(n_rows, np.bool_)
     for j in range(n_rows):
         on[j] = depth[j] - h * normal_velocity[j] > 0.0
-    C = np.empty((n_dof, n_dof))
-    rhs = np.empty(n_dof)
-    dv = np.empty(n_dof)
+    Z = np.empty((n_rows, n_dof))  # A⁻¹ g_j, solved when row j first becomes active
+    solved = np.zeros(n_rows, np.bool_)
     v_new = np.empty(n_dof)
+    y = np.empty(n_dof)
     for _ in range(max_iterations):
-        C[:] = A
-        rhs[:] = b
-        n_on = 0
-        for j in range(n_rows):
-            if not on[j]:
-                continue
-            n_on += 1
-            g = rows[j]
+        active = np.flatnonzero(on) if weight > 0.0 else np.zeros(0, np.intp)
+        k = active.shape[0]
+        y[:] = free
+        for a in range(k):
+            j = active[a]
+            if not solved[j]:
+                _ltl_solve(A, dof_parent, rows[j], Z[j])
+                solved[j] = True
             s = h * (contact_stiffness * depth[j] - (contact_damping + h * contact_stiffness) * normal_velocity[j])
             for d in range(n_dof):
-                if g[d] == 0.0:
-                    continue
-                rhs[d] += s * g[d]
-                wg = weight * g[d]
-                for e in range(d + 1):
-                    C[d, e] += wg * g[e]
+                y[d] += s * Z[j, d]
+        if k:
+            S = np.empty((k, k))
+            t = np.empty(k)
+            for a in range(k):
+                ga = rows[active[a]]
+                t[a] = 0.0
+                for d in range(n_dof):
+                    t[a] += ga[d] * y[d]
+                for c in range(a + 1):
+                    zc = Z[active[c]]
+                    acc = 0.0
+                    for d in range(n_dof):
+                        acc += ga[d] * zc[d]
+                    S[a, c] = acc
+                S[a, a] += 1.0 / weight
+            if not _dense_cholesky(S):
+                return rotations, velocity, limit_x, 1
+            u = np.empty(k)
+            _cholesky_solve(S, t, u)
+            for a in range(k):
+                za = Z[active[a]]
+                for d in range(n_dof):
+                    y[d] -= za[d] * u[a]
         for d in range(n_dof):
-            for e in range(d):
-                C[e, d] = C[d, e]
-        try:
-            L = np.linalg.cholesky(C)
-        except Exception:  # not positive definite
-            return rotations, velocity, limit_x, 1
-        _cholesky_solve(L, rhs, dv)
-        for d in range(n_dof):
-            v_new[d] = velocity[d] + dv[d]
+            v_new[d] = velocity[d] + y[d]
         if n_rows == 0:
             break
         changed = False
@@ -996,7 +1058,7 @@ def implicit_step(dof_flat, dof_bone, dof_upper, dof_lower, limit_lower, limit_u
         for j in range(n_rows):
             u = u_new[j]
             end_depth = depth[j] - h * u
-            if n_on and on[j]:
+            if k and on[j]:
                 now[j] = contact_stiffness * end_depth - contact_damping * u > 0.0
             else:
                 now[j] = end_depth > 0.0
@@ -1036,6 +1098,22 @@ def implicit_step(dof_flat, dof_bone, dof_upper, dof_lower, limit_lower, limit_u
     if not np.isfinite(total):
         return moved, v_new, x_new, 2
     return moved, v_new, x_new, 0
+
+
+@_jit
+def _cholesky_solve(L, b, out):
+    """out = (L Lᵀ)⁻¹ b for a lower-triangular L (n, n): two triangular substitutions."""
+    n = b.shape[0]
+    for i in range(n):
+        s = b[i]
+        for j in range(i):
+            s -= L[i, j] * out[j]
+        out[i] = s / L[i, i]
+    for i in range(n - 1, -1, -1):
+        s = out[i]
+        for j in range(i + 1, n):
+            s -= L[j, i] * out[j]
+        out[i] = s / L[i, i]
 
 
 # ----------------------------------------------------------------------------- first compile
