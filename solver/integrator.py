@@ -25,7 +25,6 @@ from .kinematics import Kinematics
 from .limits import limit_coordinates, limit_rows
 
 _MAX_ACTIVE_SET_ITERATIONS = 8
-_ONES3 = np.ones(3)
 
 
 class StepFailure(RuntimeError):
@@ -256,14 +255,10 @@ def face_tunnelling(physics, ev0, ev1):
     """True when field samples move too far within a step (each in its field's frame).
 
     Samples near the face may approach it along its normal by at most half their
-    radius; farther ones may move at most their clearance (or half their radius).
+    radius; farther ones may move at most their clearance (or half their radius)
+    (kernels.field_tunnelling).
     """
-    radius = physics.field_radius
-    if len(radius) == 0:
+    if len(physics.field_radius) == 0:
         return False
-    move = ev1.face_points - ev0.face_points
-    reach = np.sqrt((move * move) @ _ONES3)
-    near = ev0.face_clearance < radius
-    if np.count_nonzero(near):
-        reach[near] = -((move[near] * ev0.face_normals[near]) @ _ONES3)
-    return bool(np.count_nonzero((reach > 0.5 * radius) & (reach > ev0.face_clearance)))
+    return kernels.field_tunnelling(ev0.face_points, ev1.face_points, ev0.face_normals, ev0.face_clearance,
+                                    physics.field_radius)

@@ -523,6 +523,24 @@ def capsule_tunnelling(seg0, seg1, pair_i, pair_j, pair_half_min_radius, gap_bou
     return False
 
 
+@_jit
+def field_tunnelling(points0, points1, normals0, clearance0, radius):
+    """True when a field sample (k,) moves from points0 to points1 (k, 3) m (its field's
+    frame) by more than half its radius and more than its clearance0 (k,) m, the move
+    measured along −normals0 (k, 3) for samples within their radius of the field."""
+    for m in range(points0.shape[0]):
+        d0 = points1[m, 0] - points0[m, 0]
+        d1 = points1[m, 1] - points0[m, 1]
+        d2 = points1[m, 2] - points0[m, 2]
+        if clearance0[m] < radius[m]:
+            reach = -(d0 * normals0[m, 0] + d1 * normals0[m, 1] + d2 * normals0[m, 2])
+        else:
+            reach = np.sqrt(d0 * d0 + d1 * d1 + d2 * d2)
+        if reach > 0.5 * radius[m] and reach > clearance0[m]:
+            return True
+    return False
+
+
 # ----------------------------------------------------------------------------- distance grids
 
 @_jit
@@ -1122,7 +1140,8 @@ def _misses():
     return sum(sum(k.stats.cache_misses.values()) for k in (
         forward_kinematics, body_inertias, spatial_inertias, composite_inertias, mass_matrix, rnea,
         gravity_stiffness, rigid_terms, capsule_pairs, capsule_tunnelling, normal_rows, grid_sample, quat_mul,
-        quat_exp, quat_log, nearest_triangles, nearest_in_radius, winding_numbers, evaluate_state, implicit_step))
+        quat_exp, quat_log, nearest_triangles, nearest_in_radius, winding_numbers, evaluate_state, implicit_step,
+        field_tunnelling))
 
 
 def warm_up():
@@ -1155,4 +1174,5 @@ def warm_up():
     target = integrator.Target(q, qd, np.eye(3), np.zeros(3), zero6, zero6)
     ev = integrator.evaluate(rig, physics, integrator.make_state(rig, q, qd), target)
     integrator.implicit_step(rig, physics, ev, None, target, target, 0.01, 1e4, 1.0)
+    integrator.face_tunnelling(physics, ev, ev)
     return time.process_time() - start, _misses() > misses
