@@ -523,55 +523,86 @@ def capsule_tunnelling(seg0, seg1, pair_i, pair_j, pair_half_min_radius, gap_bou
     return False
 
 
+@_jit
+def field_tunnelling(points0, points1, normals0, clearance0, radius):
+    """True when a field sample (k,) moves from points0 to points1 (k, 3) m (its field's
+    frame) by more than half its radius and more than its clearance0 (k,) m, the move
+    measured along −normals0 (k, 3) for samples within their radius of the field."""
+    for m in range(points0.shape[0]):
+        d0 = points1[m, 0] - points0[m, 0]
+        d1 = points1[m, 1] - points0[m, 1]
+        d2 = points1[m, 2] - points0[m, 2]
+        if clearance0[m] < radius[m]:
+            reach = -(d0 * normals0[m, 0] + d1 * normals0[m, 1] + d2 * normals0[m, 2])
+        else:
+            reach = np.sqrt(d0 * d0 + d1 * d1 + d2 * d2)
+        if reach > 0.5 * radius[m] and reach > clearance0[m]:
+            return True
+    return False
+
+
 # ----------------------------------------------------------------------------- distance grids
+
+@_jit
+def _grid_point(values, nx, ny, nz, origin, spacing, margin, point, outside_gradient, grad):
+    """Trilinear distance (returned, m) and its analytic gradient (into grad (3,)) at one
+    point (3,) in the grid frame of the C-order node values (nx·ny·nz,) flattened;
+    outside the box margin + distance to the box, gradient pointing away from it (zero
+    unless outside_gradient)."""
+    top = (nx - 1.0, ny - 1.0, nz - 1.0)
+    dims = (nx, ny, nz)
+    out2 = 0.0
+    uc0 = uc1 = uc2 = 0.0
+    for r in range(3):
+        u = (point[r] - origin[r]) / spacing
+        uc = min(max(u, 0.0), top[r])
+        o = (u - uc) * spacing
+        grad[r] = o
+        out2 += o * o
+        if r == 0:
+            uc0 = uc
+        elif r == 1:
+            uc1 = uc
+        else:
+            uc2 = uc
+    outside = np.sqrt(out2)
+    if outside != 0.0:
+        for r in range(3):
+            grad[r] = grad[r] / max(outside, 1e-300) if outside_gradient else 0.0
+        return margin + outside
+    x = min(np.intp(uc0), dims[0] - 2)
+    y = min(np.intp(uc1), dims[1] - 2)
+    z = min(np.intp(uc2), dims[2] - 2)
+    fx, fy, fz = uc0 - x, uc1 - y, uc2 - z
+    sx, sy = ny * nz, nz
+    i = x * sx + y * sy + z
+    c0, c1, c2, c3 = values[i], values[i + sx], values[i + sy], values[i + sx + sy]
+    c4, c5 = values[i + 1], values[i + sx + 1]
+    c6, c7 = values[i + sy + 1], values[i + sx + sy + 1]
+    gx, gy, gz = 1 - fx, 1 - fy, 1 - fz
+    c00 = c0 * gx + c1 * fx
+    c10 = c2 * gx + c3 * fx
+    c01 = c4 * gx + c5 * fx
+    c11 = c6 * gx + c7 * fx
+    e0 = c00 * gy + c10 * fy
+    e1 = c01 * gy + c11 * fy
+    grad[0] = ((c1 - c0) * gy * gz + (c3 - c2) * fy * gz + (c5 - c4) * gy * fz + (c7 - c6) * fy * fz) / spacing
+    grad[1] = ((c10 - c00) * gz + (c11 - c01) * fz) / spacing
+    grad[2] = (e1 - e0) / spacing
+    return e0 * gz + e1 * fz
+
 
 @_jit
 def grid_sample(values, origin, spacing, margin, points, outside_gradient):
     """Trilinear distance (k,) m and its analytic gradient (k, 3) at points (k, 3) in the
-    grid frame; outside the box margin + distance to the box, gradient pointing away
-    from it (zero unless outside_gradient)."""
+    grid frame of the node values (nx, ny, nz) (_grid_point)."""
     nx, ny, nz = values.shape
-    top = (nx - 1.0, ny - 1.0, nz - 1.0)
+    flat = values.reshape(-1)
     k = points.shape[0]
     phi = np.empty(k)
     grad = np.zeros((k, 3))
-    u = np.empty(3)
-    uc = np.empty(3)
-    fr = np.empty(3)
-    idx = np.empty(3, np.intp)
     for m in range(k):
-        out2 = 0.0
-        for r in range(3):
-            u[r] = (points[m, r] - origin[r]) / spacing
-            uc[r] = min(max(u[r], 0.0), top[r])
-            o = (u[r] - uc[r]) * spacing
-            grad[m, r] = o
-            out2 += o * o
-        outside = np.sqrt(out2)
-        if outside != 0.0:
-            phi[m] = margin + outside
-            for r in range(3):
-                grad[m, r] = grad[m, r] / max(outside, 1e-300) if outside_gradient else 0.0
-            continue
-        for r in range(3):
-            idx[r] = min(np.intp(uc[r]), (nx, ny, nz)[r] - 2)
-            fr[r] = uc[r] - idx[r]
-        x, y, z = idx[0], idx[1], idx[2]
-        c0, c1, c2, c3 = values[x, y, z], values[x + 1, y, z], values[x, y + 1, z], values[x + 1, y + 1, z]
-        c4, c5 = values[x, y, z + 1], values[x + 1, y, z + 1]
-        c6, c7 = values[x, y + 1, z + 1], values[x + 1, y + 1, z + 1]
-        fx, fy, fz = fr[0], fr[1], fr[2]
-        gx, gy, gz = 1 - fx, 1 - fy, 1 - fz
-        c00 = c0 * gx + c1 * fx
-        c10 = c2 * gx + c3 * fx
-        c01 = c4 * gx + c5 * fx
-        c11 = c6 * gx + c7 * fx
-        e0 = c00 * gy + c10 * fy
-        e1 = c01 * gy + c11 * fy
-        phi[m] = e0 * gz + e1 * fz
-        grad[m, 0] = ((c1 - c0) * gy * gz + (c3 - c2) * fy * gz + (c5 - c4) * gy * fz + (c7 - c6) * fy * fz) / spacing
-        grad[m, 1] = ((c10 - c00) * gz + (c11 - c01) * fz) / spacing
-        grad[m, 2] = (e1 - e0) / spacing
+        phi[m] = _grid_point(flat, nx, ny, nz, origin, spacing, margin, points[m], outside_gradient, grad[m])
     return phi, grad
 
 
@@ -742,20 +773,382 @@ def quat_log(q, out):
         out[k, 2] = f * q[k, 3]
 
 
+# ----------------------------------------------------------------------------- the implicit step
+
+@_jit
+def evaluate_state(parents, rest_matrices, rest_offsets, dof_bone, dof_axis, dof_start, dof_count, mass, com_y,
+                   inertia_perp, inertia_axial, capsule_length, pair_i, pair_j, pair_reach, pair_min_radius,
+                   pair_radius_sum, pair_radius_diff, field_values, field_start, field_shape, field_origin,
+                   field_spacing, field_margin, field_bone, field_outside, sample_start, sample_bone, sample_local,
+                   sample_radius, q, qd, base_r, base_p, base_velocity, base_acceleration, gravity, limit_rows,
+                   limit_depth):
+    """Everything about one state that a step needs, in one call (integrator.evaluate).
+
+    Rigid-body terms (rigid_terms) for q (n, 4), qd (n_dof,) and the base pose and motion
+    (base_r (3, 3), base_p (3,), spatial base velocity and acceleration (6,)); capsule
+    segments (n, 2, 3) and candidate pairs (capsule_pairs); the sample spheres of every
+    distance field f (samples sample_start[f]:sample_start[f + 1]: bone, local centre
+    (3,) m, radius m) in the frame of field_bone[f] (−1: the base), looked up in its grid
+    (node values field_values[field_start[f]:field_start[f + 1]] of shape field_shape[f],
+    origin, spacing, margin; outside gradients when field_outside[f]), a contact where
+    the clearance φ − r is below r; the contact rows n·(J₁ − J₂) with depths (capsule
+    pairs, then field samples, then the given joint-limit rows (k_l, n_dof) and depths),
+    K q̇ and G q̇. Field normals are unit where any sample of the field is near it (the
+    raw gradient otherwise).
+
+    Returns (R (n, 3, 3), P (n, 3), motion (n_dof, 6), origins (n_dof, 3), com (n, 3),
+    spatial (n, 6, 6), M, bias (n_dof,), V (n, 6), momentum (n, 6), K, segments, gap
+    (n_pairs,), and of the capsule candidates pair, bone1, bone2 (k_c,), point, normal
+    (k_c, 3), depth (k_c,); field
+    points (S, 3), normals (S, 3), clearances (S,), rows (k, n_dof), depth (k,),
+    deepest contact penetration m (≥ 0), K q̇ (n_dof,), G q̇ (k,)).
+    """
+    n, n_dof = parents.shape[0], dof_bone.shape[0]
+    R, P, motion = np.empty((1, n, 3, 3)), np.empty((1, n, 3)), np.empty((1, n_dof, 6))
+    origins, com, spatial = np.empty((n_dof, 3)), np.empty((1, n, 3)), np.empty((1, n, 6, 6))
+    M, bias, V = np.empty((n_dof, n_dof)), np.empty((1, n_dof)), np.empty((1, n, 6))
+    momentum, K = np.empty((1, n, 6)), np.empty((n_dof, n_dof))
+    rigid_terms(parents, rest_matrices, rest_offsets, dof_bone, dof_axis, dof_start, dof_count, mass, com_y,
+                inertia_perp, inertia_axial, q.reshape(1, n, 4), base_r.reshape(1, 3, 3), base_p.reshape(1, 3),
+                qd.reshape(1, n_dof), base_velocity.reshape(1, 6), base_acceleration.reshape(1, 6), gravity,
+                R, P, motion, origins, com, spatial, M, bias, V, momentum, K)
+    Rw, Pw = R[0], P[0]
+    seg = np.empty((n, 2, 3))
+    for i in range(n):
+        for r in range(3):
+            seg[i, 0, r] = Pw[i, r]
+            seg[i, 1, r] = Pw[i, r] + Rw[i, r, 1] * capsule_length[i]
+    gap, pair, cap_depth, cap_point, cap_normal = capsule_pairs(seg, pair_i, pair_j, pair_reach, pair_min_radius,
+                                                                pair_radius_sum, pair_radius_diff)
+    n_cap = pair.shape[0]
+    n_samples = sample_bone.shape[0]
+    points = np.empty((n_samples, 3))
+    normals = np.empty((n_samples, 3))
+    clear = np.empty(n_samples)
+    phi = np.empty(n_samples)
+    n_rows = n_cap + n_samples + limit_depth.shape[0]
+    b1 = np.empty(n_rows, np.intp)
+    b2 = np.empty(n_rows, np.intp)
+    cp = np.empty((n_rows, 3))
+    cn = np.empty((n_rows, 3))
+    depth = np.empty(n_rows)
+    penetration = 0.0
+    for c in range(n_cap):
+        b1[c], b2[c] = pair_i[pair[c]], pair_j[pair[c]]
+        for r in range(3):
+            cp[c, r] = cap_point[c, r]
+            cn[c, r] = cap_normal[c, r]
+        depth[c] = cap_depth[c]
+        penetration = max(penetration, cap_depth[c])
+    k = n_cap
+    Rh = np.empty((3, 3))
+    ph = np.empty(3)
+    world = np.empty(3)
+    for f in range(field_bone.shape[0]):
+        h = field_bone[f]
+        for r in range(3):
+            ph[r] = base_p[r] if h < 0 else Pw[h, r]
+            for c in range(3):
+                Rh[r, c] = base_r[r, c] if h < 0 else Rw[h, r, c]
+        values = field_values[field_start[f]:field_start[f + 1]]
+        nx, ny, nz = field_shape[f, 0], field_shape[f, 1], field_shape[f, 2]
+        any_near = False
+        for m in range(sample_start[f], sample_start[f + 1]):
+            b = sample_bone[m]
+            for r in range(3):
+                world[r] = Pw[b, r] + (Rw[b, r, 0] * sample_local[m, 0] + Rw[b, r, 1] * sample_local[m, 1]
+                                       + Rw[b, r, 2] * sample_local[m, 2]) - ph[r]
+            for c in range(3):
+                points[m, c] = Rh[0, c] * world[0] + Rh[1, c] * world[1] + Rh[2, c] * world[2]
+            phi[m] = _grid_point(values, nx, ny, nz, field_origin[f], field_spacing[f], field_margin[f], points[m],
+                                 field_outside[f], normals[m])
+            clear[m] = phi[m] - sample_radius[m]
+            any_near = any_near or clear[m] < sample_radius[m]
+        if not any_near:
+            continue
+        for m in range(sample_start[f], sample_start[f + 1]):
+            g = np.sqrt(normals[m, 0] ** 2 + normals[m, 1] ** 2 + normals[m, 2] ** 2)
+            for r in range(3):
+                normals[m, r] = normals[m, r] / max(g, 1e-12)
+            if not clear[m] < sample_radius[m]:
+                continue
+            b1[k], b2[k] = sample_bone[m], h if h >= 0 else n
+            half = 0.5 * (sample_radius[m] + phi[m])
+            for r in range(3):
+                nr = Rh[r, 0] * normals[m, 0] + Rh[r, 1] * normals[m, 1] + Rh[r, 2] * normals[m, 2]
+                cn[k, r] = nr
+                cp[k, r] = Rh[r, 0] * points[m, 0] + Rh[r, 1] * points[m, 1] + Rh[r, 2] * points[m, 2] + ph[r] \
+                    - half * nr
+            depth[k] = -clear[m]
+            penetration = max(penetration, depth[k])
+            k += 1
+    rows = np.empty((k + limit_depth.shape[0], n_dof))
+    normal_rows(parents, dof_start, dof_count, motion[0], b1[:k], cp[:k], cn[:k], b2[:k], rows[:k])
+    for j in range(limit_depth.shape[0]):
+        for d in range(n_dof):
+            rows[k + j, d] = limit_rows[j, d]
+        depth[k + j] = limit_depth[j]
+    n_rows = k + limit_depth.shape[0]
+    return (Rw, Pw, motion[0], origins, com[0], spatial[0], M, bias[0], V[0], momentum[0], K, seg, gap, pair,
+            b1[:n_cap].copy(), b2[:n_cap].copy(), cap_point, cap_normal, cap_depth, points, normals, clear, rows,
+            depth[:n_rows].copy(), penetration, _matvec(K, qd), _matvec(rows, qd))
+
+
+@_jit
+def _matvec(A, x):
+    """A x for A (m, n), x (n,), summed in column order."""
+    out = np.empty(A.shape[0])
+    for j in range(A.shape[0]):
+        acc = 0.0
+        for d in range(A.shape[1]):
+            acc += A[j, d] * x[d]
+        out[j] = acc
+    return out
+
+
+@_jit
+def _ltl_factor(H, parent):
+    """H = Lᵀ L in place (L lower triangular, in H's lower triangle) for a symmetric
+    H (n, n) that is nonzero only between a DOF and its ancestors in the DOF tree
+    `parent` (n,) (parents first): Featherstone's LTL factorisation, which keeps that
+    sparsity (no fill-in), in O(n d²) for tree depth d (Featherstone, *Rigid Body
+    Dynamics Algorithms*, 2008, §6.5). Returns False when H is not positive definite."""
+    for k in range(H.shape[0] - 1, -1, -1):
+        if not H[k, k] > 0.0:
+            return False
+        H[k, k] = np.sqrt(H[k, k])
+        i = parent[k]
+        while i >= 0:
+            H[k, i] /= H[k, k]
+            i = parent[i]
+        i = parent[k]
+        while i >= 0:
+            j = i
+            while j >= 0:
+                H[i, j] -= H[k, i] * H[k, j]
+                j = parent[j]
+            i = parent[i]
+    return True
+
+
+@_jit
+def _ltl_solve(L, parent, b, out):
+    """out = (Lᵀ L)⁻¹ b with L from _ltl_factor: Lᵀ y = b outward-in, then L x = y."""
+    n = b.shape[0]
+    out[:] = b
+    for k in range(n - 1, -1, -1):
+        out[k] /= L[k, k]
+        i = parent[k]
+        while i >= 0:
+            out[i] -= L[k, i] * out[k]
+            i = parent[i]
+    for k in range(n):
+        i = parent[k]
+        while i >= 0:
+            out[k] -= L[k, i] * out[i]
+            i = parent[i]
+        out[k] /= L[k, k]
+
+
+@_jit
+def _dense_cholesky(S):
+    """S = L Lᵀ in place (lower triangle) for a small dense symmetric S; False when S is
+    not positive definite."""
+    for i in range(S.shape[0]):
+        for j in range(i + 1):
+            s = S[i, j]
+            for k in range(j):
+                s -= S[i, k] * S[j, k]
+            if i == j:
+                if not s > 0.0:
+                    return False
+                S[i, i] = np.sqrt(s)
+            else:
+                S[i, j] = s / S[j, j]
+    return True
+
+
+@_jit
+def implicit_step(dof_flat, dof_bone, dof_parent, dof_upper, dof_lower, limit_lower, limit_upper, rotations,
+                  velocity, limit_x, M, bias, K, gravity_velocity, rows, depth, normal_velocity, tau_ff,
+                  end_rotations, mid_qd, h, omega_sq, kd_factor, limit_omega, limit_zeta, damping_scale,
+                  contact_stiffness, contact_damping, max_iterations):
+    """One linearised backward-Euler step (integrator.implicit_step) from a state
+    (rotations (n, 4), velocity and limit coordinates (n_dof,)) with its evaluation (M,
+    bias, gravity stiffness K, K q̇, contact rows (k, n_dof), depths and G q̇ (k,)),
+    feedforward tau_ff (n_dof,) N·m (zeros for none), the reference rotations at the
+    step's end (n, 4) and velocity at its middle (n_dof,), for h s.
+
+    PD (Kp = I ω², Kd = 2 ζ I ω · damping_scale with I = diag(M)) and limit penalties
+    active where x + h q̇ leaves the limits give A = M + h D + h² K, which has the DOF
+    tree's sparsity (dof_parent) and is factorised once (_ltl_factor); the active
+    contacts add w GᵀG (w = h c_d + h² k_c), solved by the Sherman–Morrison–Woodbury
+    identity (A + w GᵀG)⁻¹ = A⁻¹ − A⁻¹Gᵀ (I/w + G A⁻¹ Gᵀ)⁻¹ G A⁻¹ with a small dense
+    Cholesky; the active set is iterated at most max_iterations times (join when the
+    end depth would be positive, leave when the force would pull). Then q ⊗ exp(h v⁺)
+    per bone and the joint limits projected (limits.project_limits). Returns
+    (rotations, velocity, limit coordinates, status): status 0, 1 when a matrix is not
+    positive definite, 2 when the result is not finite.
+    """
+    n, n_dof = rotations.shape[0], dof_bone.shape[0]
+    hh = h * h
+    rel = np.empty((n, 4))
+    quat_mul(rotations, end_rotations, True, rel)
+    log = np.empty((n, 3))
+    quat_log(rel, log)
+    err = log.reshape(-1)
+    A = np.empty((n_dof, n_dof))
+    b = np.empty(n_dof)
+    lo2 = limit_omega * limit_omega
+    for d in range(n_dof):
+        inertia = M[d, d]
+        kp = inertia * omega_sq[d]
+        kd = inertia * (kd_factor[d] if damping_scale == 1.0 else damping_scale * kd_factor[d])
+        v = velocity[d]
+        f = kp * err[dof_flat[d]] + kd * (mid_qd[d] - v) - bias[d]
+        f += tau_ff[d]
+        x, x_end = limit_x[d], limit_x[d] + h * v
+        upper = x_end > dof_upper[d]
+        if upper or x_end < dof_lower[d]:
+            kl = inertia * lo2
+            dl = 2.0 * limit_zeta * inertia * limit_omega
+            f -= kl * (x - (dof_upper[d] if upper else dof_lower[d])) + dl * v
+            kp, kd = kp + kl, kd + dl
+        for e in range(n_dof):
+            A[d, e] = hh * K[d, e] + M[d, e]
+        A[d, d] += h * kd + hh * kp
+        b[d] = h * (f - h * (gravity_velocity[d] + kp * v))
+    if not _ltl_factor(A, dof_parent):
+        return rotations, velocity, limit_x, 1
+    free = np.empty(n_dof)  # A⁻¹ b: the step without contacts
+    _ltl_solve(A, dof_parent, b, free)
+    n_rows = depth.shape[0]
+    weight = h * contact_damping + hh * contact_stiffness
+    on = np.empty(n_rows, np.bool_)
+    now = np.empty(n_rows, np.bool_)
+    for j in range(n_rows):
+        on[j] = depth[j] - h * normal_velocity[j] > 0.0
+    Z = np.empty((n_rows, n_dof))  # A⁻¹ g_j, solved when row j first becomes active
+    solved = np.zeros(n_rows, np.bool_)
+    v_new = np.empty(n_dof)
+    y = np.empty(n_dof)
+    for _ in range(max_iterations):
+        active = np.flatnonzero(on) if weight > 0.0 else np.zeros(0, np.intp)
+        k = active.shape[0]
+        y[:] = free
+        for a in range(k):
+            j = active[a]
+            if not solved[j]:
+                _ltl_solve(A, dof_parent, rows[j], Z[j])
+                solved[j] = True
+            s = h * (contact_stiffness * depth[j] - (contact_damping + h * contact_stiffness) * normal_velocity[j])
+            for d in range(n_dof):
+                y[d] += s * Z[j, d]
+        if k:
+            S = np.empty((k, k))
+            t = np.empty(k)
+            for a in range(k):
+                ga = rows[active[a]]
+                t[a] = 0.0
+                for d in range(n_dof):
+                    t[a] += ga[d] * y[d]
+                for c in range(a + 1):
+                    zc = Z[active[c]]
+                    acc = 0.0
+                    for d in range(n_dof):
+                        acc += ga[d] * zc[d]
+                    S[a, c] = acc
+                S[a, a] += 1.0 / weight
+            if not _dense_cholesky(S):
+                return rotations, velocity, limit_x, 1
+            u = np.empty(k)
+            _cholesky_solve(S, t, u)
+            for a in range(k):
+                za = Z[active[a]]
+                for d in range(n_dof):
+                    y[d] -= za[d] * u[a]
+        for d in range(n_dof):
+            v_new[d] = velocity[d] + y[d]
+        if n_rows == 0:
+            break
+        changed = False
+        u_new = _matvec(rows, v_new)
+        for j in range(n_rows):
+            u = u_new[j]
+            end_depth = depth[j] - h * u
+            if k and on[j]:
+                now[j] = contact_stiffness * end_depth - contact_damping * u > 0.0
+            else:
+                now[j] = end_depth > 0.0
+            changed = changed or now[j] != on[j]
+        if not changed:
+            break
+        on[:] = now
+    # q ⊗ exp(h v⁺) per bone, then the joint limits projected.
+    increment = np.zeros(3 * n)
+    for d in range(n_dof):
+        increment[dof_flat[d]] = h * v_new[d]
+    turn = np.empty((n, 4))
+    quat_exp(increment.reshape(n, 3), turn)
+    moved = np.empty((n, 4))
+    quat_mul(rotations, turn, False, moved)
+    quat_log(moved, log)
+    x_new = np.empty(n_dof)
+    out = np.zeros(n, np.bool_)
+    for d in range(n_dof):
+        x_new[d] = err[dof_flat[d]]
+        hi, lo = x_new[d] > dof_upper[d], x_new[d] < dof_lower[d]
+        if hi or lo:
+            out[dof_bone[d]] = True
+            if (hi and v_new[d] > 0) or (lo and v_new[d] < 0):
+                v_new[d] = 0.0
+            x_new[d] = min(max(x_new[d], dof_lower[d]), dof_upper[d])
+    for i in range(n):
+        if out[i]:
+            for r in range(3):
+                log[i, r] = min(max(log[i, r], limit_lower[i, r]), limit_upper[i, r])
+            quat_exp(log[i:i + 1], moved[i:i + 1])
+    total = 0.0
+    for i in range(n):
+        total += moved[i, 0] + moved[i, 1] + moved[i, 2] + moved[i, 3]
+    for d in range(n_dof):
+        total += v_new[d] * v_new[d]
+    if not np.isfinite(total):
+        return moved, v_new, x_new, 2
+    return moved, v_new, x_new, 0
+
+
+@_jit
+def _cholesky_solve(L, b, out):
+    """out = (L Lᵀ)⁻¹ b for a lower-triangular L (n, n): two triangular substitutions."""
+    n = b.shape[0]
+    for i in range(n):
+        s = b[i]
+        for j in range(i):
+            s -= L[i, j] * out[j]
+        out[i] = s / L[i, i]
+    for i in range(n - 1, -1, -1):
+        s = out[i]
+        for j in range(i + 1, n):
+            s -= L[j, i] * out[j]
+        out[i] = s / L[i, i]
+
+
 # ----------------------------------------------------------------------------- first compile
 
 def _misses():
     return sum(sum(k.stats.cache_misses.values()) for k in (
         forward_kinematics, body_inertias, spatial_inertias, composite_inertias, mass_matrix, rnea,
         gravity_stiffness, rigid_terms, capsule_pairs, capsule_tunnelling, normal_rows, grid_sample, quat_mul,
-        quat_exp, quat_log, nearest_triangles, nearest_in_radius, winding_numbers))
+        quat_exp, quat_log, nearest_triangles, nearest_in_radius, winding_numbers, evaluate_state, implicit_step,
+        field_tunnelling))
 
 
 def warm_up():
     """Compile (or load from the cache) every kernel through the public functions, on a
     three-bone model, so that the signatures are the ones a bake uses; returns
     (CPU seconds, True when this call compiled anything rather than loading it)."""
-    from . import contacts, dynamics, kinematics, model, quat, sdf
+    from . import contacts, dynamics, integrator, kinematics, model, quat, sdf
     start, misses = time.process_time(), _misses()
     rig = model.SkeletonModel(parents=[-1, -1, 1], rest_offsets=[[0.0, 0.0, 0.0], [0.5, 0.0, 0.0], [0.0, 0.1, 0.0]],
                               rest_rotations=np.tile([1.0, 0.0, 0.0, 0.0], (3, 1)), joint_types=["ball", "ball", "hinge"],
@@ -774,6 +1167,12 @@ def warm_up():
     sdf.DistanceGrid(np.zeros(3), 1.0, np.zeros((2, 2, 2)), 0, 0.1).sample(np.zeros((1, 3)))
     quat.log(quat.mul(q, quat.conj_mul(q, quat.exp(np.zeros((3, 3))))))
     vertices, triangles = sdf.icosphere(0)
-    sdf.build_distance_grid(vertices, triangles, 0, spacing=0.5, margin=0.2)
+    grid = sdf.build_distance_grid(vertices, triangles, 0, spacing=0.5, margin=0.2)
     sdf.winding_number(vertices, triangles, np.zeros((1, 3)))
+    physics = integrator.Physics(np.ones(rig.n_dof), np.ones(rig.n_dof), 1.0, 1.0, 9.81,
+                                 (integrator.face_samples(rig, grid),))
+    target = integrator.Target(q, qd, np.eye(3), np.zeros(3), zero6, zero6)
+    ev = integrator.evaluate(rig, physics, integrator.make_state(rig, q, qd), target)
+    integrator.implicit_step(rig, physics, ev, None, target, target, 0.01, 1e4, 1.0)
+    integrator.face_tunnelling(physics, ev, ev)
     return time.process_time() - start, _misses() > misses

@@ -81,8 +81,10 @@ class SkeletonModel:
     inertia_local (n, 3, 3) kg·m² from the capsules; the DOF layout — bone b owns DOFs
     dof_start[b] … dof_start[b] + dof_count[b] − 1, DOF d is axis dof_axis[d] (0 = X)
     of bone dof_bone[d], so velocities (n_dof,) are per-bone angular velocities in the
-    bone frame (ball: x, y, z; hinge: x); dof_lower/dof_upper (n_dof,) rad; hinge (n,)
-    bool; ancestors (n, n), 1 where column j is row i or its ancestor; pairs
+    bone frame (ball: x, y, z; hinge: x); dof_parent (n_dof,) the DOF tree (the previous
+    DOF of the bone, else the parent bone's last, −1 for none: mass and implicit
+    matrices are nonzero only between a DOF and its tree ancestors); dof_lower/dof_upper
+    (n_dof,) rad; hinge (n,) bool; ancestors (n, n), 1 where column j is row i or its ancestor; pairs
     (n_pairs, 2) capsule pairs that may collide (contacts.rest_filtered_pairs); and
     precomputed index tables used by the contact tests.
 
@@ -179,6 +181,10 @@ class SkeletonModel:
         put("dof_bone", dof_bone)
         put("dof_axis", dof_axis)
         put("dof_flat", dof_bone * 3 + dof_axis)  # index into a flattened (n, 3) array
+        # The DOF tree: the previous DOF of the same bone, else the parent bone's last (−1: none).
+        last = start + counts - 1
+        put("dof_parent", np.where(dof_axis > 0, np.arange(n_dof) - 1,
+                                   np.where(parents[dof_bone] >= 0, last[np.maximum(parents[dof_bone], 0)], -1)))
         put("dof_lower", lo[dof_bone, dof_axis])
         put("dof_upper", hi[dof_bone, dof_axis])
         put("hinge", np.array([t == HINGE for t in types]))
@@ -192,7 +198,7 @@ class SkeletonModel:
         put("children_count", np.bincount(parents[parents >= 0], minlength=n))
 
         for name in ("mass", "com_y", "inertia_perp", "inertia_axial", "rest_matrices", "dof_start", "dof_count",
-                     "dof_bone", "dof_axis"):
+                     "dof_bone", "dof_axis", "dof_parent"):
             getattr(self, name).flags.writeable = False  # one compiled signature per kernel
         pairs = rest_filtered_pairs(self)
         put("pairs", pairs)

@@ -24,7 +24,7 @@ from . import settings as table
 from .body import bone_contacts
 from .contacts import capsule_tunnelling
 from .integrator import (Physics, State, StepFailure, Target, evaluate, face_samples, face_tunnelling,
-                         implicit_step, implicit_step_pair)
+                         implicit_step)
 from .limits import project_limits
 from .reference import ReferenceSpline, fit_reference
 from .sdf import build_distance_grid
@@ -195,11 +195,13 @@ def dof_gains(model, settings):
 
 class ReferenceTrack:
     """Reference targets (integrator.Target) and accelerations q̈_ref on a grid of `grid`
-    points per frame interval (index k·grid + j is frame k plus j/grid of its interval).
+    points per frame interval (index k·grid + j is frame k plus j/grid of its interval;
+    grid a power of two).
 
     Targets come from the spline in batches for chunks of frames as the simulation
-    reaches them. Off-grid times (very fine anti-tunnelling steps) are evaluated
-    directly.
+    reaches them. Fractional indices (the finer anti-tunnelling steps: binary fractions
+    of a grid cell) are sampled in one batch per frame interval and level of refinement
+    when the first of them is asked for, with the same time arithmetic as the grid.
     """
 
     def __init__(self, model, reference, grid, chunk_frames=64):
@@ -211,20 +213,18 @@ class ReferenceTrack:
         self._start = self._stop = 0
         self._targets = None
         self._made = {}
+        self._fine = {}
 
-    def grid_time(self, index):
-        k, j = divmod(index, self.grid)
-        if k >= len(self.times) - 1:
-            return self.times[-1]
-        return self.times[k] + (self.times[k + 1] - self.times[k]) * (j / self.grid)
-
-    def grid_times(self, start, stop):
-        """grid_time(i) for i in range(start, stop), as an array (same arithmetic)."""
-        k, j = np.divmod(np.arange(start, stop), self.grid)
+    def grid_times(self, start, stop, grid=None):
+        """Times (s) of grid points range(start, stop) on a grid of `grid` points per
+        frame interval (default self.grid): t_k + (t_{k+1} − t_k)·j/grid, the last
+        frame's time from the last frame on."""
+        grid = self.grid if grid is None else grid
+        k, j = np.divmod(np.arange(start, stop), grid)
         last = len(self.times) - 1
         kc = np.minimum(k, last - 1)
         t0 = self.times.take(kc)
-        out = t0 + (self.times.take(kc + 1) - t0) * (j / self.grid)
+        out = t0 + (self.times.take(kc + 1) - t0) * (j / grid)
         return np.where(k >= last, self.times[-1], out)
 
     def _chunk(self, index):
@@ -235,27 +235,40 @@ class ReferenceTrack:
             self._stop = min(self._start + self.chunk_frames * self.grid, (len(self.times) - 1) * self.grid) + 1
             self._targets = self._sample(self.grid_times(self._start, self._stop))
             self._made = {}
+            self._fine = {}
         return index - self._start
 
     def at_index(self, index):
-        """Target at grid point `index` (each is built once: steps share their end points)."""
-        i = index - self._start
-        if not 0 <= i < self._stop - self._start:
-            i = self._chunk(index)
-        target = self._made.get(i)
+        """Target at grid point `index`, an integer or a binary fraction (each is built
+        once: steps share their end points)."""
+        target = self._made.get(index)
         if target is None:
-            target = self._made[i] = Target(*[a[i] for a in self._targets[:6]])
+            fields, i = self._fields(index)
+            target = self._made[index] = Target(*[a[i] for a in fields[:6]])
         return target
 
-    def at_time(self, t):
-        """Target at time t (s), computed directly."""
-        return Target(*[a[0] for a in self._sample(np.array([t]))[:6]])
+    def acceleration(self, index):
+        """q̈_ref (n_dof,) rad/s² at grid point `index` (as at_index)."""
+        fields, i = self._fields(index)
+        return fields[6][i]
 
-    def acceleration(self, index, t):
-        """q̈_ref (n_dof,) rad/s² at grid point `index` (a float when off the grid) or time t."""
-        if index != int(index):
-            return self._sample(np.array([t]))[6][0]
-        return self._targets[6][self._chunk(int(index))]
+    def _fields(self, index):
+        """(the _sample arrays holding grid point `index`, its row in them)."""
+        if index == int(index):
+            i = self._chunk(int(index))
+            return self._targets, i
+        self._chunk(int(index))
+        level = 1
+        while index * (1 << level) != int(index * (1 << level)):
+            level += 1
+        fine = int(index * (1 << level))
+        per_frame = self.grid << level
+        frame = fine // per_frame
+        fields = self._fine.get((frame, level))
+        if fields is None:
+            fields = self._fine[(frame, level)] = self._sample(
+                self.grid_times(frame * per_frame, (frame + 1) * per_frame + 1, per_frame))
+        return fields, fine - frame * per_frame
 
     def _sample(self, times):
         """Target fields (batched over times) followed by q̈_ref (T, n_dof)."""
@@ -293,7 +306,7 @@ class _FrameStepper:
         # against tunnelling.
         return self.calm and not np.count_nonzero(ev.depth > 0.0)
 
-    def advance(self, ev, k, t, H, contact_stiffness):
+    def advance(self, ev, k, H, contact_stiffness):
         """(Evaluation at the frame end, steps taken, deepest penetration m, ladder level)."""
         for level in (0, LEVEL_SMALLER_STEPS, LEVEL_SOFTER):
             soft = level >= LEVEL_SOFTER
@@ -304,7 +317,7 @@ class _FrameStepper:
             self.min_tunnel = H / (self.settings.max_tunnel_substeps * finer) * (1.0 - 1e-9)
             estimate = level > 0 or not self._skip_estimate(ev)
             try:
-                end, steps, depth = self.interval(ev, k * self.track.grid, self.track.grid, t, H, None, estimate)
+                end, steps, depth = self.interval(ev, k * self.track.grid, self.track.grid, H, None, estimate)
             except StepFailure:
                 continue
             self.calm = level == 0 and steps == 2
@@ -314,11 +327,7 @@ class _FrameStepper:
         end = evaluate(self.model, self.physics, _limited_state(self.model, tgt), tgt)
         return end, 0, end.penetration, LEVEL_KINEMATIC
 
-    def target(self, index, t):
-        # Grid indices are exact binary fractions: integral ones are on the grid.
-        return self.track.at_index(int(index)) if index == int(index) else self.track.at_time(t)
-
-    def tau_ff(self, e0, index, t):
+    def tau_ff(self, e0, index):
         """Computed-torque feedforward M(q) q̈_ref + c(q, q̇) at the step start (N·m), or None.
 
         At the simulated state rather than the reference's, so that the inertial,
@@ -332,66 +341,61 @@ class _FrameStepper:
         """
         if not self.settings.feedforward:
             return None
-        return e0.mass_matrix @ self.track.acceleration(index, t) + e0.bias
+        return e0.mass_matrix @ self.track.acceleration(index) + e0.bias
 
-    def step(self, e0, index, length, t, h):
-        tau_ff = self.tau_ff(e0, index, t)
-        return implicit_step(self.model, self.physics, e0, tau_ff, self.target(index + 0.5 * length, t + 0.5 * h),
-                             self.target(index + length, t + h), h, self.contact_k,
-                             self.settings.contact_damping, self.damping)
+    def step(self, e0, index, length, h):
+        # Grid indices are exact binary fractions of a frame interval (ReferenceTrack).
+        return implicit_step(self.model, self.physics, e0, self.tau_ff(e0, index),
+                             self.track.at_index(index + 0.5 * length), self.track.at_index(index + length), h,
+                             self.contact_k, self.settings.contact_damping, self.damping)
 
-    def step_pair(self, e0, index, length, t, h):
-        """(First half step, single step) over h from e0, as two step() calls would give."""
-        tau_ff = self.tau_ff(e0, index, t)
-        half = 0.5 * length
-        mids = (self.target(index + 0.5 * half, t + 0.25 * h), self.target(index + half, t + 0.5 * h))
-        ends = (self.target(index + half, t + 0.5 * h), self.target(index + length, t + h))
-        return implicit_step_pair(self.model, self.physics, e0, tau_ff, mids, ends, (0.5 * h, h), self.contact_k,
-                                  self.settings.contact_damping, self.damping)
+    def step_pair(self, e0, index, length, h):
+        """(First half step, single step) over h from e0: step doubling's pair from one evaluation."""
+        return self.step(e0, index, 0.5 * length, 0.5 * h), self.step(e0, index, length, h)
 
     def tunnelling(self, e0, e1):
         return (capsule_tunnelling(self.model, e0.segments, e1.segments, e0.capsules)
                 or face_tunnelling(self.physics, e0, e1))
 
-    def interval(self, e0, index, length, t, h, big, estimate=True):
-        """Advance e0 (time t, grid index `index`) over h s (`length` grid cells).
+    def interval(self, e0, index, length, h, big, estimate=True):
+        """Advance e0 (at grid index `index`) over h s (`length` grid cells).
 
         `big` is the single step over the interval when already known (the parent's half
         step). estimate=False takes the two half steps without the error estimate.
         Returns (Evaluation at the end, steps taken, deepest penetration m).
         """
         model, physics = self.model, self.physics
-        half, t_mid = 0.5 * length, t + 0.5 * h
+        half = 0.5 * length
         if 0.5 * h >= self.min_err:
             if not estimate:
-                first = self.step(e0, index, half, t, 0.5 * h)
+                first = self.step(e0, index, half, 0.5 * h)
             elif big is None:  # both steps from e0 at once
-                first, big = self.step_pair(e0, index, length, t, h)
+                first, big = self.step_pair(e0, index, length, h)
             else:
-                first = self.step(e0, index, half, t, 0.5 * h)
-            e_mid = evaluate(model, physics, first, self.target(index + half, t_mid))
+                first = self.step(e0, index, half, 0.5 * h)
+            e_mid = evaluate(model, physics, first, self.track.at_index(index + half))
             # Tunnelling in the first half step splits the interval whatever the error
             # estimate says, so the second half step is not needed.
             may_split = 0.25 * h >= self.min_tunnel
             if may_split and self.tunnelling(e0, e_mid):
-                return self.split(e0, index, half, t, h, e_mid.state)
-            e_end = evaluate(model, physics, self.step(e_mid, index + half, half, t_mid, 0.5 * h),
-                             self.target(index + length, t + h))
+                return self.split(e0, index, half, h, e_mid.state)
+            e_end = evaluate(model, physics, self.step(e_mid, index + half, half, 0.5 * h),
+                             self.track.at_index(index + length))
             if estimate and 0.25 * h >= self.min_err and (
                     quat.angle_between(big.rotations, e_end.state.rotations).max() > self.settings.tolerance):
-                return self.split(e0, index, half, t, h, e_mid.state)
+                return self.split(e0, index, half, h, e_mid.state)
             if may_split and self.tunnelling(e_mid, e_end):
-                return self.split(e0, index, half, t, h, e_mid.state)
+                return self.split(e0, index, half, h, e_mid.state)
             return e_end, 2, max(e_mid.penetration, e_end.penetration)
-        new = self.step(e0, index, length, t, h) if big is None else big
-        e_end = evaluate(model, physics, new, self.target(index + length, t + h))
+        new = self.step(e0, index, length, h) if big is None else big
+        e_end = evaluate(model, physics, new, self.track.at_index(index + length))
         if 0.5 * h >= self.min_tunnel and self.tunnelling(e0, e_end):
-            return self.split(e0, index, half, t, h, None)
+            return self.split(e0, index, half, h, None)
         return e_end, 1, e_end.penetration
 
-    def split(self, e0, index, half, t, h, first_big):
-        e1, n1, d1 = self.interval(e0, index, half, t, 0.5 * h, first_big)
-        e2, n2, d2 = self.interval(e1, index + half, half, t + 0.5 * h, 0.5 * h, None)
+    def split(self, e0, index, half, h, first_big):
+        e1, n1, d1 = self.interval(e0, index, half, 0.5 * h, first_big)
+        e2, n2, d2 = self.interval(e1, index + half, half, 0.5 * h, None)
         return e2, n1 + n2, max(d1, d2)
 
 
@@ -533,8 +537,7 @@ def _single_pass(model, physics, tracked, settings, multiplier, lead, progress):
     stepper = _FrameStepper(model, physics, track, settings)
     for k in range(n - 1):
         k_eff = kp * multiplier[k + 1]
-        ev, steps, d_max, level = stepper.advance(ev, k, tracked.times[k], tracked.times[k + 1] - tracked.times[k],
-                                                  k_eff)
+        ev, steps, d_max, level = stepper.advance(ev, k, tracked.times[k + 1] - tracked.times[k], k_eff)
         i = k + 1
         rotations[i], velocities[i] = ev.state.rotations, ev.state.velocity
         penetration[i], substeps[i], level_of[i] = d_max, steps, level
