@@ -4,6 +4,7 @@ Same handler as `blender -b -c signsim …` once the extension is installed.
 """
 import json
 import os
+import pathlib
 import shutil
 import sys
 
@@ -17,9 +18,23 @@ def main() -> int:
     try:
         import bpy  # noqa: F401  (Blender must load before the add-on is enabled)
         addon = devenv.enable_from_source(tmp)
+        _keep_extension_user_folder()
         return addon.signsim_addon.cli.main(sys.argv[1:])
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _keep_extension_user_folder():
+    """The extension's user folder (the bake's cached body distance fields) made a link
+    to one inside this virtualenv, so that it outlives the run's temporary Blender user
+    folders: each CLI run would otherwise build every rig's fields again (seconds of CPU)."""
+    import bpy
+    folder = pathlib.Path(bpy.utils.extension_path_user(devenv.ADDON_MODULE, create=True))
+    kept = pathlib.Path(sys.prefix) / "signsim-extension-user"
+    kept.mkdir(exist_ok=True)
+    if folder.is_dir() and not folder.is_symlink() and not any(folder.iterdir()):
+        folder.rmdir()
+        folder.symlink_to(kept, target_is_directory=True)
 
 
 if __name__ == "__main__":
