@@ -86,6 +86,8 @@ PLANT_RAMP = 0.2             # s over which a foot hold comes and goes
 HOLD_REACH = 0.25            # × leg length: a plant needing a larger ankle correction is not held
 PLANT_GAP = 2                # frames: runs of one foot's plant this close are one plant
 SHUFFLE = 3.0                # × PLANT_SPEED: a low foot this slow is still down (held on)
+STEP_REACH = 0.6             # × leg length: a foot standing this far from its next spot steps there
+STEP_HEIGHT = 0.08           # × leg length: how high such a step lifts the foot
 PLANT_MISS = 0.005           # m: a hold whose spot the leg misses by more is not held
 
 
@@ -856,9 +858,12 @@ def hold_feet(track, rig, fps, seams, planted, floor):
     in and out over PLANT_RAMP s (solver.posing.plant_weights); the foot keeps its world
     rotation of that first frame (blended back the same way after lift-off). A hold the
     leg cannot reach within PLANT_MISS, or needing more than HOLD_REACH · leg length, is
-    not made and its seam fails ('plant', in recheck). Returns (track, plants): plants a
+    not made: where the foot is down again at the window's end and at most STEP_REACH ·
+    leg length from there, it steps over the window instead (the blend's path lifted in an
+    arc of STEP_HEIGHT · leg length), else its seam fails ('plant', in recheck). Returns (track, plants): plants a
     list of {"seam" (index), "leg" (0 left, 1 right), "frames": [first, last] (the frames
-    held, or that would be), "held" (False: out of reach), "correction_m"} of the plants
+    held, or that would be), "held" (False: out of reach), "step" (stepped over the window
+    instead), "correction_m"} of the plants
     at a seam's first frame."""
     if not rig.has_legs or not seams:
         return track, []
@@ -870,7 +875,7 @@ def hold_feet(track, rig, fps, seams, planted, floor):
         thigh, shin, foot, _toes = leg
         ankle = heads[:, foot]
         offset = _lowest(world, heads, rig, leg)[:, 2] - ankle[:, 2]
-        segments = []
+        segments, steps = [], []
         mask = _joined(planted[:, k], PLANT_GAP)
         # still down: planted, or low and no faster than a shuffle (a swinging foot is faster)
         speed = np.linalg.norm(np.gradient(ankle[:, :2], axis=0), axis=1) * fps
@@ -896,17 +901,28 @@ def hold_feet(track, rig, fps, seams, planted, floor):
             reach = np.linalg.norm(spot - heads[h0:hi, thigh], axis=1)
             miss = np.maximum(reach - (upper + lower)[h0:hi], np.abs(upper - lower)[h0:hi] - reach).max()
             ok = bool(need <= HOLD_REACH * rig.leg_length and miss <= PLANT_MISS)
+            w = max(int(seam["window"]), 0)
+            # the next clip stands this foot elsewhere: rather than sliding it there over the
+            # window, the foot steps (lifted along the blend's path, an arc of STEP_HEIGHT)
+            step = not ok and w >= 2 and need <= STEP_REACH * rig.leg_length and bool(down[min(h0 + w, len(down) - 1)])
             if ok:
                 segments.append((h0, hi, spot, q))
+            elif step:
+                steps.append((h0, h0 + w))
             else:
                 seam["unheld"] = True
             plants.append({"seam": seam["index"], "leg": k, "frames": [int(h0), int(hi - 1)], "held": ok,
-                           "correction_m": need})
-        if not segments:
+                           "step": step, "correction_m": need})
+        if not segments and not steps:
             continue
-        correction, hold, nearest = _hold_correction(ankle, segments, ramp)
+        correction, hold, nearest = _hold_correction(ankle, segments, ramp) if segments else \
+            (np.zeros_like(ankle), np.zeros(len(ankle), bool), None)
         goal = ankle + correction
-        w_foot = _held_rotations(world[:, foot], segments, hold, nearest, ramp)
+        for a, b in steps:
+            t = (np.arange(a, b + 1) - a) / (b - a)
+            # sin²: the lift starts and ends at rest (no velocity jump in the leg)
+            goal[a:b + 1, 2] += STEP_HEIGHT * rig.leg_length * np.sin(np.pi * t) ** 2
+        w_foot = _held_rotations(world[:, foot], segments, hold, nearest, ramp) if segments else world[:, foot]
         act = np.any(goal != ankle, axis=1) | np.any(w_foot != world[:, foot], axis=1)
         toe_dir = quat.rotate(w_foot[act], np.array([0.0, 1.0, 0.0]))
         d_up, d_low = posing.two_bone_ik(heads[act, thigh], heads[act, shin], ankle[act], goal[act],

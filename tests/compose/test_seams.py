@@ -162,7 +162,7 @@ def test_feet_planted_across_a_seam_slide_no_more_than_the_clips(pairs):
     print(f"\n{len(passed)} feet planted across passing seams; largest slide beyond the clips' "
           f"{worst[0] * 100:.2f} cm ({worst[4]}, {worst[3]}: {worst[1] * 100:.2f} cm, the clips "
           f"{worst[2] * 100:.2f} cm); {len(flagged)} across flagged seams, largest beyond the clips "
-          f"{max(flagged)[0] * 100:.1f} cm")
+          f"{max(flagged)[0] * 100:.1f} cm ({max(flagged)[4]}, {max(flagged)[3]})")
     assert len(passed) >= 10
     assert worst[0] <= 0.01
     assert flagged, "the pairs include stances no hold can join (a step would be needed): flagged"
