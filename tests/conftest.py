@@ -6,6 +6,7 @@ before the first `import bpy` (done when the first such test file is collected, 
 solver tier alone never loads Blender), and every test there starts from a fresh empty
 file (`read_homefile(use_empty=True)` keeps enabled add-ons).
 """
+import os
 import pathlib
 import sys
 
@@ -19,6 +20,8 @@ SHARED_DATA = ROOT.parent / "shared" / "data"
 sys.path.insert(0, str(ROOT))                      # the solver as a plain package
 sys.path.insert(0, str(TESTS / "helpers"))         # --import-mode=importlib: test helpers
 sys.path.insert(0, str(ROOT / "tools"))
+# ./signsim run by a test uses this run's Python, so the suite on .venv45 tests Blender 4.5 throughout
+os.environ["SIGNSIM_PYTHON"] = sys.executable
 # tests/solver/ would otherwise become the module `solver` under --import-mode=importlib
 import solver  # noqa: E402,F401
 
