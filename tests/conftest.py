@@ -80,3 +80,13 @@ def retargeted(tmp_path_factory, addon):
                                          "--rig", str(SAMPLES / "signer.blend"), "--out", str(out)])
     assert code == 0
     return out
+
+
+def pytest_sessionfinish(session, exitstatus):
+    session.config._signsim_exit = int(exitstatus)
+
+
+def pytest_unconfigure(config):
+    """After pytest's summary: end the process through compat (bpy 4.5 can hang at exit)."""
+    if _addon is not None and hasattr(config, "_signsim_exit"):
+        _addon.signsim_addon.compat.end_process(config._signsim_exit)
