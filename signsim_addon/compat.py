@@ -11,6 +11,9 @@ bpy.types.ActionKeyframeStrip.channelbag, bpy.types.ActionChannelbagFCurves.new,
 bpy.types.ActionChannelbagGroups.new and bpy_extras.anim_utils
 (action_get_channelbag_for_slot, action_ensure_channelbag_for_slot).
 """
+import os
+import sys
+
 import bpy
 from bpy_extras import anim_utils
 
@@ -79,3 +82,17 @@ def restore_action(ob, action, slot_handle):
         for s in action.slots:
             if s.handle == slot_handle:
                 assign_action(ob, action, s)
+
+
+def end_process(status):
+    """End a Python process that imported the bpy module with exit code `status` (int).
+
+    The bpy 4.5 module can deadlock in its own exit handlers after some operator sequences
+    (a static destructor waits on a condition variable its delayed-close thread still
+    waits on), so on 4.5 this flushes stdout/stderr and leaves without them (os._exit);
+    on 5.0 it returns and the process exits normally."""
+    if BLENDER_5:
+        return
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(status)

@@ -6,6 +6,7 @@ before the first `import bpy` (done when the first such test file is collected, 
 solver tier alone never loads Blender), and every test there starts from a fresh empty
 file (`read_homefile(use_empty=True)` keeps enabled add-ons).
 """
+import os
 import pathlib
 import sys
 
@@ -19,6 +20,8 @@ SHARED_DATA = ROOT.parent / "shared" / "data"
 sys.path.insert(0, str(ROOT))                      # the solver as a plain package
 sys.path.insert(0, str(TESTS / "helpers"))         # --import-mode=importlib: test helpers
 sys.path.insert(0, str(ROOT / "tools"))
+# ./signsim run by a test uses this run's Python, so the suite on .venv45 tests Blender 4.5 throughout
+os.environ["SIGNSIM_PYTHON"] = sys.executable
 # tests/solver/ would otherwise become the module `solver` under --import-mode=importlib
 import solver  # noqa: E402,F401
 
@@ -77,3 +80,13 @@ def retargeted(tmp_path_factory, addon):
                                          "--rig", str(SAMPLES / "signer.blend"), "--out", str(out)])
     assert code == 0
     return out
+
+
+def pytest_sessionfinish(session, exitstatus):
+    session.config._signsim_exit = int(exitstatus)
+
+
+def pytest_unconfigure(config):
+    """After pytest's summary: end the process through compat (bpy 4.5 can hang at exit)."""
+    if _addon is not None and hasattr(config, "_signsim_exit"):
+        _addon.signsim_addon.compat.end_process(config._signsim_exit)

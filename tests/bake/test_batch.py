@@ -4,6 +4,7 @@ scheduler with its own workers; Ctrl-C/SIGTERM leaves no partial output."""
 import json
 import os
 import pathlib
+import shutil
 import signal
 import subprocess
 import sys
@@ -119,6 +120,34 @@ def test_local_cluster_batch_equals_serial_bake(cli, library, serial, tmp_path, 
     runs = [{"clip": r["clip"], "out": str(out / f"{r['clip']}.blend"),
              "metrics": json.loads((out / f"{r['clip']}.json").read_text())} for r in serial]
     _assert_equal_runs(runs, serial)
+
+
+@pytest.mark.slow
+def test_a_failing_clip_is_reported_and_the_others_complete(cli, library, serial, tmp_path, capsys):
+    # two of the library's clips and, between them in library order, one the retarget
+    # refuses (a single pose): imported from the same files, the good ones equal the serial run
+    clips = tmp_path / "clips"
+    clips.mkdir()
+    good = sorted(r["clip"] for r in serial)[:2]
+    for name in good:
+        shutil.copy(library.parent / "clips" / f"{name}.bvh", clips)
+    bad = f"{good[0]}_pose"
+    _short_clip(SAMPLES / "chin_cheek.bvh", clips / f"{bad}.bvh", 1)
+    lib = tmp_path / "library.blend"
+    assert cli(["import", str(clips), "--library", str(lib)]) == 0
+    capsys.readouterr()
+    out = tmp_path / "out"
+    code = cli(["batch", "--library", str(lib), "--rig", RIG, "--out", str(out), "--workers", "2", "--json"])
+    captured = capsys.readouterr()
+    assert code == 1, captured.err
+    records = json.loads(captured.out.strip().splitlines()[-1])["clips"]
+    assert [r["clip"] for r in records] == [good[0], bad, good[1]]
+    assert "no motion keys" in records[1]["error"], records[1]
+    assert "out" not in records[1] and "metrics" not in records[1]
+    assert captured.err.strip().splitlines()[-1] == "signsim: 2 clip(s) baked, 1 failed", captured.err
+    # the others finished as if alone; the failed clip left no file (nor its intermediate)
+    _assert_equal_runs([records[0], records[2]], [next(r for r in serial if r["clip"] == c) for c in good])
+    assert _only_finished_outputs(out) == set(good)
 
 
 def _kill_worker_of_first_bake(killed):
