@@ -17,6 +17,7 @@ The task functions below use the standard library only and are sent to the worke
 value (cloudpickle), so a worker needs Python with dask.distributed, not this add-on.
 Source: Dask distributed documentation (Client.submit, as_completed, Event, SubprocessCluster).
 """
+import asyncio
 import json
 import logging
 import os
@@ -198,12 +199,29 @@ def _connect(request):
             raise SignSimError(f"cannot reach the Dask scheduler at {request.scheduler}: {ex}") from None
     # the cluster's processes log to this stderr: only their errors
     os.environ.setdefault("DASK_LOGGING__DISTRIBUTED", "error")
+    # Ctrl-C in a terminal signals the whole process group: the cluster's processes start
+    # in their own session, so only this process sees it and cancels the tasks through the
+    # batch's event (their children stop with SIGTERM and leave no partial files)
+    subprocess_module = sys.modules[SubprocessCluster.__module__]
+    subprocess_module.asyncio = _OwnSession()
     try:
         cluster = SubprocessCluster(n_workers=request.workers, threads_per_worker=1, dashboard_address=None,
                                     silence_logs=logging.ERROR)
     except RuntimeError as ex:  # e.g. Windows, which SubprocessCluster does not support
         raise SignSimError(f"cannot start a local Dask cluster ({ex}): start one and pass --scheduler") from None
     return Client(cluster), cluster
+
+
+class _OwnSession:
+    """asyncio as distributed's SubprocessCluster sees it, but its processes start in a
+    session of their own (a terminal's Ctrl-C does not reach them)."""
+
+    def __getattr__(self, name):
+        return getattr(asyncio, name)
+
+    @staticmethod
+    def create_subprocess_exec(*args, **kwargs):
+        return asyncio.create_subprocess_exec(*args, start_new_session=True, **kwargs)
 
 
 def _run_on_cluster(client, command, clips, job, report):
