@@ -22,6 +22,8 @@ from .. import compat
 from ...solver import armature as armature_fk
 from ...solver import keyreduce, quat
 from ...solver.body import bone_contacts, build_field, capsule_pair_kinds, contact_depths, hand_plates
+from ...solver.guard import DIVERGED_DEG, guard, near_contact, with_pass_through
+from ...solver.held_overlap import held_overlaps, without_held_overlaps
 from ...solver.integrator import FaceSamples
 from ...solver.metrics import compare
 from ...solver.reference import Reference
@@ -146,8 +148,11 @@ def solve(job: BakeJob, progress=None) -> Solved:
     """
     start = time.perf_counter()
     ref = job.reference
-    model = job.rig.model
+    frame_time = float(ref.times[1] - ref.times[0])
     fields = body_fields(job.rig, job.settings.sdf_spacing, job.settings.sdf_margin, job.grid_cache)
+    held = held_overlaps(job.rig.model, fields, ref.rotations, ref.base_positions, ref.base_rotations, frame_time)
+    held_record = held_overlap_record(capsule_pair_kinds(job.rig.model, job.rig.parts), fields, *held)
+    model, fields = without_held_overlaps(job.rig.model, fields, *held)
     samples = tuple(FaceSamples(f.grid, f.bones, f.local, f.radius) for f in fields)
     # The solver's matrices are small (n_dof ≈ 100): BLAS threads only add synchronisation
     # (2× slower measured on 2 cores), and batch workers already use one core each.
@@ -156,6 +161,10 @@ def solve(job: BakeJob, progress=None) -> Solved:
             result = simulate(model, ref, job.settings, progress=progress, fields=samples)
     except ValueError as ex:  # the solver's checks, reported at the add-on boundary
         raise SignSimError(f"invalid physics setting: {ex}") from None
+    reference_touching = bone_contacts(model, ref.rotations, ref.base_positions, ref.base_rotations, fields)
+    rotations, diverged = guard(model, ref.rotations, result.rotations, ref.base_positions, ref.base_rotations,
+                                reference_touching, frame_time)
+    result = with_pass_through(result, rotations, diverged)
     seconds = time.perf_counter() - start
     kinds = capsule_pair_kinds(model, job.rig.parts)
     cmp = compare(model, ref, result, tips=job.rig.fingertips, fields=fields, pair_kinds=kinds)
@@ -168,11 +177,12 @@ def solve(job: BakeJob, progress=None) -> Solved:
         record[side]["penetration_max_mm_by_kind"] = {k: float(1e3 * d.max()) for k, d in depth.items()}
     record["baked"]["per_frame_tracking_deg"] = np.round(np.sqrt(np.mean(err ** 2, axis=1)), 4).tolist()
     record["contact_pairs"] = contact_pairs(job.rig, kinds, fields)
+    record["held_overlap_mm"] = held_record
     record["limits_widened"] = list(job.rig.limits_widened)
     record["hinges_freed"] = list(job.rig.hinges_freed)
     touching = bone_contacts(model, result.rotations, ref.base_positions, ref.base_rotations, fields)
-    record["warnings"] = list(job.rig.warnings) + deviation_warnings(job.rig, result, err, touching,
-                                                                     float(ref.times[1] - ref.times[0]))
+    record["warnings"] = (list(job.rig.warnings) + divergence_warnings(job.rig, diverged)
+                          + deviation_warnings(job.rig, result, err, touching, frame_time))
     return Solved(result.rotations, record)
 
 
@@ -259,6 +269,19 @@ def body_fields(rig, spacing, margin, cache_dir=None):
     return tuple(fields)
 
 
+def held_overlap_record(pair_kinds, fields, pairs, samples):
+    """{contact kind: largest held overlap (mm)} for the kinds that have one
+    (solver.held_overlap: the contact shapes' overlap the reference keeps still, which
+    contacts and penetration figures start from). pair_kinds (n_pairs,), fields: the
+    body fields before without_held_overlaps; pairs, samples: held_overlaps' output."""
+    out = {}
+    found = list(zip(pair_kinds, pairs)) + [kv for f, d in zip(fields, samples) for kv in zip(f.kinds, d)]
+    for kind, d in found:
+        if d > 0:
+            out[kind] = max(out.get(kind, 0.0), round(1e3 * float(d), 3))
+    return out
+
+
 def contact_pairs(rig, pair_kinds, fields):
     """{contact kind: ["bone–bone" or "bone–volume", …]}: every contact the solver tests."""
     names = rig.bone_names
@@ -275,6 +298,25 @@ DEVIATION_DEG = 10.0
 CONTACT_RECOVERY_S = 0.25  # after a contact lets go, the PD needs a few of its periods to catch up
 
 
+SHOWN_BONES = 5  # diverged bones named in the warning, worst first
+
+
+def divergence_warnings(rig, diverged):
+    """[str]: the bones solver.guard passed through from the reference (empty when none):
+    how many frames each diverged on and its worst world-orientation error there."""
+    d = diverged.diverged
+    if not np.count_nonzero(d):
+        return []
+    worst = np.where(d, diverged.error_deg, 0.0).max(axis=0)
+    order = [b for b in np.argsort(-worst, kind="stable") if worst[b] > 0]
+    named = ", ".join(f"'{rig.bone_names[b]}' {worst[b]:.0f}° on {int(np.count_nonzero(d[:, b]))} frames"
+                      for b in order[:SHOWN_BONES])
+    more = f" and {len(order) - SHOWN_BONES} more" if len(order) > SHOWN_BONES else ""
+    return [f"the simulation diverged: {len(order)} bones ended more than {DIVERGED_DEG:.0f}° from the reference "
+            f"without a contact ({named}{more}); those bones and the ones they carry follow the reference on "
+            f"{len(diverged.frames)} of {len(d)} frames (kinematic pass-through, counted in fallbacks)"]
+
+
 def deviation_warnings(rig, result, err, touching, frame_time):
     """Warnings (list of str) about the solve: frames that fell back down the ladder, and
     bones that end more than DEVIATION_DEG from the reference on frames where neither they
@@ -285,11 +327,7 @@ def deviation_warnings(rig, result, err, touching, frame_time):
     if counts.sum():
         out.append(f"{int(counts.sum())} frames fell back ({int(counts[0])} to smaller steps, {int(counts[1])} "
                    f"to softer contacts, {int(counts[2])} passed through unsimulated)")
-    # A contact on a fingertip deflects the whole finger and the hand carrying it.
-    carried = touching.astype(float) @ rig.model.ancestors > 0  # (F, n): the bone or one it carries
-    for k in range(1, int(round(CONTACT_RECOVERY_S / frame_time)) + 1):
-        carried[k:] |= carried[:-k].copy()
-    off = (err > DEVIATION_DEG) & ~carried
+    off = (err > DEVIATION_DEG) & ~near_contact(rig.model, touching, frame_time, CONTACT_RECOVERY_S, before=False)
     if np.count_nonzero(off):
         frames, bones = np.nonzero(off)
         worst = np.unravel_index(np.argmax(np.where(off, err, -1.0)), err.shape)

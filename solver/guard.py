@@ -1,0 +1,111 @@
+"""The deviation guard: bones a simulation threw far from the reference follow the reference.
+
+After the physics pass every bone's world orientation is compared with the reference's.
+A contact deflects the bones it touches and the ones carrying them by a few degrees,
+and by more only while the reference itself touches something there; a bone further
+than DIVERGED_DEG from the reference where the reference touches nothing (or further
+than CONTACT_MAX_DEG anywhere) means the simulation diverged (a chain flung by a
+penalty force, an unstable step). Those bones — with every bone they carry, whose world
+pose hangs from them — are passed through from the reference on those frames (the
+fallback ladder's kinematic pass-through, for those bones only), blended back over
+RAMP_S on each side so that nothing snaps. Pure numpy.
+"""
+
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from . import quat
+from .kinematics import forward_kinematics
+from .simulate import LEVEL_KINEMATIC
+
+DIVERGED_DEG = 30.0     # world-orientation error (deg) no tracking error reaches without a contact
+CONTACT_MAX_DEG = 90.0  # world-orientation error (deg) no contact deflection explains
+CONTACT_WINDOW_S = 0.25  # a contact explains deviations this long before it starts and after it ends
+RAMP_S = 0.1            # s: blend between the bake and the pass-through on each side
+
+
+@dataclass(frozen=True)
+class Diverged:
+    """What the guard found and did (F frames, n bones).
+
+    error_deg (F, n): world-orientation error of the simulation before the guard (deg);
+    diverged (F, n) bool: bones beyond the limits without an explaining contact;
+    passed (F, n) float in [0, 1]: weight of the reference in the returned rotations
+    (1 on diverged bones and the bones they carry, ramping to 0 over RAMP_S).
+    """
+
+    error_deg: np.ndarray
+    diverged: np.ndarray
+    passed: np.ndarray
+
+    @property
+    def frames(self):
+        """(k,) int: frames where some bone follows the reference (passed > 0)."""
+        return np.nonzero(self.passed.max(axis=1) > 0)[0]
+
+
+def world_error_deg(model, reference_rotations, rotations, base_positions, base_rotations):
+    """Angle (F, n) deg between each bone's world orientation in two poses.
+
+    reference_rotations, rotations (F, n, 4): local pose quaternions; base_positions
+    (F, 3) m, base_rotations (F, 4): the kinematic base both share. Geodesic angle
+    arccos((tr(R₁ᵀR₂) − 1)/2), twist included.
+    """
+    base = quat.to_matrix(base_rotations)
+    r1 = forward_kinematics(model, reference_rotations, base, base_positions).rotations
+    r2 = forward_kinematics(model, rotations, base, base_positions).rotations
+    cos = 0.5 * (np.einsum("...ij,...ij->...", r1, r2) - 1.0)
+    return np.degrees(np.arccos(np.clip(cos, -1.0, 1.0)))
+
+
+def near_contact(model, touching, frame_time, window_s=CONTACT_WINDOW_S, before=True):
+    """(F, n) bool: the bone or one it carries touches within window_s s (after, and with
+    before=True also before, the frame). touching (F, n) bool (body.bone_contacts);
+    frame_time s. A contact on a fingertip deflects the whole finger and the hand."""
+    carried = touching.astype(float) @ model.ancestors > 0
+    out = carried.copy()
+    for k in range(1, int(round(window_s / frame_time)) + 1):
+        out[k:] |= carried[:-k]
+        if before:
+            out[:-k] |= carried[k:]
+    return out
+
+
+def guard(model, reference_rotations, rotations, base_positions, base_rotations, reference_touching,
+          frame_time, limit_deg=DIVERGED_DEG):
+    """(rotations (F, n, 4), Diverged): `rotations` with diverged bones passed through.
+
+    reference_rotations, rotations (F, n, 4) local pose quaternions (the reference keys
+    and the simulation); base_positions (F, 3) m, base_rotations (F, 4);
+    reference_touching (F, n) bool: bones the reference pose has in contact
+    (body.bone_contacts on the reference); frame_time s; limit_deg: DIVERGED_DEG.
+    A bone is diverged where its world error exceeds limit_deg without a reference
+    contact near (near_contact) or CONTACT_MAX_DEG at all; the returned rotations are
+    slerp(simulated, reference, passed) per bone and frame (see Diverged).
+    """
+    err = world_error_deg(model, reference_rotations, rotations, base_positions, base_rotations)
+    explained = near_contact(model, reference_touching, frame_time)
+    diverged = ((err > limit_deg) & ~explained) | (err > CONTACT_MAX_DEG)
+    core = (diverged.astype(float) @ model.ancestors.T) > 0  # the bone or one carrying it diverged
+    ramp = int(round(RAMP_S / frame_time))
+    passed = core.astype(float)
+    for k in range(1, ramp + 1):
+        w = 1.0 - k / (ramp + 1.0)
+        passed[k:] = np.maximum(passed[k:], w * core[:-k])
+        passed[:-k] = np.maximum(passed[:-k], w * core[k:])
+    if not np.count_nonzero(passed):
+        return rotations, Diverged(err, diverged, passed)
+    delta = quat.log(quat.conj_mul(rotations, reference_rotations))
+    out = quat.normalize(quat.mul(rotations, quat.exp(passed[..., None] * delta)))
+    return quat.make_continuous(out, reference_rotations[0]), Diverged(err, diverged, passed)
+
+
+def with_pass_through(result, rotations, diverged):
+    """simulate.SimResult `result` with the guarded `rotations` (F, n, 4) and the frames
+    where bones were passed through (Diverged.frames) at fallback level LEVEL_KINEMATIC,
+    counted in fallback_counts."""
+    level = np.asarray(result.fallback_level).copy()
+    level[diverged.frames] = LEVEL_KINEMATIC
+    counts = np.array([np.count_nonzero(level == lv) for lv in (1, 2, 3)])
+    return replace(result, rotations=rotations, fallback_level=level, fallback_counts=counts)
