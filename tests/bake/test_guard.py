@@ -1,0 +1,80 @@
+"""Bakes that must keep the reference: a character's own clip, a pose the contact shapes
+overlap in, and a simulation that diverges (real glTF characters from the shared data)."""
+import bpy
+import numpy as np
+import pytest
+
+from retarget_rigs import character
+
+FINGER_PARTS = ("finger", "thumb")
+
+
+@pytest.fixture
+def robot(shared_data):
+    ob = character(shared_data, "robot")
+    ob.animation_data_create()
+    ob.animation_data.action = bpy.data.actions["Wave"]
+    return ob
+
+
+def _world_error(addon, job, rotations):
+    ref = job.reference
+    return addon.solver.guard.world_error_deg(job.rig.model, ref.rotations, rotations,
+                                             ref.base_positions, ref.base_rotations)
+
+
+def test_placeholder_bone_lengths_become_the_limb_segment(addon, robot):
+    """glTF joints have no tail: the importer gives the robot's bones ~1 % of the limb.
+    Capsules run to the child joint instead, so a skin radius is a limb's, not the
+    whole forearm around one joint."""
+    job = addon.signsim_addon.bake.job.prepare(bpy.context.scene, robot, preset="default")
+    names, model = job.rig.bone_names, job.rig.model
+    bones = robot.data.bones
+    scale = job.rig.world_scale
+    for bone, child in (("LowerArm.R", "Palm2.R"), ("UpperArm.L", "LowerArm.L"), ("Index.R", "Index2.R")):
+        i = names.index(bone)
+        segment = (bones[child].head_local - bones[bone].head_local).length * scale
+        assert bones[bone].length * scale < 0.05 * segment  # the placeholder
+        assert model.capsule_length[i] == pytest.approx(segment, rel=1e-6)
+        assert model.capsule_radius[i] < model.capsule_length[i]
+    # a leaf gets its parent's segment (equal Bone.lengths here)
+    assert model.capsule_length[names.index("Index2.R")] == pytest.approx(
+        model.capsule_length[names.index("Index.R")], rel=1e-6)
+
+
+@pytest.mark.slow
+def test_the_robots_own_wave_keeps_its_finger_pose(addon, robot):
+    """The artist's clip: the finger capsules overlap the palm volume by the same amount
+    on every frame (a held overlap, not a collision), so the bake neither reports it as
+    penetration nor bends the fingers away from it."""
+    bake = addon.signsim_addon.bake.job
+    job = bake.prepare(bpy.context.scene, robot, preset="default")
+    solved = bake.solve(job)
+    m = solved.metrics
+    assert m["held_overlap_mm"].get("finger–palm", 0.0) > 10.0
+    assert m["reference"]["penetration_max_mm_by_kind"]["finger–palm"] < 1.0
+    err = _world_error(addon, job, solved.rotations)
+    fingers = [k for k, p in enumerate(job.rig.parts) if p.split(".")[0] in FINGER_PARTS]
+    assert err[:, fingers].max() < 10.0, err[:, fingers].max()
+    assert m["baked"]["fallbacks"] == 0 and not any("diverged" in w for w in m["warnings"])
+
+
+@pytest.mark.slow
+def test_a_diverging_arm_follows_the_reference_counted_and_warned(addon, robot):
+    """Without PD gains the right arm falls under gravity, far from the reference: the
+    guard passes it (and the hand it carries) through from the reference, counts the
+    frames as fallbacks and names the bones; no bone ends more than the limit off."""
+    bake = addon.signsim_addon.bake.job
+    guard = addon.solver.guard
+    physics = robot.signsim.physics
+    for group in ("upper_arm", "forearm"):
+        setattr(physics, f"{group}_frequency", 0.0)
+    job = bake.prepare(bpy.context.scene, robot)
+    solved = bake.solve(job)
+    m = solved.metrics
+    warning = next(w for w in m["warnings"] if "diverged" in w)
+    assert "UpperArm" in warning or "LowerArm" in warning
+    assert m["baked"]["fallbacks"] > 0
+    err = _world_error(addon, job, solved.rotations)
+    assert err.max() <= guard.DIVERGED_DEG + 1.0, err.max()
+    assert np.all(np.isfinite(solved.rotations))
