@@ -3,8 +3,8 @@
 After the physics pass every bone's world orientation is compared with the reference's.
 A contact deflects the bones it touches and the ones carrying them by a few degrees,
 and by more only while the reference itself touches something there; a bone further
-than DIVERGED_DEG from the reference where the reference touches nothing (or further
-than CONTACT_MAX_DEG anywhere) means the simulation diverged (a chain flung by a
+than DIVERGED_DEG from the reference where the reference touches nothing with it or
+within CONTACT_LEVELS bones below it (or further than CONTACT_MAX_DEG anywhere) means the simulation diverged (a chain flung by a
 penalty force, an unstable step). Those bones — with every bone they carry, whose world
 pose hangs from them — are passed through from the reference on those frames (the
 fallback ladder's kinematic pass-through, for those bones only), blended back over
@@ -23,6 +23,7 @@ DIVERGED_DEG = 30.0     # world-orientation error (deg) no tracking error reache
 CONTACT_MAX_DEG = 90.0  # world-orientation error (deg) no contact deflection explains
 CONTACT_WINDOW_S = 0.25  # a contact explains deviations this long before it starts and after it ends
 RAMP_S = 0.1            # s: blend between the bake and the pass-through on each side
+CONTACT_LEVELS = 3      # a contact explains its bone and this many parents up (a fingertip: its finger and palm)
 
 
 @dataclass(frozen=True)
@@ -59,11 +60,22 @@ def world_error_deg(model, reference_rotations, rotations, base_positions, base_
     return np.degrees(np.arccos(np.clip(cos, -1.0, 1.0)))
 
 
-def near_contact(model, touching, frame_time, window_s=CONTACT_WINDOW_S, before=True):
+def near_contact(model, touching, frame_time, window_s=CONTACT_WINDOW_S, before=True, levels=None):
     """(F, n) bool: the bone or one it carries touches within window_s s (after, and with
     before=True also before, the frame). touching (F, n) bool (body.bone_contacts);
-    frame_time s. A contact on a fingertip deflects the whole finger and the hand."""
-    carried = touching.astype(float) @ model.ancestors > 0
+    frame_time s; levels: how many parents up a contact reaches (None: all ancestors).
+    A contact on a fingertip deflects the finger and the bones carrying it."""
+    if levels is None:
+        carried = touching.astype(float) @ model.ancestors > 0
+    else:
+        parents = np.asarray(model.parents)
+        carried, reach = touching.copy(), touching.copy()
+        for _ in range(levels):
+            up = np.zeros_like(reach)
+            for b in np.nonzero(parents >= 0)[0]:
+                up[:, parents[b]] |= reach[:, b]
+            carried |= up
+            reach = up
     out = carried.copy()
     for k in range(1, int(round(window_s / frame_time)) + 1):
         out[k:] |= carried[:-k]
@@ -85,7 +97,7 @@ def guard(model, reference_rotations, rotations, base_positions, base_rotations,
     slerp(simulated, reference, passed) per bone and frame (see Diverged).
     """
     err = world_error_deg(model, reference_rotations, rotations, base_positions, base_rotations)
-    explained = near_contact(model, reference_touching, frame_time)
+    explained = near_contact(model, reference_touching, frame_time, levels=CONTACT_LEVELS)
     diverged = ((err > limit_deg) & ~explained) | (err > CONTACT_MAX_DEG)
     core = (diverged.astype(float) @ model.ancestors.T) > 0  # the bone or one carrying it diverged
     ramp = int(round(RAMP_S / frame_time))

@@ -23,7 +23,7 @@ from ...solver import armature as armature_fk
 from ...solver import keyreduce, quat
 from ...solver.body import bone_contacts, build_field, capsule_pair_kinds, contact_depths, hand_plates
 from ...solver.guard import DIVERGED_DEG, guard, near_contact, with_pass_through
-from ...solver.held_overlap import held_overlaps, without_held_overlaps
+from ...solver.held_overlap import HOLD_S, held_overlaps, without_held_overlaps
 from ...solver.integrator import FaceSamples
 from ...solver.metrics import compare
 from ...solver.reference import Reference
@@ -151,7 +151,8 @@ def solve(job: BakeJob, progress=None) -> Solved:
     frame_time = float(ref.times[1] - ref.times[0])
     fields = body_fields(job.rig, job.settings.sdf_spacing, job.settings.sdf_margin, job.grid_cache)
     held = held_overlaps(job.rig.model, fields, ref.rotations, ref.base_positions, ref.base_rotations, frame_time)
-    held_record = held_overlap_record(capsule_pair_kinds(job.rig.model, job.rig.parts), fields, *held)
+    held_record, held_warnings = held_overlap_record(job.rig.model, capsule_pair_kinds(job.rig.model, job.rig.parts),
+                                                     fields, *held)
     model, fields = without_held_overlaps(job.rig.model, fields, *held)
     samples = tuple(FaceSamples(f.grid, f.bones, f.local, f.radius) for f in fields)
     # The solver's matrices are small (n_dof ≈ 100): BLAS threads only add synchronisation
@@ -161,7 +162,9 @@ def solve(job: BakeJob, progress=None) -> Solved:
             result = simulate(model, ref, job.settings, progress=progress, fields=samples)
     except ValueError as ex:  # the solver's checks, reported at the add-on boundary
         raise SignSimError(f"invalid physics setting: {ex}") from None
-    reference_touching = bone_contacts(model, ref.rotations, ref.base_positions, ref.base_rotations, fields)
+    # Only a reference pose deeper than the zero level pushes the bake off it.
+    reference_touching = bone_contacts(model, ref.rotations, ref.base_positions, ref.base_rotations, fields,
+                                       tolerance=0.0)
     rotations, diverged = guard(model, ref.rotations, result.rotations, ref.base_positions, ref.base_rotations,
                                 reference_touching, frame_time)
     result = with_pass_through(result, rotations, diverged)
@@ -181,7 +184,7 @@ def solve(job: BakeJob, progress=None) -> Solved:
     record["limits_widened"] = list(job.rig.limits_widened)
     record["hinges_freed"] = list(job.rig.hinges_freed)
     touching = bone_contacts(model, result.rotations, ref.base_positions, ref.base_rotations, fields)
-    record["warnings"] = (list(job.rig.warnings) + divergence_warnings(job.rig, diverged)
+    record["warnings"] = (list(job.rig.warnings) + held_warnings + divergence_warnings(job.rig, diverged)
                           + deviation_warnings(job.rig, result, err, touching, frame_time))
     return Solved(result.rotations, record)
 
@@ -269,17 +272,28 @@ def body_fields(rig, spacing, margin, cache_dir=None):
     return tuple(fields)
 
 
-def held_overlap_record(pair_kinds, fields, pairs, samples):
-    """{contact kind: largest held overlap (mm)} for the kinds that have one
-    (solver.held_overlap: the contact shapes' overlap the reference keeps still, which
-    contacts and penetration figures start from). pair_kinds (n_pairs,), fields: the
-    body fields before without_held_overlaps; pairs, samples: held_overlaps' output."""
-    out = {}
-    found = list(zip(pair_kinds, pairs)) + [kv for f, d in zip(fields, samples) for kv in zip(f.kinds, d)]
-    for kind, d in found:
+def held_overlap_record(model, pair_kinds, fields, pairs, samples):
+    """({contact kind: largest held overlap (mm)} for the kinds that have one, [warnings]).
+
+    solver.held_overlap: the contact shapes' overlap the reference keeps still, which
+    contacts and penetration figures start from. A sample sphere whose centre stays
+    inside a body volume, or two capsule axes closer than half the thinner radius, is no
+    longer the shapes' excess over the skin but parts inside each other: it is kept as
+    the reference has it, and said. model: the SkeletonModel;
+    pair_kinds (n_pairs,); fields: the body fields before without_held_overlaps; pairs,
+    samples: held_overlaps' output (m)."""
+    found = [(k, d, r) for k, d, r in zip(pair_kinds, pairs, model.pair_radius_sum - 0.5 * model.pair_min_radius)]
+    found += [kdr for f, d in zip(fields, samples) for kdr in zip(f.kinds, d, f.radius)]
+    out, deep = {}, {}
+    for kind, d, radius in found:
         if d > 0:
             out[kind] = max(out.get(kind, 0.0), round(1e3 * float(d), 3))
-    return out
+        if d > radius:
+            deep[kind] = max(deep.get(kind, 0.0), 1e3 * float(d))
+    warnings = [f"the reference keeps parts inside each other for {HOLD_S:.2f} s or longer ("
+                + ", ".join(f"{k} {v:.0f} mm" for k, v in sorted(deep.items()))
+                + "): kept as in the reference, not resolved"] if deep else []
+    return out, warnings
 
 
 def contact_pairs(rig, pair_kinds, fields):
@@ -302,19 +316,26 @@ SHOWN_BONES = 5  # diverged bones named in the warning, worst first
 
 
 def divergence_warnings(rig, diverged):
-    """[str]: the bones solver.guard passed through from the reference (empty when none):
-    how many frames each diverged on and its worst world-orientation error there."""
+    """[str]: the bones solver.guard passed through from the reference (empty when none),
+    named by the first diverged bone of each chain (whose parent had not diverged on
+    that frame): how many frames, and the worst world-orientation error of the chain."""
     d = diverged.diverged
     if not np.count_nonzero(d):
         return []
-    worst = np.where(d, diverged.error_deg, 0.0).max(axis=0)
-    order = [b for b in np.argsort(-worst, kind="stable") if worst[b] > 0]
-    named = ", ".join(f"'{rig.bone_names[b]}' {worst[b]:.0f}° on {int(np.count_nonzero(d[:, b]))} frames"
-                      for b in order[:SHOWN_BONES])
-    more = f" and {len(order) - SHOWN_BONES} more" if len(order) > SHOWN_BONES else ""
-    return [f"the simulation diverged: {len(order)} bones ended more than {DIVERGED_DEG:.0f}° from the reference "
-            f"without a contact ({named}{more}); those bones and the ones they carry follow the reference on "
-            f"{len(diverged.frames)} of {len(d)} frames (kinematic pass-through, counted in fallbacks)"]
+    parents = np.asarray(rig.model.parents)
+    parent_off = np.where(parents >= 0, d[:, np.maximum(parents, 0)], False)
+    first = d & ~parent_off  # (F, n): where a chain starts to diverge
+    chain_worst = np.array([np.where(first[:, b], np.max(np.where(rig.model.ancestors[:, b] > 0,
+                                                                     diverged.error_deg, 0.0), axis=1), 0.0).max()
+                            for b in range(d.shape[1])])
+    roots = [b for b in np.argsort(-chain_worst, kind="stable") if first[:, b].any()]
+    named = ", ".join(f"'{rig.bone_names[b]}' on {int(np.count_nonzero(first[:, b]))} frames "
+                      f"(worst {chain_worst[b]:.0f}°)" for b in roots[:SHOWN_BONES])
+    more = f" and {len(roots) - SHOWN_BONES} more" if len(roots) > SHOWN_BONES else ""
+    return [f"the simulation diverged: {named}{more} ended more than {DIVERGED_DEG:.0f}° from the reference "
+            f"without a contact ({int(np.count_nonzero(d.any(axis=0)))} bones in all); those bones and the ones "
+            f"they carry follow the reference on {len(diverged.frames)} of {len(d)} frames "
+            f"(kinematic pass-through, counted in fallbacks)"]
 
 
 def deviation_warnings(rig, result, err, touching, frame_time):

@@ -88,3 +88,16 @@ def test_a_held_capsule_overlap_becomes_the_pairs_zero_level():
     reduced, _ = without_held_overlaps(model, (), pairs, [])
     np.testing.assert_allclose(reduced.pair_radius_sum, [0.03])
     assert model.pair_radius_sum[0] == 0.04  # the input is untouched
+
+
+def test_a_fingertip_contact_does_not_explain_the_arm_far_above_it():
+    frames = 12
+    model = chain(n=5)
+    ref = np.tile(quat.IDENTITY, (frames, 5, 1))
+    touching = np.zeros((frames, 5), bool)
+    touching[:, 4] = True
+    baked = ref.copy()
+    baked[:, 0] = quat.exp(np.array([np.radians(50.0), 0.0, 0.0]))  # 4 bones above the contact
+    out, d = guard(model, ref, baked, *base(frames), touching, 1 / FPS)
+    assert d.diverged[:, 0].all()
+    assert world_error_deg(model, ref, out, *base(frames)).max() < 1e-6
