@@ -3,7 +3,7 @@
 import numpy as np
 
 from solver import quat
-from solver.guard import DIVERGED_DEG, RAMP_S, guard, world_error_deg
+from solver.guard import CONTACT_MAX_DEG, DIVERGED_DEG, RAMP_S, guard, world_error_deg
 from solver.held_overlap import held_depth, held_overlaps, without_held_overlaps
 from solver.model import SkeletonModel
 
@@ -57,7 +57,7 @@ def test_a_deviation_next_to_a_reference_contact_is_kept_unless_beyond_the_cap()
     ref = np.tile(quat.IDENTITY, (frames, 3, 1))
     touching = np.zeros((frames, 3), bool)
     touching[8:12, 2] = True  # the tip touches: it and the bones carrying it may deviate
-    for angle, passed in ((DIVERGED_DEG + 20.0, False), (100.0, True)):
+    for angle, passed in ((DIVERGED_DEG + 10.0, False), (CONTACT_MAX_DEG + 10.0, True)):
         baked = ref.copy()
         baked[8:12, 1] = quat.exp(np.array([np.radians(angle), 0.0, 0.0]))
         out, d = guard(model, ref, baked, *base(frames), touching, 1 / FPS)
