@@ -22,7 +22,7 @@ from .. import compat
 from ...solver import armature as armature_fk
 from ...solver import keyreduce, quat
 from ...solver.body import bone_contacts, build_field, capsule_pair_kinds, contact_depths, hand_plates
-from ...solver.guard import DIVERGED_DEG, guard, near_contact, with_pass_through
+from ...solver.guard import CONTACT_MAX_DEG, DIVERGED_DEG, guard, near_contact, with_pass_through
 from ...solver.held_overlap import HOLD_S, held_overlaps, without_held_overlaps
 from ...solver.integrator import FaceSamples
 from ...solver.metrics import compare
@@ -333,7 +333,7 @@ def divergence_warnings(rig, diverged):
                       f"(worst {chain_worst[b]:.0f}°)" for b in roots[:SHOWN_BONES])
     more = f" and {len(roots) - SHOWN_BONES} more" if len(roots) > SHOWN_BONES else ""
     return [f"the simulation diverged: {named}{more} ended more than {DIVERGED_DEG:.0f}° from the reference "
-            f"without a contact ({int(np.count_nonzero(d.any(axis=0)))} bones in all); those bones and the ones "
+            f"without a contact or {CONTACT_MAX_DEG:.0f}° with one ({int(np.count_nonzero(d.any(axis=0)))} bones in all); those bones and the ones "
             f"they carry follow the reference on {len(diverged.frames)} of {len(d)} frames "
             f"(kinematic pass-through, counted in fallbacks)"]
 
