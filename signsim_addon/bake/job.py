@@ -150,10 +150,10 @@ def solve(job: BakeJob, progress=None) -> Solved:
     ref = job.reference
     frame_time = float(ref.times[1] - ref.times[0])
     fields = body_fields(job.rig, job.settings.sdf_spacing, job.settings.sdf_margin, job.grid_cache)
-    held = held_overlaps(job.rig.model, fields, ref.rotations, ref.base_positions, ref.base_rotations, frame_time)
-    held_record, held_warnings = held_overlap_record(job.rig.model, capsule_pair_kinds(job.rig.model, job.rig.parts),
-                                                     fields, *held)
-    model, fields = without_held_overlaps(job.rig.model, fields, *held)
+    kinds = capsule_pair_kinds(job.rig.model, job.rig.parts)
+    held = held_overlaps(job.rig.model, ref.rotations, ref.base_positions, ref.base_rotations, frame_time)
+    held_record, held_warnings = held_overlap_record(job.rig.model, kinds, held)
+    model = without_held_overlaps(job.rig.model, held)
     samples = tuple(FaceSamples(f.grid, f.bones, f.local, f.radius) for f in fields)
     # The solver's matrices are small (n_dof ≈ 100): BLAS threads only add synchronisation
     # (2× slower measured on 2 cores), and batch workers already use one core each.
@@ -169,7 +169,6 @@ def solve(job: BakeJob, progress=None) -> Solved:
                                 reference_touching, frame_time)
     result = with_pass_through(result, rotations, diverged)
     seconds = time.perf_counter() - start
-    kinds = capsule_pair_kinds(model, job.rig.parts)
     cmp = compare(model, ref, result, tips=job.rig.fingertips, fields=fields, pair_kinds=kinds)
     err = np.degrees(quat.angle_between(ref.rotations, result.rotations))  # (F, n) deg
     record = metrics_record(cmp, result, ref, seconds, float(np.sqrt(np.mean(err ** 2))))
@@ -272,23 +271,19 @@ def body_fields(rig, spacing, margin, cache_dir=None):
     return tuple(fields)
 
 
-def held_overlap_record(model, pair_kinds, fields, pairs, samples):
+def held_overlap_record(model, pair_kinds, pairs):
     """({contact kind: largest held overlap (mm)} for the kinds that have one, [warnings]).
 
-    solver.held_overlap: the contact shapes' overlap the reference keeps still, which
-    contacts and penetration figures start from. A sample sphere whose centre stays
-    inside a body volume, or two capsule axes closer than half the thinner radius, is no
-    longer the shapes' excess over the skin but parts inside each other: it is kept as
-    the reference has it, and said. model: the SkeletonModel;
-    pair_kinds (n_pairs,); fields: the body fields before without_held_overlaps; pairs,
-    samples: held_overlaps' output (m)."""
-    found = [(k, d, r) for k, d, r in zip(pair_kinds, pairs, model.pair_radius_sum - 0.5 * model.pair_min_radius)]
-    found += [kdr for f, d in zip(fields, samples) for kdr in zip(f.kinds, d, f.radius)]
+    solver.held_overlap: the capsules' overlap the reference keeps still, which capsule
+    contacts and penetration figures start from. Two capsule axes held closer than half
+    the thinner radius are no longer the capsules' excess over the skin but parts inside
+    each other: kept as the reference has it, and said. model: the SkeletonModel;
+    pair_kinds (n_pairs,); pairs (n_pairs,) m: held_overlaps' output."""
     out, deep = {}, {}
-    for kind, d, radius in found:
+    for kind, d, bound in zip(pair_kinds, pairs, model.pair_radius_sum - 0.5 * model.pair_min_radius):
         if d > 0:
             out[kind] = max(out.get(kind, 0.0), round(1e3 * float(d), 3))
-        if d > radius:
+        if d > bound:
             deep[kind] = max(deep.get(kind, 0.0), 1e3 * float(d))
     warnings = [f"the reference keeps parts inside each other for {HOLD_S:.2f} s or longer ("
                 + ", ".join(f"{k} {v:.0f} mm" for k, v in sorted(deep.items()))

@@ -83,9 +83,9 @@ def test_a_held_capsule_overlap_becomes_the_pairs_zero_level():
     ref = np.tile(quat.IDENTITY, (frames, 2, 1))
     ref[:, 0] = quat.exp(np.array([0.0, 0.0, -np.arcsin(0.7)]))
     ref[25:, 0] = quat.exp(np.array([0.0, 0.0, -np.arcsin(0.8)]))  # shorter than HOLD_S: a collision
-    pairs, _ = held_overlaps(model, (), ref, *base(frames), 1 / FPS)
+    pairs = held_overlaps(model, ref, *base(frames), 1 / FPS)
     np.testing.assert_allclose(pairs, [0.010], atol=1e-9)
-    reduced, _ = without_held_overlaps(model, (), pairs, [])
+    reduced = without_held_overlaps(model, pairs)
     np.testing.assert_allclose(reduced.pair_radius_sum, [0.03])
     assert model.pair_radius_sum[0] == 0.04  # the input is untouched
 
