@@ -20,7 +20,7 @@ from .kinematics import forward_kinematics
 from .simulate import LEVEL_KINEMATIC
 
 DIVERGED_DEG = 30.0     # world-orientation error (deg) no tracking error reaches without a contact
-CONTACT_MAX_DEG = 45.0  # world-orientation error (deg) no contact deflection explains (a handshape changed)
+CONTACT_MAX_DEG = 90.0  # world-orientation error (deg) no contact deflection explains
 CONTACT_WINDOW_S = 0.25  # a contact explains deviations this long before it starts and after it ends
 RAMP_S = 0.1            # s: blend between the bake and the pass-through on each side
 CONTACT_LEVELS = 3      # a contact explains its bone and this many parents up (a fingertip: its finger and palm)
