@@ -5,11 +5,26 @@ is in ONE ordered list, registered in order and unregistered in reverse: prefere
 property groups, the `signsim` pointer properties, the preset path, translations, the CLI
 command, operators, panels.
 """
+import os
+import pathlib
+
 import bpy
 
-from . import operators, panels
-from .signsim_addon import cli, preferences, properties, translations
-from .signsim_addon.bake import physics_presets
+
+def _solver_cache():
+    """Installed, the compiled solver is cached in the extension's user folder (writable,
+    kept across updates); from a source checkout (tools/ next to this file) the kernels
+    use the virtualenv's folder (solver/kernels.py). Set before the solver is imported."""
+    if not os.environ.get("NUMBA_CACHE_DIR") and not (pathlib.Path(__file__).resolve().parent / "tools").is_dir():
+        os.environ["NUMBA_CACHE_DIR"] = bpy.utils.extension_path_user(__package__, path="solver-cache", create=True)
+
+
+_solver_cache()
+
+from . import operators, panels  # noqa: E402  (after the cache folder is set)
+from .signsim_addon import cli, preferences, properties, translations  # noqa: E402
+from .signsim_addon.bake import physics_presets  # noqa: E402
+from .signsim_addon.retarget import contact_list  # noqa: E402
 
 
 class _Pointer:
@@ -29,6 +44,8 @@ _REGISTRATION = (
     *preferences.classes,
     *properties.classes,
     *(_Pointer(id_type, group) for id_type, group in properties.POINTERS),
+    *contact_list.classes,
+    contact_list.LIST_PROPERTY,  # Object.signsim_contacts
     physics_presets,  # the shipped presets' folder
     translations,
     cli,              # bpy.utils.register_cli_command

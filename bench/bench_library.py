@@ -5,19 +5,23 @@
 1. Generates `--clips` small distinct BVH clips (tests/helpers/library_samples.py's
    12-joint human, each with its own motion) in one folder.
 2. Times Blender's plain BVH importer on the same files (bpy.ops.import_anim.bvh, one
-   call per file into an empty file, in a child process, the first PLAIN_FILES files) and SignSim's `./signsim import FOLDER` (one call),
-   reporting clips/s over the first and last 10 % of the files (from the progress lines).
-3. Imports the folder again (fresh copies: different clips) until the library holds
-   `--library` clips, one `./signsim import` process per folder; prints each call's peak
-   memory (ru_maxrss of the child), which must not grow with the library (±20 %).
-4. Prints the library file size, `./signsim list` wall time (Blender's start included)
-   with no filter and with text, tag and duration filters, and the in-process search time
-   (library.api.list_clips) for the same filters.
-5. With --big-mb N: a BVH of about N MB (a real file's rows repeated) imported in a child
+   call per file into an empty file, in a child process, the first PLAIN_FILES files).
+3. Builds the library with one `./signsim import FOLDER` process per folder of new
+   distinct clips (a first folder of FIRST clips, then folders of `--clips`) until it
+   holds `--library` clips; per call: clips/s overall and over the first and last 10 %
+   of the files (from the progress lines), wall and CPU time, peak memory (ru_maxrss of
+   the child).
+4. Probes: at about FIRST, `--clips` and `--library` clips, one import call of PROBE new
+   clips; its peak memory must not grow with the library (±20 %).
+5. Prints the library's files and sizes, `./signsim list` wall and CPU time (Blender's
+   start included) with no filter and with text, tag and duration filters, and the
+   in-process search time (library.api.list_clips) for the same filters.
+6. With --big-mb N: a BVH of about N MB (a real file's rows repeated) imported in a child
    process; prints its peak memory.
 
 Goals: list ≤ 2 s, search ≤ 50 ms at 10 000 clips; import ≥ 5 clips/s sustained; peak
 memory of an import call within 20 % whatever the library size; 200 MB BVH ≤ 1.5 GB.
+The machine may be shared: wall times are then longer than CPU times (both printed).
 """
 import argparse
 import json
@@ -63,7 +67,7 @@ def make_clips(folder, n, offset=0):
 
 
 def run(cmd, **kw):
-    """(stdout, wall s, peak resident MB) of a child process."""
+    """(stdout lines, their arrival times, wall s, CPU s, peak resident MB) of a child."""
     t = time.perf_counter()
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **kw)
     out_lines, stamps = [], []
@@ -74,17 +78,30 @@ def run(cmd, **kw):
     _pid, status, usage = os.wait4(proc.pid, 0)
     if os.waitstatus_to_exitcode(status) != 0:
         raise SystemExit(f"bench: {' '.join(map(str, cmd[:3]))} failed: {err.strip()[-300:]}")
-    return out_lines, stamps, time.perf_counter() - t, usage.ru_maxrss / 1024.0
+    return (out_lines, stamps, time.perf_counter() - t, usage.ru_utime + usage.ru_stime,
+            usage.ru_maxrss / 1024.0)
 
 
 def import_rate(lines, stamps):
     """clips/s over the first and the last 10 % of a call's progress lines."""
     idx = [k for k, ln in enumerate(lines) if ln.startswith("[")]
     n = len(idx)
+    if n < 4:
+        return float("nan"), float("nan")
     w = max(n // 10, 2)
     first = (w - 1) / (stamps[idx[w - 1]] - stamps[idx[0]])
     last = (w - 1) / (stamps[idx[-1]] - stamps[idx[-w]])
     return first, last
+
+
+FIRST = 100     # clips of the first folder (the first probe's library size)
+PROBE = 20      # clips of a probe import
+
+
+def count(lib):
+    if not lib.exists():
+        return 0
+    return len(json.loads(run([SIGNSIM, "list", "--library", str(lib), "--json"])[0][-1])["clips"])
 
 
 def main():
@@ -98,43 +115,69 @@ def main():
     lib = work / "library.blend"
     print(f"work folder: {work}")
 
-    folder = make_clips(work / "batch_0", args.clips)
-    out, _s, wall, _rss = run([sys.executable, "-c", PLAIN, str(folder)],
-                              env=dict(os.environ, PYTHONPATH=""))
+    offset = [0]
+
+    def folder_of(n):
+        f = make_clips(work / f"batch_{offset[0]:06d}", n, offset=offset[0])
+        offset[0] += n
+        return f
+
+    folder = folder_of(args.clips)
+    out, _s, wall, _cpu, _rss = run([sys.executable, "-c", PLAIN, str(folder)],
+                                    env=dict(os.environ, PYTHONPATH=""))
     plain = float(out[-1])
     print(f"Blender's plain BVH importer: {plain:.1f} clips/s (first {min(PLAIN_FILES, args.clips)} "
           "files, one call each into an empty file)", flush=True)
 
-    rows = []
-    batch = 0
-    while True:
-        have = 0 if not lib.exists() else len(json.loads(run([SIGNSIM, "list", "--library", str(lib), "--json"])[0][-1])["clips"])
-        if have >= args.library:
-            break
-        if batch:
-            folder = make_clips(work / f"batch_{batch}", min(args.clips, args.library - have),
-                                offset=batch * args.clips)
-        lines, stamps, wall, rss = run([SIGNSIM, "import", str(folder), "--library", str(lib)])
+    def imp(folder, what):
+        have = count(lib)
+        lines, stamps, wall, cpu, rss = run([SIGNSIM, "import", str(folder), "--library", str(lib)])
         n = sum(1 for ln in lines if ln.startswith("["))
         first, last = import_rate(lines, stamps)
-        rows.append((have, n, n / wall, first, last, rss, lib.stat().st_size / 2**20))
-        print(f"import into {have:6d} clips: {n} files in {wall:7.1f} s = {n / wall:6.2f} clips/s "
-              f"(first 10 %: {first:6.2f}, last 10 %: {last:6.2f}); peak {rss:7.0f} MB; "
-              f"library {rows[-1][-1]:7.1f} MB", flush=True)
-        batch += 1
-    peaks = [r[5] for r in rows]
-    print(f"import peak memory: {min(peaks):.0f}–{max(peaks):.0f} MB "
-          f"({(max(peaks) / min(peaks) - 1) * 100:.0f} % spread over library sizes "
-          f"{rows[0][0]}–{rows[-1][0]})")
-    print(f"SignSim import vs plain: {rows[0][2]:.2f} / {plain:.2f} clips/s = {rows[0][2] / plain:.2f}")
-    print(f"library: {have} clips, {lib.stat().st_size / 2**20:.1f} MB .blend + "
+        size = sum(f.stat().st_size for f in [lib, *(work / "library.blend.parts").glob("*.blend")]
+                   if f.exists()) / 2**20
+        print(f"{what:6s} into {have:6d} clips: {n:5d} files in {wall:7.1f} s wall, {cpu:7.1f} s CPU = "
+              f"{n / wall:6.2f} clips/s (first 10 %: {first:6.2f}, last 10 %: {last:6.2f}); "
+              f"peak {rss:6.0f} MB; library {size:6.1f} MB", flush=True)
+        return have, n, wall, cpu, rss
+
+    rows, probes = [], []
+    rows.append(imp(folder_of(FIRST), "import"))
+    probes.append(imp(folder_of(PROBE), "probe"))
+    rows.append(imp(folder, "import"))     # the --clips folder the plain importer read
+    probes.append(imp(folder_of(PROBE), "probe"))
+    while True:
+        have = count(lib)
+        if have >= args.library:
+            break
+        rows.append(imp(folder_of(min(args.clips, args.library - have)), "import"))
+    probes.append(imp(folder_of(PROBE), "probe"))
+    have = count(lib)
+    peaks = [p[4] for p in probes]
+    print(f"probe import ({PROBE} files) peak memory at library sizes "
+          + ", ".join(f"{p[0]}: {p[4]:.0f} MB" for p in probes)
+          + f" — spread {(max(peaks) / min(peaks) - 1) * 100:.0f} %")
+    big = [r for r in rows if r[1] >= args.clips]
+    print(f"sustained import over {args.clips}-file folders: "
+          + ", ".join(f"{r[1] / r[2]:.1f}" for r in big) + " clips/s wall; "
+          + ", ".join(f"{r[1] / r[3]:.1f}" for r in big) + " clips/s per CPU second")
+    print(f"SignSim import vs plain: {big[0][1] / big[0][2]:.2f} / {plain:.2f} clips/s = "
+          f"{big[0][1] / big[0][2] / plain:.2f}")
+    parts = sorted((work / "library.blend.parts").glob("*.blend"))
+    size = (lib.stat().st_size + sum(p.stat().st_size for p in parts)) / 2**20
+    print(f"library: {have} clips, {size:.1f} MB in {1 + len(parts)} part files + "
           f"{os.path.getsize(str(lib) + '.index.sqlite') / 2**20:.1f} MB index; "
           f"files beside it: {sorted(p.name for p in work.iterdir() if p.is_file())}")
     filters = {"none": [], "text": ["--text", "clip_00042"], "tag": ["--tags", "duration:short"],
                "duration": ["--min-duration", "1.0", "--max-duration", "1.5"]}
     for name, flags in filters.items():
-        _o, _s, wall, _rss = run([SIGNSIM, "list", "--library", str(lib), "--json", *flags])
-        print(f"./signsim list ({name:8s}): {wall:.2f} s wall, Blender's start included")
+        walls, cpus = [], []
+        for _ in range(3):
+            _o, _s, wall, cpu, _rss = run([SIGNSIM, "list", "--library", str(lib), "--json", *flags])
+            walls.append(wall)
+            cpus.append(cpu)
+        print(f"./signsim list ({name:8s}): {min(walls):.2f}–{max(walls):.2f} s wall, "
+              f"{min(cpus):.2f}–{max(cpus):.2f} s CPU over 3 runs, Blender's start included")
     code = f"""
 import sys, time
 sys.path.insert(0, {str(ROOT / 'tools')!r})
@@ -145,13 +188,17 @@ api = devenv.enable_from_source(tmp).signsim_addon.library.api
 lib = {str(lib)!r}
 for name, kw in (("text", dict(text="clip_00042")), ("tag", dict(tags=["duration:short"])),
                  ("duration", dict(min_duration=1.0, max_duration=1.5)), ("none", {{}})):
+    t, c = time.perf_counter(), time.process_time()
     api.list_clips(lib, **kw)
-    t = time.perf_counter()
+    first = (time.perf_counter() - t) * 1000, (time.process_time() - c) * 1000
+    t, c = time.perf_counter(), time.process_time()
     for _ in range(5):
         n = len(api.list_clips(lib, **kw))
-    print(f"in-process search ({{name:8s}}): {{(time.perf_counter() - t) / 5 * 1000:.1f}} ms, {{n}} clips")
+    print(f"in-process search ({{name:8s}}): {{(time.perf_counter() - t) / 5 * 1000:.1f}} ms wall, "
+          f"{{(time.process_time() - c) / 5 * 1000:.1f}} ms CPU (first call {{first[0]:.1f}} ms wall, "
+          f"{{first[1]:.1f}} ms CPU), {{n}} clips")
 """
-    out, _s, _w, _r = run([sys.executable, "-c", code])
+    out, _s, _w, _c, _r = run([sys.executable, "-c", code])
     print("".join(out), end="")
     if args.big_mb:
         real = (ROOT.parent / "shared" / "data" / "mocap" / "cmu_01_01_cgspeed__fairmotion.bvh").read_text()
@@ -166,8 +213,8 @@ for name, kw in (("text", dict(text="clip_00042")), ("tag", dict(tags=["duration
             for _ in range(reps):
                 f.write(body)
         size = big.stat().st_size / 2**20
-        lines, _s, wall, rss = run([SIGNSIM, "import", str(big), "--library", str(work / "big" / "lib.blend")])
-        print(f"{size:.0f} MB BVH: imported in {wall:.0f} s, peak {rss:.0f} MB "
+        lines, _s, wall, cpu, rss = run([SIGNSIM, "import", str(big), "--library", str(work / "big" / "lib.blend")])
+        print(f"{size:.0f} MB BVH: imported in {wall:.0f} s wall, {cpu:.0f} s CPU, peak {rss:.0f} MB "
               f"({rss / size:.1f}× the file); progress lines: {sum('%' in ln for ln in lines)}")
 
 

@@ -1,6 +1,6 @@
-"""Benchmark of the physics pass on a reference signing rig (not a test).
+"""Benchmark of the physics pass on a reference signing rig, next to MuJoCo (not a test).
 
-Run from the repository root:  python bench/bench_solver.py [seconds]
+Run from the repository root:  python bench/bench_solver.py [seconds] [--short 15] [--long 240]
 
 Rig: kinematic chest base; neck, head (with a face mesh for the hand–face distance
 field); per side clavicle, upper arm, forearm, hand and 15 finger bones (3 per finger,
@@ -9,10 +9,22 @@ fingerspelling of the right hand in front of the chest (a handshape table of fin
 curl and spread, 4 letters per second) that touches the chin every 3 s, a swaying left
 arm, head and chest, keyed at 60 fps and simulated with step doubling at 2 steps per
 frame, i.e. 120 Hz internal steps (more where anti-tunnelling subdivides).
-Prints ms per internal step and the real-time factor.
+
+The same rig is built in MuJoCo from the model arrays (bench_mujoco.py's MJCF: bodies,
+ball/hinge joints, capsule geoms, masses and inertias, PD as joint stiffness towards the
+reference and damping, contacts between the same capsule pairs and the fingers against
+the face mesh, implicitfast at 1/120 s) and stepped over the same motion in the same run.
+Prints CPU time (time.process_time) per internal step of both and their ratio, the
+real-time factor, the cost per step at a short and a long motion and the peak memory of a
+fresh process simulating the long one. CPU time, because wall time on a machine shared by
+other jobs measures the others too; the first run in a fresh environment also compiles
+the solver (reported separately, not in the figures).
 """
 
+import argparse
 import os
+import resource
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -163,33 +175,92 @@ def fingerspelling(model, index, seconds, fps=60.0, rate=4.0, seed=7):
     return t, rot, base_p, base_r
 
 
-def main(seconds=60.0):
-    model, index, face_v, face_f = build_rig()
+def signsim_run(model, index, face_v, face_f, grid, seconds):
+    """(CPU seconds, internal steps, SimResult) of the physics pass over `seconds` of motion."""
     t, rot, base_p, base_r = fingerspelling(model, index, seconds)
-    ref = Reference(t, rot, base_p, base_r, face_vertices=face_v, face_triangles=face_f,
-                    face_bone=index["head"])
+    ref = Reference(t, rot, base_p, base_r, face_vertices=face_v, face_triangles=face_f, face_bone=index["head"])
+    cpu = time.process_time()
+    res = simulate(model, ref, SimSettings(), face_grid=grid)
+    return time.process_time() - cpu, int(res.substeps.sum()), res
+
+
+def main(seconds=60.0, short=15.0, long=240.0):
+    from solver import kernels
+    compile_s, compiled = kernels.warm_up()
+    print(f"solver kernels {'compiled' if compiled else 'loaded from the cache'} in {compile_s:.2f} s CPU")
+    model, index, face_v, face_f = build_rig()
     print(f"rig: {model.n_bones} bones + base, {model.n_dof} DOF, {int(model.collide.sum())} colliding capsules, "
           f"{len(model.pairs)} capsule pairs, face mesh {len(face_f)} triangles")
-    start = time.perf_counter()
+    cpu = time.process_time()
     grid = build_distance_grid(face_v, face_f, index["head"])
-    build = time.perf_counter() - start
-    start, cpu = time.perf_counter(), time.process_time()
-    res = simulate(model, ref, SimSettings(), face_grid=grid)
-    loop, loop_cpu = time.perf_counter() - start, time.process_time() - cpu
-    steps = int(res.substeps.sum())
-    sim_time = t[-1] - t[0]
-    print(f"face distance grid {grid.values.shape}: built in {build:.2f} s")
-    print(f"simulated {sim_time:.1f} s: {steps} internal steps ({steps / sim_time:.0f} Hz mean)")
-    # CPU time is what one core delivers when the machine is shared; wall time is what
-    # the user waits. Both are reported.
-    for label, seconds in (("wall", loop), ("cpu", loop_cpu)):
-        print(f"  {label}: {seconds:.2f} s, {1e3 * seconds / steps:.3f} ms per step, "
-              f"real-time factor {sim_time / seconds:.1f}x ({sim_time / (seconds + build):.1f}x with the grid build)")
-    print(f"substeps per frame: mean {res.substeps[1:].mean():.2f}, max {res.substeps.max()}; "
+    print(f"face distance grid {grid.values.shape}: built in {time.process_time() - cpu:.2f} s CPU")
+    print("all times are CPU seconds of this process (time.process_time); wall time is not "
+          "meaningful on a shared machine")
+
+    cpu, steps, res = signsim_run(model, index, face_v, face_f, grid, seconds)
+    per_step = cpu / steps
+    print(f"SignSim, {seconds:.0f} s of motion: {steps} internal steps ({steps / seconds:.0f} Hz mean), "
+          f"{cpu:.2f} s: {1e6 * per_step:.1f} µs per step, real-time factor {seconds / cpu:.1f}x")
+    print(f"  substeps per frame: mean {res.substeps[1:].mean():.2f}, max {res.substeps.max()}; "
           f"fallbacks per level {res.fallback_counts.tolist()}")
-    print(f"penetration: max {res.penetration_mm.max():.3f} mm, p95 {np.percentile(res.penetration_mm, 95):.3f} mm")
+    print(f"  penetration: max {res.penetration_mm.max():.3f} mm, p95 {np.percentile(res.penetration_mm, 95):.3f} mm")
+
+    try:
+        import bench_mujoco
+    except ImportError as ex:  # MuJoCo is a development dependency (requirements-dev.txt)
+        print(f"MuJoCo comparison skipped: {ex}")
+    else:
+        t, rot, base_p, base_r = fingerspelling(model, index, seconds)
+        for contacts in (True, False):
+            mj = bench_mujoco.run(model, index, face_f, face_v, t, rot, base_p, base_r, contacts=contacts)
+            label = "MuJoCo " + mujoco_version() + (" mj_step" if contacts else " mj_step, contacts off")
+            print(f"{label}: {mj['steps']} steps at 1/120 s, {1e6 * mj['per_step']:.1f} µs per step, "
+                  f"real-time factor {seconds / (mj['per_step'] * mj['steps']):.0f}x"
+                  + (f"; contacts per step mean {mj['contacts_mean']:.1f}" if contacts else ""))
+            if contacts:
+                print(f"SignSim/MuJoCo per-step CPU ratio: {per_step / mj['per_step']:.2f} (target <= 2)")
+
+    costs = {}
+    for duration in (short, long):
+        cpu, steps, _ = signsim_run(model, index, face_v, face_f, grid, duration)
+        costs[duration] = cpu / steps
+        print(f"SignSim, {duration:.0f} s of motion: {1e6 * cpu / steps:.1f} µs per step, "
+              f"real-time factor {duration / cpu:.1f}x")
+    print(f"cost per step {long:.0f} s / {short:.0f} s: {costs[long] / costs[short]:.2f} (flat = 1)")
+    # In a fresh process, so that MuJoCo and the runs above do not count.
+    proc = subprocess.run([sys.executable, __file__, "--peak-memory", str(long)], capture_output=True, text=True,
+                          check=True)
+    print(proc.stdout.strip())
     return res
 
 
+def peak_memory(seconds):
+    """Print the peak resident memory of a fresh process that simulates `seconds` of motion."""
+    from solver import kernels
+    kernels.warm_up()
+    base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    model, index, face_v, face_f = build_rig()
+    grid = build_distance_grid(face_v, face_f, index["head"])
+    signsim_run(model, index, face_v, face_f, grid, seconds)
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    print(f"peak memory, SignSim alone, {seconds:.0f} s of motion: {peak:.0f} MB (target <= 300 MB; "
+          f"{base:.0f} MB of it before the run: Python, numpy, scipy, numba and the loaded kernels)")
+
+
+def mujoco_version():
+    import mujoco
+    return mujoco.__version__
+
+
 if __name__ == "__main__":
-    main(float(sys.argv[1]) if len(sys.argv) > 1 else 60.0)
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("seconds", nargs="?", type=float, default=60.0, help="motion for the comparison (s)")
+    parser.add_argument("--short", type=float, default=15.0, help="short motion for the cost-per-step check (s)")
+    parser.add_argument("--long", type=float, default=240.0, help="long motion for the cost-per-step check (s)")
+    parser.add_argument("--peak-memory", type=float, metavar="SECONDS",
+                        help="only print the peak memory of simulating SECONDS of motion (used by the full run)")
+    args = parser.parse_args()
+    if args.peak_memory is not None:
+        peak_memory(args.peak_memory)
+    else:
+        main(args.seconds, args.short, args.long)

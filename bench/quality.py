@@ -51,9 +51,10 @@ import numpy as np  # noqa: E402
 from mathutils import Vector  # noqa: E402
 from mathutils.bvhtree import BVHTree  # noqa: E402
 from scipy.signal import butter, lfilter  # noqa: E402
+from skin import evaluated_world_vertices  # noqa: E402
 
 ADDON = devenv.enable_from_source(TMP)
-DATA = pathlib.Path("/work/shared/data")
+DATA = ROOT.parent / "shared" / "data"
 RIGS = {"signer": ROOT / "sample_blends" / "signer.blend",
         "basemesh": DATA / "characters" / "godot_male_base_mesh_cc0.glb"}
 MOVING_HANDS = ("animdrawings_rokoko_jesse_dance.bvh", "bandai_dataset-1_bye_active_001.bvh",
@@ -216,26 +217,16 @@ class MeshProbe:
         self.tests = pair_tests(self.regions, self.face_ob is not None)
         self.rest = None
 
-    def _coords(self, ob):
-        dg = bpy.context.evaluated_depsgraph_get()
-        ev = ob.evaluated_get(dg)
-        me = ev.to_mesh()
-        co = np.empty(len(me.vertices) * 3)
-        me.vertices.foreach_get("co", co)
-        ev.to_mesh_clear()
-        m = np.array(ob.matrix_world)
-        return co.reshape(-1, 3) @ m[:3, :3].T + m[:3, 3]
-
     def _tree(self, co, key):
         if key == "face":
             if self.face_tris is not None:
-                return BVHTree.FromPolygons(self._coords(self.face_ob).tolist(), self.face_tris)
+                return BVHTree.FromPolygons(evaluated_world_vertices(self.face_ob).tolist(), self.face_tris)
             key = ("head",)
         return BVHTree.FromPolygons(co.tolist(), self.region_tris[key])
 
     def depths(self):
         """Per test the penetration (k points,) m at the current frame (0 outside)."""
-        co = self._coords(self.mesh_ob)
+        co = evaluated_world_vertices(self.mesh_ob)
         trees = {}
         out = []
         for kind, pts, surf in self.tests:

@@ -3,7 +3,7 @@ import bpy
 
 from ..signsim_addon.demo import api as demo
 from ..signsim_addon.errors import SignSimError
-from . import bake, compose, library, metrics, physics, retarget
+from . import bake, compose, contacts, library, metrics, physics, retarget
 
 rpt_ = bpy.app.translations.pgettext_rpt
 
@@ -31,5 +31,5 @@ class SIGNSIM_OT_append_sample(bpy.types.Operator):
         return {'FINISHED'}
 
 
-classes = (SIGNSIM_OT_append_sample, *library.classes, *retarget.classes, *compose.classes,
+classes = (SIGNSIM_OT_append_sample, *library.classes, *retarget.classes, *contacts.classes, *compose.classes,
            *bake.classes, *physics.classes, *metrics.classes)

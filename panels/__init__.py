@@ -1,7 +1,7 @@
 """Sidebar panels of the SignSim tab: drawing only."""
 import bpy
 
-from . import bake, compose, library, physics, retarget
+from . import bake, compose, contacts, library, physics, retarget
 from .sidebar import SidebarPanel
 
 
@@ -13,5 +13,5 @@ class SIGNSIM_PT_main(SidebarPanel, bpy.types.Panel):
         self.layout.operator("signsim.append_sample", icon='OUTLINER_OB_ARMATURE')
 
 
-classes = (SIGNSIM_PT_main, *library.classes, *retarget.classes, *compose.classes,
+classes = (SIGNSIM_PT_main, *library.classes, *retarget.classes, *contacts.classes, *compose.classes,
            *physics.classes, *bake.classes)

@@ -38,6 +38,7 @@ from mathutils import Matrix, Quaternion, Vector  # noqa: E402
 sys.path.insert(0, str(HERE.parent))  # the solver package: numpy only, shared with the add-on
 from solver.capsules import dominant_owner, radius_from_points  # noqa: E402
 from solver.contacts import segment_closest_points  # noqa: E402
+from signsim_addon import compat  # noqa: E402  (bpy only: the Blender-version differences)
 
 HEIGHT = 1.70            # top of the head bone, m
 FPS = 30
@@ -578,7 +579,6 @@ def write_action(rig, name, tracks, frames, kin):
     frame's hands are opened into contact (uncurl_into_contact): interpolating between
     two handshapes must not pass the thumb through the fingers, as no real hand can.
     """
-    from bpy_extras import anim_utils
     names = bone_names()
     q = np.zeros((frames, len(names), 4))
     q[:, :, 0] = 1.0
@@ -595,12 +595,12 @@ def write_action(rig, name, tracks, frames, kin):
     q[1:] *= flip[:, :, None]
     action = bpy.data.actions.new(name)
     slot = action.slots.new(id_type='OBJECT', name=rig.name)
-    bag = anim_utils.action_ensure_channelbag_for_slot(action, slot)
+    bag = compat.ensure_channelbag(action, slot)
     x = np.arange(1, frames + 1, dtype=float)
     linear = [bpy.types.Keyframe.bl_rna.properties["interpolation"].enum_items["LINEAR"].value] * frames
     for j, n in enumerate(names):
         for i in range(4):
-            fc = bag.fcurves.new(f'pose.bones["{n}"].rotation_quaternion', index=i, group_name=n)
+            fc = compat.new_fcurve(bag, f'pose.bones["{n}"].rotation_quaternion', i, n)
             fc.keyframe_points.add(frames)
             fc.keyframe_points.foreach_set("co", np.column_stack([x, q[:, j, i]]).ravel())
             fc.keyframe_points.foreach_set("interpolation", linear)

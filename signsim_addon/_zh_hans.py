@@ -410,4 +410,21 @@ ZH_HANS = {
         "在曲线编辑器中绘制逐帧指标（穿透，单位毫米；跟踪误差，单位 °）：仅显示骨架的指标曲线并适配视图",
     "Open a Graph Editor to plot the per-frame metrics": "请打开曲线编辑器以绘制逐帧指标",
     "Showing {} metric curves": "正在显示 {} 条指标曲线",
+    # --- contacts kept by the retarget
+    "Contacts": "接触",
+    "Add Contact": "添加接触",
+    "Remove Contact": "移除接触",
+    "Add a contact for the next retarget: a part touching another over a frame range":
+        "为下一次重定向添加接触：在一段帧范围内一个部位触碰另一个部位",
+    "Remove the selected contact from the list": "从列表中移除所选接触",
+    "Part": "部位",
+    "Touches": "触碰",
+    "What touches: a fingertip (index_R, thumb_L, …) or a palm (palm_L)":
+        "触碰者：指尖（index_R、thumb_L 等）或手掌（palm_L）",
+    "What it touches: a face region (chin, cheek_R, mouth, nose, forehead, ear_L), a palm or a fingertip":
+        "被触碰处：面部区域（chin、cheek_R、mouth、nose、forehead、ear_L）、手掌或指尖",
+    "First frame of the contact": "接触的起始帧",
+    "Last frame of the contact": "接触的结束帧",
+    "Retarget again to apply": "再次重定向以应用",
+    "Added contact {} – {}, frames {}–{}: retarget again to apply": "已添加接触 {} – {}，帧 {}–{}：再次重定向以应用",
 }

@@ -1,11 +1,21 @@
-"""The one place for Blender's layered-action API (actions, slots, channelbags) and its
-workarounds; code elsewhere never touches `action_slot` or channelbags directly.
+"""The one place for Blender's layered-action API (actions, slots, channelbags), its
+workarounds and every difference between the Blender versions SignSim runs on (4.5 LTS
+and 5.0); code elsewhere never touches `action_slot` or channelbags directly.
 
-Source: Blender Python API, bpy.types.AnimData (action, action_slot, action_slot_handle)
-and bpy_extras.anim_utils (action_get_channelbag_for_slot,
-action_ensure_channelbag_for_slot).
+Blender 4.5 lacks bpy_extras.anim_utils.action_ensure_channelbag_for_slot and
+animdata_get_channelbag_for_assigned_slot, and its ActionChannelbagFCurves.new() takes no
+group_name; the functions below give both versions the 5.0 behaviour.
+
+Source: Blender Python API, bpy.types.AnimData (action, action_slot, action_slot_handle),
+bpy.types.ActionKeyframeStrip.channelbag, bpy.types.ActionChannelbagFCurves.new,
+bpy.types.ActionChannelbagGroups.new and bpy_extras.anim_utils
+(action_get_channelbag_for_slot, action_ensure_channelbag_for_slot).
 """
+import bpy
 from bpy_extras import anim_utils
+
+# Blender 5.0: FCurves.new(group_name=…) and the channelbag helpers in anim_utils.
+BLENDER_5 = bpy.app.version >= (5, 0, 0)
 
 
 def get_channelbag(action, slot):
@@ -14,8 +24,31 @@ def get_channelbag(action, slot):
 
 
 def ensure_channelbag(action, slot):
-    """The channelbag of `action` for `slot`, created when missing."""
-    return anim_utils.action_ensure_channelbag_for_slot(action, slot)
+    """The channelbag of `action` for `slot`, created when missing (with the first layer
+    and keyframe strip, as anim_utils.action_ensure_channelbag_for_slot does in 5.0)."""
+    if BLENDER_5:
+        return anim_utils.action_ensure_channelbag_for_slot(action, slot)
+    layer = action.layers[0] if len(action.layers) else action.layers.new("Layer")
+    strip = layer.strips[0] if len(layer.strips) else layer.strips.new(type='KEYFRAME')
+    return strip.channelbag(slot, ensure=True)
+
+
+def assigned_channelbag(anim_data):
+    """The channelbag of `anim_data`'s assigned action and slot, or None without both."""
+    if anim_data is None or anim_data.action is None or anim_data.action_slot is None:
+        return None
+    return get_channelbag(anim_data.action, anim_data.action_slot)
+
+
+def new_fcurve(bag, data_path, index=0, group=""):
+    """A new F-curve in channelbag `bag`, in the F-curve group `group` (created when
+    missing; "" for none)."""
+    if BLENDER_5:
+        return bag.fcurves.new(data_path, index=index, group_name=group)
+    fc = bag.fcurves.new(data_path, index=index)
+    if group:
+        fc.group = bag.groups.get(group) or bag.groups.new(group)
+    return fc
 
 
 def assign_action(ob, action, slot):

@@ -98,7 +98,7 @@ def write_curve(bag, data_path, index, group, frames, values, interpolation="LIN
     old = bag.fcurves.find(data_path, index=index)
     if old is not None:
         bag.fcurves.remove(old)
-    fc = bag.fcurves.new(data_path, index=index, group_name=group or "")
+    fc = compat.new_fcurve(bag, data_path, index, group or "")
     n = len(frames)
     fc.keyframe_points.add(n)
     co = np.empty(2 * n, dtype=np.float32)  # Blender stores float32: the fast path

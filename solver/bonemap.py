@@ -242,13 +242,35 @@ class BoneMap:
 
     @classmethod
     def from_json(cls, text, origin="preset"):
-        """Parse a preset written by to_json. Raises BoneMapError on a malformed file."""
+        """Parse a bone map from JSON: a preset written by to_json, a plain
+        {"target bone": "source bone"} object, or the whole `retarget --json` output (its
+        "bone_map" and "confidence"). Raises BoneMapError naming what is wrong."""
+        def bad(why):
+            return BoneMapError(f"{origin}: not a bone map: {why} (expected a SignSim preset, "
+                                '{"target bone": "source bone", ...} or the output of retarget --json)')
         try:
             data = json.loads(text)
-            pairs = [(p["target"], p["source"], p.get("confidence", 1.0)) for p in data["pairs"]]
-        except (ValueError, KeyError, TypeError) as ex:
-            raise BoneMapError(f"{origin}: not a SignSim bone map preset ({ex})") from None
-        return cls(pairs, source_armature=data.get("source_armature", ""))
+        except ValueError as ex:
+            raise bad(f"not JSON ({ex})") from None
+        if not isinstance(data, dict):
+            raise bad(f"a JSON {type(data).__name__}, not an object")
+        if "pairs" in data:
+            pairs = data["pairs"]
+            if not isinstance(pairs, list) or not all(
+                    isinstance(p, dict) and isinstance(p.get("target"), str)
+                    and isinstance(p.get("source"), str)
+                    and isinstance(p.get("confidence", 1.0), (int, float)) for p in pairs):
+                raise bad('"pairs" must be a list of {"target": name, "source": name} objects')
+            return cls([(p["target"], p["source"], p.get("confidence", 1.0)) for p in pairs],
+                       source_armature=str(data.get("source_armature", "")))
+        mapping = data.get("bone_map", data)
+        confidence = data.get("confidence", {}) if "bone_map" in data else {}
+        if (not isinstance(mapping, dict) or not mapping
+                or not all(isinstance(k, str) and isinstance(v, str) for k, v in mapping.items())):
+            raise bad("no target → source bone names")
+        if not isinstance(confidence, dict):
+            confidence = {}
+        return cls([(t, s, confidence.get(t, 1.0)) for t, s in mapping.items()])
 
 
 def auto_map(source, target):

@@ -34,7 +34,7 @@ class BvhData:
         self.end_sites = []     # (joint index, (3,) offset) per End Site
         self.frame_time = 0.0
         self.header_frames = 0
-        self.motion = None      # (rows, channels)
+        self.motion = None      # (rows, channels) float32
         self.warnings = []
         self.first_row = ""
 
@@ -59,8 +59,10 @@ FLOAT32_MAX = float(np.finfo(np.float32).max)  # Blender stores keys as 32-bit f
 def read(path, progress=None) -> BvhData:
     """Parse and validate a BVH file; raise BvhError(one line naming the file).
 
-    The MOTION section is streamed in chunks of rows (memory ≈ the (rows, channels)
-    float64 array, not the file's text split into words). Refused: malformed
+    The MOTION section is streamed in chunks of rows, each checked as it is read and
+    kept as 32-bit floats, the precision Blender stores keys in (memory ≈ the (rows,
+    channels) float32 array, half the file's size, not the file's text split into
+    words). Refused: malformed
     hierarchies (see _parse_hierarchy), a frame rate outside FPS_RANGE, rows of the
     wrong length, values that are not finite or do not fit a 32-bit float, rotation
     angles beyond ±ROTATION_LIMIT_DEG degrees. progress(fraction) is called after each
@@ -140,17 +142,18 @@ def read(path, progress=None) -> BvhData:
                 continue
             if not n_rows:
                 data.first_row = rows[0]
-            chunks.append(_parse_rows(rows, n_rows, expected, fail))
+            values = _parse_rows(rows, n_rows, expected, fail)
+            _check_values(values, data, fail, n_rows)
+            chunks.append(values.astype(np.float32))
+            del values
             n_rows += len(rows)
             done += sum(len(ln) for ln in lines)
             if progress:
                 progress(min(done / size, 1.0))
     if not n_rows:
         fail("no frames: the MOTION section has no data rows")
-    motion = chunks[0] if len(chunks) == 1 else np.concatenate(chunks)
+    data.motion = chunks[0] if len(chunks) == 1 else np.concatenate(chunks)
     del chunks
-    _check_values(motion, data, fail)
-    data.motion = motion
     if data.header_frames != n_rows:
         data.warnings.append(f"header says {data.header_frames} frames but the file has "
                              f"{n_rows} data rows; all {n_rows} rows were kept")
@@ -177,13 +180,14 @@ def _parse_rows(rows, first, expected, fail):
     fail("the motion data cannot be read as numbers")
 
 
-def _check_values(motion, data, fail):
-    """Refuse keys Blender cannot store or no real motion has (see read)."""
+def _check_values(motion, data, fail, first=0):
+    """Refuse keys Blender cannot store or no real motion has (see read); motion holds
+    the rows from frame index `first` on (float64, as parsed)."""
     bad = ~np.isfinite(motion) | (np.abs(motion) > FLOAT32_MAX)
     if bad.any():
         r, c = np.argwhere(bad)[0]
         kind = "non-finite" if not np.isfinite(motion[r, c]) else "out-of-range"
-        fail(f"{kind} value ({motion[r, c]:.4g}) in frame {r + 1}, channel {c + 1} "
+        fail(f"{kind} value ({motion[r, c]:.4g}) in frame {first + r + 1}, channel {c + 1} "
              f"({_channel_label(data, c)}): keys must be finite 32-bit floats")
     rot = [data.first_channel[j] + i for j, chans in enumerate(data.channels)
            for i, ch in enumerate(chans) if ch in _ROT]
@@ -192,7 +196,7 @@ def _check_values(motion, data, fail):
         if big.any():
             r, k = np.argwhere(big)[0]
             c = rot[k]
-            fail(f"rotation {motion[r, c]:.4g}° in frame {r + 1} ({_channel_label(data, c)}) is "
+            fail(f"rotation {motion[r, c]:.4g}° in frame {first + r + 1} ({_channel_label(data, c)}) is "
                  f"beyond any plausible angle (±{ROTATION_LIMIT_DEG:g}°)")
 
 
@@ -337,7 +341,7 @@ def local_rotations(data, rows=None):
         letters = [_ROT[c] for c, _col in rot]   # distinct: read() refuses repeats
         angles = np.zeros((len(m), 3))
         for (c, col), letter in zip(rot, letters):
-            angles[:, "XYZ".index(letter)] = np.radians(m[:, col])
+            angles[:, "XYZ".index(letter)] = np.radians(m[:, col], dtype=np.float64)
         out[:, j] = quat.from_euler(angles, "".join(reversed(letters)))
     return out
 

@@ -31,11 +31,13 @@ Seam checks (`SeamLimits`, `check_seam`), per bone on world (armature-space) rot
 - velocity jump J_b(k) = ‖ω_b(k) − ω_b(k−1)‖, ω_b(k) the world angular velocity over the
   step k → k+1 (rad/s); limit per bone = median + K·1.4826·MAD of J_b over the clean frames
   of each of the two clips (frames near a one-frame turn larger than FLIP_STEP are not
-  clean), the larger of the two, at least JUMP_FLOOR. Median and MAD ignore a few flips,
-  where a high percentile would take them as the clip's normal motion.
+  clean), the larger of the two, at least JUMP_FLOOR, and at least the clips' own jump at
+  that frame. Median and MAD ignore a few flips, where a high percentile would take them
+  as the clip's normal motion.
 - one-frame step: the angle a bone turns in one frame may not exceed STEP_LIMIT unless the
-  clips themselves turn that bone by more in the frames the window joins (then their
-  largest turn there × (1 + STEP_RATIO)).
+  clips themselves turn that bone by more at that frame of the seam (within NEAR frames of
+  it; then their turn there × (1 + STEP_RATIO)). Frame by frame, not the largest turn
+  anywhere in the window, so one fast frame of a clip raises the limit only where it is.
 - root: its one-frame step may not exceed the clips' own longest step there (+ 1 mm), and
   the change of its velocity has the bones' robust limit (m/s, at least ROOT_JUMP_FLOOR).
 A seam fails on any of them. D = ‖v_A(t_end) − v_B(t_start)‖ (`transition_jump`: the
@@ -46,7 +48,10 @@ Transition points (`best_transition`): the frame pair of A's end and B's start w
 features (`features`: bone heads relative to the root in the heading frame, local angular
 velocities × VELOCITY_TIME, the heading's turn rate) are nearest, found with a KD-tree
 (scipy.spatial.cKDTree) over B's candidate frames (as in "Motion graphs", Kovar, Gleicher
-& Pighin, SIGGRAPH 2002), within SEARCH_TIME s and SEARCH_FRACTION of each clip.
+& Pighin, SIGGRAPH 2002), within SEARCH_TIME s and SEARCH_FRACTION of each clip. The
+velocity part of the feature distance is exactly VELOCITY_TIME · D, and the clip ends are
+kept unless a pair is nearer by SEARCH_GAIN of their distance. The window then blends the
+matched frames together (A's frames from end on with B's from start on).
 
 Feet (`detect_plants`, `hold_feet`): a foot is planted where its lowest point is within
 PLANT_HEIGHT·leg length of the clip's floor and slower than PLANT_SPEED·leg length per
@@ -69,10 +74,12 @@ STEP_LIMIT = np.radians(20.0)   # rad: no bone turns more in one frame at a seam
 STEP_RATIO = 0.2             # a seam may turn a bone this fraction faster than the clips do there
 FLIP_STEP = np.radians(90.0)    # rad: a one-frame local turn this large is a flip, not motion
 ROOT_STEP_SLACK = 1e-3       # m
+NEAR = 1                     # frames: what the clips do at a frame is what they do within this many of it
 VELOCITY_TIME = 0.1          # s: the velocity part of a feature distance is this × D
 HEADING_WEIGHT = 3.0         # the facing's turn rate counts this many times a bone's velocity
 SEARCH_TIME = 1.0            # s: transition points are searched this far into each clip
 SEARCH_FRACTION = 0.25       # … and within this fraction of the clip's frames
+SEARCH_GAIN = 0.05           # a transition point must match this fraction better than the clip ends
 PLANT_HEIGHT = 0.04          # × leg length above the clip's floor
 PLANT_SPEED = 0.12           # × leg length per second (horizontal)
 PLANT_RAMP = 0.2             # s over which a foot hold comes and goes
@@ -415,26 +422,51 @@ def splice(a, b, window, kind="smoothstep", rig=None, psi=None, height=None):
 # ------------------------------------------------------------------------- seam checks
 
 class SeamLimits:
-    """Limits of one seam from its two clips' ClipInfo, A's window starting at its frame
-    end_a and B's at start_b: per bone, the velocity jump (B,) rad/s (the larger of the two
-    clips' robust limits, or `threshold` rad/s for every bone, and never less than what the
-    clips themselves do in the frames joined) and the one-frame turn (B,) rad (STEP_LIMIT,
-    or the clips' own largest turn there × (1 + STEP_RATIO)); the root's velocity change (m/s)
-    and its longest own step there (m)."""
+    """Limits of one seam from its two clips' ClipInfo, a window of `window` frames blending
+    A's frames end_a … and B's start_b …, per frame of the seam: the frames the checks read
+    are the window's frames at offsets r = −2 … max(window, 1) (r = 0: its first frame),
+    and what the clips do at offset r is what A does at its frame end_a + r (while the
+    output still holds A there, r < window) and B at its frame start_b + r (r ≥ −1), the
+    larger of the two (nearest existing frame at a clip's end).
+      jump (R, B) rad/s: velocity jump per offset and bone (R = max(window, 1) + 3; offset
+                  r at row r + 2): the larger of the two clips' robust limits (or
+                  `threshold` rad/s for every bone), and never less than the clips' own
+                  jump there;
+      step (R, B) rad: one-frame turn over the step from offset r to r + 1: STEP_LIMIT, or
+                  the clips' own turn there × (1 + STEP_RATIO);
+      own_step (R, B) rad: the clips' own turn there;
+      root_jump (m/s) and own_root_step (m): the root's velocity change limit and the clips'
+                  longest own root step over the seam.
+    Comparing frame by frame, a bone that turns fast once somewhere in a clip (a retarget
+    flip, a fast curl) raises the limit at that frame only."""
 
     def __init__(self, info_a, info_b, end_a, start_b, window, threshold=None):
-        a_lo, a_hi = max(end_a - 2, 0), end_a + window + 1
-        b_lo, b_hi = max(start_b - 1, 0), start_b + window + 2
+        offsets = np.arange(-2, max(window, 1) + 1)
+        in_b = offsets >= -1
 
-        def own(a, b):
-            parts = [x for x in (a[a_lo:a_hi], b[b_lo:b_hi]) if len(x)]
-            return np.max(np.concatenate(parts), axis=0) if parts else np.zeros(a.shape[1:])
+        def own(a, b, shift, a_until):
+            # a, b: per-step (or per-frame) values of each clip; row j describes frame
+            # j + shift (steps: the step from frame j; jumps: the frame j + 1); A counts up
+            # to offset a_until (a jump also reads the frame before it)
+            use_a = offsets <= a_until
+
+            def at(values, first, use):
+                if not len(values):
+                    return np.zeros((len(offsets), a.shape[1]))
+                # the frame and its neighbours: a blend may shift a clip's fast frame by one
+                idx = first + offsets - shift
+                near = values[np.clip(idx[:, None] + np.arange(-NEAR, NEAR + 1), 0, len(values) - 1)].max(axis=1)
+                return np.where(use[:, None], near, 0.0)
+            return np.maximum(at(a, end_a, use_a), at(b, start_b, in_b))
         robust = np.maximum(info_a.jump_limit, info_b.jump_limit) if threshold is None \
             else np.full(info_a.jump_limit.shape, float(threshold))
-        self.jump = np.maximum(robust, own(info_a.jumps, info_b.jumps))
+        self.jump = np.maximum(robust[None], own(info_a.jumps, info_b.jumps, 1, window))
         self.root_jump = max(info_a.root_limit, info_b.root_limit)
-        self.own_step = own(info_a.steps, info_b.steps)
-        self.own_root_step = float(own(info_a.root_steps, info_b.root_steps))
+        self.own_step = own(info_a.steps, info_b.steps, 0, window - 1)
+        a_lo, b_lo = max(end_a - 2, 0), max(start_b - 1, 0)
+        parts = [x for x in (info_a.root_steps[a_lo:end_a + window + 1], info_b.root_steps[b_lo:start_b + window + 2])
+                 if len(x)]
+        self.own_root_step = float(np.max(np.concatenate(parts))) if parts else 0.0
         self.step = np.maximum(STEP_LIMIT, self.own_step * (1.0 + STEP_RATIO))
 
 
@@ -446,39 +478,49 @@ def _seam_frames(start, window, n):
 
 
 def check_seam(world, root_path, fps, start, window, limits, names=None):
-    """Checks of one seam on composed world rotations (F, B, 4) and root path (F, 3) m.
+    """Checks of one seam on composed world rotations (F, B, 4) and root path (F, 3) m,
+    every frame against the limits at its offset in the seam (SeamLimits).
 
     Returns {"passed", "failures" (list of str: 'jump', 'step', 'root_step', 'root_jump'),
-    "max_jump" (rad/s), "max_step_deg", "root_step_m", "root_jump" (m/s), "worst": up to 3
-    {"bone", "jump", "jump_limit", "step_deg", "step_limit_deg"} by their largest ratio to
-    a limit}."""
+    "score" (largest ratio to a limit), "max_jump" (rad/s), "max_step_deg", "step_excess_deg"
+    (the largest one-frame turn beyond both STEP_LIMIT and what the clips turn that bone at
+    that frame; ≤ 0 when no bone does), "root_step_m", "root_jump" (m/s), "worst": up to 3
+    {"bone", "jump", "jump_limit" (rad/s, at the frame of its largest jump ratio),
+    "step_deg", "step_limit_deg", "own_step_deg" (the clips' own turn there; at the frame of
+    its largest step ratio)} by their largest ratio to a limit}."""
     frames = _seam_frames(start, window, len(world))
     lo, hi = frames[0] - 1, frames[-1] + 2
     part = world[lo:hi]
     jumps = bone_jumps(part, fps)                                   # frames lo+1 … hi−2
-    steps = quat.angle_between(part[1:], part[:-1])
-    j, s = jumps.max(axis=0), steps.max(axis=0)
+    steps = quat.angle_between(part[1:], part[:-1])                 # steps from frames lo … hi−2
+    rj, rs = lo + 1 - start + 2, lo - start + 2                     # their rows in the limits
+    j_lim = limits.jump[rj:rj + len(jumps)]
+    s_lim, own = limits.step[rs:rs + len(steps)], limits.own_step[rs:rs + len(steps)]
     p = root_path[lo:hi]
     root_step = float(np.linalg.norm(np.diff(p, axis=0), axis=-1).max())
     root_jump = float(np.linalg.norm(np.diff(p, 2, axis=0), axis=-1).max() * fps) if len(p) > 2 else 0.0
     failures = []
-    if np.any(j > limits.jump):
+    if np.any(jumps > j_lim):
         failures.append("jump")
-    if np.any(s > limits.step + 1e-9):
+    if np.any(steps > s_lim + 1e-9):
         failures.append("step")
     if root_step > limits.own_root_step + ROOT_STEP_SLACK:
         failures.append("root_step")
     if root_jump > limits.root_jump:
         failures.append("root_jump")
-    ratio = np.maximum(j / limits.jump, s / limits.step)
-    worst = [{"bone": names[b] if names is not None else int(b), "jump": float(j[b]),
-              "jump_limit": float(limits.jump[b]), "step_deg": float(np.degrees(s[b])),
-              "step_limit_deg": float(np.degrees(limits.step[b]))} for b in np.argsort(-ratio)[:3]]
+    j_ratio, s_ratio = jumps / j_lim, steps / s_lim
+    kj, ks = j_ratio.argmax(axis=0), s_ratio.argmax(axis=0)         # per bone: its worst frame
+    ratio = np.maximum(j_ratio.max(axis=0), s_ratio.max(axis=0))
+    worst = [{"bone": names[b] if names is not None else int(b), "jump": float(jumps[kj[b], b]),
+              "jump_limit": float(j_lim[kj[b], b]), "step_deg": float(np.degrees(steps[ks[b], b])),
+              "step_limit_deg": float(np.degrees(s_lim[ks[b], b])),
+              "own_step_deg": float(np.degrees(own[ks[b], b]))} for b in np.argsort(-ratio)[:3]]
     score = max(float(ratio.max()), root_step / max(limits.own_root_step + ROOT_STEP_SLACK, 1e-9),
                 root_jump / limits.root_jump)
-    return {"passed": not failures, "failures": failures, "score": score, "max_jump": float(j.max()),
-            "max_step_deg": float(np.degrees(s.max())), "root_step_m": root_step, "root_jump": root_jump,
-            "worst": worst}
+    excess = float(np.degrees((steps - np.maximum(STEP_LIMIT, own)).max()))
+    return {"passed": not failures, "failures": failures, "score": score, "max_jump": float(jumps.max()),
+            "max_step_deg": float(np.degrees(steps.max())), "step_excess_deg": excess, "root_step_m": root_step,
+            "root_jump": root_jump, "worst": worst}
 
 
 def transition_jump(a, end, b, start, fps):
@@ -528,20 +570,27 @@ def search_frames(n, fps, search=SEARCH_TIME):
 
 
 def best_transition(info_a, info_b, rig, cut_a, cut_b):
-    """(end, start, distance): the pair whose features match best, A's frame end−1 against
-    B's frame start−1 … so the composition runs A up to frame end−1 and B on from frame
-    start. end in [len(A) − cut_a, len(A)], start in [0, cut_b] (cKDTree over B's frames;
-    distance in m)."""
+    """(end, start, distance, distance at the ends): the pair whose features match best, A's
+    state at frame end−1 against B's at frame start−1, so the composition runs A up to frame
+    end−1 and B on from frame start. end in [len(A) − cut_a, len(A)], start in [0, cut_b]
+    (cKDTree over B's frames; distances in feature units, see `features`). The clip ends
+    (len(A), 0) are kept unless another pair is nearer by more than SEARCH_GAIN of their
+    distance, so the chosen point is never worse than the ends on this distance, and
+    frames are not cut for a gain too small to see."""
     n_a = len(info_a.world)
     ends = np.arange(max(n_a - cut_a, 2), n_a + 1)
     starts = np.arange(0, cut_b + 1)
-    # the state at A's frame end−1 against B's at start−1: poses and the velocities into
-    # them (B's frame 0 stands for start 0, with its first step)
+    # poses at A's frame end−1 and B's frame start−1 (B's frame 0 for start 0), velocities
+    # over the steps D compares (A's step into end−1, B's step into start; B's first step
+    # for start 0), so the velocity part of a distance is exactly VELOCITY_TIME · D
     fa = features(info_a, rig, ends - 1, ends - 2)
-    fb = features(info_b, rig, np.maximum(starts - 1, 0), np.maximum(starts - 2, 0))
+    fb = features(info_b, rig, np.maximum(starts - 1, 0), np.maximum(starts - 1, 0))
     dist, idx = cKDTree(fb).query(fa)
+    at_ends = float(np.linalg.norm(fa[-1] - fb[0]))
     k = int(np.argmin(dist))
-    return int(ends[k]), int(starts[idx[k]]), float(dist[k])
+    if not dist[k] < (1.0 - SEARCH_GAIN) * at_ends:
+        return n_a, 0, at_ends, at_ends
+    return int(ends[k]), int(starts[idx[k]]), float(dist[k]), at_ends
 
 
 # ------------------------------------------------------------------------------ compose
@@ -562,7 +611,9 @@ def compose(tracks, fps, windows=None, kinds="smoothstep", rig=None, threshold=N
     Returns (track, seams, planted): seams a list of dicts per seam {"index" (1-based),
     "start" (first frame of the window in the result), "window", "suggested", "found" (a
     window passing every check exists), "curve", "cut" (A frames, B frames cut away),
-    "heading_deg", "root_offset_m", "D" (rad/s, at the chosen points), "D_ends" (rad/s,
+    "transition" (end, start: the matched frames), "heading_deg", "root_offset_m", "D"
+    (rad/s, at the chosen points), "match"/"match_ends" (best_transition's distances, None
+    without a search), "step_excess_deg", "D_ends" (rad/s,
     at the clip ends), "passed", "flagged", "failures", "worst", "max_jump", "max_step_deg",
     "root_step_m", "root_jump", "limits" (its SeamLimits, for recheck)}; planted (F, legs)
     bool or None (no legs): the clips' planted flags on the output frames, inside a window
@@ -592,39 +643,44 @@ def compose(tracks, fps, windows=None, kinds="smoothstep", rig=None, threshold=N
         cut_b = search_frames(len(b), fps, search)
         # the previous clip's frames in `out` end at its own frame n_prev − 1
         candidates = [(n_prev, 0)]
+        match = match_ends = None
         if cut_a > 0 or cut_b > 0:
-            candidates.insert(0, best_transition(ia, ib, rig, max(cut_a, 0), cut_b)[:2])
+            end, start, match, match_ends = best_transition(ia, ib, rig, max(cut_a, 0), cut_b)
+            candidates.insert(0, (end, start))
         plans = []
         for end, start in dict.fromkeys(candidates):          # the transition point first
             plan = _SeamPlan(out, free, n_prev, b, ia, ib, end, start, kind, rig, fps, threshold, floor, names,
                              max_window)
             plans.append(plan)
-            if plan.found:
+            if plan.found if w is None else int(w) in plan.fits:
                 break
-        if w is not None and int(w) not in plans[0].fits:
+        if w is not None and int(w) not in plans[-1].fits:
             raise ValueError(f"seam {i}: a window of {w} frames reaches into the previous seam or past "
-                             f"the clip ({plans[0].fits[-1] if plans[0].fits else 0} frames available)")
-        # an explicit window: at the transition point; else the first plan with a passing
-        # window (the clip ends when the transition point has none), else the transition point
-        plan = plans[0] if w is not None else next((p for p in plans if p.found), plans[0])
+                             f"the clip ({plans[-1].fits[-1] if plans[-1].fits else 0} frames available)")
+        # an explicit window: at the transition point where it fits there, else at the clip
+        # ends; else the first plan with a passing window (the clip ends when the transition
+        # point has none), else the transition point
+        plan = plans[-1] if w is not None else next((p for p in plans if p.found), plans[0])
         w = plan.suggested if w is None else int(w)
         end, start, suggested, found = plan.end, plan.start, plan.suggested, plan.found
         d_ends = transition_jump(tracks[i - 1].rotations, n_prev, b.rotations, 0, fps)
         d = transition_jump(tracks[i - 1].rotations, end, b.rotations, start, fps)
-        b_cut = plan.b_cut
+        a0, b0 = plan.frames(w)
+        b_cut = plan.b_cut(w)
         res, inf, chk, a_len, lim = plan.attempt(w, full=True)
         s0 = inf["start"]
         if planted is not None:
             # inside a window a foot is planted where it is in both clips (else it moves with the blend)
-            both = planted[s0:a_len] & ib.planted[start:start + w]
-            planted = np.concatenate([planted[:s0], both, ib.planted[start + w:]], axis=0)
+            both = planted[s0:a_len] & ib.planted[b0:b0 + w]
+            planted = np.concatenate([planted[:s0], both, ib.planted[b0 + w:]], axis=0)
         out = res
         free = len(b_cut) - w
         rep = {"index": i, "start": int(s0), "window": int(w), "suggested": int(suggested), "found": bool(found),
-               "curve": kind, "cut": [int(n_prev - min(end + w, n_prev)), int(start)],
+               "curve": kind, "cut": [int(n_prev - (a0 + w)), int(b0)], "transition": [int(end), int(start)],
                "heading_deg": float(np.degrees(inf["heading_rad"])),
                "root_offset_m": float(np.linalg.norm(np.asarray(inf["offset"])[:2])),
-               "D": d, "D_ends": d_ends, "flagged": not chk["passed"], "limits": lim}
+               "D": d, "D_ends": d_ends, "match": match if plan is plans[0] and match is not None else match_ends,
+               "match_ends": match_ends, "flagged": not chk["passed"], "limits": lim}
         rep.update(chk)
         seams.append(rep)
     rot = quat.make_continuous(out.rotations)
@@ -646,19 +702,25 @@ def recheck(track, rig, fps, seams, names=None):
 class _SeamPlan:
     """One way to make a seam: the composition `out` so far (its last `free` frames
     unblended, ending with its clip's frame n_prev − 1) runs up to that clip's frame end − 1
-    and clip b on from its frame `start`. `attempt(window)` splices and checks; `fits` are
-    the windows that fit (at most half of either clip, or max_window); `suggested` the
-    shortest passing one (found) or the one closest to passing."""
+    and clip b on from its frame `start`. A window of W frames blends A's frames a0 … a0+W−1
+    with B's b0 … b0+W−1 (`frames`): at a transition point a0 = end and b0 = start, both
+    moved back by the same number of frames where A has fewer than W frames after end, so
+    the blend keeps the matched frames together (a window that would need B's frames
+    before 0 does not fit); at the clip ends (end = n_prev, start = 0) A's last W frames
+    and B's first W. `attempt(window)` splices and checks; `fits` are the windows that fit
+    (at most half of either clip, or max_window); `suggested` the shortest passing one
+    (found) or the one closest to passing."""
 
     def __init__(self, out, free, n_prev, b, ia, ib, end, start, kind, rig, fps, threshold, floor, names,
                  max_window):
-        self.out, self.free, self.n_prev, self.ia, self.ib = out, free, n_prev, ia, ib
+        self.out, self.free, self.n_prev, self.b, self.ia, self.ib = out, free, n_prev, b, ia, ib
         self.end, self.start, self.kind, self.rig, self.fps = int(end), int(start), kind, rig, fps
         self.threshold, self.floor, self.names = threshold, floor, names
-        self.b_cut = b.slice(self.start, len(b))
-        limit = min(len(self.b_cut), len(b) // 2, n_prev // 2)
+        self.at_ends = (self.end, self.start) == (n_prev, 0)
+        limit = min(len(b) - self.start, len(b) // 2, n_prev // 2)
         limit = limit if max_window is None else min(limit, int(max_window))
-        self.fits = [cand for cand in range(0, limit + 1) if cand <= self.prepare(cand)[1]]
+        self.fits = [cand for cand in range(0, limit + 1)
+                     if cand <= self.prepare(cand)[1] and self.frames(cand)[1] >= 0]
         self.suggested, self.found, best = 0, False, np.inf
         for cand in self.fits:
             chk = self.attempt(cand)[2]
@@ -668,21 +730,30 @@ class _SeamPlan:
             if chk["score"] < best:
                 self.suggested, best = cand, chk["score"]
 
+    def frames(self, window):
+        """(a0, b0): the frames of A and B where a window of `window` frames starts."""
+        a0 = min(self.end, self.n_prev - window)
+        return a0, (0 if self.at_ends else self.start - (self.end - a0))
+
     def prepare(self, window):
-        """(length of `out` the window ends, room left): the window blends A's frames from
-        `end` on, moved back where the clip has fewer than `window` of them."""
-        a_end = min(self.end + window, self.n_prev)
+        """(length of `out` the window ends, room left)."""
+        a_end = self.frames(window)[0] + window
         return len(self.out) - (self.n_prev - a_end), self.free - (self.n_prev - a_end)
+
+    def b_cut(self, window):
+        """B from its frame b0 on."""
+        return self.b.slice(self.frames(window)[1], len(self.b))
 
     def attempt(self, window, full=False):
         """(track, splice info, check_seam result, A frames used, SeamLimits) of a window;
         full=False splices only the frames the checks read."""
         a_len, _room = self.prepare(window)
+        a0, b0 = self.frames(window)
         a_part = self.out.slice(0 if full else max(a_len - window - 3, 0), a_len)
-        b_part = self.b_cut if full else self.b_cut.slice(0, min(len(self.b_cut), window + 3))
-        s_a = self.end if window <= self.n_prev - self.end else self.n_prev - window   # A's frame at the window
-        lim = SeamLimits(self.ia, self.ib, s_a, self.start, window, self.threshold)
-        psi, height = _alignment(a_part, len(a_part) - window, self.ib, self.start, self.rig, self.floor)
+        b_cut = self.b_cut(window)
+        b_part = b_cut if full else b_cut.slice(0, min(len(b_cut), window + 3))
+        lim = SeamLimits(self.ia, self.ib, a0, b0, window, self.threshold)
+        psi, height = _alignment(a_part, len(a_part) - window, self.ib, b0, self.rig, self.floor)
         res, inf = splice(a_part, b_part, window, self.kind, self.rig, psi, height)
         world, _heads = forward(res, self.rig)
         check = check_seam(world, res.positions[:, self.rig.root_position], self.fps, inf["start"], window, lim,

@@ -9,7 +9,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .kinematics import capsule_segments, cross, forward_kinematics
+from . import kernels
+from .kinematics import capsule_segments, forward_kinematics
 
 _EPS = 1e-12
 
@@ -82,73 +83,16 @@ class CapsuleContacts:
     gap_bound: np.ndarray
 
 
-# seg.reshape(n, 6) @ _HALF = capsule centres; (p1, q1, p2, q2) (k, 12) @ _AXES = (d1, d2, p1 − p2).
-_HALF = np.vstack([0.5 * np.eye(3), 0.5 * np.eye(3)])
-_AXES = np.zeros((12, 9))
-_AXES[3:6, 0:3], _AXES[0:3, 0:3] = np.eye(3), -np.eye(3)
-_AXES[9:12, 3:6], _AXES[6:9, 3:6] = np.eye(3), -np.eye(3)
-_AXES[0:3, 6:9], _AXES[6:9, 6:9] = np.eye(3), -np.eye(3)
-_AXES_T = np.ascontiguousarray(np.concatenate([_AXES, np.eye(12)[:, 6:9]], axis=1).T)  # + rows of p2
-_ONES3 = np.ones(3)
-# Rows of the pairwise dot products a = d1·d1, e = d2·d2, b = d1·d2, c = d1·w, f = d2·w.
-_GRAM_A = np.array([0, 1, 2, 3, 4, 5, 0, 1, 2, 0, 1, 2, 3, 4, 5])
-_GRAM_B = np.array([0, 1, 2, 3, 4, 5, 3, 4, 5, 6, 7, 8, 6, 7, 8])
-_GRAM_SUM = np.kron(np.eye(5), np.ones(3))
-
-
-def _bounding_gap(model, seg):
-    """Lower bound (n_pairs,) of each pair's surface gap from bounding spheres (m)."""
-    centre = seg.reshape(-1, 6) @ _HALF
-    diff = centre.take(model.pair_i, axis=0) - centre.take(model.pair_j, axis=0)
-    return np.sqrt((diff * diff) @ _ONES3) - model.pair_reach
-
-
 def capsule_contacts(model, seg):
     """Candidate contacts for capsule axis segments seg (n_bones, 2, 3) m.
 
     A pair is a candidate when its gap is below the smaller radius; capsule_tunnelling
     keeps every other pair from closing such a gap within one step.
     """
-    # Few ufunc calls on small arrays: the cost here is numpy's per-call overhead.
-    flat = seg.reshape(-1, 6)
-    gap = _bounding_gap(model, seg)
-    pair = (gap < model.pair_min_radius).nonzero()[0]
-    ends = flat.take(model.pairs.take(pair, axis=0).reshape(-1), axis=0).reshape(-1, 12)
-    # Component-major layout (rows x, y, z of d1, d2, w = p1 − p2, p2; one column per pair):
-    # row operations on contiguous memory instead of batched 3×3 products.
-    D = _AXES_T @ ends.T
-    g = _GRAM_SUM @ (D.take(_GRAM_A, axis=0) * D.take(_GRAM_B, axis=0))
-    a = np.maximum(g[0], _EPS)
-    e = np.maximum(g[1], _EPS)
-    b, c, f = g[2], g[3], g[4]
-    # Closest points as in segment_closest_points (Ericson §5.1.9).
-    ae = a * e
-    denom = ae - b * b
-    general = denom > 1e-12 * ae
-    # Where not general the floored divisor only keeps the (discarded) quotient finite.
-    s = _unit((b * f - c * e) / np.maximum(denom, 1e-300)) * general
-    t = _unit((b * s + f) / e)
-    s = _unit((b * t - c) / a)
-    delta = D[6:9] + s * D[0:3] - t * D[3:6]  # c1 − c2
-    dist = np.sqrt(_ONES3 @ (delta * delta))
-    depth = model.pair_radius_sum.take(pair) - dist
-    gap[pair] = -depth
-    keep = (depth > -model.pair_min_radius.take(pair)).nonzero()[0]
-    pair, depth, dist = pair.take(keep), depth.take(keep), dist.take(keep)
-    i, j = model.pair_i.take(pair), model.pair_j.take(pair)
-    delta = delta.take(keep, axis=1).T
-    c2 = (D[9:12] + t * D[3:6]).take(keep, axis=1).T
-    # Crossing axes (dist = 0) have no closest-point direction; use the common perpendicular.
-    degenerate = dist <= 1e-9
-    if np.count_nonzero(degenerate):
-        perp = cross(seg[i, 1] - seg[i, 0], seg[j, 1] - seg[j, 0])
-        fallback = np.where(np.linalg.norm(perp, axis=-1, keepdims=True) > _EPS, perp, [0.0, 0.0, 1.0])
-        delta = np.where(degenerate[:, None], fallback, delta)
-        dist = np.linalg.norm(delta, axis=-1)
-    normal = delta / dist[:, None]
-    # Midpoint of the overlap: ½(c1 + c2 + (r2 − r1) n) with c1 − c2 = dist·n.
-    point = c2 + (0.5 * (dist + model.pair_radius_diff.take(pair)))[:, None] * normal
-    return CapsuleContacts(pair, i, j, point, normal, depth, gap)
+    gap, pair, depth, point, normal = kernels.capsule_pairs(
+        kernels.argument(seg, (model.n_bones, 2, 3)), model.pair_i, model.pair_j, model.pair_reach,
+        model.pair_min_radius, model.pair_radius_sum, model.pair_radius_diff)
+    return CapsuleContacts(pair, model.pair_i.take(pair), model.pair_j.take(pair), point, normal, depth, gap)
 
 
 def capsule_tunnelling(model, seg0, seg1, contacts0):
@@ -160,27 +104,7 @@ def capsule_tunnelling(model, seg0, seg1, contacts0):
     smaller radius; sliding along the surface is harmless. Any other pair may move at
     most its gap bound, or half the smaller radius, towards anything.
     """
-    disp = (seg1 - seg0).reshape(-1, 3)
-    sq = (disp * disp) @ _ONES3
-    end_move = np.sqrt(np.maximum(sq[0::2], sq[1::2]))
-    # |Δx − Δy| ≤ |Δx| + |Δy|: only pairs that fail this cheap bound get the exact test.
-    bound = end_move.take(model.pair_i) + end_move.take(model.pair_j)
-    allowed = np.maximum(model.pair_half_min_radius, contacts0.gap_bound)
-    risky = (bound > allowed).nonzero()[0]
-    if len(risky) == 0:
-        return False
-    ends = model.pair_ends_4.take(risky, axis=0)  # (r, 2, 4) end-point rows of both bones
-    rel = disp.take(ends[:, 0].reshape(-1), axis=0) - disp.take(ends[:, 1].reshape(-1), axis=0)
-    sq = ((rel * rel) @ _ONES3).reshape(-1, 4)
-    reach = np.sqrt(np.maximum(np.maximum(sq[:, 0], sq[:, 1]), np.maximum(sq[:, 2], sq[:, 3])))
-    c = contacts0
-    slot = np.full(len(model.pairs), -1)  # position of each pair in `risky`
-    slot[risky] = np.arange(len(risky))
-    slot = slot.take(c.pair)
-    found = slot >= 0
-    if np.count_nonzero(found):
-        at = slot.compress(found)
-        along = -(rel.reshape(-1, 4, 3).take(at, axis=0) @ c.normal.compress(found, axis=0)[:, :, None])
-        reach[at] = np.maximum(np.maximum(along[:, 0, 0], along[:, 1, 0]), np.maximum(along[:, 2, 0], along[:, 3, 0]))
-    return bool(np.count_nonzero(reach > allowed.take(risky)))
-
+    n = model.n_bones
+    return kernels.capsule_tunnelling(kernels.argument(seg0, (n, 2, 3)), kernels.argument(seg1, (n, 2, 3)),
+                                      model.pair_i, model.pair_j, model.pair_half_min_radius, contacts0.gap_bound,
+                                      contacts0.pair, contacts0.normal)

@@ -2,17 +2,16 @@
 
 Both algorithms follow Featherstone, *Rigid Body Dynamics Algorithms* (2008): the
 recursive Newton–Euler algorithm (ch. 5) and the composite-rigid-body algorithm (ch. 6),
-written in world coordinates so that the recursions over the tree become products with
-the ancestor matrix (sums over paths and subtrees) instead of Python loops over bones.
+written in world coordinates as O(n) recursions over the tree (compiled: kernels.py).
 Units: SI (kg, m, s, N, N·m). Spatial vectors: angular part first, at the world origin.
 """
 
 import numpy as np
 
-from .kinematics import cross, skew
+from . import kernels
+from .kinematics import Kinematics, cross
 
 GRAVITY = 9.81  # m/s², along −Z in world
-_ONES6 = np.ones(6)
 
 
 def base_motion(position, linear_velocity, angular_velocity, linear_acceleration,
@@ -29,71 +28,62 @@ def base_motion(position, linear_velocity, angular_velocity, linear_acceleration
     return np.concatenate([w, vo], axis=-1), np.concatenate([wd, ao], axis=-1)
 
 
-# crm(v).reshape(36) = v @ _CRM: the spatial motion cross-product matrix
-# [[ω×, 0], [v_O×, ω×]] of v = (ω, v_O); the force cross product is crf(v) = −crm(v)ᵀ.
-_CRM = np.zeros((6, 6, 6))
-for _i, _j, _k, _s in ((0, 1, 2, -1), (0, 2, 1, 1), (1, 0, 2, 1), (1, 2, 0, -1), (2, 0, 1, -1), (2, 1, 0, 1)):
-    _CRM[_k, _i, _j] = _CRM[_k, _i + 3, _j + 3] = _CRM[_k + 3, _i + 3, _j] = _s
-_CRM = _CRM.reshape(6, 36)
-
-
-def motion_cross_matrices(v):
-    """Spatial cross-product matrices crm(v) (..., 6, 6) of spatial velocities v (..., 6)."""
-    return (v @ _CRM).reshape(v.shape[:-1] + (6, 6))
-
-
 def body_inertia_world(model, kin):
-    """World centres of mass (..., n_bones, 3) m and rotational inertias about them (..., n_bones, 3, 3)."""
-    R = kin.rotations
-    y = R[..., :, 1]
-    # Capsules have their centre of mass on the bone's Y axis and the inertia
-    # diag(i⊥, i_axial, i⊥) in the bone frame, so R I Rᵀ = i⊥ 1 + (i_axial − i⊥) y yᵀ.
-    com = kin.positions + y * model.com_local[:, 1:2]
-    inertia = model.inertia_perp_eye + model.inertia_axial_excess * (y[..., :, None] * y[..., None, :])
-    return com, inertia
+    """World centres of mass (..., n_bones, 3) m and rotational inertias about them (..., n_bones, 3, 3).
+
+    Capsules have their centre of mass on the bone's Y axis and the inertia
+    diag(i⊥, i_axial, i⊥) in the bone frame, so R I Rᵀ = i⊥ 1 + (i_axial − i⊥) y yᵀ.
+    """
+    batch, n = kin.positions.shape[:-2], model.n_bones
+    b = int(np.prod(batch))
+    com, inertia, spatial = np.empty((b, n, 3)), np.empty((b, n, 3, 3)), np.empty((b, n, 6, 6))
+    kernels.body_inertias(kernels.argument(kin.rotations, batch + (n, 3, 3)).reshape(b, n, 3, 3),
+                          kernels.argument(kin.positions, batch + (n, 3)).reshape(b, n, 3), model.mass, model.com_y,
+                          model.inertia_perp, model.inertia_axial, com, inertia, spatial)
+    return com.reshape(batch + (n, 3)), inertia.reshape(batch + (n, 3, 3))
 
 
 def spatial_inertias(model, com, inertia):
     """6×6 spatial inertias (..., n_bones, 6, 6) at the world origin:
-    [[Ī + m c×c×ᵀ, m c×], [m c×ᵀ, m 1]] with c the centre of mass, Ī the inertia about it."""
-    cx = skew(com)
-    mcx = model.mass[:, None, None] * cx
-    out = np.empty(com.shape[:-1] + (6, 6))
-    # Skew matrices are antisymmetric: c×ᵀ = −c×.
-    np.subtract(inertia, mcx @ cx, out=out[..., :3, :3])
-    out[..., :3, 3:] = mcx
-    np.negative(mcx, out=out[..., 3:, :3])
-    out[..., 3:, 3:] = model.mass_eye
-    return out
+    [[Ī + m c×c×ᵀ, m c×], [m c×ᵀ, m 1]] with c the centre of mass (..., n_bones, 3) m,
+    Ī the inertia about it (..., n_bones, 3, 3) kg·m²."""
+    batch, n = np.shape(com)[:-2], model.n_bones
+    b = int(np.prod(batch))
+    out = np.empty((b, n, 6, 6))
+    kernels.spatial_inertias(kernels.argument(com, batch + (n, 3)).reshape(b, n, 3),
+                             kernels.argument(inertia, batch + (n, 3, 3)).reshape(b, n, 3, 3), model.mass, out)
+    return out.reshape(batch + (n, 6, 6))
 
 
 def composite_inertias(model, spatial):
-    """Composite (subtree) spatial inertias (n_bones, 6, 6): in a common frame, a plain subtree sum."""
-    n = model.n_bones
-    return (model.ancestors.T @ spatial.reshape(n, 36)).reshape(n, 6, 6)
+    """Composite (subtree) spatial inertias (..., n_bones, 6, 6): in a common frame, a plain subtree sum."""
+    batch, n = np.shape(spatial)[:-3], model.n_bones
+    b = int(np.prod(batch))
+    out = np.empty((b, n, 6, 6))
+    kernels.composite_inertias(model.parents, kernels.argument(spatial, batch + (n, 6, 6)).reshape(b, n, 6, 6), out)
+    return out.reshape(batch + (n, 6, 6))
 
 
 def mass_matrix(model, kin, composite):
     """Joint-space mass matrix M (n_dof, n_dof), symmetric positive definite (CRBA, Featherstone ch. 6).
 
-    M[d, e] = S_eᵀ I^c S_d for bone(e) on the path of bone(d), I^c the composite inertia
-    of the deeper bone; the other triangle follows by symmetry.
+    M[d, e] = S_eᵀ I^c S_d for bone(e) on the path of bone(d), I^c the composite
+    inertia (n_bones, 6, 6) of the deeper bone; the other triangle follows by symmetry.
     """
-    S = kin.motion
-    F = (composite.take(model.dof_bone, axis=0) @ S[..., None])[..., 0]
-    # (P ⊙ F Sᵀ)ᵀ = Pᵀ ⊙ S Fᵀ: two small products instead of a strided transpose.
-    return model.dof_dof_ancestors * (F @ S.T) + model.dof_dof_strict_t * (S @ F.T)
+    out = np.empty((model.n_dof, model.n_dof))
+    kernels.mass_matrix(model.parents, model.dof_bone, model.dof_start, model.dof_count,
+                        kernels.argument(kin.motion, (model.n_dof, 6)), kernels.argument(composite, (model.n_bones, 6, 6)), out)
+    return out
 
 
 def rnea(model, kin, spatial, qd, qdd, base_velocity, base_acceleration, gravity=GRAVITY):
     """Inverse dynamics τ = M(q) q̈ + c(q, q̇) (..., n_dof) in N·m (RNEA, Featherstone ch. 5).
 
     spatial (..., n_bones, 6, 6): spatial_inertias(); qd, qdd (..., n_dof): joint
-    velocities (rad/s, body-frame for ball joints) and accelerations (rad/s²);
-    base_velocity/base_acceleration (..., 6) spatial, from base_motion(). Gravity
-    (m/s², along −Z) enters as a fictitious upward base acceleration. The outward
-    recursions are sums over each bone's path (ancestor matrix), the inward one a sum
-    over its subtree. Returns (tau, bone spatial velocities (..., n_bones, 6)).
+    velocities (rad/s, body-frame for ball joints) and accelerations (rad/s²), qdd None
+    for zero; base_velocity/base_acceleration (..., 6) spatial, from base_motion().
+    Gravity (m/s², along −Z) enters as a fictitious upward base acceleration.
+    Returns (tau, bone spatial velocities (..., n_bones, 6)).
     Works with any leading batch axes shared by kin and the inputs.
     """
     return _rnea(model, kin, spatial, qd, qdd, base_velocity, base_acceleration, gravity)[:2]
@@ -101,28 +91,19 @@ def rnea(model, kin, spatial, qd, qdd, base_velocity, base_acceleration, gravity
 
 def _rnea(model, kin, spatial, qd, qdd, base_velocity, base_acceleration, gravity=GRAVITY):
     """rnea() that also returns the bone momenta I v (..., n_bones, 6)."""
-    S = kin.motion
-    a0 = base_acceleration + np.array([0.0, 0.0, 0.0, 0.0, 0.0, gravity])
-    s_qd = S * qd[..., None]
-    V = base_velocity[..., None, :] + model.dof_ancestors @ s_qd
-    X = motion_cross_matrices(V)
-    # Ṡ = v × S for axes fixed in the child bone (world-frame spatial notation).
-    c_j = (X.take(model.dof_bone, axis=-3) @ s_qd[..., None])[..., 0]
-    if qdd is not None:  # None: q̈ = 0 (the bias c(q, q̇))
-        c_j += S * qdd[..., None]
-    A = a0[..., None, :] + model.dof_ancestors @ c_j
-    # I a and I v in one batched product.
-    AV = np.empty(V.shape + (2,))
-    AV[..., 0] = A
-    AV[..., 1] = V
-    IAV = spatial @ AV
-    f = IAV[..., 0] - (X.swapaxes(-1, -2) @ IAV[..., 1:])[..., 0]
-    F = model.ancestors_t @ f
-    tau = (S * F.take(model.dof_bone, axis=-2)) @ _ONES6
-    return tau, V, IAV[..., 1]
-
-
-_FIRST_MOMENT = np.array([16, 5, 9])  # Σ m c from the m c× block of a flattened 6×6 inertia
+    n, n_dof = model.n_bones, model.n_dof
+    batch = np.broadcast_shapes(kin.motion.shape[:-2], np.shape(spatial)[:-3], np.shape(qd)[:-1],
+                                np.shape(base_velocity)[:-1], np.shape(base_acceleration)[:-1],
+                                () if qdd is None else np.shape(qdd)[:-1])
+    b = int(np.prod(batch))
+    tau, V, momentum = np.empty((b, n_dof)), np.empty((b, n, 6)), np.empty((b, n, 6))
+    kernels.rnea(model.parents, model.dof_bone, model.dof_start, model.dof_count,
+                 kernels.argument(kin.motion, batch + (n_dof, 6)).reshape(b, n_dof, 6),
+                 kernels.argument(spatial, batch + (n, 6, 6)).reshape(b, n, 6, 6), kernels.argument(qd, batch + (n_dof,)).reshape(b, n_dof),
+                 np.zeros((b, n_dof)) if qdd is None else kernels.argument(qdd, batch + (n_dof,)).reshape(b, n_dof),
+                 kernels.argument(base_velocity, batch + (6,)).reshape(b, 6),
+                 kernels.argument(base_acceleration, batch + (6,)).reshape(b, 6), float(gravity), tau, V, momentum)
+    return tau.reshape(batch + (n_dof,)), V.reshape(batch + (n, 6)), momentum.reshape(batch + (n, 6))
 
 
 def gravity_stiffness(model, kin, composite, gravity=GRAVITY):
@@ -132,16 +113,40 @@ def gravity_stiffness(model, kin, composite, gravity=GRAVITY):
     turns a_d and W_d together: ∂G_d/∂q_e = g·(a_e × (a_d × W_d)); a DOF e below d only
     moves its own subtree: ∂G_d/∂q_e = g·(a_d × (a_e × W_e)). In body-frame coordinates
     the Jacobian is not exactly symmetric; its symmetric part keeps A = M + h²K symmetric.
+    composite (n_bones, 6, 6): composite_inertias().
     """
-    # Subtree mass and first moment Σ m c from the composite inertia's m and m c× blocks.
-    comp = composite.reshape(-1, 36).take(model.dof_bone, axis=0)
-    W = comp.take(_FIRST_MOMENT, axis=1) - comp[:, 21:22] * kin.origins
-    a = kin.axes
-    # k1[d, e] = (g·a_d)(a_e·W_d) − (g·W_d)(a_e·a_d) = L_d·a_e with g = (0, 0, −gravity):
-    # a rank-3 product. L is negated here so that the result needs no final negation.
-    L = gravity * (a[:, 2:3] * W - W[:, 2:3] * a)
-    # −½(dG + dGᵀ) with dG = P⊙k1 + (S⊙k1)ᵀ (P: path incl. own bone, S: strict path).
-    return model.dof_dof_path_weight * (L @ a.T) + model.dof_dof_path_weight_t * (a @ L.T)
+    out = np.empty((model.n_dof, model.n_dof))
+    kernels.gravity_stiffness(model.parents, model.dof_bone, model.dof_start, model.dof_count,
+                              kernels.argument(kin.axes, (model.n_dof, 3)), kernels.argument(kin.origins, (model.n_dof, 3)),
+                              kernels.argument(composite, (model.n_bones, 6, 6)), float(gravity), out)
+    return out
+
+
+def rigid_body_terms(model, rotations, base_rotation, base_position, qd, base_velocity, base_acceleration,
+                     gravity=GRAVITY):
+    """One state's rigid-body quantities in one compiled call (what a step evaluates).
+
+    rotations (n_bones, 4) local pose quaternions, base_rotation (3, 3), base_position
+    (3,) m, qd (n_dof,) rad/s, base spatial velocity/acceleration (6,) (base_motion()).
+    Returns (Kinematics, com (n_bones, 3) m, spatial inertias (n_bones, 6, 6), mass
+    matrix (n_dof, n_dof), bias c(q, q̇) (n_dof,) N·m, bone spatial velocities
+    (n_bones, 6), momenta I v (n_bones, 6), gravity stiffness (n_dof, n_dof)), equal to
+    forward_kinematics, body_inertia_world, spatial_inertias, composite_inertias,
+    mass_matrix, _rnea with q̈ = 0 and gravity_stiffness called in turn.
+    """
+    n, n_dof = model.n_bones, model.n_dof
+    R, P, motion, origins = np.empty((1, n, 3, 3)), np.empty((1, n, 3)), np.empty((1, n_dof, 6)), np.empty((n_dof, 3))
+    com, spatial, M, bias = np.empty((1, n, 3)), np.empty((1, n, 6, 6)), np.empty((n_dof, n_dof)), np.empty((1, n_dof))
+    V, momentum, K = np.empty((1, n, 6)), np.empty((1, n, 6)), np.empty((n_dof, n_dof))
+    kernels.rigid_terms(
+        model.parents, model.rest_matrices, model.rest_offsets, model.dof_bone, model.dof_axis, model.dof_start,
+        model.dof_count, model.mass, model.com_y, model.inertia_perp, model.inertia_axial,
+        kernels.argument(rotations, (n, 4)).reshape(1, n, 4), kernels.argument(base_rotation, (3, 3)).reshape(1, 3, 3),
+        kernels.argument(base_position, (3,)).reshape(1, 3), kernels.argument(qd, (n_dof,)).reshape(1, n_dof),
+        kernels.argument(base_velocity, (6,)).reshape(1, 6), kernels.argument(base_acceleration, (6,)).reshape(1, 6),
+        float(gravity), R, P, motion, origins, com, spatial, M, bias, V, momentum, K)
+    return Kinematics(R[0], P[0], motion[0, :, :3], origins, motion[0]), com[0], spatial[0], M, bias[0], V[0], \
+        momentum[0], K
 
 
 def energy(model, com, spatial, velocities, gravity=GRAVITY):

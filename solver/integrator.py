@@ -24,7 +24,7 @@ from scipy.linalg.lapack import dpotrf, dpotrs
 
 from . import dynamics, quat
 from .contacts import capsule_contacts
-from .kinematics import capsule_segments, forward_kinematics, normal_jacobian
+from .kinematics import capsule_segments, normal_jacobian
 from .limits import limit_coordinates, limit_rows, project_limits
 
 _MAX_ACTIVE_SET_ITERATIONS = 8
@@ -188,14 +188,9 @@ class Evaluation:
 
 def evaluate(model, physics, state, target):
     """Evaluation of `state` with the base placed as in `target` (same time)."""
-    kin = forward_kinematics(model, state.rotations, target.base_rotation, target.base_position)
-    com, inertia = dynamics.body_inertia_world(model, kin)
-    spatial = dynamics.spatial_inertias(model, com, inertia)
-    composite = dynamics.composite_inertias(model, spatial)
-    M = dynamics.mass_matrix(model, kin, composite)
-    bias, velocities, momentum = dynamics._rnea(model, kin, spatial, state.velocity, None,
-                                                target.base_velocity, target.base_acceleration, physics.gravity)
-    kg = dynamics.gravity_stiffness(model, kin, composite, physics.gravity)
+    kin, com, spatial, M, bias, velocities, momentum, kg = dynamics.rigid_body_terms(
+        model, state.rotations, target.base_rotation, target.base_position, state.velocity,
+        target.base_velocity, target.base_acceleration, physics.gravity)
     seg = capsule_segments(model, kin)
     cap = capsule_contacts(model, seg)
     b1, b2, point, normal, depth = [cap.bone1], [cap.bone2], [cap.point], [cap.normal], [cap.depth]

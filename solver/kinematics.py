@@ -1,4 +1,5 @@
-"""Forward kinematics and point Jacobians, vectorised over bones (and optional batch axes).
+"""Forward kinematics and point Jacobians (compiled tree recursions: kernels.py), with
+optional batch axes.
 
 Spatial vectors are expressed in world coordinates at the world origin, angular part
 first (Featherstone 2008, ch. 2): a joint DOF with world axis a through the point o
@@ -10,21 +11,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import quat
+from . import kernels
 
 
 # skew(a).reshape(9) = a @ _SKEW, so a stack of skew matrices costs one matrix product.
 _SKEW = np.zeros((3, 9))
 _SKEW[2, 1], _SKEW[1, 2], _SKEW[2, 3], _SKEW[0, 5], _SKEW[1, 6], _SKEW[0, 7] = -1, 1, 1, -1, -1, 1
-
-
-_EYE34 = np.eye(3, 4)
-
-
-# (p @ _LIFT + _LIFT0).reshape(6, 3) = [1; p×]: maps a bone's frame to its motion subspaces.
-_LIFT = np.zeros((3, 18))
-_LIFT[:, 9:] = _SKEW
-_LIFT0 = np.concatenate([np.eye(3).reshape(9), np.zeros(9)])
 
 
 def skew(a):
@@ -62,36 +54,22 @@ def forward_kinematics(model, local_rotations, base_rotation, base_position):
     Returns Kinematics. Ball-joint axes are the bone's own frame columns because their
     velocities are angular velocities in the bone frame; hinges use the bone's X column.
     """
-    local_rotations = np.asarray(local_rotations)
-    base_rotation = np.asarray(base_rotation)
-    base_position = np.asarray(base_position)
-    batch = local_rotations.shape[:-2]
-    if base_rotation.ndim > 2 or base_position.ndim > 1:
-        batch = np.broadcast_shapes(batch, base_rotation.shape[:-2], base_position.shape[:-1])
-    n = model.n_bones
-    # Rigid transforms [R | p] (3×4), bones in slots 0..n−1, the base in slot n and the
-    # world (identity) in slot n + 1. Pointer jumping: after round r every slot holds its
-    # transform relative to the slot 2^r links up, so the depth costs log2(depth + 1)
-    # vectorised rounds and the base is composed on the way.
-    T = np.empty(batch + (n + 2, 3, 4))
-    np.matmul(model.rest_matrices, quat.to_matrix(local_rotations), out=T[..., :n, :, :3])
-    T[..., :n, :, 3] = model.rest_offsets
-    T[..., n, :, :3] = base_rotation
-    T[..., n, :, 3] = base_position
-    T[..., n + 1, :, :] = _EYE34
-    for jump in model.jumps_base:
-        Tj = T.take(jump, axis=-3)
-        T = Tj[..., :3] @ T
-        T[..., 3] += Tj[..., 3]
-    T = T[..., :n, :, :]
-    R = np.ascontiguousarray(T[..., :3])
-    P = np.ascontiguousarray(T[..., 3])
-    # Motion subspaces of all three axes of every bone at once: [R; p× R] (6×3) per bone.
-    W = (P @ _LIFT + _LIFT0).reshape(batch + (n, 6, 3)) @ R
-    motion = W.swapaxes(-1, -2).reshape(batch + (3 * n, 6)).take(model.dof_flat, axis=-2)
-    axes = motion[..., :3]
-    origins = P.take(model.dof_bone, axis=-2)
-    return Kinematics(R, P, axes, origins, motion)
+    local_rotations = np.asarray(local_rotations, dtype=float)
+    base_rotation = np.asarray(base_rotation, dtype=float)
+    base_position = np.asarray(base_position, dtype=float)
+    batch = np.broadcast_shapes(local_rotations.shape[:-2], base_rotation.shape[:-2], base_position.shape[:-1])
+    n, n_dof = model.n_bones, model.n_dof
+    b = int(np.prod(batch))
+    q = kernels.argument(local_rotations, batch + (n, 4)).reshape(b, n, 4)
+    base_r = kernels.argument(base_rotation, batch + (3, 3)).reshape(b, 3, 3)
+    base_p = kernels.argument(base_position, batch + (3,)).reshape(b, 3)
+    R = np.empty((b, n, 3, 3))
+    P = np.empty((b, n, 3))
+    motion = np.empty((b, n_dof, 6))
+    kernels.forward_kinematics(model.parents, model.rest_matrices, model.rest_offsets, model.dof_bone,
+                               model.dof_axis, q, base_r, base_p, R, P, motion)
+    R, P, motion = R.reshape(batch + (n, 3, 3)), P.reshape(batch + (n, 3)), motion.reshape(batch + (n_dof, 6))
+    return Kinematics(R, P, motion[..., :3], P.take(model.dof_bone, axis=-2), motion)
 
 
 def capsule_segments(model, kin):
@@ -109,8 +87,10 @@ def normal_jacobian(model, kin, bones, points, normals, other_bones=None):
     same point; other bone n_bones stands for the kinematic base (no DOF). n·(a × (p − o)) = (p × n)·a + n·(o × a) is the product of the spatial
     force (p × n, n) with the motion subspace S = (a, o × a): no (k, 3, n_dof) array.
     """
-    rows = np.concatenate([cross(points, normals), normals], axis=-1) @ kin.motion.T
-    mask = model.dof_ancestors.take(bones, axis=0)
-    if other_bones is not None:
-        mask = mask - model.dof_ancestors_base.take(other_bones, axis=0)
-    return rows * mask
+    k = len(bones)
+    bones = kernels.argument(bones, (k,), np.intp)
+    other = kernels.argument(model.n_bones if other_bones is None else other_bones, (k,), np.intp)
+    rows = np.empty((k, model.n_dof))
+    kernels.normal_rows(model.parents, model.dof_start, model.dof_count, kernels.argument(kin.motion, (model.n_dof, 6)),
+                        bones, kernels.argument(points, (k, 3)), kernels.argument(normals, (k, 3)), other, rows)
+    return rows

@@ -1,8 +1,9 @@
 """Pose corrections a retarget applies after the rotation transfer (numpy only).
 
-- planted feet: frames where a foot rests on the floor (slow and low), and a two-bone IK
-  (thigh, shin) that puts the ankle where the foot must stand, knee kept in its bend
-  plane, blended in and out so no frame jumps;
+- planted feet: frames where a foot rests on the floor (slow and low), the correction that
+  holds it there (a point of the foot, or the ankle), and a two-bone IK (thigh, shin) that
+  puts the ankle where the foot must stand, knee kept in its bend plane, blended in and
+  out so no frame jumps;
 - the shoulder girdle by the scapulohumeral rhythm: past about 30° of arm elevation the
   shoulder girdle rises about one degree for every two of the arm (Inman, Saunders &
   Abbott, "Observations on the function of the shoulder joint", J. Bone Joint Surg. 1944:
@@ -74,6 +75,47 @@ def plant_weights(mask, ramp=4):
     dist = np.abs(np.arange(len(mask))[:, None] - idx[None]).min(axis=1)
     t = np.clip(1.0 - dist / (ramp + 1.0), 0.0, 1.0)
     return np.where(mask, 1.0, t * t * (3 - 2 * t))
+
+
+def eased_max(x, ramp=4):
+    """x (F,) ≥ 0 spread over `ramp` frames each side: out(t) = max over τ of x(τ) ·
+    smoothstep(1 − |t − τ| / (ramp + 1)), so out ≥ x and it rises and falls without a
+    jump."""
+    t = np.arange(len(x))
+    u = np.clip(1.0 - np.abs(t[:, None] - t[None]) / (ramp + 1.0), 0.0, 1.0)
+    return (x[None] * u * u * (3 - 2 * u)).max(axis=1)
+
+
+def plant_corrections(corr, mask, ramp=4):
+    """Corrections (F, 3) eased in and out around runs of planted frames: corr (F, 3) on
+    planted frames (mask (F,)), linearly interpolated between the facing ends of two runs
+    and held beyond the first and last, all times plant_weights(mask, ramp), so the hold
+    comes and goes without a jump (a correction that dropped to nothing just outside a
+    run would turn the leg in one frame)."""
+    idx = np.nonzero(mask)[0]
+    if not len(idx):
+        return np.zeros_like(corr)
+    t = np.arange(len(mask))
+    out = np.stack([np.interp(t, idx, corr[idx, i]) for i in range(corr.shape[1])], axis=1)
+    return out * plant_weights(mask, ramp)[:, None]
+
+
+def contact_holds(points, mask, floor, lift=None):
+    """Corrections (F, 3) that hold a foot on planted frames (mask (F,)), zero elsewhere.
+    points (F, m, 3): the foot's points that can touch the floor (its bones' heads and
+    tails). Per run of planted frames, the point lowest on average over the run is held at
+    its mean horizontal position in the run, and the lowest point of each frame is put
+    `lift` (F,) m (default 0) above `floor` (z, m). Holding a point of the foot, not the
+    ankle, lets a foot roll over its toes at lift-off (the ankle rises, the toes stay)
+    without stretching the leg."""
+    corr = np.zeros((len(mask), 3))
+    lift = np.zeros(len(mask)) if lift is None else lift
+    for start, stop in runs(mask):
+        run = points[start:stop]
+        contact = run[:, int(np.argmin(run[..., 2].mean(axis=0)))]
+        corr[start:stop, :2] = contact[:, :2].mean(axis=0) - contact[:, :2]
+        corr[start:stop, 2] = floor + lift[start:stop] - run[..., 2].min(axis=1)
+    return corr
 
 
 def plant_goals(ankle, lowest_offset, mask, floor):

@@ -1,4 +1,5 @@
-"""Quaternion algebra, w-first (w, x, y, z) like Blender, vectorised over leading axes.
+"""Quaternion algebra, w-first (w, x, y, z) like Blender, over any leading axes (products,
+exp and log compiled: kernels.py).
 
 A unit quaternion q rotates a vector v as q v q*. Rotation vectors are in radians
 (axis times angle). Every function accepts arrays of shape (..., 4) or (..., 3)
@@ -7,22 +8,15 @@ and broadcasts over the leading axes.
 
 import numpy as np
 
+from . import kernels
+
 _CONJ = np.array([1.0, -1.0, -1.0, -1.0])
 IDENTITY = np.array([1.0, 0.0, 0.0, 0.0])
 
 
-def _product_tensors():
-    """Constant tensors that turn products into single matrix multiplications:
-    (a @ _MUL).reshape(4, 4) is the left-multiplication matrix of a, and
-    (q qᵀ).reshape(16) @ _MAT is the rotation matrix of a unit q (homogeneous form)."""
-    mul = np.zeros((4, 4, 4))  # [j, i, k]: coefficient of a_j b_k in (a ⊗ b)_i
+def _matrix_tensor():
+    """(q qᵀ).reshape(16) @ _MAT is the rotation matrix of a unit q (homogeneous form)."""
     w, x, y, z = range(4)
-    for i, terms in enumerate((((w, w, 1), (x, x, -1), (y, y, -1), (z, z, -1)),
-                               ((w, x, 1), (x, w, 1), (y, z, 1), (z, y, -1)),
-                               ((w, y, 1), (x, z, -1), (y, w, 1), (z, x, 1)),
-                               ((w, z, 1), (x, y, 1), (y, x, -1), (z, w, 1)))):
-        for j, k, sign in terms:
-            mul[j, i, k] = sign
     mat = np.zeros((4, 4, 9))
     entries = {0: ((w, w, 1), (x, x, 1), (y, y, -1), (z, z, -1)), 1: ((x, y, 2), (w, z, -2)),
                2: ((x, z, 2), (w, y, 2)), 3: ((x, y, 2), (w, z, 2)), 4: ((w, w, 1), (x, x, -1), (y, y, 1), (z, z, -1)),
@@ -32,25 +26,44 @@ def _product_tensors():
         for j, k, c in terms:
             mat[j, k, e] += c / 2
             mat[k, j, e] += c / 2
-    return mul.reshape(4, 16), mat.reshape(16, 9)
+    return mat.reshape(16, 9)
 
 
-_MUL, _MAT = _product_tensors()
+_MAT = _matrix_tensor()
+
+
+def _pair(a, b):
+    """a and b (..., 4) as (k_a, 4) and (k_b, 4) kernel arguments and their broadcast
+    batch shape; the kernel reads row k mod k_a, so an operand whose batch shape is a
+    suffix of the result's (the usual case: one pose against a batch) is not copied."""
+    a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+    shape = a.shape[:-1] if a.shape == b.shape else np.broadcast_shapes(a.shape[:-1], b.shape[:-1])
+    return _tiled(a, shape), _tiled(b, shape), shape
+
+
+def _tiled(a, shape):
+    own = a.shape[:-1]
+    while own and own[0] == 1:
+        own = own[1:]
+    if own == shape[len(shape) - len(own):]:
+        return kernels.argument(a, a.shape).reshape(-1, 4)
+    return kernels.argument(a, shape + (4,)).reshape(-1, 4)
 
 
 def mul(a, b):
     """Hamilton product a ⊗ b of quaternions (..., 4); a is applied after b."""
-    left = (a @ _MUL).reshape(a.shape[:-1] + (4, 4))
-    return (left @ b[..., None])[..., 0]
-
-
-_CONJ_MUL = _CONJ[:, None] * _MUL
+    a, b, shape = _pair(a, b)
+    out = np.empty(shape + (4,))
+    kernels.quat_mul(a, b, False, out.reshape(-1, 4))
+    return out
 
 
 def conj_mul(a, b):
     """conj(a) ⊗ b of quaternions (..., 4): the rotation from a to b in a's frame."""
-    left = (a @ _CONJ_MUL).reshape(a.shape[:-1] + (4, 4))
-    return (left @ b[..., None])[..., 0]
+    a, b, shape = _pair(a, b)
+    out = np.empty(shape + (4,))
+    kernels.quat_mul(a, b, True, out.reshape(-1, 4))
+    return out
 
 
 def conj(q):
@@ -68,25 +81,18 @@ def normalize(q):
 
 def exp(r):
     """Unit quaternion of the rotation vector r (..., 3) in rad: (cos |r|/2, sin(|r|/2) r/|r|)."""
-    theta = np.sqrt(np.einsum("...i,...i->...", r, r))[..., None]
-    half = 0.5 * theta
+    r = np.asarray(r, dtype=float)
     out = np.empty(r.shape[:-1] + (4,))
-    np.cos(half, out=out[..., :1])
-    # sin(θ/2)/θ: floating-point sin is exact to rounding for tiny θ (sin x = x), so only
-    # θ = 0 needs care, where the floored divisor gives 0 and r = 0 anyway.
-    np.multiply(np.sin(half) / np.maximum(theta, 1e-300), r, out=out[..., 1:])
+    kernels.quat_exp(kernels.argument(r, r.shape).reshape(-1, 3), out.reshape(-1, 4))
     return out
 
 
 def log(q):
     """Rotation vector (..., 3) in rad of the unit quaternion q (..., 4), shortest arc (angle ≤ π)."""
-    w = q[..., :1]
-    v = q[..., 1:]
-    s = np.sqrt(np.einsum("...i,...i->...", v, v))[..., None]
-    # 2 atan2(s, |w|)/s; the sign of w picks the short arc. atan2(s, |w|) = s/|w| to
-    # rounding for tiny s, so only s = 0 needs care: the floored divisor gives 0, v = 0.
-    factor = np.arctan2(s, np.abs(w)) / np.maximum(s, 1e-300)
-    return np.copysign(factor, w) * (2.0 * v)
+    q = np.asarray(q, dtype=float)
+    out = np.empty(q.shape[:-1] + (3,))
+    kernels.quat_log(kernels.argument(q, q.shape).reshape(-1, 4), out.reshape(-1, 3))
+    return out
 
 
 def angle_between(a, b):

@@ -51,20 +51,27 @@ so, with world rotations W = R_obj · M (rotation parts) and W_b = Q_b · T_b:
 (the object rotation cancels because T = R_obj · L_rot). Unmapped bones keep B = identity,
 W_b = W_p · T_p⁻¹ · T_b. Quaternions are made hemisphere-continuous over frames.
 
-Root motion: the target hips head follows
-  p′(t) = k · (p(t) − p_ref) + p′_ref,  k = L_t / L_s
-with L the hips height above the floor (target: its rest pose above its lowest bone point;
-source: the median over frames of hips height above its lowest joint), p_ref = the source
-hips at the first frame dropped to the source floor, p′_ref = the target rest hips dropped to
-the target floor. When either skeleton has no legs (an upper-body signer), L is the hips →
-chest length and p_ref, p′_ref are the source's first-frame and the target's rest hips. The location key of the hips bone is solved from
-  head_b = L_b,rot · t_B + head_local_b   (parents of the hips at rest).
+Root motion (root_motion): the target's hip joints (the midpoint of its thigh heads)
+follow the source's,
+  h′(t) = k · (h(t) − [h_x(0), h_y(0), f_s]) + [h′_x, h′_y, f_t],  k = L_t / L_s
+with L the standing leg length (thigh + shin + the ankle's height above the sole), f the
+floor the feet stand on (source_feet, target_feet); the hip joints, not the hips bone, are
+scaled, since where a rig puts its hips bone says nothing about how high it stands. When
+either skeleton has no legs (an upper-body signer), the hips head follows the source's
+scaled by the hips → chest lengths from the target's rest hips. The location key of the
+bone carrying the translation (the hips, a Biped's Bip01) is solved from
+  head_b = L_b,rot · t_B + head_local_b   (parents of the hips at rest)
+for the shift the rotated pose still lacks. The pelvis is aligned by the two standing
+poses' body frames and each foot by ankle → toe tip, levelled on the source's planted
+frames (_level_foot); planted feet are held on the target's floor (_plant_feet), and one
+source bone spanning several target bones shares its rotation over them (_share).
 Bones outside the mapped hierarchy (IK targets and poles hanging from a root) follow the
 nearest mapped bone of their side rigidly: M_b(t) = M_anchor(t) · L_anchor⁻¹ · L_b.
 
 Units: metres, radians; frames are Blender frames (floats where subframes are sampled).
 """
 import numpy as np
+from scipy.spatial.transform import Rotation
 
 from . import armature, bonemap, posing, quat
 from . import skeleton as body_of
@@ -168,6 +175,32 @@ def _has_legs(body):
     return body is not None and all((side, "thigh") in body.limbs for side in bonemap.SIDES)
 
 
+def _body_frame(axes):
+    """(3, 3) body frame [forward, lateral, up] as columns from _axes' dict."""
+    return np.stack([axes["forward"], axes["lateral"], axes["up"]], axis=-1)
+
+
+def _foot_end(body, side):
+    """The last bone of a foot (its toe chain's end, else the foot bone itself), or None."""
+    chain = body.limbs.get((side, "toe"), []) + body.anatomy.segments.get((side, "toe"), [])
+    return (chain or body.limbs.get((side, "foot"), [None]))[-1]
+
+
+def _foot_tips(body_t, body_s, t_of, tails_t):
+    """{target foot bone: (its foot's end point (3,), the source's foot-end bone)} for each
+    target foot driven by a source foot; an end point is the tail of the foot's last bone
+    (tails_t (N, 3): the target's rest tails)."""
+    out = {}
+    for side in bonemap.SIDES:
+        ft = body_t.limbs.get((side, "foot"), [None])[0]
+        s_side = next((k[0] for k, v in body_s.limbs.items() if k[1] == "foot" and ft in t_of
+                       and v[0] == t_of[ft]), None)
+        if ft is None or s_side is None:
+            continue
+        out[ft] = (tails_t[_foot_end(body_t, side)], _foot_end(body_s, s_side))
+    return out
+
+
 def _primary_children(body):
     """Bones that continue their parent's main line at a branching bone: the spine and neck
     (over the legs and arms), the hand(s) (over a thumb on the forearm, as on the robot), the
@@ -256,6 +289,7 @@ def solve(sk_s, rest_s_world, mats, tails, sk_t, mo_t, rest_t_arm, tails_t, pair
     order = sk_t.order()
     kids = {b: [] for b in t_of}
     end_s, end_ref = {}, {}
+    tailed = set()
     for c in t_of:
         a = next((x for x in sk_t.ancestors(c) if x in t_of), None)
         if a is None or not sk_s.is_descendant(t_of[c], t_of[a]) or np.linalg.norm(h_t[c] - h_t[a]) <= 1e-6:
@@ -265,11 +299,18 @@ def solve(sk_s, rest_s_world, mats, tails, sk_t, mo_t, rest_t_arm, tails_t, pair
             end_s[c], end_ref[c] = P[:, sc], P_ref[sc]
         elif np.linalg.norm(tails_ref[sc] - P_ref[sa]) > 1e-6:
             end_s[c], end_ref[c] = tails[:, sc], tails_ref[sc]
+            tailed.add(c)
         else:
             continue
         kids[a].append(c)
 
     primary = _primary_children(body_t) if body_t is not None else set()
+    # the pelvis and feet rules below take the target's rest for a standing pose (the
+    # pelvis level, the feet flat): a rest that is no human pose keeps direction transfer
+    standing = body_s is not None and _usable_rest(body_t, h_t)
+    tips = _foot_tips(body_t, body_s, t_of, tails_t) if standing else {}
+    legs = _has_legs(body_t) and _has_legs(body_s)
+    feet_s = source_feet(body_s, P, tails, fps) if legs else {}
     Q, A = {}, {}
     for b in order:
         if b not in t_of:
@@ -278,6 +319,25 @@ def solve(sk_s, rest_s_world, mats, tails, sk_t, mo_t, rest_t_arm, tails_t, pair
         ks = kids[b]
         ref = ax_t["lateral" if kind.get(b) == "lateral" else "forward"]
         ref_s = ax_s["lateral" if kind.get(b) == "lateral" else "forward"]
+        if standing and b == body_t.hips:
+            # the pelvis: aligned by the body frames of the two standing poses, then the
+            # source's own rotation change; no child is made exact, since where the first
+            # spine joint sits on the pelvis differs between skeletons (MakeHuman's root
+            # lies behind the spine, 8 cm from it) and forcing that line would tilt the
+            # pelvis and lift or sink the hip joints
+            A[b] = _body_frame(ax_t) @ _body_frame(ax_s).T
+            Q[b] = S[:, s] @ S_ref[s].T @ A[b].T
+            continue
+        if b in tips:
+            # a foot: aligned by ankle → foot end (the toe tip) and the body's lateral axis,
+            # then the source's own rotation change; the joint between foot and toe is no
+            # common landmark (a BVH "foot" may end 4 cm below the ankle, the ball of the
+            # foot elsewhere), so a flat source foot stays a flat target foot
+            tip_t, s_end = tips[b]
+            A[b] = _frame(tip_t - h_t[b], ax_t["lateral"]) @ \
+                _frame(tails_ref[s_end] - P_ref[s], ax_s["lateral"]).T
+            Q[b] = S[:, s] @ S_ref[s].T @ A[b].T
+            continue
         if ks:
             d_t = _unit(h_t[ks] - h_t[b])                                   # (k, 3)
             d_ref = _unit(np.array([end_ref[c] for c in ks]) - P_ref[s])       # (k, 3)
@@ -291,7 +351,12 @@ def solve(sk_s, rest_s_world, mats, tails, sk_t, mo_t, rest_t_arm, tails_t, pair
                 A[b] = _wahba(d_ref, d_t[None])[0]
                 q_ref = S[:, s] @ S_ref[s].T @ A[b].T
                 j = next((n for n, c in enumerate(ks) if c in primary), 0)
-                Q[b] = _swing(_unit(q_ref @ d_t[j]), d_s[:, j]) @ q_ref
+                # a primary child whose source head sits on this bone's (CMU's Neck on a
+                # zero-length Spine1) is aimed at by its tail: that line turns with the
+                # child (the neck nods), not with this bone, so this bone keeps the
+                # source's own rotation change (swinging onto it put the neck's motion,
+                # 39° of it and one 13° one-frame jump, into the chest)
+                Q[b] = q_ref if ks[j] in tailed else _swing(_unit(q_ref @ d_t[j]), d_s[:, j]) @ q_ref
                 continue
             aim_t, aim_ref, aim_s = _unit(d_t.mean(0)), _unit(d_ref.mean(0)), _unit(d_s.mean(1))
             if abs(np.dot(aim_t, ref)) > 0.95 or abs(np.dot(aim_ref, ref_s)) > 0.95:
@@ -304,6 +369,13 @@ def solve(sk_s, rest_s_world, mats, tails, sk_t, mo_t, rest_t_arm, tails_t, pair
             A[b] = A[parent] if parent is not None else np.eye(3)
             Q[b] = S[:, s] @ S_ref[s].T @ A[b].T
 
+    for b in tips:
+        side = next(k[0] for k, v in body_t.limbs.items() if k[1] == "foot" and v[0] == b)
+        if side in feet_s:
+            _level_foot(sk_t, b, _foot_end(body_t, side), h_t, tails_t, feet_s[side]["planted"], ax_t, Q, t_of)
+
+    if body_t is not None:
+        _share(sk_t, body_t, Q, h_t)
     if shoulder_rhythm and body_t is not None:
         _girdle_rhythm(body_t, sk_s, t_of, Q, S, h_t)
 
@@ -325,19 +397,28 @@ def solve(sk_s, rest_s_world, mats, tails, sk_t, mo_t, rest_t_arm, tails_t, pair
         basis_of[b] = basis
         rot[sk_t.names[b]] = quat.make_continuous(quat.from_matrix(basis))
 
-    # root motion: hips height ratio, floors from the lowest points
+    # root motion
     hips_t = body_t.hips if body_t is not None else order[0]
     hips_s = t_of.get(hips_t)
     if hips_s is None:
         raise RetargetError(f"the hips of '{target_name}' ({sk_t.names[hips_t]}) are not mapped")
-    if _has_legs(body_t) and _has_legs(body_s):
-        floor_t = min(h_t[:, 2].min(), tails_t[:, 2].min())
-        lowest_s = np.minimum(P[..., 2].min(axis=1), tails[..., 2].min(axis=1))  # (F,)
-        floor_s = float(np.percentile(lowest_s, 5))
-        height_s = float(np.median(P[:, hips_s, 2] - lowest_s))
-        height_t = float(h_t[hips_t, 2] - floor_t)
-        p_ref = np.array([P[0, hips_s, 0], P[0, hips_s, 1], floor_s])
-        p_ref_t = np.array([h_t[hips_t, 0], h_t[hips_t, 1], floor_t])
+    mover = hips_t
+    if body_t is not None and body_t.anatomy.biped and body_t.anatomy.above_hips:
+        # 3ds Max Biped: the root above the pelvis (Bip01) carries the translation
+        mover = body_t.anatomy.above_hips[-1]
+    rest_local = rest_t_arm[mover]
+    zero = {mover: np.zeros((n_frames, 3))}
+    posed = pose_matrices(sk_t, rest_t_arm, basis_of, zero)       # the root at its rest spot
+    world = {b: mo_t @ m for b, m in posed.items()}
+    notes = []
+    if legs:
+        # the hip joints (the thigh heads' midpoint) follow the source's, scaled by the
+        # ratio of the standing leg lengths, each skeleton on the floor its planted feet
+        # stand on (see root_motion)
+        feet_t = target_feet(body_t, sk_t, h_t, tails_t)
+        thighs_t = [body_t.limbs[(side, "thigh")][0] for side in bonemap.SIDES]
+        goal, k = root_motion(body_s, P, feet_s, h_t[thighs_t].mean(0), feet_t)
+        now = np.mean([world[b][:, :3, 3] for b in thighs_t], axis=0)
     else:
         # an upper body on either side: no floor to meet; scale by the hips → chest length
         # and start from the target's rest hips
@@ -347,25 +428,20 @@ def solve(sk_s, rest_s_world, mats, tails, sk_t, mo_t, rest_t_arm, tails_t, pair
                                f"scale the hips motion")
         height_t = float(np.linalg.norm(h_t[chest_t] - h_t[hips_t]))
         height_s = float(np.linalg.norm(P_ref[t_of[chest_t]] - P_ref[hips_s]))
-        p_ref, p_ref_t = P[0, hips_s], h_t[hips_t]
-    if height_s < 1e-6 or height_t < 1e-6:
-        raise RetargetError("cannot measure the hips height of the source or the target")
-    k = height_t / height_s
-    root = k * (P[:, hips_s] - p_ref) + p_ref_t                          # (F, 3) world
-    # location basis of the hips with its parents at rest: head = L_rot · t + head_local
-    notes = []
-    root_arm = (np.linalg.inv(mo_t) @ np.c_[root, np.ones(len(root))].T).T[:, :3]
-    mover = hips_t
-    if body_t is not None and body_t.anatomy.biped and body_t.anatomy.above_hips:
-        # 3ds Max Biped: the root above the pelvis (Bip01) carries the translation; it stays
-        # unturned, so its head is the pelvis head less their rest offset
-        mover = body_t.anatomy.above_hips[-1]
-        root_arm = root_arm - (rest_t_arm[hips_t][:3, 3] - rest_t_arm[mover][:3, 3])
-    rest_local = rest_t_arm[mover]
-    loc = {mover: (root_arm - rest_local[:3, 3]) @ _rot(rest_local)}
-    if plant_feet and _has_legs(body_t) and _has_legs(body_s):
-        notes = _plant_feet(target_name, sk_t, body_t, body_s, T, W, basis_of, loc, P, tails,
-                            floor_s, fps, mo_t, rest_t_arm, tails_t)
+        if height_s < 1e-6 or height_t < 1e-6:
+            raise RetargetError("cannot measure the hips height of the source or the target")
+        k = height_t / height_s
+        goal = k * (P[:, hips_s] - P[0, hips_s]) + h_t[hips_t]
+        now = world[hips_t][:, :3, 3]
+    # translate the mover (parents at rest) by what the pose still lacks:
+    # head = L_rot · t + head_local, so t = L_rotᵀ · (armature-space shift)
+    shift = (goal - now) @ np.linalg.inv(mo_t[:3, :3]).T                 # armature space
+    loc = {mover: shift @ _rot(rest_local)}
+    root = world[hips_t][:, :3, 3] + (goal - now)                        # (F, 3) world
+    if plant_feet and legs:
+        notes, drop = _plant_feet(target_name, sk_t, body_t, T, W, basis_of, loc, mover, feet_s,
+                                  feet_t, k, fps, mo_t, rest_t_arm, tails_t)
+        root = root - np.outer(drop, [0.0, 0.0, 1.0])
         rot.update({sk_t.names[b]: quat.make_continuous(quat.from_matrix(basis_of[b]))
                     for side in bonemap.SIDES for part in ("thigh", "shin", "foot")
                     for b in body_t.limbs.get((side, part), [])[:1]})
@@ -403,6 +479,53 @@ def _refuse(target_name, sk_t, sk_s, body_t, body_s, t_of, basis_of, loc, P, mo,
                             f"refused, nothing written (check the bone map and the up axis)")
 
 
+LIMB_PARTS = ("upper_arm", "forearm", "thigh", "shin")
+
+
+def _share(sk, body, Q, heads):
+    """Share one source bone's rotation over the target bones it spans: a mapped target
+    bone a followed by unmapped in-line bones u1 … un before the next mapped bone c (a
+    five-bone spine driven by a three-bone one, a forearm split for twist).
+
+    Spine, neck and fingers: the rotation of a relative to its mapped parent p,
+    R = Q_pᵀ Q_a, is spread over a, u1 … un in proportion to their lengths (bone i turns
+    by R^(λ0+…+λi), rotation vector scaled; the last one by R, as the rigid chain did), so
+    the bend and twist of the spine are shared between segments and the chain bends as an
+    arc where the rigid one turned at a alone. Limbs (upper arm, forearm, thigh,
+    shin): the joint stays where it is and only the twist of c relative to a about the
+    rest line a → c (swing–twist decomposition) is spread over u1 … un, as the forearm's
+    pronation is. Q (bone → (F, 3, 3) world rotation changes) is updated in place;
+    heads (N, 3) world rest heads."""
+    fixed = dict(Q)
+    for c in sk.order():
+        a = next((x for x in sk.ancestors(c) if x in fixed), None) if c in fixed else None
+        between = sk.path(a, c)[:-1] if a is not None else []
+        role = body.anatomy.roles.get(a)
+        if not between or role is None:
+            continue
+        chain = [a] + between
+        ends = chain[1:] + [c]
+        seg = np.array([np.linalg.norm(heads[e] - heads[b]) for b, e in zip(chain, ends)])
+        if seg.sum() < 1e-9:
+            continue
+        share = np.cumsum(seg) / seg.sum()
+        line = _unit(heads[c] - heads[a])
+        if role.part in LIMB_PARTS:
+            q = Rotation.from_matrix(np.swapaxes(fixed[a], -1, -2) @ fixed[c]).as_quat()   # x, y, z, w
+            twist = 2.0 * np.arctan2(q[:, :3] @ line, q[:, 3])
+            twist = np.mod(twist + np.pi, 2 * np.pi) - np.pi
+            for b, w in zip(between, share[:-1]):
+                Q[b] = fixed[a] @ Rotation.from_rotvec(np.outer(twist * w, line)).as_matrix()
+            continue
+        if role.part not in ("spine", "neck", "head") + body_of.FINGERS:
+            continue
+        p = next((x for x in sk.ancestors(a) if x in fixed), None)
+        if p is None:
+            continue
+        turn = Rotation.from_matrix(np.swapaxes(fixed[p], -1, -2) @ fixed[a]).as_rotvec()  # (F, 3)
+        Q.update({b: fixed[p] @ Rotation.from_rotvec(turn * w).as_matrix() for b, w in zip(chain, share)})
+
+
 CLAVICLE_STILL = np.radians(3.0)   # a source clavicle turning less than this does not move
 
 
@@ -436,70 +559,270 @@ def _girdle_rhythm(body_t, sk_s, t_of, Q, S, h_t):
 
 
 PLANT_SPEED = 0.3     # m/s: a source foot slower than this, on its floor, is planted
-PLANT_HEIGHT = 0.025  # m above the source floor
+PLANT_HEIGHT = 0.025  # m above the foot's floor
 PLANT_RAMP = 0.2      # s over which the foot hold comes and goes
-PLANT_REACH = 0.03    # m: the hold corrects a planted foot by this much at most
+PLANT_REACH = 0.10    # m: the hold corrects a planted foot by this much at most
+PLANT_LIFT_FREE = 0.01  # m: a planted source foot this close to its floor stands on the target's
+PLANT_BEND = 0.01     # the hold stretches a leg to this fraction short of straight at most (knee ≈ 16°)
+ROOT_DROP = 0.015     # m: the hips come down this much at most so that a planted foot reaches
+FOOT_PITCH = np.radians(35.0)  # the hold turns a foot about its ankle this much at most
+FOOT_FLOOR_SPREAD = 0.06  # m: a foot whose lowest points stay this close to the floor has its own
 
 
-def _plant_feet(target_name, sk_t, body_t, body_s, T, W, basis_of, loc, P, tails, floor_s, fps,
+def _leg_ends(body, side, heads, tails):
+    """(thigh bone, ankle points) of one leg: the foot's head, or the shin's tail without a
+    foot bone (the robot's IK feet hang outside the leg); heads/tails (F, N, 3) or (N, 3)."""
+    th, sh = body.limbs[(side, "thigh")][0], body.limbs[(side, "shin")][0]
+    ft = body.limbs.get((side, "foot"), [None])[0]
+    return th, (heads[..., ft, :] if ft is not None else tails[..., sh, :])
+
+
+def source_feet(body, P, tails, fps):
+    """Where each source foot stands: {side: {"planted": bool (F,), "floor": the height it
+    stands on (m), "lift": (F,) its lowest point's height above that floor (m), "leg": the
+    standing leg length: thigh + shin (medians over the frames) + the ankle's height above
+    the foot's lowest point while it stands planted (m)}}.
+
+    A foot's lowest point (F, 3) is the lowest head or tail of its foot and toe bones; its
+    floor is the 5th percentile of that point's height when within FOOT_FLOOR_SPREAD of the
+    whole skeleton's (a skeleton's two feet may end at different heights), else the whole
+    skeleton's; planted: solver.posing.planted (slower than PLANT_SPEED, within
+    PLANT_HEIGHT of that floor). A foot never planted (a dancer's leg that only touches
+    down on its toes) stands on the floor of a planted one, and the ankle height is taken
+    over the planted frames of both feet (median): a foot on its toes puts the ankle 7 cm
+    higher above its lowest point, which is no longer leg (Rokoko's dance: 16 cm over all
+    frames, 9.7 cm planted). Without any planted frame, the medians over all frames are
+    used. P (F, N, 3) posed heads, tails (F, N, 3), fps: frames per second."""
+    lowest = np.minimum(P[..., 2].min(axis=1), tails[..., 2].min(axis=1))
+    floor_all = float(np.percentile(lowest, 5))
+    out, low_of = {}, {}
+    for side in bonemap.SIDES:
+        bones = [body.limbs[(side, p)][0] for p in ("foot", "toe") if (side, p) in body.limbs]
+        if not bones:
+            bones = body.limbs[(side, "shin")][:1]
+        pts = np.concatenate([P[:, bones], tails[:, bones]], axis=1)             # (F, k, 3)
+        low = low_of[side] = pts[np.arange(len(pts)), np.argmin(pts[..., 2], axis=1)]
+        own = float(np.percentile(low[:, 2], 5))
+        floor = own if own - floor_all < FOOT_FLOOR_SPREAD else floor_all
+        out[side] = {"planted": posing.planted(low, fps, floor, PLANT_SPEED, PLANT_HEIGHT), "floor": floor}
+    standing = [side for side in out if out[side]["planted"].any()]
+    for side in out:
+        if side not in standing and standing:
+            out[side]["floor"] = float(np.mean([out[s]["floor"] for s in standing]))
+            out[side]["planted"] = posing.planted(low_of[side], fps, out[side]["floor"], PLANT_SPEED, PLANT_HEIGHT)
+    above = {}
+    for side in out:
+        th, ankle = _leg_ends(body, side, P, tails)
+        sh = body.limbs[(side, "shin")][0]
+        out[side]["lift"] = low_of[side][:, 2] - out[side]["floor"]
+        out[side]["bones"] = float(np.median(np.linalg.norm(P[:, sh] - P[:, th], axis=1)
+                                             + np.linalg.norm(ankle - P[:, sh], axis=1)))
+        above[side] = ankle[:, 2] - low_of[side][:, 2]
+    flat = np.concatenate([above[s][out[s]["planted"]] for s in standing]) if standing else None
+    for side in out:
+        mask = out[side]["planted"]
+        height = above[side][mask] if mask.any() else (flat if flat is not None else above[side])
+        out[side]["leg"] = out[side].pop("bones") + float(np.median(height))
+    return out
+
+
+def target_feet(body, sk, heads, tails):
+    """Each target foot in the rest pose: {side: {"floor": the lowest rest head or tail of
+    the foot and the bones below it (m), "bones": those bones, "leg": thigh + shin length
+    + ankle height above that floor (m)}}; a leg without a foot ends at its shin's tail
+    over the whole skeleton's floor. heads, tails: (N, 3) world rest points."""
+    floor_all = float(min(heads[:, 2].min(), tails[:, 2].min()))
+    out = {}
+    for side in bonemap.SIDES:
+        ft = body.limbs.get((side, "foot"), [None])[0]
+        bones = sk.subtree(ft) if ft is not None else []
+        floor = float(min(heads[bones, 2].min(), tails[bones, 2].min())) if bones else floor_all
+        th, ankle = _leg_ends(body, side, heads, tails)
+        sh = body.limbs[(side, "shin")][0]
+        leg = np.linalg.norm(heads[sh] - heads[th]) + np.linalg.norm(ankle - heads[sh])
+        out[side] = {"floor": floor, "bones": bones, "leg": float(leg + ankle[2] - floor)}
+    return out
+
+
+def root_motion(body_s, P, feet_s, hip_t, feet_t):
+    """The target's hip-joint path (F, 3) and scale k: the midpoint of the source's thigh
+    heads, scaled by k = L_t / L_s about its first frame dropped to the source's floor, set
+    on the target's floor under its rest hip joints hip_t (3,):
+        h′(t) = k · (h(t) − [h_x(0), h_y(0), f_s]) + [h′_x, h′_y, f_t]
+    L: the standing leg length (thigh + shin + ankle height above the floor the foot stands
+    on, mean of both legs; source_feet, target_feet), f: the mean floor under the feet.
+    The hip joints, not the hips bone, are scaled: where a rig puts its hips bone (11 cm
+    above the hip joints in CMU's skeleton, 7 cm below them in Blender's metarig) says
+    nothing about how high the body stands."""
+    thighs = [body_s.limbs[(side, "thigh")][0] for side in bonemap.SIDES]
+    hip = P[:, thighs].mean(axis=1)
+    leg_s = np.mean([f["leg"] for f in feet_s.values()])
+    leg_t = np.mean([f["leg"] for f in feet_t.values()])
+    if leg_s < 1e-6 or leg_t < 1e-6:
+        raise RetargetError("cannot measure the leg length of the source or the target")
+    k = leg_t / leg_s
+    f_s = np.mean([f["floor"] for f in feet_s.values()])
+    f_t = np.mean([f["floor"] for f in feet_t.values()])
+    return k * (hip - [hip[0, 0], hip[0, 1], f_s]) + [hip_t[0], hip_t[1], f_t], float(k)
+
+
+def _level_foot(sk, foot, end, heads, tails, mask, axes, Q, t_of):
+    """Tilt a target foot (and its mapped toes) about the body's lateral axis by the one
+    constant angle that makes its aim (ankle → the tail of its last bone `end`) as steep on
+    the source's planted frames (mask (F,)) as in the target's rest pose: the target's rest
+    foot stands flat, so the source's foot as it stands planted becomes that flat foot,
+    whatever pose the source's reference frame caught it in. The posed aim is summed bone
+    by bone down to `end`, each segment turned by its own bone (a toe bent up at the ball
+    of the foot tilts the aim too: Rokoko's dance bends it 9°). heads, tails (N, 3): world
+    rest points; Q (bone → (F, 3, 3) world rotation changes) is updated in place."""
+    if not mask.any():
+        return
+    up, lat = axes["up"], axes["lateral"]
+    chain = [foot] + (sk.path(foot, end) or [])
+    ends = [heads[b] for b in chain[1:]] + [tails[chain[-1]]]
+    segments = [(b, e - heads[b]) for b, e in zip(chain, ends)]
+    turns, last = {}, Q[foot]
+    for b, _seg in segments:               # an unmapped bone turns with its parent
+        last = turns[b] = Q.get(b, last)
+    aim = sum(seg for _b, seg in segments)
+    rest = np.arcsin(np.clip(_unit(aim) @ up, -1.0, 1.0))
+    c = np.eye(3)
+    for _ in range(3):          # the posed foot also turns (heading): converge on the pitch
+        v = _unit(sum(turns[b][mask] @ (c @ seg) for b, seg in segments))
+        excess = float(np.mean(np.arcsin(np.clip(v @ up, -1.0, 1.0))) - rest)
+        c = Rotation.from_rotvec(lat * excess).as_matrix() @ c
+    for b in sk.subtree(foot):
+        if b in Q and b in t_of:
+            Q[b] = Q[b] @ c
+
+
+def _plant_feet(target_name, sk_t, body_t, T, W, basis_of, loc, mover, feet_s, feet_t, k, fps,
                 mo, rest_arm, tails_t):
-    """Where a source foot is planted (solver.posing.planted on its lowest point), the target
-    foot stands on its floor: its ankle held at one spot per run of planted frames (where
-    the transferred pose puts it on average over the run, so the legs keep the source's
-    directions as far as they can) at the height that puts the foot's lowest point (foot,
-    toes, heel, in the source's foot rotation) on the floor those bones rest on in the rest
-    pose, reached by a two-bone IK of thigh and shin, blended in and out over PLANT_RAMP.
-    A run needing more than PLANT_REACH is left as transferred (the two skeletons' legs or
-    feet differ in shape; bending the legs to hide that would lose the source's leg
-    directions) and reported. W (world rotations) and basis_of (local) are updated in
-    place. mo (4, 4), rest_arm (N, 4, 4), tails_t (N, 3): the target's object matrix,
-    armature-space rest matrices and world rest tails. Returns warnings (list of str)."""
+    """Where a source foot is planted (source_feet), the target foot stands on its floor
+    (target_feet): per run of planted frames the foot's point lowest on average is held at
+    one spot and its lowest point put on the floor (solver.posing.contact_holds; a source
+    foot rising past PLANT_LIFT_FREE lifts the target's by as much, scaled by k), eased in
+    and out over PLANT_RAMP (solver.posing.plant_corrections) and reached by a two-bone IK
+    of thigh and shin that stretches a leg no further than PLANT_BEND short of straight;
+    what the legs cannot reach the hips give (at most ROOT_DROP, eased) and the foot's
+    pitch about the ankle takes (at most FOOT_PITCH), after which the legs put the held
+    point back. A run needing more than PLANT_REACH is left as transferred and reported.
+    W (world rotations), basis_of (local) and loc[mover] (the bone carrying the root
+    translation) are updated in place. mo (4, 4), rest_arm (N, 4, 4), tails_t (N, 3): the
+    target's object matrix, armature-space rest matrices and world rest tails. Returns
+    (warnings (list of str), the hips' drop (F,) m)."""
     out = []
     tails_arm = (np.linalg.inv(mo) @ np.c_[tails_t, np.ones(len(tails_t))].T).T[:, :3]
     lengths = np.linalg.norm(tails_arm - rest_arm[:, :3, 3], axis=1)      # bone lengths
+    ramp = max(2, int(round(PLANT_RAMP * fps)))
+
+    def holds(legs):
+        """{side: (hip, knee, ankle, ankle goal) (F, 3) each} for the current pose."""
+        posed = pose_matrices(sk_t, rest_arm, basis_of, loc)
+        got = {}
+        for side, (th, sh, ft, mask, lift) in legs.items():
+            toes = feet_t[side]["bones"]
+            world = {b: mo @ posed[b] for b in {th, sh, *toes}}
+            foot_pts = np.concatenate(
+                [np.stack([world[b][:, :3, 3], world[b][:, :3, 3] + world[b][:, :3, 1] * lengths[b]], 1)
+                 for b in toes], axis=1)                                          # (F, 2k, 3)
+            ankle = world[ft][:, :3, 3]
+            corr = posing.contact_holds(foot_pts, mask, feet_t[side]["floor"], lift)
+            got[side] = (world[th][:, :3, 3], world[sh][:, :3, 3], ankle, corr)
+        return got
+
+    legs = {}
     for side in bonemap.SIDES:
         th, sh, ft = (body_t.limbs.get((side, p), [None])[0] for p in ("thigh", "shin", "foot"))
-        feet_s = [body_s.limbs[(side, p)][0] for p in ("foot", "toe") if (side, p) in body_s.limbs]
-        if None in (th, sh, ft) or not feet_s or sk_t.parents[sh] != th or sk_t.parents[ft] != sh:
+        if None in (th, sh, ft) or sk_t.parents[sh] != th or sk_t.parents[ft] != sh:
             continue
-        pts = np.concatenate([P[:, feet_s], tails[:, feet_s]], axis=1)           # (F, k, 3)
-        low_s = pts[np.arange(len(pts)), np.argmin(pts[..., 2], axis=1)]
-        mask = posing.planted(low_s, fps, floor_s, PLANT_SPEED, PLANT_HEIGHT)
-        if not mask.any():
-            continue
-        toes = sk_t.subtree(ft)          # foot, toe, heel: what can touch the floor
-        rest_w = mo @ rest_arm[toes]
-        floor_t = min(rest_w[:, 2, 3].min(), (rest_w[:, 2, 3] + rest_w[:, 2, 1] * lengths[toes]).min())
-        heading = W[ft] @ T[ft].T @ T[ft][:, 1]          # where the foot points (F, 3)
-        posed = pose_matrices(sk_t, rest_arm, basis_of, loc)
-        world = {b: mo @ posed[b] for b in {th, sh, *toes}}
-        foot_pts = np.concatenate(
-            [np.stack([world[b][:, :3, 3], world[b][:, :3, 3] + world[b][:, :3, 1] * lengths[b]], 1)
-             for b in toes], axis=1)                                              # (F, 2k, 3)
-        ankle = world[ft][:, :3, 3]
-        offset = foot_pts[..., 2].min(axis=1) - ankle[:, 2]
-        goal = posing.plant_goals(ankle, offset, mask, floor_t)
-        need = np.linalg.norm(goal - ankle, axis=1)
+        if feet_s[side]["planted"].any():
+            # a planted source foot rising off its floor (the heel at lift-off) lifts the
+            # target's as much, scaled, past the first PLANT_LIFT_FREE
+            lift = k * np.maximum(feet_s[side]["lift"] - PLANT_LIFT_FREE, 0.0)
+            legs[side] = (th, sh, ft, feet_s[side]["planted"].copy(), lift)
+    for side, (_hip, _knee, _ankle, corr) in holds(legs).items():
+        mask = legs[side][3]
+        need = np.linalg.norm(corr, axis=1)
         for start, stop in posing.runs(mask):
             if need[start:stop].max() > PLANT_REACH:
                 out.append(f"planted {side} foot of '{target_name}' stays {need[start:stop].max() * 100:.1f} cm "
                            f"off its floor spot at frames {start}–{stop - 1} (legs or feet shaped "
                            f"unlike the source's): not forced")
                 mask[start:stop] = False
-        if not mask.any():
-            continue
-        w = posing.plant_weights(mask, ramp=max(2, int(round(PLANT_RAMP * fps))))
-        goal = posing.plant_goals(ankle, offset, mask, floor_t)
-        goal = ankle + w[:, None] * (goal - ankle)
-        hip, knee = world[th][:, :3, 3], world[sh][:, :3, 3]
+    legs = {side: leg for side, leg in legs.items() if leg[3].any()}
+    # where a leg cannot reach its hold (a foot on its toes at lift-off, shaped unlike the
+    # source's), the hips come down by the shortfall, eased over PLANT_RAMP and at most
+    # ROOT_DROP: the legs then reach without snapping straight
+    short = np.zeros(len(next(iter(feet_s.values()))["planted"]))
+    for side, (hip, knee, ankle, corr) in holds(legs).items():
+        goal = ankle + posing.plant_corrections(corr, legs[side][3], ramp)
+        reach = np.linalg.norm(knee - hip, axis=1) + np.linalg.norm(ankle - knee, axis=1)
+        limit = np.maximum(reach * (1.0 - PLANT_BEND), np.linalg.norm(ankle - hip, axis=1))
+        short = np.maximum(short, np.linalg.norm(goal - hip, axis=1) - limit)
+    drop = np.minimum(posing.eased_max(np.maximum(short, 0.0), ramp), ROOT_DROP)
+    if drop.any():
+        world_down = np.outer(drop, [0.0, 0.0, -1.0])
+        loc[mover] = loc[mover] + (world_down @ np.linalg.inv(mo[:3, :3]).T) @ _rot(rest_arm[mover])
+    def leg_ik(side, hip, knee, ankle, corr):
+        """Move one leg's ankle by the eased corrections corr (F, 3) (two-bone IK)."""
+        th, sh, ft, mask, _lift = legs[side]
+        goal = ankle + posing.plant_corrections(corr, mask, ramp)
+        # the hold stretches a leg no straighter than PLANT_BEND short of its reach (or than
+        # the transferred pose has it): near straight a knee turns fast for little reach,
+        # and the foot's pitch (below) covers the rest
+        reach = np.linalg.norm(knee - hip, axis=1) + np.linalg.norm(ankle - knee, axis=1)
+        limit = np.maximum(reach * (1.0 - PLANT_BEND), np.linalg.norm(ankle - hip, axis=1))
+        to_goal = goal - hip
+        far = np.linalg.norm(to_goal, axis=1)
+        goal = hip + to_goal * (np.minimum(far, limit) / np.maximum(far, 1e-9))[:, None]
         # the knee bends towards where the foot points
+        heading = W[ft] @ T[ft].T @ T[ft][:, 1]
         d_up, d_low = posing.two_bone_ik(hip, knee, ankle, goal, knee + _unit(heading))
         W[th] = d_up @ W[th]
         W[sh] = d_low @ W[sh]
         for b in (th, sh, ft):
             p = sk_t.parents[b]
             basis_of[b] = (T[p].T @ T[b]).T @ np.swapaxes(W[p], -1, -2) @ W[b]
-    return out
+
+    for side, (hip, knee, ankle, corr) in holds(legs).items():
+        leg_ik(side, hip, knee, ankle, corr)
+    # what the legs could not reach (a foot on its toes whose ball sits nearer the ankle
+    # than the source's): the foot turns toes-down about its ankle, by the smallest turn
+    # (at most FOOT_PITCH, found by bisection, eased over PLANT_RAMP) that sets its lowest
+    # point where the foot must stand
+    posed = pose_matrices(sk_t, rest_arm, basis_of, loc)
+    for side, (th, sh, ft, mask, lift) in legs.items():
+        floor = feet_t[side]["floor"] + lift
+        ankle = (mo @ posed[ft])[:, :3, 3]
+        pts = np.concatenate([np.stack([(mo @ posed[b])[:, :3, 3], (mo @ posed[b])[:, :3, 3]
+                                        + (mo @ posed[b])[:, :3, 1] * lengths[b]], 1)
+                              for b in feet_t[side]["bones"]], axis=1) - ankle[:, None]
+        heading = W[ft] @ T[ft].T @ T[ft][:, 1]
+        lat = _unit(np.cross([0.0, 0.0, 1.0], heading))      # turning about it lowers the toes
+
+        def gap(phi):
+            """Lowest point above where it must stand, after a turn phi (F,) about lat."""
+            turned = Rotation.from_rotvec(lat * phi[:, None]).as_matrix()
+            return np.einsum("fij,fkj->fki", turned, pts)[..., 2].min(axis=1) + ankle[:, 2] - floor
+
+        lo, hi = np.zeros(len(mask)), np.full(len(mask), FOOT_PITCH)
+        reach = gap(hi) <= 0
+        for _ in range(16):
+            mid = 0.5 * (lo + hi)
+            above = gap(mid) > 0
+            lo, hi = np.where(above, mid, lo), np.where(above, hi, mid)
+        phi = np.where(mask & (gap(np.zeros(len(mask))) > 0), np.where(reach, hi, FOOT_PITCH), 0.0)
+        phi = np.minimum(posing.eased_max(phi, ramp), FOOT_PITCH)
+        if not phi.any():
+            continue
+        W[ft] = Rotation.from_rotvec(lat * phi[:, None]).as_matrix() @ W[ft]
+        p = sk_t.parents[ft]
+        basis_of[ft] = (T[p].T @ T[ft]).T @ np.swapaxes(W[p], -1, -2) @ W[ft]
+    # the turn moved the held point: the legs put it back (horizontally)
+    for side, (hip, knee, ankle, corr) in holds(legs).items():
+        leg_ik(side, hip, knee, ankle, corr * [1.0, 1.0, 0.0])
+    return out, drop
 
 
 def pose_matrices(sk, rest, basis, loc):

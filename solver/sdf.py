@@ -16,11 +16,10 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.spatial import cKDTree
 
+from . import kernels
+
 # Closest-feature codes returned by closest_point_on_triangle.
 FACE, EDGE0, EDGE1, EDGE2, VERT0, VERT1, VERT2 = range(7)
-# Offsets (x, y, z) of the 8 corners of a grid cell, in the order the interpolation uses.
-_ONES3 = np.ones(3)
-_CORNERS = np.array([[0, 1, 0, 1, 0, 1, 0, 1], [0, 0, 1, 1, 0, 0, 1, 1], [0, 0, 0, 0, 1, 1, 1, 1]])
 
 
 def closest_point_on_triangle(p, a, b, c):
@@ -111,31 +110,18 @@ def icosphere(level, radius=1.0):
     return radius * v / np.linalg.norm(v, axis=1, keepdims=True), faces
 
 
-def winding_number(vertices, triangles, points, chunk=2_000_000):
+def winding_number(vertices, triangles, points):
     """Generalized winding number (k,) of points (k, 3) m w.r.t. a triangle mesh.
 
     w = Σ Ω_t / 4π over the triangles' signed solid angles, each from the formula of
     Van Oosterom & Strackee ("The solid angle of a plane triangle", IEEE TBME 30(2),
     1983): tan(Ω/2) = a·(b×c) / (|a||b||c| + (a·b)|c| + (b·c)|a| + (c·a)|b|). w is 1
     inside and 0 outside a closed outward-wound mesh and varies smoothly across holes;
-    inside is w > ½. Work is chunked to about `chunk` point–triangle pairs.
+    inside is w > ½ (compiled loop: kernels.winding_numbers).
     """
     vertices, triangles = _validate_mesh(vertices, triangles)
-    points = np.asarray(points, dtype=float).reshape(-1, 3)
-    corners = vertices[triangles].transpose(1, 2, 0)  # (3 corners, 3 axes, T)
-    out = np.empty(len(points))
-    step = max(1, chunk // len(triangles))
-    for s in range(0, len(points), step):
-        p = points[s:s + step, :, None]  # (k, 3, 1)
-        (ax, ay, az), (bx, by, bz), (cx, cy, cz) = ((c[None] - p).transpose(1, 0, 2) for c in corners)
-        la = np.sqrt(ax * ax + ay * ay + az * az)
-        lb = np.sqrt(bx * bx + by * by + bz * bz)
-        lc = np.sqrt(cx * cx + cy * cy + cz * cz)
-        det = ax * (by * cz - bz * cy) + ay * (bz * cx - bx * cz) + az * (bx * cy - by * cx)
-        den = (la * lb * lc + (ax * bx + ay * by + az * bz) * lc + (bx * cx + by * cy + bz * cz) * la
-               + (cx * ax + cy * ay + cz * az) * lb)
-        out[s:s + step] = np.arctan2(det, den).sum(axis=1) / (2.0 * np.pi)
-    return out
+    points = kernels.argument(np.asarray(points, dtype=float).reshape(-1, 3), (np.size(points) // 3, 3))
+    return kernels.winding_numbers(np.ascontiguousarray(vertices[triangles]), points)
 
 
 def is_closed(triangles):
@@ -162,7 +148,7 @@ def _validate_mesh(vertices, triangles):
     return vertices, triangles
 
 
-def mesh_signed_distance(vertices, triangles, points, chunk=65536, band=None):
+def mesh_signed_distance(vertices, triangles, points, band=None):
     """Signed distance (k,) m from points (k, 3) to a triangle mesh; outside > 0.
 
     Candidates come from a k-d tree over triangle centroids: the nearest few give an
@@ -179,14 +165,14 @@ def mesh_signed_distance(vertices, triangles, points, chunk=65536, band=None):
     """
     vertices, triangles = _validate_mesh(vertices, triangles)
     points = np.asarray(points, dtype=float).reshape(-1, 3)
-    dist, best, q, code = _unsigned_distance(vertices, triangles, points, chunk, band)
+    dist, best, q, code = _unsigned_distance(vertices, triangles, points, band)
     if not is_closed(triangles):
         return _open_mesh_sign(vertices, triangles, points, best, code, q,
                                lambda m: winding_number(vertices, triangles, points[m])) * dist
     return _pseudo_normal_sign(vertices, triangles, points, best, q, code) * dist
 
 
-_POINTS_PER_PASS = 32768  # points searched together: bounds the candidate arrays' memory
+_POINTS_PER_PASS = 32768  # points searched together: bounds the search arrays' memory
 
 
 def _split_triangles(tri, max_reach):
@@ -208,7 +194,7 @@ def _split_triangles(tri, max_reach):
         parent = np.concatenate([parent[~big], np.tile(parent[big], 4)])
 
 
-def _unsigned_distance(vertices, triangles, points, chunk, band):
+def _unsigned_distance(vertices, triangles, points, band):
     """(distance (k,), closest triangle (k,), closest point (k, 3), feature code (k,))."""
     tri = vertices[triangles]
     reach_each = np.sqrt(np.sum((tri - tri.mean(axis=1)[:, None]) ** 2, axis=-1)).max(axis=1)
@@ -217,40 +203,35 @@ def _unsigned_distance(vertices, triangles, points, chunk, band):
     dist = np.empty(len(points))
     for s in range(0, len(points), _POINTS_PER_PASS):
         sl = slice(s, s + _POINTS_PER_PASS)
-        dist[sl], piece = _nearest_piece(pieces, points[sl], chunk, band)
+        dist[sl], piece = _nearest_piece(pieces, points[sl], band)
         best[sl] = parent[piece]
     q, code = closest_point_on_triangle(points, tri[best, 0], tri[best, 1], tri[best, 2])
     return dist, best, q, code
 
 
-def _nearest_piece(tri, points, chunk, band):
+def _nearest_piece(tri, points, band):
     """(distance (k,), index (k,)) of the nearest of the triangles (T, 3, 3) to points (k, 3)."""
     centroid = tri.mean(axis=1)
     reach = np.sqrt(np.sum((tri - centroid[:, None]) ** 2, axis=-1)).max()
     tree = cKDTree(centroid)
     k = min(8, len(tri))
     _, near = tree.query(points, k=k)
-    near = near.reshape(len(points), k)
-    q, _ = closest_point_on_triangle(points[:, None], tri[near, 0], tri[near, 1], tri[near, 2])
-    near_dist = np.sqrt(np.sum((q - points[:, None]) ** 2, axis=-1))
-    bound = near_dist.min(axis=1)
-    radius = bound if band is None else np.minimum(bound, band)
-    lists = tree.query_ball_point(points, radius + reach * (1 + 1e-9) + 1e-12)
-    counts = np.fromiter(map(len, lists), dtype=np.intp, count=len(points))
-    # Far points (beyond the band) without candidates keep the nearest of the few.
-    fallback = near[np.arange(len(points)), near_dist.argmin(axis=1)]
-    lists = [lst if n else [fallback[i]] for i, (lst, n) in enumerate(zip(lists, counts))]
-    counts = np.maximum(counts, 1)
-    cand = np.concatenate(lists).astype(np.intp)
-    owner = np.repeat(np.arange(len(points)), counts)
-    dist = np.empty(len(cand))
-    for s in range(0, len(cand), chunk):
-        sl = slice(s, s + chunk)
-        q, _ = closest_point_on_triangle(points[owner[sl]], tri[cand[sl], 0], tri[cand[sl], 1], tri[cand[sl], 2])
-        dist[sl] = np.sqrt(np.sum((q - points[owner[sl]]) ** 2, axis=-1))
-    # Nearest candidate per point: sort by (owner, distance) and take each group's first.
-    first = np.lexsort((dist, owner))[np.concatenate([[0], np.cumsum(counts)[:-1]])]
-    return dist[first], cand[first]
+    near = np.ascontiguousarray(near.reshape(len(points), k), dtype=np.intp)
+    tri = np.ascontiguousarray(tri)
+    points = kernels.argument(points, points.shape)
+    bound, fallback = kernels.nearest_triangles(points, tri, near.reshape(-1), np.arange(0, k * len(points) + 1, k))
+    radius = (bound if band is None else np.minimum(bound, band)) + reach * (1 + 1e-9) + 1e-12
+    # Centroids binned in a uniform grid of cells about half the typical search radius
+    # (at most 128 cells along the longest side).
+    origin = centroid.min(axis=0)
+    cell = max(0.5 * float(np.median(radius)), reach, float((centroid.max(axis=0) - origin).max()) / 128, 1e-9)
+    dims = np.maximum(np.ceil((centroid.max(axis=0) - origin) / cell).astype(np.intp), 1)
+    ijk = np.minimum(((centroid - origin) / cell).astype(np.intp), dims - 1)
+    cell_of = (ijk[:, 0] * dims[1] + ijk[:, 1]) * dims[2] + ijk[:, 2]
+    items = np.argsort(cell_of, kind="stable")
+    cell_start = np.searchsorted(cell_of[items], np.arange(int(np.prod(dims)) + 1))
+    return kernels.nearest_in_radius(points, tri, np.ascontiguousarray(centroid), radius, fallback, bound,
+                                     origin, float(cell), dims, cell_start, items)
 
 
 def _pseudo_normal_sign(vertices, triangles, points, best, q, code):
@@ -278,9 +259,13 @@ class DistanceGrid:
     margin: float
 
     def __post_init__(self):
-        shape = np.array(np.shape(self.values))
-        object.__setattr__(self, "_shape", shape)
-        object.__setattr__(self, "_top", shape - 1.0)
+        # Kernel arguments of one compiled signature (kernels.grid_sample).
+        values = np.array(self.values, dtype=float, order="C")
+        values.flags.writeable = False
+        object.__setattr__(self, "values", values)
+        object.__setattr__(self, "origin", kernels.argument(self.origin, (3,)))
+        object.__setattr__(self, "spacing", float(self.spacing))
+        object.__setattr__(self, "margin", float(self.margin))
 
     def sample(self, points, outside_gradient=True):
         """Distance (k,) m and gradient (k, 3) at bone-local points (k, 3), trilinear.
@@ -289,38 +274,8 @@ class DistanceGrid:
         to the grid box) with the gradient pointing away from the box (zero when
         outside_gradient is False, for callers that never read it there).
         """
-        shape = self._shape
-        u = (points - self.origin) / self.spacing
-        uc = np.minimum(np.maximum(u, 0.0), self._top)
-        out = (u - uc) * self.spacing
-        outside = np.sqrt((out * out) @ _ONES3)
-        phi = self.margin + outside
-        if outside_gradient:
-            grad = out / np.maximum(outside, 1e-300)[:, None]
-        else:
-            grad = np.zeros(out.shape)
-        inside = (outside == 0.0).nonzero()[0]
-        if len(inside) == 0:
-            return phi, grad
-        uc = uc[inside]
-        i0 = np.minimum(uc.astype(np.intp), shape - 2)
-        f = uc - i0
-        strides = np.array([shape[1] * shape[2], shape[2], 1])
-        c = self.values.reshape(-1)[(i0 @ strides)[:, None] + strides @ _CORNERS]
-        fx, fy, fz = f[:, 0], f[:, 1], f[:, 2]
-        gx, gy, gz = 1 - fx, 1 - fy, 1 - fz
-        c00 = c[:, 0] * gx + c[:, 1] * fx
-        c10 = c[:, 2] * gx + c[:, 3] * fx
-        c01 = c[:, 4] * gx + c[:, 5] * fx
-        c11 = c[:, 6] * gx + c[:, 7] * fx
-        c0 = c00 * gy + c10 * fy
-        c1 = c01 * gy + c11 * fy
-        phi[inside] = c0 * gz + c1 * fz
-        dx = ((c[:, 1] - c[:, 0]) * gy * gz + (c[:, 3] - c[:, 2]) * fy * gz
-              + (c[:, 5] - c[:, 4]) * gy * fz + (c[:, 7] - c[:, 6]) * fy * fz)
-        dy = (c10 - c00) * gz + (c11 - c01) * fz
-        grad[inside] = np.stack([dx, dy, c1 - c0], -1) / self.spacing
-        return phi, grad
+        points = kernels.argument(points, (len(points), 3))
+        return kernels.grid_sample(self.values, self.origin, self.spacing, self.margin, points, bool(outside_gradient))
 
     @property
     def bounds(self):
@@ -411,7 +366,7 @@ def build_distance_grid(vertices, triangles, bone, spacing=0.005, margin=0.02, m
     # Contacts sample the field only closer than `reach` (the thickest sampled sphere)
     # plus one cell for the trilinear stencil: exact there, an upper bound farther in.
     band = (0.5 * margin if reach is None else reach) + spacing
-    dist, best, q, code = _unsigned_distance(vertices, triangles, nodes, 65536, band)
+    dist, best, q, code = _unsigned_distance(vertices, triangles, nodes, band)
     if is_closed(triangles):
         values = _pseudo_normal_sign(vertices, triangles, nodes, best, q, code) * dist
     else:

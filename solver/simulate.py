@@ -68,8 +68,8 @@ class SimSettings:
     contact_passes: 1, or 2 for a second pass that tracks the reference corrected by
         the first pass's contact deflections, smoothed in time (anticipation_s s, the
         Gaussian's standard deviation): contact_corrected_reference.
-    lead_in_s: the first frame is held this long (s, whole frames) before the clip
-        starts, so that contacts the first keyed pose already penetrates are resolved
+    lead_in_s: when the first keyed pose penetrates a contact, that pose is held this
+        long (s, whole frames) before the clip starts, so that the contact is resolved
         by frame 0 (with_lead_in).
     """
 
@@ -458,7 +458,7 @@ def simulate(model, reference, settings=None, progress=None, face_grid=None, fie
     face_grid: optional prebuilt sdf.DistanceGrid of the reference's face mesh (it is
     otherwise built here, which costs about a second for a few thousand triangles);
     fields: further integrator.FaceSamples (body volumes: torso, palms, a face from the skin).
-    The clip starts after settings.lead_in_s of its first pose held (with_lead_in).
+    A first pose in contact is held for settings.lead_in_s before the clip starts (with_lead_in).
     With settings.contact_passes = 2 and any contact in the first pass, a second pass
     tracks contact_corrected_reference and its result is returned (substeps, fallbacks
     and stiffness are the second pass's).
@@ -483,7 +483,11 @@ def simulate(model, reference, settings=None, progress=None, face_grid=None, fie
                       settings.limit_damping_ratio, settings.gravity, face + tuple(fields))
     tracked = fit_reference(reference, settings.fit_tolerance_deg, settings.spike_deg) if settings.smooth_reference \
         else reference
-    tracked, multiplier, lead = with_lead_in(tracked, multiplier, settings.lead_in_s)
+    lead = 0
+    first = ReferenceTrack(model, tracked, 1).at_index(0)
+    if evaluate(model, physics, _limited_state(model, first), first).penetration > 0.0:
+        # Only a first pose in contact is held: a clip that starts moving keeps its start.
+        tracked, multiplier, lead = with_lead_in(tracked, multiplier, settings.lead_in_s)
     share = 1.0 / settings.contact_passes
     result = _single_pass(model, physics, tracked, settings, multiplier, lead,
                           None if progress is None else (lambda x: progress(share * x)))

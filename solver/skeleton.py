@@ -490,7 +490,10 @@ def _leg_chain(tree, X, reach, leg, up, size, tails, cls):
     pts = X[:, chain]                                             # (F, m, 3)
     if tails is not None and len(X) == 1 and not tree.children[chain[-1]]:
         pts = np.concatenate([pts, tails[chain[-1]][None, None]], axis=1)   # the leaf's tail
-    height = np.median(pts @ up, axis=0)
+    # heights above the chain's lowest point of each frame (median over the frames): a foot
+    # lifted on many of the frames looked at still hangs at the chain's low end
+    rise = pts @ up
+    height = np.median(rise - rise.min(axis=1, keepdims=True), axis=0)
     low = float(height.min())
     # hip stub: a bone much shorter than the rest of the leg below it (CMU LHipJoint,
     # MakeHuman pelvis.L); a thigh is as long as the shin
@@ -510,6 +513,10 @@ def _leg_chain(tree, X, reach, leg, up, size, tails, cls):
     for a, j in enumerate(idx):
         if cls[chain[j]] and a > 0:
             named.setdefault(cls[chain[j]][0], a)
+    # a joint named as the foot settles it when it is low enough to be one (a clip whose
+    # foot is lifted on most of the frames looked at leaves the ankle high, its toe low)
+    if named.get("foot", 0) >= 2 and height[idx[named["foot"]]] - low < 0.4 * length:
+        ankle = named["foot"]
     if ankle is None:
         knee = named.get("shin", 1 if len(idx) > 1 else None)
         if len(idx) > 2 and "shin" not in named:
@@ -566,7 +573,11 @@ def _arm_chain(tree, X, reach, arm, size, cls):
     hand = [fan]
     if kids and above:
         d_kids = np.median([np.linalg.norm(X[:, c] - X[:, fan], axis=-1).mean() for c in kids])
-        d_prev = np.linalg.norm(X[:, fan] - X[:, above[-1]], axis=-1).mean()
+        # the forearm ends at the fan; a forearm split in line (for twist) counts whole
+        start = len(above) - 1
+        while start > 0 and _on_segment(X, above[start - 1], above[start], fan, size):
+            start -= 1
+        d_prev = np.linalg.norm(X[:, fan] - X[:, above[start]], axis=-1).mean()
         if d_kids > 0.6 * d_prev:
             # the fan-out bone is arm-long: a forearm whose children are the hand's palm
             # bones (those starting at the common wrist point) and fingers hanging from it
@@ -612,6 +623,13 @@ def _arm_split(X, pts):
     return best[1], best[2]
 
 
+def _on_segment(X, a, p, b, size):
+    """True when joint p lies between joints a and b on their line (first frame of X)."""
+    ab = X[0, b] - X[0, a]
+    t = float((X[0, p] - X[0, a]) @ ab) / max(float(ab @ ab), 1e-12)
+    return 0.05 < t < 0.95 and np.linalg.norm(X[0, p] - (X[0, a] + t * ab)) < COINCIDENT * size
+
+
 def _twist_leaf(tree, X, parent, child, size):
     """A leaf child lying on its parent's segment, along it: a twist/roll helper bone."""
     if tree.children[child]:
@@ -620,11 +638,7 @@ def _twist_leaf(tree, X, parent, child, size):
     if not others:
         return False
     nxt = max(others, key=lambda c: tree.size[c])
-    a, b, p = X[0, parent], X[0, nxt], X[0, child]
-    ab = b - a
-    t = float((p - a) @ ab) / max(float(ab @ ab), 1e-12)
-    off = np.linalg.norm(p - (a + t * ab))
-    return 0.05 < t < 0.95 and off < COINCIDENT * size
+    return _on_segment(X, parent, child, nxt, size)
 
 
 def _arm_roles(an, tree, chain, side, role, X, size, cls, rest):

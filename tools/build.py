@@ -1,14 +1,17 @@
-"""Build dist/signsim-<version>.zip exactly as `blender --command extension build` does.
+"""Build one extension zip per platform, dist/signsim-<version>-<platform>.zip, exactly as
+`blender --command extension build --split-platforms` does.
 
-1. Download the wheels the manifest lists (scipy for each platform) into ./wheels/ with
-   pip, unless already there (they are never committed).
+1. Download the wheels the manifest lists (scipy, numba and llvmlite for each platform)
+   into ./wheels/ with pip, unless already there (they are never committed).
 2. Copy the extension's own files — an allow-list, PACKAGE, so nothing else in the tree
    (signsim-demo/ from `make demo`, dist/, editor files) is ever packed — and the wheels
    into a staging folder.
 3. Run Blender's own extension builder (bl_pkg/cli/blender_ext.py from the bpy module) on
-   that folder, then `validate` on the zip.
+   that folder with --split-platforms (each zip holds only its platform's wheels), then
+   `validate` on every zip.
 
-Usage: .venv/bin/python tools/build.py [--output-dir DIR]. Prints the zip path last.
+Usage: .venv/bin/python tools/build.py [--output-dir DIR]. Prints the zip paths last, one
+per line (linux-x64, windows-x64, macos-arm64, macos-x64: the manifest's order).
 Exits non-zero with one line on stderr on failure.
 """
 import argparse
@@ -87,22 +90,26 @@ def fetch_wheels(manifest: dict) -> None:
             raise SystemExit(f"build: pip did not produce {path.name}")
 
 
-def build(output_dir: pathlib.Path) -> pathlib.Path:
-    """Fetch wheels, build and validate the extension zip; returns its path."""
+def build(output_dir: pathlib.Path) -> list:
+    """Fetch wheels, build and validate one zip per manifest platform; returns their paths."""
     manifest = tomllib.loads((ROOT / "blender_manifest.toml").read_text(encoding="utf-8"))
     fetch_wheels(manifest)
     output_dir.mkdir(parents=True, exist_ok=True)
-    zip_path = output_dir / f"{manifest['id']}-{manifest['version']}.zip"
+    zips = [output_dir / f"{manifest['id']}-{manifest['version']}-{p.replace('-', '_')}.zip"
+            for p in manifest["platforms"]]
     script = str(blender_ext_script())
     with tempfile.TemporaryDirectory(prefix="signsim-build-") as stage:
         stage = pathlib.Path(stage)
         for rel in package_files(ROOT) + [pathlib.PurePosixPath(w).as_posix() for w in manifest.get("wheels", [])]:
             (stage / rel).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(ROOT / rel, stage / rel)
-        subprocess.run([sys.executable, script, "build", "--source-dir", str(stage),
-                        "--output-filepath", str(zip_path)], check=True)
-    subprocess.run([sys.executable, script, "validate", str(zip_path)], check=True)
-    return zip_path
+        subprocess.run([sys.executable, script, "build", "--split-platforms", "--source-dir", str(stage),
+                        "--output-dir", str(output_dir)], check=True)
+    for zip_path in zips:
+        if not zip_path.exists():
+            raise SystemExit(f"build: Blender's builder did not produce {zip_path.name}")
+        subprocess.run([sys.executable, script, "validate", str(zip_path)], check=True)
+    return zips
 
 
 def main() -> int:
@@ -110,7 +117,7 @@ def main() -> int:
     parser.add_argument("--output-dir", type=pathlib.Path, default=ROOT / "dist")
     args = parser.parse_args()
     try:
-        print(build(args.output_dir))
+        print(*build(args.output_dir), sep="\n")
     except subprocess.CalledProcessError as ex:
         print(f"build: step failed: {' '.join(map(str, ex.cmd[:3]))} (exit {ex.returncode})",
               file=sys.stderr)

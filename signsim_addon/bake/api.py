@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 import bpy
 
+from ...solver import kernels
 from ...solver.settings import GROUP_LABELS, GROUPS  # noqa: F401 (for operators and panels)
 from .. import files
 from ..errors import INFO, WARNING, SignSimError, silent
@@ -63,6 +64,9 @@ def bake_file(request: BakeFileRequest, report=silent) -> dict:
     job = prepare(scene, ob, action, preset=r.preset, report=report)
     report(INFO, f"baking {len(job.frames)} frames of '{job.action_name}' on '{ob.name}' "
                  f"({len(job.rig.bone_names)} simulated bones)")
+    seconds, compiled = kernels.warm_up()  # compiles on the first bake after install, then loads
+    if compiled:
+        report(INFO, f"compiling the solver (once): {seconds:.1f} s")
     solved = solve(job)
     for w in solved.metrics["warnings"][len(job.rig.warnings):]:
         report(WARNING, w)

@@ -1,14 +1,31 @@
-"""Batch: retarget and bake every (matching) library clip, in parallel processes.
+"""Batch: retarget and bake every (matching) library clip on a Dask cluster.
 
-Each clip runs as two child processes of the same CLI — `retarget` then `bake` — so a
-crash or a bad clip never takes the batch down, and N workers use N cores. The child
-command is the running Blender (`blender -b -c signsim …`) or, through the bpy module,
-the `./signsim` launcher (which exports SIGNSIM_CLI).
+One Dask task per clip (dask.distributed: a local cluster of `workers` processes, or the
+cluster whose scheduler is at `scheduler`). Each task runs the clip as two fresh child
+processes of the same CLI — `retarget` then `bake` — so a crash or a bad clip never takes
+the batch down. The child command is the running Blender (`blender -b -c signsim …`) or,
+through the bpy module, the `./signsim` launcher (which exports SIGNSIM_CLI); on a remote
+worker its own SIGNSIM_CLI wins, since Blender may live elsewhere there. Inputs and the
+output folder must be one shared path on every machine; the bake writes its .blend and
+.json atomically; the retargeted intermediate is removed when the task ends.
+A worker that dies mid-clip has its clip run again by the scheduler (Dask's
+`distributed.scheduler.allowed-failures`). Ctrl-C or SIGTERM sets a cluster-wide event:
+running tasks stop their child (SIGTERM, which removes its temporary files) and waiting
+tasks return at once, so no partial output is left; finished clips keep their files.
+
+The task functions below use the standard library only and are sent to the workers by
+value (cloudpickle), so a worker needs Python with dask.distributed, not this add-on.
+Source: Dask distributed documentation (Client.submit, as_completed, Event, SubprocessCluster).
 """
 import json
+import logging
 import os
+import pickle
+import signal
 import subprocess
-from concurrent.futures import ThreadPoolExecutor
+import sys
+import tempfile
+import uuid
 from dataclasses import dataclass, replace
 
 import bpy
@@ -29,6 +46,7 @@ class BatchRequest(files.FileRequest):
     text: str = ""
     tags: str = ""
     preset: str = None
+    scheduler: str = None
 
 
 def cli_command():
@@ -47,44 +65,190 @@ def clip_outputs(clip, out):
     return tuple(os.path.join(out, f"{safe}{ext}") for ext in (".retargeted.blend", ".blend", ".json"))
 
 
-def run_clip(command, clip, args: BatchRequest):
-    """Retarget + bake one clip in child processes; returns its result record."""
-    retargeted, baked, metrics = clip_outputs(clip, args.out)
-    steps = [["retarget", "--clip", clip, "--library", args.library, "--rig", args.rig,
-              "--out", retargeted, "--json"] + (["--armature", args.armature] if args.armature else [])]
-    record = {"clip": clip}
-    for step in steps + [None]:
-        if step is None:
-            armature = record["armature"]
-            step = ["bake", "--blend", retargeted, "--armature", armature, "--out", baked,
-                    "--metrics", metrics, "--json"] + (["--preset", args.preset] if args.preset else [])
-        proc = subprocess.run(command + step, capture_output=True, text=True)
-        lines = proc.stdout.strip().splitlines()
+# How often a running task looks at the batch's cancel event (seconds).
+POLL_S = 0.5
+# How long an interrupted batch waits for its running tasks to stop their children (seconds).
+CANCEL_WAIT_S = 60
+
+
+def _last_json(stdout):
+    """The last stdout line that is a JSON object ({} when none): Blender 4.5 prints its
+    memory-leak report after the CLI's JSON line."""
+    for line in reversed(stdout.strip().splitlines()):
         try:
-            result = json.loads(lines[-1]) if lines else {}
+            value = json.loads(line)
         except json.JSONDecodeError:
-            result = {}
-        if proc.returncode != 0:
-            err = proc.stderr.strip().splitlines()
-            record["error"] = result.get("error") or (err[-1] if err else f"{step[0]} exited {proc.returncode}")
-            break
-        record.update({k: v for k, v in result.items() if k in ("armature", "action", "metrics")})
-        record["warnings"] = record.get("warnings", []) + list(result.get("warnings", ()))
-    if os.path.exists(retargeted):
-        os.remove(retargeted)
-    if "error" not in record:
-        record["out"], record["metrics_file"] = baked, metrics
+            continue
+        if isinstance(value, dict):
+            return value
+    return {}
+
+
+def _dies_with_parent():
+    """A preexec_fn giving the child SIGTERM when the worker that started it dies (Linux
+    prctl PR_SET_PDEATHSIG), so a killed worker leaves no orphan writing outputs; None
+    elsewhere. The C function is looked up before the fork: the child only calls it."""
+    if sys.platform != "linux":
+        return None
+    import ctypes
+    prctl = ctypes.CDLL(None, use_errno=True).prctl
+    return lambda: prctl(1, int(signal.SIGTERM))  # 1 = PR_SET_PDEATHSIG
+
+
+def _run_child(argv, cancelled):
+    """Run argv to the end, or until cancelled() is true (then SIGTERM and wait); returns
+    (returncode or None when cancelled, stdout, stderr)."""
+    with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
+        proc = subprocess.Popen(argv, stdout=out, stderr=err, text=True, preexec_fn=_dies_with_parent())
+        try:
+            while True:
+                try:
+                    code = proc.wait(timeout=POLL_S)
+                    break
+                except subprocess.TimeoutExpired:
+                    if cancelled():
+                        code = None
+                        break
+        finally:
+            if proc.poll() is None:  # cancelled, or this thread was interrupted
+                proc.terminate()
+                proc.wait()
+        out.seek(0)
+        err.seek(0)
+        return code, out.read(), err.read()
+
+
+def run_clip(command, clip, job, cancel_event):
+    """Retarget + bake one clip in fresh child processes; returns its result record (see
+    bake_many; "cancelled": True when the batch was interrupted first).
+
+    command: the CLI argv prefix (a worker's own SIGNSIM_CLI replaces it); job: dict of
+    "library", "rig", "out", "armature", "preset" (absolute paths or None); cancel_event:
+    name of the batch's dask.distributed Event (runs on a Dask worker)."""
+    if os.environ.get("SIGNSIM_CLI"):
+        command = json.loads(os.environ["SIGNSIM_CLI"])
+    from distributed import Event
+    cancelled = Event(cancel_event).is_set
+    retargeted, baked, metrics = clip_outputs(clip, job["out"])
+    record = {"clip": clip, "warnings": []}
+    step = ["retarget", "--clip", clip, "--library", job["library"], "--rig", job["rig"],
+            "--out", retargeted, "--json"] + (["--armature", job["armature"]] if job["armature"] else [])
+    try:
+        for name in ("retarget", "bake"):
+            if name == "bake":
+                step = ["bake", "--blend", retargeted, "--armature", record["armature"], "--out", baked,
+                        "--metrics", metrics, "--json"] + (["--preset", job["preset"]] if job["preset"] else [])
+            if cancelled():
+                return {"clip": clip, "cancelled": True}
+            code, stdout, stderr = _run_child(command + step, cancelled)
+            if code is None:
+                return {"clip": clip, "cancelled": True}
+            result = _last_json(stdout)
+            if code != 0:
+                err = stderr.strip().splitlines()
+                record["error"] = result.get("error") or (err[-1] if err else f"{name} exited {code}")
+                return record
+            record.update({k: v for k, v in result.items() if k in ("armature", "action", "metrics")})
+            record["warnings"] += list(result.get("warnings", ()))
+    finally:
+        if os.path.exists(retargeted):
+            os.remove(retargeted)
+    record["out"], record["metrics_file"] = baked, metrics
     return record
 
 
+class _Call:
+    """f(*args) as a pickle payload: unpickling it makes the call (its __reduce__)."""
+
+    def __init__(self, f, *args):
+        self.f, self.args = f, args
+
+    def __reduce__(self):
+        return self.f, self.args
+
+
+def _task(f, *args):
+    """(pickle.loads, payload) for Client.submit: the scheduler and the workers deserialize
+    the graph with the standard library only, and the payload (cloudpickle, this module's
+    functions by value) runs f(*args) when the worker unpickles it. Submitting f directly
+    would pickle it by reference to this add-on's module, which they cannot import."""
+    import cloudpickle
+    cloudpickle.register_pickle_by_value(sys.modules[__name__])
+    return pickle.loads, cloudpickle.dumps(_Call(f, *args))
+
+
+def _connect(request):
+    """(client, cluster or None): a client of the scheduler at request.scheduler, or of a
+    new local cluster of request.workers single-threaded processes. Raises SignSimError.
+
+    The local cluster's scheduler and workers are fresh `python -m dask spec` processes
+    (distributed.deploy.subprocess.SubprocessCluster), as on a farm: LocalCluster's
+    multiprocessing workers would re-import this process's main module and sys.path,
+    where `bpy` cannot load a second time."""
+    try:
+        from distributed import Client
+        from distributed.deploy.subprocess import SubprocessCluster
+    except ImportError as ex:
+        raise SignSimError(f"batch needs dask.distributed in this Python ({ex}): "
+                           "pip install distributed, or run ./signsim batch") from None
+    if request.scheduler:
+        try:
+            return Client(request.scheduler, timeout="10s"), None
+        except (OSError, TimeoutError, ValueError) as ex:
+            raise SignSimError(f"cannot reach the Dask scheduler at {request.scheduler}: {ex}") from None
+    # the cluster's processes log to this stderr: only their errors
+    os.environ.setdefault("DASK_LOGGING__DISTRIBUTED", "error")
+    try:
+        cluster = SubprocessCluster(n_workers=request.workers, threads_per_worker=1, dashboard_address=None,
+                                    silence_logs=logging.ERROR)
+    except RuntimeError as ex:  # e.g. Windows, which SubprocessCluster does not support
+        raise SignSimError(f"cannot start a local Dask cluster ({ex}): start one and pass --scheduler") from None
+    return Client(cluster), cluster
+
+
+def _run_on_cluster(client, command, clips, job, report):
+    """Submit one task per clip and collect the records in clip order, reporting each
+    finished clip; on KeyboardInterrupt set the cancel event, wait for the running tasks
+    to stop and re-raise."""
+    from distributed import Event, as_completed
+    from distributed.client import FutureCancelledError
+    batch = uuid.uuid4().hex
+    event = Event(f"signsim-cancel-{batch}", client=client)
+    futures = {client.submit(*_task(run_clip, command, clip, job, event.name), key=f"signsim-{batch}-{i}",
+                             pure=False): i for i, clip in enumerate(clips)}
+    records = [None] * len(clips)
+    try:
+        for done, future in enumerate(as_completed(futures), 1):
+            i = futures[future]
+            try:
+                records[i] = future.result()
+            except Exception as ex:  # the task itself failed (e.g. its worker died too often)
+                records[i] = {"clip": clips[i], "warnings": [], "error": f"{type(ex).__name__}: {ex}"}
+            r = records[i]
+            report(INFO, f"[{done}/{len(clips)}] {r['clip']}: " + (f"FAILED {r['error']}" if "error" in r else "baked"))
+    except KeyboardInterrupt:
+        event.set()
+        try:
+            from distributed import wait
+            wait(list(futures), timeout=CANCEL_WAIT_S)
+        except (TimeoutError, FutureCancelledError):
+            pass
+        client.cancel(list(futures))
+        raise
+    return records
+
+
 def bake_many(request: BatchRequest, report=silent) -> dict:
-    """Retarget + bake every matching library clip, request.workers at a time, each clip
-    in its own child processes. Returns {"clips": [record], "out": folder}; a record has
+    """Retarget + bake every matching library clip, one Dask task per clip (a local
+    cluster of request.workers processes, or the one at request.scheduler), each clip in
+    its own child processes; reports "[k/n] <clip>: baked|FAILED …" as clips finish.
+    Returns {"clips": [record], "out": folder}; records in library order, each with
     "clip", "warnings" (the retarget's and the bake's, each also reported as
     "<clip>: <warning>") and either "error" or "armature", "action", "metrics", "out",
     "metrics_file".
-    Raises SignSimError for a missing rig or library, no matching clip, a bad --out, or
-    output files that would overwrite the rig, the library or each other (before any work)."""
+    Raises SignSimError for a missing rig or library, no matching clip, a bad --out, an
+    unreachable scheduler, or output files that would overwrite the rig, the library or
+    each other (before any work); KeyboardInterrupt after cancelling the tasks."""
     args = replace(request, library=library.library_file(request.library), rig=os.path.abspath(request.rig),
                    out=os.path.abspath(request.out))
     if not os.path.isfile(args.rig):
@@ -101,9 +265,17 @@ def bake_many(request: BatchRequest, report=silent) -> dict:
                          [f"clip '{c}'" for _, c in outputs])
     files.make_folder(args.out)
     command = cli_command()
-    report(INFO, f"baking {len(clips)} clip(s) on {args.workers} worker(s) into {args.out}")
-    with ThreadPoolExecutor(max_workers=args.workers) as pool:
-        records = list(pool.map(lambda c: run_clip(command, c, args), clips))
+    job = {"library": args.library, "rig": args.rig, "out": args.out, "armature": args.armature,
+           "preset": args.preset}
+    client, cluster = _connect(args)
+    try:
+        where = f"the Dask cluster at {args.scheduler}" if args.scheduler else f"{args.workers} local worker(s)"
+        report(INFO, f"baking {len(clips)} clip(s) on {where} into {args.out}")
+        records = _run_on_cluster(client, command, clips, job, report)
+    finally:
+        client.close()
+        if cluster is not None:
+            cluster.close()
     for r in records:
         for w in r.get("warnings", ()):
             report(WARNING, f"{r['clip']}: {w}")

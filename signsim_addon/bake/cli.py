@@ -29,7 +29,10 @@ def add_batch_arguments(parser):
     parser.add_argument("--armature", metavar="NAME", help="target armature (default: the only one)")
     parser.add_argument("--out", required=True, metavar="DIR", help="folder for one .blend and .json per clip")
     parser.add_argument("--workers", type=int, default=max(1, (os.cpu_count() or 2) // 2),
-                        help="parallel processes (default: half the cores)")
+                        help="processes of the local Dask cluster (default: half the cores)")
+    parser.add_argument("--scheduler", metavar="ADDRESS",
+                        help="run on the Dask cluster of this scheduler (e.g. tcp://10.0.0.5:8786) instead "
+                             "of a local one; its workers must see the library, rig and --out at the same paths")
     parser.add_argument("--text", default="", help="only clips whose name/tags/catalog contain these words")
     parser.add_argument("--tags", default="", metavar="a,b", help="only clips with all these tags")
     parser.add_argument("--preset", choices=api.PRESETS, help="physics preset for every bake")
@@ -38,7 +41,7 @@ def add_batch_arguments(parser):
 def run_batch(args, say) -> dict:
     result = api.bake_many(api.BatchRequest(
         rig=args.rig, out=args.out, library=args.library, armature=args.armature, workers=args.workers,
-        text=args.text, tags=args.tags, preset=args.preset), cli_reporter(say))
+        text=args.text, tags=args.tags, preset=args.preset, scheduler=args.scheduler), cli_reporter(say))
     for r in result["clips"]:
         say(f"  {r['clip']}: " + (f"FAILED {r['error']}" if "error" in r else
                                   f"{r['action']}, tracking {r['metrics']['baked']['tracking_rms_deg']:.2f}° RMS"))

@@ -20,7 +20,7 @@ from threadpoolctl import threadpool_limits
 
 from .. import compat
 from ...solver import armature as armature_fk
-from ...solver import keyreduce, quat
+from ...solver import kernels, keyreduce, quat
 from ...solver.body import bone_contacts, build_field, capsule_pair_kinds, contact_depths, hand_plates
 from ...solver.guard import CONTACT_MAX_DEG, DIVERGED_DEG, guard, near_contact, with_pass_through
 from ...solver.held_overlap import HOLD_S, held_overlaps, without_held_overlaps
@@ -146,6 +146,8 @@ def solve(job: BakeJob, progress=None) -> Solved:
     progress: callable(fraction in [0, 1]); raising from it aborts the bake.
     Raises SignSimError when the solver rejects the settings or the rig.
     """
+    # The first bake after install compiles the solver (then cached): kept out of bake_seconds.
+    kernels.warm_up()
     start = time.perf_counter()
     ref = job.reference
     frame_time = float(ref.times[1] - ref.times[0])
@@ -184,8 +186,26 @@ def solve(job: BakeJob, progress=None) -> Solved:
     record["hinges_freed"] = list(job.rig.hinges_freed)
     touching = bone_contacts(model, result.rotations, ref.base_positions, ref.base_rotations, fields)
     record["warnings"] = (list(job.rig.warnings) + held_warnings + divergence_warnings(job.rig, diverged)
-                          + deviation_warnings(job.rig, result, err, touching, frame_time))
+                          + deviation_warnings(job.rig, result, err, touching, frame_time)
+                          + outcome_warnings(record))
     return Solved(result.rotations, record)
+
+
+TRACKING_WARN_DEG = 10.0  # RMS over every simulated bone and frame: the bake no longer shows the keys
+
+
+def outcome_warnings(record):
+    """Warnings (list of str) when the bake as a whole is worse than its reference where it
+    exists to be better: fingertip jerk above the reference's, or an RMS tracking error
+    above TRACKING_WARN_DEG (record: metrics_record's, deg and %)."""
+    out = []
+    jerk = record["baked"]["jerk_change_percent"]
+    if jerk > 0:
+        out.append(f"the bake raised fingertip jerk by {jerk:.0f} % over the reference: it is not smoother than the keys")
+    tracking = record["baked"]["tracking_rms_deg"]
+    if tracking > TRACKING_WARN_DEG:
+        out.append(f"the bake is {tracking:.1f}° RMS from the reference: check it before using it")
+    return out
 
 
 _GRIDS = {}  # the last body distance fields, by mesh and grid parameters

@@ -56,7 +56,7 @@ def curve(action, slot, create=False):
             return None
     fc = bag.fcurves.find(DATA_PATH)
     if fc is None and create:
-        fc = bag.fcurves.new(DATA_PATH, index=0, group_name=GROUP)
+        fc = compat.new_fcurve(bag, DATA_PATH, 0, GROUP)
     return fc
 
 

@@ -29,7 +29,6 @@ from dataclasses import dataclass
 
 import bpy
 import numpy as np
-from bpy_extras import anim_utils
 
 from .. import compat, files
 from ...solver import compose as sc
@@ -205,7 +204,7 @@ def _weight_curve(target, index):
     ad = target.animation_data
     if ad is None or ad.action is None:
         return None
-    bag = anim_utils.animdata_get_channelbag_for_assigned_slot(ad)
+    bag = compat.assigned_channelbag(ad)
     return bag.fcurves.find(WEIGHT_PATH.format(index)) if bag is not None else None
 
 
@@ -286,10 +285,14 @@ def compose(target, clips, layers=(), *, library_path=None, bone_map=None, thres
      "clips": [{"clip", "frames"}], "layers": [{"clip", "bones", "start", "weight" (the
      number used, or {"min", "max"} over the layer's frames for a keyed weight)}],
      "seams": [{"index", "frame" (first frame of the window), "window", "suggested", "found",
-                "curve", "cut" [A frames, B frames], "D" (rad/s, at the chosen points),
-                "D_ends" (rad/s, at the clips' ends), "flagged", "failures", "worst"
-                [{"bone", "jump", "jump_limit" (rad/s), "step_deg", "step_limit_deg"}],
-                "max_jump" (rad/s), "max_step_deg", "root_step_m", "root_jump" (m/s),
+                "curve", "cut" [A frames, B frames], "transition" [A's end, B's start: the
+                matched frames, in the clips' own frames], "D" (rad/s, at the chosen points),
+                "D_ends" (rad/s, at the clips' ends), "match" and "match_ends" (the transition
+                search's feature distance there and at the ends; None without a search),
+                "flagged", "failures", "worst" [{"bone", "jump", "jump_limit" (rad/s),
+                "step_deg", "step_limit_deg", "own_step_deg" (the clips' turn there)}],
+                "max_jump" (rad/s), "max_step_deg", "step_excess_deg" (largest one-frame turn
+                beyond 20° and the clips' own turn at that frame), "root_step_m", "root_jump" (m/s),
                 "heading_deg", "root_offset_m",
                 "plants": [{"bone" (foot), "frames": [first, last], "held" (False: it would need
                             more than solver.compose.HOLD_REACH leg lengths), "correction_m"}]}]}.
@@ -365,8 +368,9 @@ def compose(target, clips, layers=(), *, library_path=None, bone_map=None, thres
         rot = sc.apply_layer(rot, full, weight, mask=mask, reference=lrot[0])
 
     seam_out = []
-    keep = ("index", "window", "suggested", "found", "curve", "cut", "D", "D_ends", "flagged", "failures", "worst",
-            "max_jump", "max_step_deg", "root_step_m", "root_jump", "heading_deg", "root_offset_m")
+    keep = ("index", "window", "suggested", "found", "curve", "cut", "transition", "D", "D_ends", "match",
+            "match_ends", "flagged", "failures", "worst", "max_jump", "max_step_deg", "step_excess_deg",
+            "root_step_m", "root_jump", "heading_deg", "root_offset_m")
     for s in seams:
         out = {k: s[k] for k in keep}
         out["frame"] = float(first_frame + s["start"])

@@ -69,7 +69,7 @@ def run(args, say):
         cli_reporter(say))
     say(f"wrote {result['out']}")
     for seam in result["seams"]:
-        worst = ", ".join(f"{w['bone']} {w['step_deg']:.0f}°" for w in seam["worst"])
+        worst = ", ".join(f"{w['bone']} {w['step_deg']:.0f}° (clips {w['own_step_deg']:.0f}°)" for w in seam["worst"])
         say(f"seam {seam['index']} at frame {seam['frame']:g}: window {seam['window']} ({seam['curve']}), cut "
             f"{seam['cut'][0]}+{seam['cut'][1]} frames, D {seam['D']:.2f} rad/s (at the clip ends "
             f"{seam['D_ends']:.2f}), worst {worst}"

@@ -12,8 +12,9 @@ Public API (operators, the CLI, batch, the demo and the tests call only these):
 - check_not_scene_file(library): refuse a scene .blend given as the library
 
 Modules: tracking (datablock snapshots and rollback), importers (Blender's importers +
-repairs), store (the library .blend, catalogs, tags, search), ui (the sidebar's state);
-the pure parts are solver/bvh.py (BVH validation + numpy FK) and solver/clean.py.
+repairs), store (the library's part files, catalogs, tags, search), index (the SQLite
+index of the clips), ui (the sidebar's state); the pure parts are solver/bvh.py (BVH
+validation + numpy FK) and solver/clean.py.
 """
 import os
 
@@ -86,9 +87,11 @@ def import_paths(paths, library, tags=(), catalog=None, report=None, progress=No
     """Import files/folders into the library at `library` (created when missing).
 
     Every file is imported on its own: a failing file is rolled back completely and
-    listed in "failed" with a one-line reason; the others carry on. The library is
-    written once, atomically, when at least one clip was imported; the open file is left
-    exactly as it was (see store.py). Returns
+    listed in "failed" with a one-line reason; the others carry on. Imported clips are
+    added to the library (store.add_clips: the parts they go into, written atomically)
+    each time store.PART_CLIPS of them or importers.MAX_CLIP_KEYS keys are waiting, and
+    at the end, so memory and the time per file do not grow with the folder or the
+    library; the open file is left exactly as it was (see store.py). Returns
     {"imported": [record + "updated"], "failed": [{"path", "error"}], "skipped": [path],
      "library": path}.
     progress(i, n, path) is called before each file.
@@ -103,27 +106,32 @@ def import_paths(paths, library, tags=(), catalog=None, report=None, progress=No
     failed = [{"path": p, "error": e} for p, e in failed]
     imported = []
     library = store.check_library_path(library, write=True)   # before any work
+    if os.path.isfile(library):
+        store.check_not_scene_file(library)
     with tracking.NameGuard() as guard, tracking.Tracker():
-        clips = []
+        waiting, waiting_keys = [], 0   # clips not yet in the library, and their keys
+
+        def sink(clips):   # each part of a file too long for one clip, as it is made
+            imported.extend(store.add_clips(library, clips, guard, tags, catalog))
+
         for i, path in enumerate(files):
             if progress:
                 progress(i, len(files), path)
             try:
-                clips.append((path, importers.import_file(path, report)))
+                clips = importers.import_file(path, report, sink)
             except SignSimError as ex:
+                clips = []
                 failed.append({"path": path, "error": str(ex)})
                 if report:
                     report(ERROR, str(ex))
-        if clips:
-            with store.open_library(library, guard=guard, lock=True) as lib:
-                for _path, file_clips in clips:
-                    for clip in file_clips:
-                        action, updated = lib.add(clip, tags, catalog)
-                        rec = store.clip_record(action)
-                        rec["updated"] = updated
-                        imported.append(rec)
-                lib.save()
+            waiting += clips
+            waiting_keys += sum(store.clip_keys(c.meta["frame_count"], c.meta["bone_count"]) for c in clips)
+            if waiting and (len(waiting) >= store.PART_CLIPS or waiting_keys >= importers.MAX_CLIP_KEYS
+                            or i == len(files) - 1):
+                imported += store.add_clips(library, waiting, guard, tags, catalog)
+                waiting, waiting_keys = [], 0
     return {"imported": imported, "failed": failed, "skipped": skipped, "library": library}
+
 
 # the sidebar's state (which library, its clip list, the preview): imported last, it uses this API
 from . import ui  # noqa: E402,F401

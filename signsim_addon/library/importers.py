@@ -4,9 +4,11 @@
 (armature object) live in bpy.data; everything else the importer made (meshes, materials,
 images, lights, empties) is removed, and the open scene's frame rate, frame range,
 current frame, selection and mode are restored. On any failure every datablock the import
-created is removed and a SignSimError naming the file is raised.
+created is removed and a SignSimError naming the file is raised. A BVH file with more
+keys than one clip holds (MAX_CLIP_KEYS) becomes consecutive clips, handed one by one to
+`import_file(path, report, sink)`'s sink so that only one is in memory at a time.
 
-Repairs (each has a test with a small input in tests/blender/test_library_repairs.py):
+Repairs (each has a test with a small input in tests/library/test_library_repairs.py):
 - BVH is validated and measured first (bvh.read): header/row mismatch → warning, every row
   kept; up axis and units from a numpy FK pass → the importer's axis_up/global_scale, so
   the skeleton stands upright (Z up) in metres; fps from Frame Time, never use_fps_scale.
@@ -47,6 +49,8 @@ FINGER_MOTION_MIN = math.radians(1.0)  # fingers that never move are not finger 
 SHORT_S, LONG_S = 2.0, 10.0
 KEYED_HEIGHT_RANGE = (0.3, 4.0)  # FBX/glTF heights (m) trusted as they are
 LONG_FILE_BYTES = 16 << 20  # BVH files above this report their reading every 10 %
+# Keys of one clip at most: Blender holds a key in 72 bytes (a BezTriple), so ~290 MB.
+MAX_CLIP_KEYS = 4_000_000
 
 
 class Clip:
@@ -81,8 +85,13 @@ def format_of(path):
     return fmt
 
 
-def import_file(path, report=None):
-    """Import one BVH/FBX/glTF file; returns [Clip]. bpy.data is unchanged on failure."""
+def import_file(path, report=None, sink=None):
+    """Import one BVH/FBX/glTF file; returns [Clip]. bpy.data is unchanged on failure.
+
+    sink(clips): when given, a BVH file too long for one clip (see MAX_CLIP_KEYS) hands
+    each of its clips to sink as soon as it is made (which must take it out of bpy.data,
+    as store.add_clips does), so memory holds one clip at a time; those clips are not in
+    the returned list. A failure after some clips went to sink leaves them there."""
     path = os.path.abspath(path)
     name = os.path.basename(path)
     fmt = format_of(path)
@@ -91,28 +100,37 @@ def import_file(path, report=None):
     if os.path.getsize(path) == 0:
         raise SignSimError(f"{name}: the file is empty")
     sha = file_sha256(path)
+    reported = set()
     with tracking.Tracker(keep=True) as tr, tracking.SceneState(bpy.context):
         scene = bpy.context.scene
-        try:
-            if fmt == "BVH":
-                clips = _import_bvh(path, scene, tr, report)
-            elif fmt == "FBX":
-                clips = _import_fbx(path, scene, tr)
-            else:
-                clips = _import_gltf(path, scene, tr)
+
+        def finish(clips, keep=(), to_sink=False):
+            """Check and clean up freshly made clips (keep: datablocks still needed)."""
             for clip in clips:
                 clip.meta.update(source_path=path, source_format=fmt, sha256=sha)
                 _check_keys(path, clip)
-            _keep_only(tr, clips)
+            _keep_only(tr, clips, keep)
+            if report:
+                for w in (w for c in clips for w in c.warnings if w not in reported):
+                    reported.add(w)
+                    report(WARNING, f"{name}: {w}")
+            if to_sink and sink is not None:
+                sink(clips)
+                return []
+            return clips
+
+        try:
+            if fmt == "BVH":
+                clips = _import_bvh(path, scene, tr, report, finish)
+            elif fmt == "FBX":
+                clips = finish(_import_fbx(path, scene, tr))
+            else:
+                clips = finish(_import_gltf(path, scene, tr))
         except SignSimError:
             raise
         except Exception as ex:  # after Blender's importer ran (_run_importer): SignSim's own
             raise SignSimError(f"{name}: SignSim could not process the {fmt} data "
                                f"(internal error {type(ex).__name__}: {_last_line(ex)})") from ex
-    if report:
-        for clip in clips:
-            for w in clip.warnings:
-                report(WARNING, f"{name}: {w}")
     return clips
 
 
@@ -173,8 +191,9 @@ def _new_armatures(tr):
     return [i for i in tr.created() if isinstance(i, bpy.types.Object) and i.type == 'ARMATURE']
 
 
-def _keep_only(tr, clips):
-    """Remove what the import made beyond the clips' actions and skeletons."""
+def _keep_only(tr, clips, keep_also=()):
+    """Remove what the import made beyond the clips' actions and skeletons (and
+    `keep_also`)."""
     keep_objects = {c.skeleton for c in clips}
     for ob in keep_objects:
         # out of the scene: a folder import keeps every skeleton until the library is
@@ -187,6 +206,7 @@ def _keep_only(tr, clips):
             ob.matrix_world = mw
         ob.animation_data_clear()
     keep = set(keep_objects) | {c.action for c in clips} | {ob.data for ob in keep_objects}
+    keep |= set(keep_also)
     drop = [i for i in tr.created() if i not in keep]
     tracking.remove_ids(drop)
 
@@ -207,12 +227,16 @@ def _read_progress(path, report):
     return progress
 
 
-def _import_bvh(path, scene, tr, report=None):
+def _import_bvh(path, scene, tr, report, finish):
     """Blender's BVH importer builds the armature (rest pose, axis conversion, scale) from
     the file's hierarchy and first frame; every frame's keys are then computed here in
     numpy with the importer's own formulas (see _bvh_keys) and written in bulk. Keying
     every frame through the importer costs a Python call per key; tests check that the
-    result poses the skeleton exactly as Blender's importer does on the real files."""
+    result poses the skeleton exactly as Blender's importer does on the real files.
+
+    A file with more keys than MAX_CLIP_KEYS becomes consecutive clips '<name> part 01',
+    … of equal length, each on its own copy of the skeleton, made and handed to
+    finish(…, to_sink=True) one after the other. Returns the finished clips."""
     try:
         data = bvh.read(path, progress=_read_progress(path, report))
     except bvh.BvhError as ex:  # one line naming the file
@@ -238,12 +262,48 @@ def _import_bvh(path, scene, tr, report=None):
         fps = float(round(data.fps))   # Frame Time .0083333 → 120, 0.033333 → 30
     else:
         fps = data.fps
-    trimmed = _bvh_keys(arm, action, data, scale, forward, up, warnings)
-    frames = data.rows - trimmed
     name = os.path.splitext(os.path.basename(path))[0]
-    meta = dict(fps=fps, frame_count=frames, frame_start=1.0,
-                frame_end=float(frames), duration=frames / fps, trimmed_frames=trimmed)
-    return [_finish(arm, action, name, "", meta, warnings)]
+    curves = sum(4 * bool(rot) + 3 * bool(pos) for pos, rot, _axes in
+                 (bvh.joint_channels(data, j) for j in range(len(data.names))))
+    n_parts = max(1, math.ceil(data.rows * curves / MAX_CLIP_KEYS))
+    if n_parts == 1:
+        trimmed = _bvh_keys(arm, action, data, scale, forward, up, warnings)
+        frames = data.rows - trimmed
+        meta = dict(fps=fps, frame_count=frames, frame_start=1.0,
+                    frame_end=float(frames), duration=frames / fps, trimmed_frames=trimmed)
+        return finish([_finish(arm, action, name, "", meta, warnings)])
+    size = math.ceil(data.rows / n_parts)
+    done = []
+    for k in range(n_parts):
+        rows = slice(k * size, min(data.rows, (k + 1) * size))
+        last = k == n_parts - 1
+        if last:   # the importer's own skeleton and action for the last part
+            arm_k, action_k = arm, action
+        else:
+            arm_k = arm.copy()
+            arm_k.data = arm.data.copy()
+            action_k = action.copy()
+            compat.assign_action(arm_k, action_k, _slot_like(action_k, arm))
+        part_warnings = warnings + [
+            f"part {k + 1} of {n_parts} (frames {rows.start + 1}–{rows.stop} of the file): its "
+            f"{data.rows} frames × {curves} F-curves exceed the {MAX_CLIP_KEYS} keys one clip holds"]
+        trimmed = _bvh_keys(arm_k, action_k, data, scale, forward, up, part_warnings,
+                            rows=rows, trim=k == 0)
+        frames = rows.stop - rows.start - trimmed
+        meta = dict(fps=fps, frame_count=frames, frame_start=1.0, frame_end=float(frames),
+                    duration=frames / fps, trimmed_frames=trimmed)
+        clip = _finish(arm_k, action_k, f"{name} part {k + 1:02d}",
+                       f"frames {rows.start + 1}-{rows.stop}", meta, part_warnings)
+        done += finish([clip], keep=() if last else (arm, arm.data, action), to_sink=True)
+        if report:
+            report(INFO, f"  {os.path.basename(path)}: part {k + 1}/{n_parts} done")
+    return done
+
+
+def _slot_like(action, arm):
+    """The slot of `action` (a copy of arm's action) matching arm's assigned slot."""
+    handle = arm.animation_data.action_slot_handle
+    return next((s for s in action.slots if s.handle == handle), action.slots[0] if action.slots else None)
 
 
 def _bone_names(arm, names):
@@ -265,7 +325,7 @@ def _bone_names(arm, names):
     return out
 
 
-def _bvh_keys(arm, action, data, scale, forward, up, warnings):
+def _bvh_keys(arm, action, data, scale, forward, up, warnings, rows=slice(None), trim=True):
     """Write every frame's keys of a BVH clip as the importer would, but in quaternions
     with continuous hemispheres; trim a calibration pose; report spikes.
 
@@ -274,37 +334,42 @@ def _bvh_keys(arm, action, data, scale, forward, up, warnings):
     transform_apply bakes into the rest pose (so R = G⁻¹ · matrix_local):
       rotation = R⁻¹ · R_bvh · R     (R_bvh from the channels, applied in file order)
       location = R⁻¹ · (p · s − offset · s)   for joints with position channels.
-    Returns the number of frames trimmed."""
+    rows: the file's frames to key (a slice; keyed from frame 1 on); trim: look for a
+    calibration pose at its start. Returns the number of frames trimmed."""
     from bpy_extras.io_utils import axis_conversion
     g = np.array(axis_conversion(from_forward=forward, from_up=up))
     bag = compat.get_channelbag(action, arm.animation_data.action_slot)
     bag.fcurves.clear()
     names = _bone_names(arm, data.names)
-    q_bvh = bvh.local_rotations(data)                  # (F, J, 4) in the file's axes
-    n = data.rows
-    rot_bones, rot_q, loc_bones, loc_v = [], [], [], []
+    motion = data.motion[rows]
+    q_bvh = bvh.local_rotations(data, rows)           # (F, J, 4) in the file's axes
+    n = len(motion)
+    rot_bones, rot_j, loc_bones, loc_v = [], [], [], []
     for j, bone_name in enumerate(names):
         if bone_name is None:
             continue
-        bone = arm.data.bones[bone_name]
-        rest = g.T @ np.array(bone.matrix_local)[:3, :3]
         pos_cols, rot_cols, _axes = bvh.joint_channels(data, j)
         if rot_cols:
-            qr = quat.from_matrix(rest)
-            rot_q.append(quat.mul(quat.mul(quat.conj(qr), q_bvh[:, j]), qr))
             rot_bones.append(bone_name)
+            rot_j.append(j)
         if pos_cols:
+            rest = g.T @ np.array(arm.data.bones[bone_name].matrix_local)[:3, :3]
             p = np.zeros((n, 3))
             for axis, col in enumerate(pos_cols):
                 if col is not None:
-                    p[:, axis] = data.motion[:, col]
+                    p[:, axis] = motion[:, col]
             p = (p - data.offsets[j]) * scale
             loc_v.append(p @ np.linalg.inv(rest).T)
             loc_bones.append(bone_name)
-    q = quat.make_continuous(np.stack(rot_q, axis=1) if rot_q else np.zeros((n, 0, 4)))
+    q = np.empty((n, len(rot_bones), 4))
+    for b_i, (b, j) in enumerate(zip(rot_bones, rot_j)):
+        qr = quat.from_matrix(g.T @ np.array(arm.data.bones[b].matrix_local)[:3, :3])
+        q[:, b_i] = quat.mul(quat.mul(quat.conj(qr), q_bvh[:, j]), qr)
+    del q_bvh, motion
+    q = quat.make_continuous(q)
     root = next((i for i, b in enumerate(loc_bones) if arm.data.bones[b].parent is None), None)
     loc = loc_v[root] if root is not None else None
-    trim = clean.calibration_frames(q, loc, loc_scale=0.5)
+    trim = clean.calibration_frames(q, loc, loc_scale=0.5) if trim else 0
     if trim:
         warnings.append(f"calibration pose at the start: the first {trim} frame"
                         f"{'s' if trim > 1 else ''} (before a jump) trimmed")

@@ -1,26 +1,57 @@
 """The library's search index: a SQLite database (Python's sqlite3) beside the library
 .blend holding every clip's record, so listing and searching never load an action.
 
-`<library>.index.sqlite` stores the records plus the size and modification time (ns) of
-the .blend it describes. store.Library.save writes the index for the very file it writes
-(both through temporary files, the .blend renamed first); any reader that finds the index
-missing, unreadable or stamped for another .blend (a crash between the two renames, the
-.blend saved by another program) rebuilds it from the .blend. No bpy here.
+A library is split into part files of at most store.PART_CLIPS clips: part 0 is the
+library .blend itself, parts 1, 2, … are `<library>.parts/part-NNNN.blend` (see
+part_path), so adding clips or editing one loads and writes one part, never the whole
+library. `<library>.index.sqlite` stores every clip's record with the part holding it, plus
+the size and modification time (ns) of each part file it describes. Writers
+(store.commit) write the index for the very part files they write (all through
+temporary files, the parts renamed first); any reader that finds the index missing,
+unreadable, or stamped for other part files (a crash between the renames, a part saved
+by another program, a part added or removed) rebuilds it from the part files. No bpy here.
 """
 import os
+import re
 import sqlite3
 
 SUFFIX = ".index.sqlite"
-VERSION = "2"
+PARTS_SUFFIX = ".parts"
+VERSION = "3"
 _SEP = "\x1f"   # around and between list items (tags, warnings): no tag or line holds it
 # A clip record's fields (store.clip_record) as columns; tags and warnings are lists.
 FIELDS = ("name", "fps", "frames", "duration_s", "bones", "tags", "warnings", "catalog",
           "source", "format", "sha256", "skeleton", "skeleton_object")
+# Stored beside them: which clip of its file a clip is, and which part file holds it.
+PRIVATE = ("clip_key", "part")
+_COLUMNS = FIELDS + PRIVATE
 _LISTS = ("tags", "warnings")
+_PART_FILE = re.compile(r"part-(\d{4,})\.blend$")
 
 
 def path_of(library):
     return library + SUFFIX
+
+
+def part_path(library, part):
+    """The file of part `part` (0: the library .blend itself)."""
+    if part == 0:
+        return library
+    return os.path.join(library + PARTS_SUFFIX, f"part-{part:04d}.blend")
+
+
+def part_files(library):
+    """{part number: path} of the part files on disk (part 0 when the .blend exists)."""
+    out = {0: library} if os.path.isfile(library) else {}
+    try:
+        names = os.listdir(library + PARTS_SUFFIX)
+    except OSError:
+        return out
+    for n in names:
+        m = _PART_FILE.fullmatch(n)
+        if m and int(m.group(1)) > 0:
+            out[int(m.group(1))] = os.path.join(library + PARTS_SUFFIX, n)
+    return out
 
 
 def stamp_of(blend):
@@ -32,21 +63,36 @@ def stamp_of(blend):
     return st.st_size, st.st_mtime_ns
 
 
+def stamps(library):
+    """{part: stamp_of(part file)} of every part file on disk."""
+    return {p: stamp_of(f) for p, f in part_files(library).items()}
+
+
 def _row(rec):
-    return tuple(_SEP + _SEP.join(rec[f]) + _SEP if f in _LISTS else rec[f] for f in FIELDS)
+    return tuple(_SEP + _SEP.join(rec[f]) + _SEP if f in _LISTS else rec[f] for f in _COLUMNS)
+
+
+def _list(text):
+    return text[1:-1].split(_SEP) if len(text) > 2 else []
 
 
 def _record(row):
-    rec = dict(zip(FIELDS, row))
-    tags, warnings = rec["tags"], rec["warnings"]
-    rec["tags"] = tags[1:-1].split(_SEP) if len(tags) > 2 else []
-    rec["warnings"] = warnings[1:-1].split(_SEP) if len(warnings) > 2 else []
+    """A record from a row of FIELDS (+ PRIVATE): spelt out, as search builds thousands."""
+    (name, fps, frames, duration, bones, tags, warnings, catalog, source, fmt, sha, skel,
+     skel_object, *private) = row
+    rec = {"name": name, "fps": fps, "frames": frames, "duration_s": duration, "bones": bones,
+           "tags": _list(tags), "warnings": _list(warnings), "catalog": catalog,
+           "source": source, "format": fmt, "sha256": sha, "skeleton": skel,
+           "skeleton_object": skel_object}
+    if private:
+        rec.update(zip(PRIVATE, private))
     return rec
 
 
-def write_temporary(library, records, stamp):
-    """Write the index of `records` for a .blend with `stamp` to a temporary file next to
-    the final one; returns its path (the caller renames it into place: os.replace)."""
+def write_temporary(library, records, part_stamps):
+    """Write the index of `records` (each with the PRIVATE fields) for part files with
+    `part_stamps` ({part: (size, mtime_ns)}) to a temporary file next to the final one;
+    returns its path (the caller renames it into place: os.replace)."""
     final = path_of(library)
     tmp = f"{final}.{os.getpid()}.tmp"
     if os.path.exists(tmp):
@@ -55,11 +101,12 @@ def write_temporary(library, records, stamp):
     try:
         con.executescript(
             "CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT);"
-            f"CREATE TABLE clips ({', '.join(FIELDS)});")
-        con.executemany("INSERT INTO meta VALUES (?, ?)",
-                        [("version", VERSION), ("blend_size", str(stamp[0])),
-                         ("blend_mtime_ns", str(stamp[1]))])
-        con.executemany(f"INSERT INTO clips VALUES ({', '.join('?' * len(FIELDS))})",
+            "CREATE TABLE files (part INTEGER PRIMARY KEY, size INTEGER, mtime_ns INTEGER);"
+            f"CREATE TABLE clips ({', '.join(_COLUMNS)});")
+        con.execute("INSERT INTO meta VALUES ('version', ?)", (VERSION,))
+        con.executemany("INSERT INTO files VALUES (?, ?, ?)",
+                        [(p, s[0], s[1]) for p, s in sorted(part_stamps.items())])
+        con.executemany(f"INSERT INTO clips VALUES ({', '.join('?' * len(_COLUMNS))})",
                         [_row(r) for r in records])
         con.commit()
     except BaseException:
@@ -70,26 +117,35 @@ def write_temporary(library, records, stamp):
     return tmp
 
 
-def rebuild(library, records, stamp):
-    """Write the index of `records` (read from the .blend with `stamp`) in place; skipped
-    silently when the folder is not writable (listing still works, just slower)."""
+def rebuild(library, records, part_stamps):
+    """Write the index of `records` (read from part files with `part_stamps`) in place;
+    skipped silently when the folder is not writable (listing still works, just slower)."""
     try:
-        os.replace(write_temporary(library, records, stamp), path_of(library))
+        os.replace(write_temporary(library, records, part_stamps), path_of(library))
     except (OSError, sqlite3.Error):
         pass
 
 
-def search(library, keep, text="", tags=(), any_tag=False, min_duration=None,
-           max_duration=None, **_other):
-    """Records (sorted by name, case-insensitive) of the clips that pass keep(record), or
-    None when the index is missing, unreadable or stale for the .blend now there.
+DURATION_TOLERANCE = 1e-9   # s: store.matcher's, so SQL's duration test is the same
 
-    The text, tag and duration filters (store.matches' arguments) narrow the rows in SQL
-    first, only ever to a superset of keep's answer (SQLite's LIKE ignores ASCII case;
-    non-ASCII words are left to keep), so keep stays the one definition of a match."""
-    stamp = stamp_of(library)
+
+def sql_exact(tags):
+    """Whether search's SQL tests these tags exactly (all ASCII: LIKE ignores ASCII case)."""
+    return all(t.isascii() for t in tags)
+
+
+def search(library, keep, text="", tags=(), any_tag=False, min_duration=None,
+           max_duration=None, public=False, **_other):
+    """Records (sorted by name, case-insensitive; with the PRIVATE fields unless
+    `public`) of the clips that pass keep(record), or None when the index is missing,
+    unreadable or stale for the part files now there.
+
+    The text, tag and duration filters (store.matcher's arguments) narrow the rows in SQL
+    first: the durations and ASCII tags exactly as store.matcher tests them (SQLite's LIKE
+    ignores ASCII case; sql_exact(tags) says when the tag test is left to SQL), the text
+    only to a superset (non-ASCII words are left to keep); keep tests the rest."""
     path = path_of(library)
-    if stamp is None or not os.path.isfile(path):
+    if not os.path.isfile(library) or not os.path.isfile(path):
         return None
     where, params = [], []
     for word in text.split():
@@ -103,17 +159,18 @@ def search(library, keep, text="", tags=(), any_tag=False, min_duration=None,
         params += [f"%{_SEP}{_like(t)}{_SEP}%" for t in ascii_tags]
     if min_duration is not None:
         where.append("duration_s >= ?")
-        params.append(min_duration - 1e-6)
+        params.append(min_duration - DURATION_TOLERANCE)
     if max_duration is not None:
         where.append("duration_s <= ?")
-        params.append(max_duration + 1e-6)
-    query = f"SELECT {', '.join(FIELDS)} FROM clips" + (" WHERE " + " AND ".join(where) if where else "")
+        params.append(max_duration + DURATION_TOLERANCE)
+    columns = FIELDS if public else _COLUMNS
+    query = f"SELECT {', '.join(columns)} FROM clips" + (" WHERE " + " AND ".join(where) if where else "")
     try:
         con = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
         try:
             meta = dict(con.execute("SELECT key, value FROM meta"))
-            if (meta.get("version"), meta.get("blend_size"), meta.get("blend_mtime_ns")) != \
-                    (VERSION, str(stamp[0]), str(stamp[1])):
+            indexed = {p: (s, m) for p, s, m in con.execute("SELECT part, size, mtime_ns FROM files")}
+            if meta.get("version") != VERSION or indexed != stamps(library):
                 return None
             rows = con.execute(query, params).fetchall()
         finally:

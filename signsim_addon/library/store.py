@@ -1,29 +1,38 @@
-"""The motion library file: a .blend of action assets plus their source skeletons.
+"""The motion library files: .blend files of action assets plus their source skeletons.
 
-How the library is read and written without disturbing the user's open file
+A library is split into part files (index.py: part 0 is the library .blend, further
+parts sit in `<library>.parts/`) of at most PART_CLIPS clips each, because appending n
+actions from one file costs Blender about n² (2 000 clips: 18 s to load, 200: 0.16 s).
+Adding clips appends to the last part while it has room and otherwise starts a new
+part; editing a clip loads and writes only its part; the index says which part holds
+which clip, so no command loads the whole library.
+
+How a part is read and written without disturbing the user's open file
 (decision; `bpy.data.temp_data()` crashes on its second load in 5.0.1, so it is not used):
-- the library's actions and skeletons are appended into the current bpy.data inside a
+- the part's actions and skeletons are appended into the current bpy.data inside a
   `tracking.Tracker`; `tracking.NameGuard` gives them back their library names (a file
   datablock holding such a name is parked under a temporary name until the end), so no
   name on either side keeps a '.001' suffix;
 - changes are made there, then `bpy.data.libraries.write(tmp, clips, fake_user=True)`
-  writes exactly the clips (dependencies follow), the search index (index.py) is written
-  for that file, and `os.replace` swaps both in, the .blend first;
-- backups: none. The rename is atomic, so the library on disk is always a complete file,
+  writes exactly the part's clips (dependencies follow), the search index (index.py) is
+  written for those files, and `os.replace` swaps them in, the parts first (commit);
+- backups: none. The rename is atomic, so every part on disk is always a complete file,
   the old one or the new one; a `.blend1` copy would double the space for nothing
   (decision; Blender's own save keeps one, libraries.write never does);
 - writers (import, tag, rename, delete) hold an exclusive lock on `<library>.lock` from
-  reading the library to renaming the new file in, so concurrent writers are serialised
+  reading the index to renaming the new files in, so concurrent writers are serialised
   and none overwrites another's clips; a writer that waits longer than LOCK_TIMEOUT_S
   stops with a clear message. Readers (list, search, the sidebar) need no lock: they read
-  the index, or a complete .blend;
+  the index, or complete part files;
 - on leaving, every appended or imported datablock is removed and the user's names are
   restored, so the open file is as it was (tests check this).
 Catalogs live in `blender_assets.cats.txt` next to the library (Blender's format, one
-UUID per catalog path, parents included), also written atomically.
+UUID per catalog path, parents included), also written atomically; the Asset Browser
+shows every part when the library's folder is an asset library.
 """
 import contextlib
 import os
+import re
 import time
 import uuid
 
@@ -31,9 +40,10 @@ import bpy
 
 from .. import files
 from ..errors import SignSimError
-from . import index, tracking
+from . import importers, index, tracking
 
-LOCK_TIMEOUT_S = 600.0   # a 10 000-clip library loads and saves in well under this
+LOCK_TIMEOUT_S = 600.0   # a writer loads and saves one part file (≤ PART_CLIPS clips)
+PART_CLIPS = 200         # appending n clips costs ~n² in Blender: 200 load in ~0.2 s
 CATS_FILE = "blender_assets.cats.txt"
 DEFAULT_CATALOG = "imported"
 FACETS = ("style", "body_part", "complexity", "handedness", "gloss")
@@ -116,7 +126,8 @@ def _atomic_write_text(path, text):
 # --------------------------------------------------------------------------- tags
 
 def parse_tags(text):
-    """'a, style:formal,b' → ['a', 'style:formal', 'b'] (trimmed, de-duplicated, in order)."""
+    """'a, style:formal,b' → ['a', 'style:formal', 'b'] (trimmed, de-duplicated, in order).
+    SignSimError for a facet tag without a value ('style:')."""
     if not text:
         return []
     if isinstance(text, (list, tuple)):
@@ -124,6 +135,8 @@ def parse_tags(text):
     out = []
     for t in text.split(","):
         t = t.strip()
+        if is_facet_tag(t) and not t.split(":", 1)[1].strip():
+            raise SignSimError(f"tag '{t}' has no value (write {t}VALUE)")
         if t and t not in out:
             out.append(t)
     return out
@@ -182,53 +195,64 @@ def clip_record(action):
     }
 
 
-def matches(rec, text="", tags=(), any_tag=False, catalog="", min_duration=None,
+def matches(rec, **filters):
+    """Whether a clip record passes the filters (shared by the CLI and the sidebar list);
+    filters: see matcher."""
+    return matcher(**filters)(rec)
+
+
+def matcher(text="", tags=(), any_tag=False, catalog="", min_duration=None,
             max_duration=None, fps=None, skeleton=""):
-    """Whether a clip record passes the filters (shared by the CLI and the sidebar list)."""
-    if text:
-        hay = " ".join([rec["name"], rec["catalog"], os.path.basename(rec["source"]),
-                        *rec["tags"]]).lower()
-        if not all(word in hay for word in text.lower().split()):
+    """The test record → bool for these filters (prepared once, applied per record):
+    every word of `text` in the name, catalog, source file name or tags (any case); all
+    (any_tag: any) of `tags` (any case); the catalog or one of its sub-catalogs; duration
+    within [min_duration, max_duration] s; fps within ±0.5; a skeleton signature prefix."""
+    words = text.lower().split()
+    want = [t.lower() for t in tags]
+    cat = normalise_catalog(catalog) if catalog else ""
+
+    def test(rec):
+        if words:
+            hay = " ".join([rec["name"], rec["catalog"], os.path.basename(rec["source"]),
+                            *rec["tags"]]).lower()
+            if not all(word in hay for word in words):
+                return False
+        if want:
+            have = {t.lower() for t in rec["tags"]}
+            if not (any(t in have for t in want) if any_tag else all(t in have for t in want)):
+                return False
+        if cat and not (rec["catalog"] == cat or rec["catalog"].startswith(cat + "/")):
             return False
-    if tags:
-        have = {t.lower() for t in rec["tags"]}
-        want = [t.lower() for t in tags]
-        hit = [t in have for t in want]
-        if not (any(hit) if any_tag else all(hit)):
+        if min_duration is not None and rec["duration_s"] < min_duration - index.DURATION_TOLERANCE:
             return False
-    if catalog:
-        c = normalise_catalog(catalog)
-        if not (rec["catalog"] == c or rec["catalog"].startswith(c + "/")):
+        if max_duration is not None and rec["duration_s"] > max_duration + index.DURATION_TOLERANCE:
             return False
-    if min_duration is not None and rec["duration_s"] < min_duration - 1e-9:
-        return False
-    if max_duration is not None and rec["duration_s"] > max_duration + 1e-9:
-        return False
-    if fps is not None and abs(rec["fps"] - fps) > 0.5:
-        return False
-    if skeleton and not rec["skeleton"].startswith(skeleton):
-        return False
-    return True
+        if fps is not None and abs(rec["fps"] - fps) > 0.5:
+            return False
+        if skeleton and not rec["skeleton"].startswith(skeleton):
+            return False
+        return True
+    return test
 
 
 # ----------------------------------------------------------------- the library file
 
-class Library:
-    """The library's clips appended into bpy.data (inside `open_library`)."""
+class Part:
+    """One part file's clips appended into bpy.data (inside `open_part`)."""
 
-    def __init__(self, path, guard):
-        self.path = os.path.abspath(path)
+    def __init__(self, library, number, guard):
+        self.library = library
+        self.number = number
+        self.path = index.part_path(library, number)
         self.guard = guard
-        self.catalogs = read_catalogs(self.path)
         self.clips = []       # actions
         self._keys = None     # (sha256, clip key) → action, built by find
-        self.dirty = False
 
     def by_name(self, name):
         for a in self.clips:
             if a.name == name:
                 return a
-        raise SignSimError(f"no clip named '{name}' in {self.path}")
+        raise SignSimError(f"no clip named '{name}' in {self.library}")
 
     def find(self, sha, key):
         if self._keys is None:   # one pass, then a dict: a folder import asks once per clip
@@ -246,10 +270,11 @@ class Library:
             bpy.data.objects.remove(skel)
             if arm is not None and arm.users == 0:
                 bpy.data.armatures.remove(arm)
-        self.dirty = True
 
-    def add(self, clip, tags=(), catalog=None):
-        """Make an imported Clip a library asset; returns (action, updated: bool)."""
+    def add(self, clip, name, catalogs, tags=(), catalog=None):
+        """Make an imported Clip a library asset named `name` (replacing the part's clip
+        from the same file, whose own tags and catalog it keeps); returns
+        (action, updated: bool)."""
         action = clip.action
         sha = clip.meta["sha256"]
         old = self.find(sha, clip.key)
@@ -257,10 +282,7 @@ class Library:
         if old is not None:
             keep_tags = [t for t in clip_tags(old) if not is_auto_tag(t)]
             keep_catalog = old.signsim.catalog
-            name = old.name
             self.remove(old)
-        else:
-            name = clip.name
         self.guard.claim(action, name)
         s = action.signsim
         for k, v in clip.meta.items():
@@ -274,7 +296,7 @@ class Library:
         s.catalog = cat
         if action.asset_data is None:
             action.asset_mark()
-        action.asset_data.catalog_id = ensure_catalog(self.catalogs, cat)
+        action.asset_data.catalog_id = ensure_catalog(catalogs, cat)
         action.asset_data.description = f"{s.source_format} clip from {os.path.basename(s.source_path)}"
         set_tags(action, merge_tags(merge_tags(list(clip.tags), keep_tags), list(tags)))
         self.guard.claim(clip.skeleton,
@@ -282,33 +304,140 @@ class Library:
         self.clips.append(action)
         if self._keys is not None:
             self._keys[(sha, clip.key)] = action
-        self.dirty = True
         return action, old is not None
 
     def records(self):
-        return [clip_record(a) for a in sorted(self.clips, key=lambda a: a.name.lower())]
+        """Index records (clip_record plus the index's private fields) of the part's clips."""
+        return [dict(clip_record(a), clip_key=a.signsim.clip_key, part=self.number)
+                for a in self.clips]
 
-    def save(self):
-        """Write the library and its index atomically (no backup copy: see the module)."""
+    def write_temporary(self):
+        """Write the part's clips and their skeletons to a temporary file beside the
+        part; returns its path (commit renames it into place)."""
         folder = os.path.dirname(self.path)
-        os.makedirs(folder, exist_ok=True)
         tmp = f"{self.path}.{os.getpid()}.tmp"
-        tmp_index = None
         ids = set(self.clips) | {a.signsim.skeleton for a in self.clips if a.signsim.skeleton}
         try:
+            os.makedirs(folder, exist_ok=True)
             with files.quiet():
                 bpy.data.libraries.write(tmp, ids, fake_user=True, path_remap='NONE', compress=True)
-            tmp_index = index.write_temporary(self.path, self.records(), index.stamp_of(tmp))
-            os.replace(tmp, self.path)          # keeps the stamp the index was written for
-            os.replace(tmp_index, index.path_of(self.path))
         except OSError as ex:
-            raise SignSimError(f"cannot write the library {self.path}: {ex.strerror or ex}") from ex
+            if os.path.exists(tmp):
+                os.remove(tmp)
+            raise SignSimError(f"cannot write the library {self.library}: {ex.strerror or ex}") from ex
+        return tmp
+
+
+def commit(library, records, written, catalogs=None):
+    """Put written part files and the index of `records` (every clip of the library,
+    with the index's private fields) in place: written = {part: temporary file}.
+
+    The index is written for the temporary files' stamps (a rename keeps them), then the
+    parts are renamed in, then the index, so at every moment each part on disk is a
+    complete file and the index either describes the parts there or is seen as stale and
+    rebuilt. No backup copy (see the module). Temporary files are removed on failure."""
+    tmp_index = None
+    try:
+        part_stamps = {p: s for p, s in index.stamps(library).items() if p not in written}
+        part_stamps.update({p: index.stamp_of(t) for p, t in written.items()})
+        tmp_index = index.write_temporary(library, records, part_stamps)
+        for p, tmp in sorted(written.items()):
+            os.replace(tmp, index.part_path(library, p))
+        os.replace(tmp_index, index.path_of(library))
+    except OSError as ex:
+        raise SignSimError(f"cannot write the library {library}: {ex.strerror or ex}") from ex
+    finally:
+        for t in [*written.values(), tmp_index]:
+            if t and os.path.exists(t):
+                os.remove(t)
+    if catalogs is not None:
+        write_catalogs(library, catalogs)
+
+
+def unique_name(wanted, taken):
+    """`wanted`, or Blender's next free `wanted.001`, `wanted.002`… not in `taken`."""
+    if wanted not in taken:
+        return wanted
+    base = re.sub(r"\.\d{3}$", "", wanted)
+    k = 1
+    while f"{base}.{k:03d}" in taken:
+        k += 1
+    return f"{base}.{k:03d}"
+
+
+def add_clips(library, clips, guard, tags=(), catalog=None):
+    """Add imported Clips to the library (writer lock held): a clip from a file already
+    in the library (same SHA-256 and clip key) replaces that clip in its part, keeping
+    its name, tags and catalog; a new clip gets a name unique in the library and goes
+    into the last part while that has fewer than PART_CLIPS clips and room for its keys
+    (importers.MAX_CLIP_KEYS in all, so a part loads in bounded memory), else into a new
+    part.
+    Only the parts that change are loaded and written. Returns the clips' records, each
+    with "updated"; every clip's action and skeleton are removed from bpy.data."""
+    with writer_lock(library):
+        records = all_records(library)
+        by_key = {(r["sha256"], r["clip_key"]): r for r in records}
+        taken = {r["name"] for r in records}
+        load = {}     # part → [clips, keys]
+        for r in records:
+            load.setdefault(r["part"], [0, 0])
+            load[r["part"]][0] += 1
+            load[r["part"]][1] += clip_keys(r["frames"], r["bones"])
+        last = max(load, default=0)
+        plan = {}     # part → [(clip, name)]
+        for clip in clips:
+            old = by_key.get((clip.meta["sha256"], clip.key))
+            if old is not None:
+                part, name = old["part"], old["name"]
+            else:
+                keys = clip_keys(clip.meta["frame_count"], clip.meta["bone_count"])
+                n, k = load.get(last, [0, 0])
+                if n and (n >= PART_CLIPS or k + keys > importers.MAX_CLIP_KEYS):
+                    last += 1
+                part, name = last, unique_name(clip.name, taken)
+                load.setdefault(part, [0, 0])
+                load[part][0] += 1
+                load[part][1] += keys
+                taken.add(name)
+                by_key[(clip.meta["sha256"], clip.key)] = {"part": part, "name": name}
+            plan.setdefault(part, []).append((clip, name))
+        catalogs = read_catalogs(library)
+        written, new_records, out = {}, {}, []
+        try:
+            for part_no, entries in sorted(plan.items()):
+                with open_part(library, part_no, guard) as part:
+                    for clip, name in entries:
+                        action, updated = part.add(clip, name, catalogs, tags, catalog)
+                        out.append(dict(clip_record(action), updated=updated))
+                    new_records[part_no] = part.records()
+                    written[part_no] = part.write_temporary()
+            kept = [r for r in records if r["part"] not in new_records]
+            commit(library, kept + [r for rs in new_records.values() for r in rs], written, catalogs)
         finally:
-            for t in (tmp, tmp_index):
-                if t and os.path.exists(t):
+            for t in written.values():
+                if os.path.exists(t):
                     os.remove(t)
-        write_catalogs(self.path, self.catalogs)
-        self.dirty = False
+            tracking.remove_ids(_clip_ids(clips))
+    return out
+
+
+def clip_keys(frames, bones):
+    """About how many keys a clip holds (a quaternion per bone and the root location)."""
+    return frames * (4 * bones + 3)
+
+
+def _clip_ids(clips):
+    """The actions, skeletons and armatures of Clips still in bpy.data."""
+    ids = set()
+    for c in clips:
+        for id_ in (c.action, c.skeleton):
+            try:
+                ids.add(id_)
+                if isinstance(id_, bpy.types.Object) and id_.data is not None:
+                    ids.add(id_.data)
+            except ReferenceError:   # replaced by a later clip of the same file
+                ids.discard(id_)
+    return list(ids)
 
 
 @contextlib.contextmanager
@@ -365,23 +494,20 @@ except ImportError:  # Windows
 
 
 @contextlib.contextmanager
-def open_library(path, must_exist=False, guard=None, lock=False):
-    """Yield a `Library` whose clips are appended into bpy.data; everything appended or
-    created inside the block is removed on exit and the file's own names restored.
+def open_part(library, part, guard=None):
+    """Yield a `Part` whose clips (from its file, when it exists) are appended into
+    bpy.data; everything appended or created inside the block is removed on exit and the
+    file's own names restored.
 
     guard: the caller's NameGuard when it also creates datablocks that must be gone
-    before the file's names are restored (import_paths); else one is made here.
-    lock: hold the writer lock (writer_lock) for the whole block — for every change."""
-    path = check_library_path(path)
+    before the file's names are restored (importing); else one is made here. Writers
+    hold the writer lock around this (writer_lock)."""
+    path = index.part_path(library, part)
     with contextlib.ExitStack() as stack:
-        if lock:
-            stack.enter_context(writer_lock(path))
-        if must_exist and not os.path.isfile(path):
-            raise SignSimError(f"no motion library at {path}")
         if guard is None:
             guard = stack.enter_context(tracking.NameGuard())
         stack.enter_context(tracking.Tracker())
-        lib = Library(path, guard)
+        lib = Part(library, part, guard)
         if os.path.isfile(path):
             try:
                 with files.quiet():
@@ -404,6 +530,27 @@ def open_library(path, must_exist=False, guard=None, lock=False):
                         guard.claim(id_, name)
             lib.clips = [a for a in dst.actions if a is not None and a.signsim.is_clip]
         yield lib
+
+
+def all_records(library):
+    """Every clip's index record (with the private fields clip_key and part), from the
+    index, or read from the part files (one at a time) and the index rebuilt when it is
+    missing or stale."""
+    found = index.search(library, lambda rec: True)
+    if found is not None:
+        return found
+    before = index.stamps(library)
+    records = []
+    for part in sorted(before):
+        with open_part(library, part) as p:
+            records += p.records()
+    if index.stamps(library) == before:   # not replaced meanwhile by a writer
+        index.rebuild(library, records, before)
+    return sorted(records, key=lambda r: r["name"].lower())
+
+
+def _public(rec):
+    return {k: v for k, v in rec.items() if k not in index.PRIVATE}
 
 
 def _scene_file(path):
@@ -437,6 +584,13 @@ def check_library_path(path, write=False):
     return path
 
 
+def _find(records, library, name):
+    for r in records:
+        if r["name"] == name:
+            return r
+    raise SignSimError(f"no clip named '{name}' in {library}")
+
+
 def load_clip(path, name):
     """Append one clip and its source skeleton into the open file (for retargeting,
     previews, scripts). Returns (action, skeleton object); the skeleton is not linked to
@@ -444,14 +598,15 @@ def load_clip(path, name):
     path = check_library_path(path)
     if not os.path.isfile(path):
         raise SignSimError(f"no motion library at {path}")
+    part = index.part_path(path, _find(all_records(path), path, name)["part"])
     with files.quiet():
-        with bpy.data.libraries.load(path, link=False) as (src, dst):
+        with bpy.data.libraries.load(part, link=False) as (src, dst):
             if name not in src.actions:
                 raise SignSimError(f"no clip named '{name}' in {path}")
             dst.actions = [name]
     action = dst.actions[0]
     for lib in list(bpy.data.libraries):  # appending leaves an empty Library behind
-        if os.path.abspath(bpy.path.abspath(lib.filepath)) == path and not lib.users_id:
+        if os.path.abspath(bpy.path.abspath(lib.filepath)) == part and not lib.users_id:
             bpy.data.libraries.remove(lib)
     action.use_fake_user = False
     skel = action.signsim.skeleton
@@ -463,54 +618,67 @@ def load_clip(path, name):
 
 def list_clips(path, **filters):
     """Clip records of the library at `path` that pass `matches(**filters)`, sorted by
-    name: read from the index (no action loaded), which is rebuilt from the .blend when
-    missing or stale."""
+    name: read from the index (no action loaded), which is rebuilt from the part files
+    when missing or stale."""
     path = check_library_path(path)
     if not os.path.isfile(path):
         raise SignSimError(f"no motion library at {os.path.abspath(path)}")
-    found = index.search(path, lambda rec: matches(rec, **filters), **filters)
-    if found is not None:
-        return found
-    stamp = index.stamp_of(path)
-    with open_library(path) as lib:
-        records = lib.records()
-    if index.stamp_of(path) == stamp:   # not replaced meanwhile by a writer
-        index.rebuild(path, records, stamp)
-    return [r for r in records if matches(r, **filters)]
+    rest = dict(filters)   # what the index's SQL does not test exactly
+    for k in ("min_duration", "max_duration") + (("tags", "any_tag") if index.sql_exact(filters.get("tags", ())) else ()):
+        rest.pop(k, None)
+    found = index.search(path, matcher(**rest), public=True, **filters)
+    if found is None:
+        keep = matcher(**filters)
+        found = [_public(r) for r in all_records(path) if keep(r)]
+    return found
+
+
+@contextlib.contextmanager
+def _edit(path, name):
+    """Under the writer lock, yield (part, action, records) for the clip `name`: its part
+    appended; on a normal exit the part and the index are written (commit)."""
+    path = check_library_path(path)
+    if not os.path.isfile(path):
+        raise SignSimError(f"no motion library at {path}")
+    with writer_lock(path):
+        records = all_records(path)
+        number = _find(records, path, name)["part"]
+        with open_part(path, number) as part:
+            yield part, part.by_name(name), records
+            tmp = part.write_temporary()
+            kept = [r for r in records if r["part"] != number]
+            commit(path, kept + part.records(), {number: tmp})
 
 
 def tag_clip(path, name, add=(), remove=()):
     """Add and remove tags of one clip (a facet tag replaces that facet's value); returns
     its new record. SignSimError when the clip lacks a tag to remove (nothing written)."""
     add, remove = parse_tags(add), parse_tags(remove)
-    with open_library(path, must_exist=True, lock=True) as lib:
-        action = lib.by_name(name)
-        tags = merge_tags(clip_tags(action), add)
-        missing = [t for t in remove if t not in tags]
+    with _edit(path, name) as (_part, action, _records):
+        old = clip_tags(action)
+        missing = [t for t in remove if t not in old]   # judged on the stored tags
         if missing:
             raise SignSimError(f"clip '{name}' has no tag '{missing[0]}' (its tags: "
-                               f"{', '.join(sorted(tags)) or 'none'})")
-        set_tags(action, [t for t in tags if t not in remove])
-        lib.save()
-        return clip_record(action)
+                               f"{', '.join(sorted(old)) or 'none'})")
+        set_tags(action, merge_tags([t for t in old if t not in remove], add))
+        rec = clip_record(action)
+    return rec
 
 
 def edit_clip(path, name, rename=None, tags=None, delete=False):
     """Rename, retag or delete one clip of the library; returns its new record (or None)."""
-    with open_library(path, must_exist=True, lock=True) as lib:
-        action = lib.by_name(name)
+    with _edit(path, name) as (part, action, records):
         if delete:
-            lib.remove(action)
-            lib.save()
+            part.remove(action)
             return None
         if rename is not None:
             rename = rename.strip()
             if not rename:
                 raise SignSimError("a clip name cannot be empty")
-            if rename != action.name and any(a.name == rename for a in lib.clips):
+            if rename != action.name and any(r["name"] == rename for r in records):
                 raise SignSimError(f"the library already has a clip named '{rename}'")
-            lib.guard.claim(action, rename)
+            part.guard.claim(action, rename)
         if tags is not None:
             set_tags(action, parse_tags(tags))
-        lib.save()
-        return clip_record(action)
+        rec = clip_record(action)
+    return rec

@@ -12,11 +12,15 @@ CLI and the operator alike.
 import os
 from dataclasses import dataclass
 
+import bpy
+
 
 from .. import compat, files
 from ..errors import WARNING, SignSimError, silent
 from ..library import api as library
 from ...solver import bonemap
+from . import contacts as contact_pass
+from .contacts import add_contact  # noqa: F401
 from . import transfer
 from .transfer import (auto_map, export_map, is_clip_file, mirror_map, retarget, set_pair,  # noqa: F401
                        skeleton, source_clip, store_map, stored_map)
@@ -29,11 +33,13 @@ class RetargetRequest(files.FileRequest):
 
     clips: library clip names or mocap files (BVH, FBX, glTF/GLB); bone_map: preset JSON
     path (None: the automatic map of each skeleton); library: motion library .blend for
-    clip names (None: the preferences').
+    clip names (None: the preferences'); contacts: keep the source's contacts on the
+    rig's skin (contacts.preserve; on by default).
     """
     clips: tuple
     bone_map: str = None
     library: str = None
+    contacts: bool = True
 
 
 def load_preset(filepath, target=None):
@@ -87,14 +93,21 @@ def resolve_clips(clips, library_path):
     return [os.path.abspath(c) if is_clip_file(c) else c for c in clips], library_file
 
 
-def retarget_source(source, target, report=silent):
+def retarget_source(source, target, report=silent, contacts=True):
     """Retarget source's action onto target with target's stored bone map, else the
-    automatic map (then stored). Returns transfer.Result; raises SignSimError."""
+    automatic map (then stored); with contacts, the source's contacts are kept
+    (contacts.preserve, honouring the armature's contact list: contacts switched off
+    stay off, added ones are kept). Returns transfer.Result; raises SignSimError."""
     bone_map = stored_map(target)
     if bone_map is None:
         bone_map = auto_map(source, target)
         store_map(target, bone_map)
-    return retarget(source, target, bone_map, report=report)
+    res = retarget(source, target, bone_map, report=report)
+    if contacts:
+        res.contacts = contact_pass.preserve(source, target, res, report=report,
+                                             **contact_pass.animator_choices(target))
+        contact_pass.mark_timeline(bpy.context.scene, res.action)
+    return res
 
 
 def retarget_files(request: RetargetRequest, report=silent) -> dict:
@@ -134,10 +147,15 @@ def retarget_files(request: RetargetRequest, report=silent) -> dict:
             name = os.path.splitext(os.path.basename(clip))[0] if is_clip_file(clip) else clip
             results.append(retarget(src.armature, target, bone_map, source_fps=src.fps,
                                     action_name=f"{name}_{target.name}", report=clip_report))
+            if r.contacts:
+                results[-1].contacts = contact_pass.preserve(src.armature, target, results[-1],
+                                                             report=clip_report)
     for res in results[1:]:
         res.action.use_fake_user = True    # kept in OUT although only the first is assigned
     first = results[0].action
     compat.assign_action(target, first, first.slots[0])
+    if r.contacts:
+        contact_pass.mark_timeline(bpy.context.scene, first)
     bone_map = results[0].bone_map
     store_map(target, bone_map)
 
@@ -153,11 +171,14 @@ def retarget_files(request: RetargetRequest, report=silent) -> dict:
         "frames": [float(results[0].frames[0]), float(results[0].frames[-1])],
         "out": out,
     }
+    if r.contacts:
+        result["contacts"] = contact_pass.summary(first)
     if len(results) > 1:
         result["actions"] = [r.action.name for r in results]
     result["clips"] = [{
         "clip": clip, "action": res.action.name,
         "frames": [float(res.frames[0]), float(res.frames[-1])],
         "bone_map": res.bone_map.as_dict(), "coverage": bonemap.coverage(res.bone_map, sk_t),
-        "warnings": warned} for clip, res, warned in zip(clips, results, clip_warnings)]
+        "warnings": warned, **({"contacts": contact_pass.summary(res.action)} if r.contacts else {})}
+        for clip, res, warned in zip(clips, results, clip_warnings)]
     return result

@@ -1,13 +1,16 @@
 """`signsim retarget`: mocap clips onto a rig in a .blend, written to a new .blend.
 
     signsim retarget --clip CLIP [--clip CLIP2 …] --rig RIG.blend [--armature NAME]
-                     [--map preset.json] [--library FILE] --out OUT.blend [--json]
+                     [--map preset.json] [--library FILE] [--no-contacts] --out OUT.blend [--json]
 
 A CLIP is a mocap file (BVH, FBX, glTF/GLB, through the motion library's importer) or the
 name of a clip in the motion library (--library, default: the preferences' library).
 Prints (with --json) the result of retarget.api.retarget_files (top level: the first clip,
 the one assigned; "clips": one entry per clip), plus "warnings": every warning the run gave (guessed units or up axis on import, a bone map found from the
 skeleton's shape alone, guessed sides), also printed as 'warning: …' lines without --json.
+Contacts of the source (a fingertip on the chin, thumb on index, palm on palm) are kept on
+the rig's skin unless --no-contacts; "contacts" lists them ("frames", "parts",
+"spot_error_mm", "gap_mm", "penetration_mm").
 """
 from ..errors import WARNING, cli_reporter
 from . import api
@@ -22,10 +25,14 @@ def add_arguments(parser):
     parser.add_argument("--armature", metavar="NAME",
                         help="target armature object (default: the only armature in RIG)")
     parser.add_argument("--map", metavar="PRESET.json",
-                        help="bone map preset (JSON, from the Retarget panel's export)")
+                        help="bone map (JSON): the Retarget panel's export, a {\"target bone\": "
+                             "\"source bone\"} object, or a saved `retarget --json` output")
     parser.add_argument("--library", metavar="FILE",
                         help="motion library .blend to take clip names from (default: the "
                         "one in the preferences)")
+    parser.add_argument("--no-contacts", dest="contacts", action="store_false",
+                        help="do not keep the source's contacts (fingertip on the face, hand on "
+                        "hand) on the rig's skin: plain rotation transfer")
     parser.add_argument("--out", required=True, metavar="OUT.blend",
                         help="where to write the rig with the new action(s)")
 
@@ -40,11 +47,15 @@ def run(args, say):
 
     result = api.retarget_files(api.RetargetRequest(
         clips=tuple(args.clip), rig=args.rig, out=args.out, armature=args.armature,
-        bone_map=args.map, library=args.library), report)
+        bone_map=args.map, library=args.library, contacts=args.contacts), report)
     for c in result["clips"]:
         say(f"  {c['clip']}: action '{c['action']}', frames {c['frames'][0]:g}–{c['frames'][1]:g}, "
             f"{len(c['bone_map'])} bones mapped ({len(c['coverage'])} body parts)"
             + (f", {len(c['warnings'])} warning(s)" if c["warnings"] else ""))
+        for k in c.get("contacts", []):
+            say(f"    contact {'-'.join(k['parts'])} frames {k['frames'][0]:g}–{k['frames'][1]:g}: "
+                + (f"gap {k['gap_mm']:.1f} mm, spot {k['spot_error_mm']:.1f} mm off" if "gap_mm" in k
+                   else f"not kept ({k.get('skipped', '')})"))
     say(f"wrote {result['out']}")
     result["warnings"] = warnings
     return result

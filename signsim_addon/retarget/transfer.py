@@ -7,7 +7,6 @@ import os
 
 import bpy
 import numpy as np
-from bpy_extras import anim_utils
 
 from .. import compat
 from ...solver import bonemap
@@ -139,7 +138,7 @@ def transfer(source, target, bone_map, *, source_fps=None, frame_range=None,
     if ad is None or ad.action is None:
         raise SignSimError(f"'{source.name}' has no action to retarget")
     src_action = ad.action
-    channelbag = anim_utils.animdata_get_channelbag_for_assigned_slot(ad)
+    channelbag = compat.assigned_channelbag(ad)
     if channelbag is None or not len(channelbag.fcurves) or \
             not any(len(fc.keyframe_points) for fc in channelbag.fcurves):
         raise SignSimError(f"clip '{src_action.name}' has no keys")

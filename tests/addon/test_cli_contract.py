@@ -72,6 +72,14 @@ def test_import_tags_replace_a_facet_value_and_tag_removes(cli, capsys, tmp_path
     code, out, err = _run(cli, capsys, ["tag", "sign", "--library", str(lib), "--remove", "mine"])
     assert code == 1 and "has no tag 'mine'" in err and len(err.strip().splitlines()) == 1
     assert lib.read_bytes() == stamp
+    # removing a facet's value and adding another one in the same call: judged on the stored tags
+    code, out, _ = _run(cli, capsys, ["tag", "sign", "--library", str(lib), "--remove", "style:formal",
+                                      "--add", "style:casual", "--json"])
+    tags = json.loads(out.strip().splitlines()[-1])["clip"]["tags"]
+    assert code == 0 and "style:casual" in tags and "style:formal" not in tags
+    stamp = lib.read_bytes()
+    code, out, err = _run(cli, capsys, ["tag", "sign", "--library", str(lib), "--add", "style:"])
+    assert code == 1 and "has no value" in err and lib.read_bytes() == stamp
 
 
 def test_unwritable_outputs_are_refused_before_any_work(cli, capsys, tmp_path):

@@ -1,5 +1,6 @@
 """The extension as Blender sees it: build, validate, install, register, unregister."""
 import json
+import os
 import pathlib
 import subprocess
 import sys
@@ -13,12 +14,27 @@ ROOT = pathlib.Path(__file__).resolve().parent.parent.parent
 ADDON_MODULE = "bl_ext.signsim_dev.signsim"
 POINTER_TYPES = (bpy.types.Scene, bpy.types.Object, bpy.types.Action)
 
-# Runs in a fresh Python: install the zip, inspect, uninstall, inspect again.
+PLATFORMS = ("linux_x64", "windows_x64", "macos_arm64", "macos_x64")
+
+# Runs in a fresh Python: install the zip, bake the demo with it, inspect, uninstall,
+# inspect again. numba and llvmlite may only come from the wheels the extension installed
+# (the virtualenv has them too), so the bake proves the shipped wheels work.
 INSTALL_SCRIPT = r"""
-import json, os, sys
+import contextlib, glob, importlib, importlib.machinery, io, json, os, sys
 sys.path.insert(0, sys.argv[2])
 import devenv
 tmp = devenv.isolate_user_resources()
+ext_lib = os.path.join(os.environ["BLENDER_USER_RESOURCES"], "extensions", ".local", "lib")
+
+class FromExtensionOnly:
+    def find_spec(self, name, path=None, target=None):
+        if name not in ("numba", "llvmlite"):
+            return None
+        spec = importlib.machinery.PathFinder.find_spec(name, glob.glob(os.path.join(ext_lib, "*", "site-packages")))
+        if spec is None:
+            raise ModuleNotFoundError(name + " was not installed by the extension")
+        return spec
+sys.meta_path.insert(0, FromExtensionOnly())
 import bpy
 def state():
     return {
@@ -31,8 +47,19 @@ out = {}
 out["install"] = list(bpy.ops.extensions.package_install_files(
     filepath=sys.argv[1], repo="user_default", enable_on_install=True))
 out["installed"] = state()
-site = os.path.join(os.environ["BLENDER_USER_RESOURCES"], "extensions", ".local", "lib")
-out["scipy_wheel_installed"] = any("scipy" in dirs for _r, dirs, _f in os.walk(site))
+out["wheels_installed"] = sorted(d for _r, dirs, _f in os.walk(ext_lib) for d in dirs
+                                 if d in ("scipy", "numba", "llvmlite"))
+cli = importlib.import_module("bl_ext.user_default.signsim.signsim_addon.cli")
+log = io.StringIO()
+with contextlib.redirect_stdout(log):
+    out["demo_exit"] = cli.main(["demo", "--out", os.path.join(str(tmp), "demo")])
+out["demo_log"] = log.getvalue()
+with open(os.path.join(str(tmp), "demo", "fingerspelling_metrics.json")) as f:
+    out["metrics"] = json.load(f)
+out["numba_file"] = sys.modules["numba"].__file__
+out["ext_lib"] = ext_lib
+cache = bpy.utils.extension_path_user("bl_ext.user_default.signsim", path="solver-cache")
+out["cache_files"] = sum(len(f) for _r, _d, f in os.walk(cache))
 repo = bpy.context.preferences.extensions.repos["User Default"]
 out["uninstall"] = list(bpy.ops.extensions.package_uninstall(repo_directory=repo.directory, pkg_id="signsim"))
 out["uninstalled"] = state()
@@ -49,37 +76,56 @@ def _registered_state():
 
 
 @pytest.fixture(scope="module")
-def built_zip(tmp_path_factory):
+def built_zips(tmp_path_factory):
+    """{platform: zip path} from `make build`'s script."""
     out = tmp_path_factory.mktemp("dist")
     proc = subprocess.run([sys.executable, str(ROOT / "tools" / "build.py"), "--output-dir", str(out)],
                           capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
-    return pathlib.Path(proc.stdout.strip().splitlines()[-1])
+    paths = [pathlib.Path(line) for line in proc.stdout.strip().splitlines()[-len(PLATFORMS):]]
+    assert [p.name.rsplit("-", 1)[1] for p in paths] == [f"{p}.zip" for p in PLATFORMS]
+    return dict(zip(PLATFORMS, paths))
 
 
 @pytest.mark.slow
-def test_zip_holds_only_what_the_extension_needs(built_zip):
-    names = zipfile.ZipFile(built_zip).namelist()
-    assert "blender_manifest.toml" in names and "__init__.py" in names
-    assert any(n.startswith("solver/") for n in names)
-    assert sum(n.startswith("wheels/scipy-") for n in names) == 4
-    assert any(n.startswith("wheels/threadpoolctl-") for n in names)
-    for dev_only in ("tests/", "tools/", "bench/", ".venv/", ".git/", "Makefile", "requirements-dev.txt"):
-        assert not any(n.startswith(dev_only) for n in names), dev_only
-    assert not any("__pycache__" in n for n in names)
+def test_each_platform_zip_holds_only_what_the_extension_needs(built_zips):
+    tags = {"linux_x64": ("manylinux", "x86_64"), "windows_x64": ("win_amd64",), "macos_arm64": ("macosx", "arm64"),
+            "macos_x64": ("macosx", "x86_64")}
+    for platform, path in built_zips.items():
+        names = zipfile.ZipFile(path).namelist()
+        assert "blender_manifest.toml" in names and "__init__.py" in names
+        assert any(n.startswith("solver/") for n in names)
+        wheels = [n for n in names if n.startswith("wheels/")]
+        # One scipy, numba and llvmlite wheel each, all of this platform, plus the pure-Python one.
+        for dist in ("scipy", "numba", "llvmlite"):
+            mine = [n for n in wheels if n.startswith(f"wheels/{dist}-")]
+            assert len(mine) == 1 and all(t in mine[0] for t in tags[platform]), (platform, mine)
+        assert any(n.startswith("wheels/threadpoolctl-") for n in wheels)
+        assert len(wheels) == 4, (platform, wheels)
+        for dev_only in ("tests/", "tools/", "bench/", ".venv/", ".git/", "Makefile", "requirements-dev.txt"):
+            assert not any(n.startswith(dev_only) for n in names), dev_only
+        assert not any("__pycache__" in n for n in names)
 
 
 @pytest.mark.slow
-def test_zip_installs_enables_and_uninstalls_cleanly(built_zip):
-    proc = subprocess.run([sys.executable, "-c", INSTALL_SCRIPT, str(built_zip), str(ROOT / "tools")],
-                          capture_output=True, text=True, timeout=300)
+def test_linux_zip_installs_bakes_and_uninstalls_cleanly(built_zips):
+    env = {k: v for k, v in os.environ.items() if k != "NUMBA_CACHE_DIR"}
+    proc = subprocess.run([sys.executable, "-c", INSTALL_SCRIPT, str(built_zips["linux_x64"]), str(ROOT / "tools")],
+                          capture_output=True, text=True, timeout=900, env=env)
     assert proc.returncode == 0, proc.stderr[-2000:]
     out = json.loads(proc.stdout.strip().splitlines()[-1])
     assert out["install"] == ["FINISHED"] and out["uninstall"] == ["FINISHED"]
     assert out["installed"]["addon_enabled"]
     assert "append_sample" in out["installed"]["operators"]
     assert out["installed"]["pointers"] == [True, True, True]
-    assert out["scipy_wheel_installed"]
+    assert out["wheels_installed"] == ["llvmlite", "numba", "scipy"]
+    # The bake ran on the shipped numba, compiled once into the extension's user folder.
+    assert out["demo_exit"] == 0, out["demo_log"][-2000:]
+    assert out["numba_file"].startswith(out["ext_lib"])
+    assert "compiling the solver (once)" in out["demo_log"]
+    assert out["cache_files"] > 0
+    metrics = out["metrics"]
+    assert metrics["baked"]["penetration_max_mm"] < metrics["reference"]["penetration_max_mm"]
     assert out["uninstalled"] == {"addon_enabled": False, "operators": [], "classes": [],
                                   "pointers": [False, False, False]}
 

@@ -1,8 +1,16 @@
-"""`signsim batch`: many library clips retargeted and baked in parallel = the serial result."""
+"""`signsim batch` on Dask: many library clips retargeted and baked on a cluster = the serial
+result, bit for bit, also when a worker dies mid-clip or the cluster is a separate
+scheduler with its own workers; Ctrl-C/SIGTERM leaves no partial output."""
 import json
+import os
 import pathlib
+import signal
+import subprocess
 import sys
+import threading
+import time
 
+import psutil
 import pytest
 
 import bpy
@@ -12,6 +20,9 @@ from action_keys import all_keys
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent.parent
 SAMPLES = ROOT / "sample_blends"
+LAUNCHER = [sys.executable, str(ROOT / "tools" / "launch.py")]
+RIG = str(SAMPLES / "signer.blend")
+TIMING = {"bake_seconds", "realtime_factor"}
 
 
 def _short_clip(src, dst, frames):
@@ -28,32 +39,191 @@ def _baked_keys(path):
     return act.name, all_keys(act)
 
 
-@pytest.mark.slow
-def test_batch_of_four_clips_on_two_workers_equals_serial(addon, tmp_path, monkeypatch, capsys):
-    monkeypatch.setenv("SIGNSIM_CLI", json.dumps([sys.executable, str(ROOT / "tools" / "launch.py")]))
-    clips = tmp_path / "clips"
-    clips.mkdir()
-    for i, (name, n) in enumerate((("fingerspelling", 14), ("fingerspelling", 20),
-                                   ("chin_cheek", 14), ("chin_cheek", 20))):
-        _short_clip(SAMPLES / f"{name}.bvh", clips / f"{name}_{i}.bvh", n)
-    lib = tmp_path / "library.blend"
-    cli = addon.signsim_addon.cli.main
-    assert cli(["import", str(clips), "--library", str(lib)]) == 0
-    results = {}
-    for workers in (2, 1):
-        out = tmp_path / f"out{workers}"
-        assert cli(["batch", "--library", str(lib), "--rig", str(SAMPLES / "signer.blend"),
-                    "--out", str(out), "--workers", str(workers), "--json"]) == 0
-        results[workers] = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
-    parallel, serial = results[2]["clips"], results[1]["clips"]
-    assert len(parallel) == 4 and [r["clip"] for r in parallel] == [r["clip"] for r in serial]
-    for p, s in zip(parallel, serial):
-        assert "error" not in p and "error" not in s
-        timing = {"bake_seconds", "realtime_factor"}
+def _batch(cli, capsys, lib, out, *extra):
+    code = cli(["batch", "--library", str(lib), "--rig", RIG, "--out", str(out), "--json", *extra])
+    captured = capsys.readouterr()
+    assert code == 0, captured.err
+    return json.loads(captured.out.strip().splitlines()[-1])["clips"]
+
+
+def _assert_equal_runs(runs, serial):
+    """Every record of `runs` has no error and the serial run's metrics and keys exactly."""
+    assert [r["clip"] for r in runs] == [r["clip"] for r in serial]
+    for p, s in zip(runs, serial):
+        assert "error" not in p and "error" not in s, (p.get("error"), s.get("error"))
         for side in ("reference", "baked"):
-            assert {k: v for k, v in p["metrics"][side].items() if k not in timing} == \
-                   {k: v for k, v in s["metrics"][side].items() if k not in timing}
+            assert {k: v for k, v in p["metrics"][side].items() if k not in TIMING} == \
+                   {k: v for k, v in s["metrics"][side].items() if k not in TIMING}
         name_p, keys_p = _baked_keys(p["out"])
         name_s, keys_s = _baked_keys(s["out"])
         assert name_p == name_s and keys_p.keys() == keys_s.keys()
         assert all(np.array_equal(keys_p[k], keys_s[k]) for k in keys_p)
+
+
+@pytest.fixture(scope="module")
+def library(addon, tmp_path_factory):
+    """A library of four short, distinct clips."""
+    tmp = tmp_path_factory.mktemp("batch")
+    clips = tmp / "clips"
+    clips.mkdir()
+    for i, (name, n) in enumerate((("fingerspelling", 12), ("fingerspelling", 18),
+                                   ("chin_cheek", 12), ("chin_cheek", 18))):
+        _short_clip(SAMPLES / f"{name}.bvh", clips / f"{name}_{i}.bvh", n)
+    lib = tmp / "library.blend"
+    assert addon.signsim_addon.cli.main(["import", str(clips), "--library", str(lib)]) == 0
+    return lib
+
+
+@pytest.fixture(scope="module")
+def serial(addon, library, tmp_path_factory):
+    """The library's clips baked one after the other by the plain `retarget` and `bake`
+    subcommands (no Dask): the reference every cluster run must equal."""
+    out = tmp_path_factory.mktemp("serial")
+    clips = [c["name"] for c in addon.signsim_addon.library.api.list_clips(str(library))]
+    records = []
+    for clip in clips:
+        retargeted, baked, metrics = (out / f"{clip}{ext}" for ext in (".rt.blend", ".blend", ".json"))
+        for step in (["retarget", "--clip", clip, "--library", str(library), "--rig", RIG, "--out", str(retargeted)],
+                     ["bake", "--blend", str(retargeted), "--armature", "Signer", "--out", str(baked),
+                      "--metrics", str(metrics)]):
+            proc = subprocess.run(LAUNCHER + step, capture_output=True, text=True)
+            assert proc.returncode == 0, proc.stderr
+        records.append({"clip": clip, "out": str(baked), "metrics": json.loads(metrics.read_text())})
+    return records
+
+
+@pytest.fixture
+def cli(addon, monkeypatch):
+    monkeypatch.setenv("SIGNSIM_CLI", json.dumps(LAUNCHER))
+    return addon.signsim_addon.cli.main
+
+
+def _only_finished_outputs(out):
+    """The files in `out`: each a finished clip's .blend with its .json, nothing else."""
+    names = sorted(os.listdir(out))
+    blends = {n[:-len(".blend")] for n in names if n.endswith(".blend")}
+    assert names == sorted([f"{b}.blend" for b in blends] + [f"{b}.json" for b in blends]), names
+    return blends
+
+
+@pytest.mark.slow
+def test_local_cluster_batch_equals_serial_bake(cli, library, serial, tmp_path, capsys):
+    out = tmp_path / "out"
+    code = cli(["batch", "--library", str(library), "--rig", RIG, "--out", str(out), "--workers", "2"])
+    human = capsys.readouterr().out
+    assert code == 0
+    # progress: one line per finished clip, counted
+    assert sorted(line.split("] ")[0] for line in human.splitlines() if line.startswith("[")) == \
+        [f"[{k}/4" for k in range(1, 5)]
+    assert _only_finished_outputs(out) == {r["clip"] for r in serial}
+    runs = [{"clip": r["clip"], "out": str(out / f"{r['clip']}.blend"),
+             "metrics": json.loads((out / f"{r['clip']}.json").read_text())} for r in serial]
+    _assert_equal_runs(runs, serial)
+
+
+def _kill_worker_of_first_bake(killed):
+    """Wait for a `bake` child of a Dask worker, then SIGKILL that worker process; records
+    the clip's --blend, the worker's and the child's pids in `killed`."""
+    me = psutil.Process()
+    deadline = time.monotonic() + 600
+    while time.monotonic() < deadline and not killed:
+        for p in me.children(recursive=True):
+            try:
+                cmd = p.cmdline()
+                if "bake" in cmd and "--blend" in cmd:
+                    worker = p.parent()
+                    killed.update(blend=cmd[cmd.index("--blend") + 1], worker=worker.pid, child=p.pid)
+                    worker.kill()
+                    return
+            except psutil.Error:
+                continue
+        time.sleep(0.05)
+
+
+@pytest.mark.slow
+def test_killed_worker_has_its_clip_retried_and_the_batch_completes(cli, library, serial, tmp_path, capsys):
+    killed = {}
+    killer = threading.Thread(target=_kill_worker_of_first_bake, args=(killed,), daemon=True)
+    killer.start()
+    runs = _batch(cli, capsys, library, tmp_path / "out", "--workers", "2")
+    killer.join()
+    assert killed, "no worker was killed"
+    assert not psutil.pid_exists(killed["worker"])
+    # the dead worker's bake child did not live on (it would write outputs no task owns)
+    time.sleep(1)
+    assert not psutil.pid_exists(killed["child"]) or \
+        psutil.Process(killed["child"]).status() == psutil.STATUS_ZOMBIE
+    _assert_equal_runs(runs, serial)
+    assert _only_finished_outputs(tmp_path / "out") == {r["clip"] for r in serial}
+
+
+@pytest.fixture
+def scheduler(tmp_path):
+    """A Dask scheduler on 127.0.0.1 and two single-threaded workers, each its own process
+    started by the `dask` command line, as on a farm; yields the scheduler's address."""
+    info = tmp_path / "scheduler.json"
+    dask = [sys.executable, "-m", "distributed.cli.dask_scheduler"]
+    procs = [subprocess.Popen(dask + ["--host", "127.0.0.1", "--port", "0", "--no-dashboard",
+                                      "--scheduler-file", str(info)],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)]
+    try:
+        deadline = time.monotonic() + 120
+        while not info.exists() and time.monotonic() < deadline:
+            time.sleep(0.2)
+        address = json.loads(info.read_text())["address"]
+        assert address.startswith("tcp://127.0.0.1:")
+        # the workers find the CLI by their own SIGNSIM_CLI, as a farm machine would
+        env = dict(os.environ, SIGNSIM_CLI=json.dumps(LAUNCHER))
+        procs.append(subprocess.Popen([sys.executable, "-m", "distributed.cli.dask_worker", address,
+                                       "--nworkers", "2", "--nthreads", "1", "--no-dashboard"],
+                                      env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+        yield address
+    finally:
+        for p in reversed(procs):
+            p.terminate()
+            p.wait(timeout=60)
+
+
+@pytest.mark.slow
+def test_scheduler_address_runs_the_batch_on_that_cluster(cli, library, serial, scheduler, tmp_path, capsys,
+                                                         monkeypatch):
+    # the client's own command is not what the workers run: theirs comes from their SIGNSIM_CLI
+    monkeypatch.setenv("SIGNSIM_CLI", json.dumps([sys.executable, "-c", "raise SystemExit(3)"]))
+    runs = _batch(cli, capsys, library, tmp_path / "out", "--scheduler", scheduler)
+    _assert_equal_runs(runs, serial)
+
+
+def test_unreachable_scheduler_is_one_clear_error(cli, library, tmp_path, capsys):
+    code = cli(["batch", "--library", str(library), "--rig", RIG, "--out", str(tmp_path / "out"),
+                "--scheduler", "tcp://127.0.0.1:9"])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 1 and len(err) == 1
+    assert err[0].startswith("signsim: error: cannot reach the Dask scheduler at tcp://127.0.0.1:9"), err
+
+
+@pytest.mark.slow
+def test_sigterm_cancels_the_tasks_and_leaves_no_partial_output(library, tmp_path):
+    out = tmp_path / "out"
+    proc = subprocess.Popen(LAUNCHER + ["batch", "--library", str(library), "--rig", RIG, "--out", str(out),
+                                        "--workers", "2"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)
+    batch = psutil.Process(proc.pid)
+    deadline = time.monotonic() + 600
+    while time.monotonic() < deadline:  # until a bake is under way
+        assert proc.poll() is None, proc.communicate()
+        try:
+            if any("bake" in p.cmdline() for p in batch.children(recursive=True)):
+                break
+        except psutil.Error:
+            pass
+        time.sleep(0.05)
+    else:
+        pytest.fail("no bake started")
+    descendants = batch.children(recursive=True)
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=300)
+    assert proc.returncode == 130 and err.strip().splitlines()[-1] == "signsim: interrupted", err
+    gone, alive = psutil.wait_procs(descendants, timeout=60)
+    assert not alive, [p.pid for p in alive]
+    # clips finished before the signal keep both files; the interrupted ones left nothing
+    assert len(_only_finished_outputs(out)) < 4

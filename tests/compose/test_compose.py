@@ -126,8 +126,8 @@ def nod_action(ob, frames=60):
     """A head nod keyed on the rig: `head` pitches ±20° about its X axis, twice."""
     action = bpy.data.actions.new("HeadNod")
     slot = action.slots.new(id_type='OBJECT', name=ob.name)
-    from bpy_extras import anim_utils
-    bag = anim_utils.action_ensure_channelbag_for_slot(action, slot)
+    compat = importlib.import_module("bl_ext.signsim_dev.signsim.signsim_addon.compat")  # 4.5 and 5.0
+    bag = compat.ensure_channelbag(action, slot)
     t = np.arange(frames, dtype=float)
     angle = np.radians(20.0) * np.sin(2 * np.pi * t / 30.0)
     q = np.stack([np.cos(angle / 2), np.sin(angle / 2), 0 * t, 0 * t], axis=1)
@@ -242,7 +242,9 @@ def test_operator_stores_seams_for_the_panel(addon, signer, shared_data):
     settings = signer.signsim.compose
     bpy.context.view_layer.objects.active = signer
     assert not bpy.ops.signsim.compose.poll()
-    for clip in (shared_data / "mocap" / MIXAMO, CHIN):
+    # (mixamo → chin with smootherstep turns a finger 20.2° in a frame where the clips turn
+    # 14.5°: flagged since the step limit is taken frame by frame)
+    for clip in (CHIN, shared_data / "mocap" / MIXAMO):
         bpy.ops.signsim.compose_list_edit(kind='CLIP')
         settings.clips[-1].clip = str(clip)
     settings.clips[1].curve = "smootherstep"

@@ -15,7 +15,7 @@ import numpy as np
 from solver import posing, skeleton
 
 ARM = ("upper_arm", "forearm", "hand")
-LEG = ("thigh", "shin", "foot", "toe")
+LEG = ("thigh", "shin", "foot")
 DEG = math.degrees(1.0)
 
 
@@ -79,13 +79,35 @@ def landmarks(body):
     return out
 
 
+def aligned_cosine(ds, dt):
+    """Mean cosine between direction series ds and dt (F, 3) after the one constant
+    rotation that best aligns them (Wahba's problem over the frames, SVD)."""
+    u, _s, vt = np.linalg.svd(dt.T @ ds)
+    ds = ds @ (u @ np.diag([1.0, 1.0, np.linalg.det(u @ vt)]) @ vt).T
+    return float(np.mean(np.sum(ds * dt, axis=1)))
+
+
+def foot_end(body, side):
+    """The last bone of a foot: its toe chain's end, else the foot bone (None without foot)."""
+    chain = body.limbs.get((side, "toe"), []) + body.segments.get((side, "toe"), [])
+    return (chain or body.limbs.get((side, "foot"), [None]))[-1]
+
+
 def chain_cosines(src, tgt):
     """Mean direction cosine over the clip per landmark segment present in both bodies:
     {(chain, k): cosine}. Chains of different length (fingers with 2 vs 3 joints, legs
     with or without feet) compare their common landmarks; a finger of different joint
-    count compares base → last joint; hips → chest and chest → head after rest alignment."""
+    count compares base → last joint; hips → chest and chest → head after rest alignment;
+    each foot as ankle → foot end (the toe tip) after rest alignment, since skeletons put
+    the joint between foot and toe at different places (a BVH "foot" bone may end 4 cm
+    below the ankle, another at the ball of the foot) and a flat foot is flat in both."""
     ls, lt = landmarks(src.body), landmarks(tgt.body)
     out = {}
+    for side in skeleton.SIDES:
+        ends = [(p, p.body.limbs.get((side, "foot"), [None])[0], foot_end(p.body, side)) for p in (src, tgt)]
+        if all(e[1] is not None for e in ends):
+            ds, dt = (_unit(p.tails[:, end] - p.heads[:, ft]) for p, ft, end in ends)
+            out[(f"foot.{side}", 0)] = aligned_cosine(ds, dt)
     for name in sorted(set(ls) & set(lt)):
         cs, ct = ls[name], lt[name]
         if len(cs) != len(ct):
@@ -102,10 +124,10 @@ def chain_cosines(src, tgt):
             if name in ("spine", "neck"):
                 # from the hips and the chest the two skeletons start their lines at
                 # different points (a root behind the spine, a neck on the chest): compare
-                # after the one constant rotation that best aligns them (Wahba over frames)
-                u, _s, vt = np.linalg.svd(dt.T @ ds)
-                ds = ds @ (u @ np.diag([1.0, 1.0, np.linalg.det(u @ vt)]) @ vt).T
-            out[(name, k)] = float(np.mean(np.sum(ds * dt, axis=1)))
+                # after the one constant rotation that best aligns them
+                out[(name, k)] = aligned_cosine(ds, dt)
+            else:
+                out[(name, k)] = float(np.mean(np.sum(ds * dt, axis=1)))
     return out
 
 
@@ -145,15 +167,18 @@ def palm_frames(p):
 
 
 def chest_frame(p):
-    """(F, 3, 3) chest frame: chest → neck base (the line fixed in the chest bone; the head
-    nods on its own), across the upper arm heads (right → left)."""
+    """(F, 3, 3) chest frame: chest → neck base (a line fixed in the chest bone; the head
+    nods on its own), across the upper arm heads (right → left). A chest whose neck and
+    clavicles all start on its own head (CMU's zero-length Spine1) has no line of its own:
+    any point further up turns with the neck (39° of nodding in CMU's walk), so its frame
+    is the chest bone's own world rotation (columns: its axis first)."""
     b = p.body
     chest = b.spine[-1]
-    line = [i for i in b.neck + [b.head]
-            if np.linalg.norm(p.rest_heads[i] - p.rest_heads[chest]) > 1e-3]   # CMU: a Neck on the chest
-    top = line[0]
+    base = (b.neck or [b.head])[0]
+    if np.linalg.norm(p.rest_heads[base] - p.rest_heads[chest]) < 1e-3:
+        return p.rot[:, chest][..., [1, 2, 0]]
     across = p.heads[:, b.limbs[("L", "upper_arm")][0]] - p.heads[:, b.limbs[("R", "upper_arm")][0]]
-    return _frames(p.heads[:, top] - p.heads[:, chest], across)
+    return _frames(p.heads[:, base] - p.heads[:, chest], across)
 
 
 def rotation_jumps(p):
@@ -163,13 +188,17 @@ def rotation_jumps(p):
     return np.degrees(np.arccos(np.clip(cos, -1.0, 1.0)))
 
 
-def jump_excess(src, tgt, pairs):
+def jump_excess(src, tgt, pairs, girdles=None, ratio=0.55):
     """{"jump_excess_deg": the largest amount (deg) by which a mapped target bone's world
     rotation changes between adjacent frames more than the source's own does, "jump_worst":
     that bone}. A target bone stands for its source bone and the source joints it spans
     down to the source bones of its nearest mapped children (a target without metacarpals
     or with 2-joint fingers carries those joints' motion): the source's own jump is the
-    largest of theirs. pairs: {target name: source name}."""
+    largest of theirs. pairs: {target name: source name}. girdles: {target shoulder name:
+    source upper arm name} for shoulders raised with the arm by the scapulohumeral rhythm
+    (the source's clavicle does not move): such a shoulder may also turn by `ratio` (the
+    top of the rhythm's 0.3–0.55 band) times the upper arm's own jump, which is the rhythm
+    itself (a dancer's arm rising 20° a frame raises the girdle 5–8° a frame)."""
     js, jt = rotation_jumps(src), rotation_jumps(tgt)
     si = {n: i for i, n in enumerate(src.names)}
     ti = {n: i for i, n in enumerate(tgt.names)}
@@ -190,10 +219,25 @@ def jump_excess(src, tgt, pairs):
             j = s_parent[j]
         if j is not None:
             spans[a] |= set(path)
-    excess = {tgt.names[t]: float((jt[:, t] - js[:, sorted(span)].max(axis=1)).max())
-              for t, span in spans.items()}
+    own = {t: js[:, sorted(span)].max(axis=1) for t, span in spans.items()}
+    for t, arm in (girdles or {}).items():
+        if ti[t] in own:
+            own[ti[t]] = own[ti[t]] + ratio * js[:, si[arm]]
+    excess = {tgt.names[t]: float((jt[:, t] - own[t]).max()) for t in spans}
     worst = max(excess, key=excess.get)
     return {"jump_excess_deg": excess[worst], "jump_worst": worst}
+
+
+def rhythm_girdles(src, tgt, pairs):
+    """{target shoulder name: source upper arm name} for the target shoulders the
+    scapulohumeral rhythm raises (the source's clavicle of that side does not move;
+    girdle_moves), for jump_excess. pairs: {target name: source name}."""
+    out = {}
+    for side in skeleton.SIDES:
+        sh, ua = (tgt.body.limbs.get((side, part), [None])[0] for part in ("shoulder", "upper_arm"))
+        if sh is not None and ua is not None and tgt.names[ua] in pairs and not girdle_moves(src, side):
+            out[tgt.names[sh]] = pairs[tgt.names[ua]]
+    return out
 
 
 def head_above_hips(p):
@@ -204,6 +248,89 @@ def head_above_hips(p):
 def floor_height(p):
     """The rest floor: the lowest rest head or tail (m)."""
     return float(min(p.rest_heads[:, 2].min(), p.rest_tails[:, 2].min()))
+
+
+def ankles(p, side, rest=False):
+    """Ankle points (F, 3), or (3,) at rest: the foot's head, or the shin's tail for a leg
+    without a foot bone."""
+    b = p.body
+    ft = b.limbs.get((side, "foot"), [None])[0]
+    heads, tails = (p.rest_heads, p.rest_tails) if rest else (p.heads, p.tails)
+    return heads[..., ft, :] if ft is not None else tails[..., b.limbs[(side, "shin")][0], :]
+
+
+def foot_floor(p, side):
+    """A target's rest floor under one foot (m): the lowest rest head or tail of the foot
+    and the bones below it; the whole skeleton's without a foot bone."""
+    b = p.body
+    if (side, "foot") not in b.limbs:
+        return floor_height(p)
+    bones = foot_bones(p, side)
+    return float(min(p.rest_heads[bones, 2].min(), p.rest_tails[bones, 2].min()))
+
+
+def _lowest(src, side):
+    """Height (F,) of a source foot's lowest point (foot and toe heads and tails)."""
+    b = src.body
+    bones = [b.limbs[(side, p)][0] for p in ("foot", "toe") if (side, p) in b.limbs]
+    return np.concatenate([src.heads[:, bones, 2], src.tails[:, bones, 2]], axis=1).min(axis=1)
+
+
+def contact_height(src, side):
+    """A source foot's floor (m): the 5th percentile of its lowest point's height."""
+    return float(np.percentile(_lowest(src, side), 5))
+
+
+def standing_leg(p, side, floor=None, planted_masks=None):
+    """Standing leg length (m): hip joint → knee → ankle plus the ankle's height above the
+    sole; a target from its rest pose (the sole on `floor`, m), a source from its motion:
+    bone lengths (medians over the frames) and the ankle's height above the foot's own
+    lowest point, median over the frames where a foot is planted (planted_masks {side:
+    bool (F,)}: this foot's, else both feet's; every frame without any), since a foot on
+    its toes lifts the ankle without lengthening the leg."""
+    b = p.body
+    th, sh = b.limbs[(side, "thigh")][0], b.limbs[(side, "shin")][0]
+    if floor is not None:
+        a = ankles(p, side, rest=True)
+        return float(np.linalg.norm(p.rest_heads[sh] - p.rest_heads[th]) + np.linalg.norm(a - p.rest_heads[sh])
+                     + a[2] - floor)
+    a = ankles(p, side)
+    bones = np.median(np.linalg.norm(p.heads[:, sh] - p.heads[:, th], axis=1) + np.linalg.norm(a - p.heads[:, sh], axis=1))
+    masks = {s: m for s, m in (planted_masks or {}).items() if m.any()}
+    above = {s: ankles(p, s)[:, 2] - _lowest(p, s) for s in skeleton.SIDES}
+    if side in masks:
+        height = above[side][masks[side]]
+    elif masks:
+        height = np.concatenate([above[s][m] for s, m in masks.items()])
+    else:
+        height = above[side]
+    return float(bones + np.median(height))
+
+
+def root_error(src, tgt, fps):
+    """Largest distance (m) of the target's hip joints (the thigh heads' midpoint, wherever
+    a rig puts its hips bone) from the source's, scaled by the ratio of the standing leg
+    lengths about its first frame, each skeleton on the floor its feet stand on:
+    k · (h(t) − [h_x(0), h_y(0), f_s]) + [h′_x, h′_y, f_t], h′ the target's rest hip joints.
+    The source's floor f_s is that of its feet that are ever planted (`planted`, 0.25 m/s,
+    within 2 cm; a dancer's foot that only touches down on its toes does not set it), all
+    feet's when none is; fps: frames per second of the sampled frames."""
+    sides = skeleton.SIDES
+    masks = {s: planted(src, s, 0.25, fps, 0.02) for s in sides}
+    standing = [s for s in sides if masks[s].any()] or list(sides)
+    floor_s = np.mean([contact_height(src, s) for s in standing])
+    floor_t = {s: foot_floor(tgt, s) for s in sides}
+    k = np.mean([standing_leg(tgt, s, floor_t[s]) for s in sides]) / \
+        np.mean([standing_leg(src, s, planted_masks=masks) for s in sides])
+    p, rest_t = hip_joints(src), hip_joints(tgt, rest=True)
+    expected = k * (p - [p[0, 0], p[0, 1], floor_s]) + [rest_t[0], rest_t[1], np.mean(list(floor_t.values()))]
+    return float(np.linalg.norm(hip_joints(tgt) - expected, axis=1).max())
+
+
+def hip_joints(p, rest=False):
+    """Midpoint of the two thigh heads (F, 3), or (3,) at rest: the hip joints' centre."""
+    thighs = [p.body.limbs[(side, "thigh")][0] for side in skeleton.SIDES]
+    return (p.rest_heads if rest else p.heads)[..., thighs, :].mean(axis=-2)
 
 
 def planted(src, side, speed, fps, floor_tol):
@@ -225,26 +352,61 @@ def planted(src, side, speed, fps, floor_tol):
     return mask & (run | np.roll(run, 1) | np.roll(run, -1))
 
 
+def detached_foot(p, side):
+    """A foot outside the leg chain (an IK foot hanging from the root, as the robot's
+    Foot.L), found from rest geometry alone: the deforming bone in no chain of the body
+    whose head lies on `side` of the hips, below the shin's head by at least half the
+    thigh's length and within 2 thigh lengths of it, nearest to it (a knee pole target
+    sits in front of the knee, not below it); None when there is none."""
+    b = p.body
+    th, sh = b.limbs[(side, "thigh")][0], b.limbs[(side, "shin")][0]
+    thigh = np.linalg.norm(p.rest_heads[sh] - p.rest_heads[th])
+    lateral = p.rest_heads[th] - p.rest_heads[b.limbs[("R" if side == "L" else "L", "thigh")][0]]
+    hips = hip_joints(p, rest=True)
+    chained = {i for chain in list(b.limbs.values()) + list(b.fingers.values()) for i in chain}
+    chained |= set(b.spine) | set(b.neck) | {b.hips, b.head}
+    best = None
+    for i, bone in enumerate(p.bones):
+        d = p.rest_heads[i] - p.rest_heads[sh]
+        dist = float(np.linalg.norm(d))
+        if (i in chained or not bone.use_deform or (p.rest_heads[i] - hips) @ lateral <= 0
+                or -d[2] < 0.5 * thigh or dist > 2.0 * thigh):
+            continue
+        if best is None or dist < best[0]:
+            best = (dist, i)
+    return None if best is None else best[1]
+
+
+def foot_of(p, side):
+    """The foot bone of `side`: the leg chain's, else a detached one (detached_foot)."""
+    chain = p.body.limbs.get((side, "foot"))
+    return chain[0] if chain else detached_foot(p, side)
+
+
 def foot_bones(p, side):
-    """The foot bone of `side` and every bone below it (toes, heel)."""
-    foot = p.body.limbs[(side, "foot")][0]
+    """The foot bone of `side` (foot_of) and every bone below it (toes, heel)."""
+    foot = foot_of(p, side)
     out = [i for i, b in enumerate(p.bones) if b == p.bones[foot] or p.bones[foot] in b.parent_recursive]
     return out
 
 
 def foot_slide_and_height(tgt, side, mask):
     """Over runs of planted frames: the largest horizontal slide (m) of the target foot's
-    lowest point (foot, toes, heel) and its largest distance (m) from the target's floor,
-    where those bones rest in the rest pose."""
+    contact point and the largest distance (m) of the foot's lowest point (foot, toes,
+    heel) from the target's floor, where those bones rest in the rest pose. The contact
+    point is the one head or tail of those bones lowest on average over the run, followed
+    as it moves (a flat foot's lowest point jumps between its toe joints without the foot
+    moving)."""
     bones = foot_bones(tgt, side)
     pts = np.concatenate([tgt.heads[:, bones], tgt.tails[:, bones]], axis=1)
-    low = pts[np.arange(len(pts)), np.argmin(pts[..., 2], axis=1)]
+    low = pts[..., 2].min(axis=1)
     floor = float(min(tgt.rest_heads[bones, 2].min(), tgt.rest_tails[bones, 2].min()))
     slide, height = 0.0, 0.0
     for start, stop in posing.runs(mask):
-        run = low[start:stop]
-        slide = max(slide, float(np.linalg.norm(run[:, :2] - run[0, :2], axis=1).max()))
-        height = max(height, float(np.abs(run[:, 2] - floor).max()))
+        run = pts[start:stop]
+        contact = run[:, int(np.argmin(run[..., 2].mean(axis=0)))]
+        slide = max(slide, float(np.linalg.norm(contact[:, :2] - contact[0, :2], axis=1).max()))
+        height = max(height, float(np.abs(low[start:stop] - floor).max()))
     return slide, height
 
 

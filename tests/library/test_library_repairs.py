@@ -351,3 +351,43 @@ def test_fbx_lying_skeleton_turned_upright(lib, tmp_path):
     assert a["head"][2] - a["hips"][2] == pytest.approx(0.1, abs=0.01)
     # the hips' motion (0.5 m along the bone) now goes up, as the head direction does
     assert b["hips"][2] - a["hips"][2] == pytest.approx(0.5, abs=0.02)
+
+
+def test_file_with_more_keys_than_one_clip_becomes_consecutive_parts(addon, lib, tmp_path, monkeypatch):
+    """A BVH with more keys than MAX_CLIP_KEYS (made small here) becomes clips 'x part 01',
+    … of equal length, each added to the library as soon as it is made; together their
+    keys are exactly the whole file's keys, frame for frame. A part file holds at most
+    MAX_CLIP_KEYS keys, so each clip here has a part file of its own."""
+    importers = addon.signsim_addon.library.importers
+    rows = S.still_rows(100, Head=lambda t: (20 * math.sin(t / 3), 5 * math.cos(t / 4), 0),
+                        pos=lambda t: (0.5 * t, S.HIP_HEIGHT, 0))
+    whole_dir, split_dir = tmp_path / "whole", tmp_path / "split"
+    whole_dir.mkdir()
+    split_dir.mkdir()
+    f = S.write(tmp_path / "take.bvh", S.bvh_text(rows))
+    (whole,) = import_one(lib, f, whole_dir)
+    curves = 4 * len(S.JOINTS) + 3
+    monkeypatch.setattr(importers, "MAX_CLIP_KEYS", curves * 40)   # 100 frames → 3 parts of 34
+    parts = import_one(lib, f, split_dir)
+    assert [p["name"] for p in parts] == ["take part 01", "take part 02", "take part 03"]
+    assert [p["frames"] for p in parts] == [34, 34, 32]
+    assert all(f"part {k + 1} of 3" in " ".join(p["warnings"]) for k, p in enumerate(parts))
+    full, _skel = load_clip(whole_dir / "lib.blend", "take")
+    q_full = quats(full)
+    start = 0
+    for p in parts:
+        action, _ = lib.load_clip(str(split_dir / "lib.blend"), p["name"])   # from its part file
+        q = quats(action)
+        assert q.keys() == q_full.keys()
+        for bone in q:   # the same keys (up to one hemisphere per part)
+            a, b = q[bone], q_full[bone][start:start + p["frames"]]
+            sign = np.sign(np.sum(a[0] * b[0]))
+            np.testing.assert_allclose(a * sign, b, atol=1e-6)
+        start += p["frames"]
+    assert start == whole["frames"] == 100
+    assert sorted(p.name for p in (split_dir / "lib.blend.parts").iterdir()) == [
+        "part-0001.blend", "part-0002.blend"]
+    # re-importing updates the three parts (same file, same part keys)
+    again = import_one(lib, f, split_dir)
+    assert [p["updated"] for p in again] == [True] * 3
+    assert len(lib.list_clips(str(split_dir / "lib.blend"))) == 3

@@ -121,9 +121,9 @@ def test_atomic_save_keeps_no_backup_copy_and_an_index_for_the_file(lib, tmp_pat
     assert sorted(p.name for p in tmp_path.iterdir()) == [
         "a.bvh", "b.bvh", "blender_assets.cats.txt", "lib.blend", "lib.blend.index.sqlite", "lib.blend.lock"]
     con = sqlite3.connect(str(library) + ".index.sqlite")
-    meta = dict(con.execute("SELECT key, value FROM meta"))
-    assert int(meta["blend_size"]) == library.stat().st_size
-    assert int(meta["blend_mtime_ns"]) == library.stat().st_mtime_ns
+    # one part (the library .blend itself): its size and time stamp
+    assert list(con.execute("SELECT part, size, mtime_ns FROM files")) == [
+        (0, library.stat().st_size, library.stat().st_mtime_ns)]
     assert sorted(n for (n,) in con.execute("SELECT name FROM clips")) == ["a", "b"]
     con.close()
 
@@ -433,3 +433,51 @@ def test_index_search_agrees_with_matches(lib, three):
         assert [r["name"] for r in lib.list_clips(L, **f)] == want, f
     assert [r["name"] for r in lib.list_clips(L, tags=["ünïcode:ä"])] == ["walk"]
     assert [r["name"] for r in lib.list_clips(L, text="under%s")] == ["walk"]
+
+
+def test_a_large_library_is_split_into_parts_and_a_change_writes_only_its_part(addon, lib, tmp_path, monkeypatch):
+    """Parts of PART_CLIPS clips (2 here): adding, tagging, re-importing and deleting load
+    and write only the part concerned; list, load_clip and the rebuilt index see them all."""
+    import os
+    store = addon.signsim_addon.library.store
+    monkeypatch.setattr(store, "PART_CLIPS", 2)
+    library = tmp_path / "lib.blend"
+    parts = tmp_path / "lib.blend.parts"
+    src = [S.write(tmp_path / f"c{i}.bvh", S.bvh_text(S.still_rows(10 + i))) for i in range(5)]
+    lib.import_paths([str(p) for p in src[:3]], str(library), tags="gloss:A")
+    lib.import_paths([str(p) for p in src[3:]], str(library))
+
+    def stamps():
+        files = [library] + sorted(parts.iterdir())
+        return {f.name: (f.stat().st_size, f.stat().st_mtime_ns) for f in files}
+
+    assert sorted(p.name for p in parts.iterdir()) == ["part-0001.blend", "part-0002.blend"]
+    clips = {c["name"]: c["frames"] for c in lib.list_clips(str(library))}
+    assert clips == {f"c{i}": 10 + i for i in range(5)}
+    # part 0: c0 c1 (the first call's first two); part 1: c2, then c3 (it had room); part 2: c4
+    for f, want in ((library, ["c0", "c1"]), (parts / "part-0001.blend", ["c2", "c3"]),
+                    (parts / "part-0002.blend", ["c4"])):
+        with bpy.data.libraries.load(str(f)) as (s, _d):
+            assert sorted(s.actions) == want
+    before = stamps()
+    lib.tag_clip(str(library), "c4", add="style:x")
+    after = stamps()
+    assert [n for n in before if before[n] != after[n]] == ["part-0002.blend"]
+    # re-importing a file updates its clip in its own part, keeping its tags
+    before = after
+    (rec,) = lib.import_paths([str(src[1])], str(library), tags="style:y")["imported"]
+    assert rec["updated"] and rec["name"] == "c1"
+    after = stamps()
+    assert [n for n in before if before[n] != after[n]] == ["lib.blend"]
+    assert {"gloss:A", "style:y"} <= set(lib.list_clips(str(library), text="c1")[0]["tags"])
+    action, skel = lib.load_clip(str(library), "c4")
+    assert action.signsim.frame_count == 14 and skel.type == 'ARMATURE'
+    lib.edit_clip(str(library), "c3", delete=True)
+    assert sorted(c["name"] for c in lib.list_clips(str(library))) == ["c0", "c1", "c2", "c4"]
+    # a part changed behind the index's back: the index is stale and rebuilt from the parts
+    expected = lib.list_clips(str(library))
+    st = (parts / "part-0001.blend").stat()
+    os.utime(parts / "part-0001.blend", ns=(st.st_atime_ns, st.st_mtime_ns + 10**9))
+    assert lib.list_clips(str(library)) == expected
+    (parts / "part-0002.blend").unlink()
+    assert sorted(c["name"] for c in lib.list_clips(str(library))) == ["c0", "c1", "c2"]

@@ -4,7 +4,8 @@ Targets: the bundled signer, the CC0 base mesh, the robot (two-joint fingers, IK
 the base mesh with every bone renamed Node_<n>, and the base mesh renamed to 3ds Max Biped
 names with a `Bip01` root above `Bip01 Pelvis` and the thighs on `Bip01 Spine` (both
 copies made here). The rigs are built once per session into a .blend each test appends
-from; clips are cut to their first SECONDS.
+from. Every frame of every clip is measured (the longest, CMU's walk, is 23 s; the 45
+pairs take about 1.5 min of CPU).
 """
 import json
 import os
@@ -20,7 +21,6 @@ from retarget_rigs import character, signer
 DATA = pathlib.Path(__file__).resolve().parents[3] / "shared" / "data"
 CLIPS = sorted(str(p.relative_to(DATA)) for d in ("mocap", "generated") for p in (DATA / d).glob("*.bvh"))
 RIGS = ("signer", "godot", "robot", "godot_nodes", "godot_biped")
-SECONDS = 2.5
 
 BIPED = {"spine": "Bip01 Pelvis", "spine.001": "Bip01 Spine", "spine.002": "Bip01 Spine1",
          "spine.003": "Bip01 Spine2", "spine.004": "Bip01 Neck", "spine.005": "Bip01 Head"}
@@ -84,7 +84,7 @@ def load_rig(path, key):
     return ob
 
 
-def run(addon, rig_file, clip, rig, seconds=SECONDS):
+def run(addon, rig_file, clip, rig):
     rt = addon.signsim_addon.retarget.api
     target = load_rig(rig_file, rig)
     source, _action, fps, _cleanup = rt.source_clip(str(DATA / clip))
@@ -92,10 +92,12 @@ def run(addon, rig_file, clip, rig, seconds=SECONDS):
     bone_map = rt.auto_map(source, target)
     warnings = []
     result = rt.retarget(source, target, bone_map, source_fps=fps,
-                         frame_range=(first, min(last, first + seconds * fps)),
+                         frame_range=(first, last),
                          report=lambda level, msg: warnings.append(msg) if level == "WARNING" else None)
     result.warnings = warnings
-    return rm.Poses(source, result.source_frames, from_motion=True), rm.Poses(target, result.frames), result, fps
+    scene = bpy.context.scene          # the keys (and the sampled frames) are at the scene's rate
+    return (rm.Poses(source, result.source_frames, from_motion=True), rm.Poses(target, result.frames), result,
+            scene.render.fps / scene.render.fps_base)
 
 
 def measure(src, tgt, result, fps):
@@ -111,34 +113,44 @@ def measure(src, tgt, result, fps):
     palm = [float(rm.offset_angles(ps[s], pt[s]).mean()) for s in ps if s in pt]
     m["palm_deg"] = max(palm) if palm else None
     m["chest_deg"] = float(rm.offset_angles(rm.chest_frame(src), rm.chest_frame(tgt)).max())
-    m.update(rm.jump_excess(src, tgt, result.bone_map.as_dict()))
-    # root path: hips height ratio, each floor under its own skeleton
-    # the target's hips: the bone the source's (geometric) hips drive (a Biped's Pelvis,
-    # above the bone its thighs hang from)
-    hips_s = src.body.hips
-    hips_t = tgt.names.index(next(t for t, s in result.bone_map.as_dict().items() if s == src.names[hips_s]))
-    floor_t = rm.floor_height(tgt)
-    lowest_s = np.minimum(src.heads[..., 2].min(1), src.tails[..., 2].min(1))
-    floor_s = np.percentile(lowest_s, 5)
-    k = (tgt.rest_heads[hips_t, 2] - floor_t) / np.median(src.heads[:, hips_s, 2] - lowest_s)
-    p = src.heads[:, hips_s]
-    expected = k * (p - [p[0, 0], p[0, 1], floor_s]) + [tgt.rest_heads[hips_t, 0], tgt.rest_heads[hips_t, 1], floor_t]
-    m["root_err"] = float(np.linalg.norm(tgt.heads[:, hips_t] - expected, axis=1).max())
-    slide = height = 0.0
-    for side in ("L", "R"):
-        mask = rm.planted(src, side, 0.25, fps, 0.02) if ("L", "foot") in tgt.body.limbs else None
-        if mask is not None and mask.any():
-            s_, h_ = rm.foot_slide_and_height(tgt, side, mask)
-            slide, height = max(slide, s_), max(height, h_)
-    m["foot_slide"], m["foot_height"] = slide, height
+    pairs = result.bone_map.as_dict()
+    m.update(rm.jump_excess(src, tgt, pairs, rm.rhythm_girdles(src, tgt, pairs)))
+    m["root_err"] = rm.root_error(src, tgt, fps)
+    sides = ("L", "R")
+    masks = {s: rm.planted(src, s, 0.25, fps, 0.02) for s in sides}
+    # feet on the leg chain, and feet hanging outside it (the robot's IK feet, found from
+    # geometry by rm.detached_foot), measured alike and reported apart
+    for key, on_chain in (("foot", True), ("ik_foot", False)):
+        slide = height = 0.0
+        for side in sides:
+            if rm.foot_of(tgt, side) is None or ((side, "foot") in tgt.body.limbs) != on_chain:
+                continue
+            if masks[side].any():
+                s_, h_ = rm.foot_slide_and_height(tgt, side, masks[side])
+                slide, height = max(slide, s_), max(height, h_)
+        m[f"{key}_slide"], m[f"{key}_height"] = slide, height
     chest = rm.chest_frame(tgt)
     rhythm = [rm.clavicle_rhythm(tgt, s, chest) for s in ("L", "R") if not rm.girdle_moves(src, s)]
     m["rhythm"] = [r for r in rhythm if r is not None]
     return m
 
 
-@pytest.mark.parametrize("rig", RIGS)
-@pytest.mark.parametrize("clip", CLIPS)
+# Pairs that fail over the whole clip, with what fails (measured; strict, so a fix shows).
+# CMU's legs differ by 3.2 cm (standing leg 0.861 m left, 0.893 m right) onto the base
+# mesh's equal legs: the foot hold straightens a leg from 0.90 to 0.99 of its reach in one
+# frame as a run begins (thigh jump 12–13° past the source's) and turns the left foot
+# toes-down (up to 21°) where the straight leg cannot reach.
+KNOWN = {("mocap/cmu_01_01_cgspeed__fairmotion.bvh", rig):
+         "foot hold on CMU's unequal legs: thigh jump 12.3–13.0° over the source's + 5°, left foot "
+         "direction cosine 0.971, planted foot 1.7–1.9 cm off the floor"
+         for rig in ("godot", "godot_nodes", "godot_biped")}
+KNOWN[("mocap/bvhpython_test_freebvh_mixamorig.bvh", "godot_biped")] = \
+    "planted foot 1.57 cm off the floor (limit 1.5 cm)"
+PAIRS = [pytest.param(c, r, marks=pytest.mark.xfail(strict=True, reason=KNOWN[(c, r)])) if (c, r) in KNOWN
+         else (c, r) for c in CLIPS for r in RIGS]
+
+
+@pytest.mark.parametrize("clip,rig", PAIRS)
 def test_geometry(addon, rig_file, clip, rig):
     """The Done-when points of the skeleton-understanding retarget, pair by pair."""
     src, tgt, result, fps = run(addon, rig_file, clip, rig)
@@ -156,15 +168,25 @@ def test_geometry(addon, rig_file, clip, rig):
     assert m["root_err"] <= 0.02
     for ratio in m["rhythm"]:
         assert 0.3 <= ratio <= 0.55
-    # planted feet: held on the floor, or (where the skeletons' legs and feet differ too
-    # much to hold them without bending the legs off the source's) said so
-    if m["foot_slide"] > 0.02 or m["foot_height"] > 0.015:
-        assert any("planted" in w and "not forced" in w for w in result.warnings)
+    # planted source feet: the target's contact point slides 2 cm at most and its lowest
+    # point stands on the target's floor within 1.5 cm
+    assert m["foot_slide"] <= 0.02 and m["foot_height"] <= 0.015
     if rig == "godot_biped":      # the Biped root carries the translation, the pelvis turns
         assert "Bip01" in result.keys["loc"] and "Bip01 Pelvis" not in result.keys["loc"]
         assert result.bone_map.as_dict()["Bip01 Pelvis"] == src.names[src.body.hips]
     if rig == "robot":            # two-joint fingers: every joint of a finger the source has
+        assert {rm.foot_of(tgt, s) for s in ("L", "R")} == {tgt.names.index(f"Foot.{s}") for s in ("L", "R")}
         assert set(tgt.body.finger_joints().values()) == {2}
         fingers = [i for key, f in tgt.body.fingers.items() if key in src.body.fingers for i in f]
         assert {tgt.names[i] for i in fingers} <= set(result.bone_map.as_dict())
         assert len(fingers) == 2 * len(set(tgt.body.fingers) & set(src.body.fingers))
+
+
+@pytest.mark.xfail(strict=True, reason="the robot's feet (Foot.L/R) are IK bones hanging from the root, "
+                   "outside the leg chain: the retarget carries them rigidly with the shin as at rest "
+                   "and does not plant them (CMU walk: slide 69 cm, 42 cm off the floor)")
+def test_robot_ik_feet_planted(addon, rig_file):
+    """The robot's detached feet, found from geometry, stand where the source's planted."""
+    src, tgt, result, fps = run(addon, rig_file, "mocap/cmu_01_01_cgspeed__fairmotion.bvh", "robot")
+    m = measure(src, tgt, result, fps)
+    assert m["ik_foot_slide"] <= 0.02 and m["ik_foot_height"] <= 0.015

@@ -76,8 +76,14 @@ def test_preset_round_trip_and_mirror(bm):
     back = bm.BoneMap.from_json(m.to_json())
     assert back.pairs == m.pairs and back.source_armature == "Source"
     assert json.loads(m.to_json())["format"] == "signsim-bonemap"
-    with pytest.raises(err, match="not a SignSim bone map"):
-        bm.BoneMap.from_json('{"pairs": [{"source": "x"}]}')
+    for bad in ('{"pairs": [{"source": "x"}]}', '[]', '{"pairs": [["LeftArm", "upper_arm.L"]]}',
+                '{"bone_map": {}}', 'not json'):
+        with pytest.raises(err, match="not a bone map: .*expected a SignSim preset"):
+            bm.BoneMap.from_json(bad)
+    # what `retarget --json` prints is a bone map too: its "bone_map" and "confidence"
+    printed = json.dumps({"armature": "Signer", "bone_map": m.as_dict(), "confidence": m.confidence()})
+    assert bm.BoneMap.from_json(printed).pairs == m.pairs
+    assert bm.BoneMap.from_json(json.dumps(m.as_dict())).pairs == [(t, s, 1.0) for t, s, _c in m.pairs]
     mirrored = bm.mirror_pairs(m.pairs, ["upper_arm.L", "upper_arm.R", "hand.L", "hand.R"],
                                ["LeftArm", "RightArm", "LeftHand", "RightHand"])
     assert ("upper_arm.R", "RightArm", 1.0) in mirrored and ("hand.R", "RightHand", 0.8) in mirrored

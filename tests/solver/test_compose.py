@@ -137,7 +137,8 @@ def test_best_transition_finds_the_matching_phase_and_lowers_d():
     a = compose.Track(wave(48, freq=1.0, amp=0.5))
     b = compose.Track(wave(60, freq=1.0, amp=0.5, phase=-2 * np.pi * 0.6))
     ia, ib = compose.ClipInfo(a, FPS, compose.Rig()), compose.ClipInfo(b, FPS, compose.Rig())
-    end, start, dist = compose.best_transition(ia, ib, compose.Rig(), 12, 15)
+    end, start, dist, at_ends = compose.best_transition(ia, ib, compose.Rig(), 12, 15)
+    assert dist < at_ends
     # B's frame k shows A's frame k − 14.4 (mod the 24-frame period): A's frame end − 1
     # matches B's frame start − 1 to within half a frame
     lag = ((end - start) + 0.6 * FPS) % FPS
@@ -147,6 +148,78 @@ def test_best_transition_finds_the_matching_phase_and_lowers_d():
     d = compose.transition_jump(a.rotations, end, b.rotations, start, FPS)
     own = max(compose.transition_jump(a.rotations, k, a.rotations, k, FPS) for k in range(2, len(a) - 2))
     assert d < 1.2 * own < 0.5 * compose.transition_jump(a.rotations, len(a), b.rotations, 0, FPS)
+
+
+def test_transition_distance_holds_d_and_never_loses_to_the_ends():
+    """The velocity part of the search's feature distance is VELOCITY_TIME · D of the same
+    pair, and when the clip ends are the best join (B continues A exactly) they are kept."""
+    a = compose.Track(wave(48, freq=1.0, amp=0.5))
+    b = compose.Track(wave(60, freq=0.7, amp=0.4, phase=1.0, seed=3))
+    ia, ib = compose.ClipInfo(a, FPS, compose.Rig()), compose.ClipInfo(b, FPS, compose.Rig())
+    nb = a.rotations.shape[1]
+    for end, start in ((48, 0), (40, 1), (37, 9), (45, 14)):
+        fa = compose.features(ia, compose.Rig(), [end - 1], [end - 2])
+        fb = compose.features(ib, compose.Rig(), [max(start - 1, 0)], [max(start - 1, 0)])
+        vel = np.linalg.norm((fa - fb)[0, 3 * nb:6 * nb])
+        d = compose.transition_jump(a.rotations, end, b.rotations, start, FPS)
+        assert vel == pytest.approx(compose.VELOCITY_TIME * d, rel=1e-9)
+    whole = compose.Track(wave(100, freq=0.25, amp=0.5))     # no repeat within the clips
+    first, rest = whole.slice(0, 50), whole.slice(50, 100)
+    i1, i2 = compose.ClipInfo(first, FPS, compose.Rig()), compose.ClipInfo(rest, FPS, compose.Rig())
+    end, start, dist, at_ends = compose.best_transition(i1, i2, compose.Rig(), 12, 12)
+    assert (end, start) == (50, 0) and dist == at_ends
+    still = np.zeros((50, 1, 3))
+    _o, seams, _p = compose.compose([compose.Track(first.rotations, still), compose.Track(rest.rotations, still)], FPS)
+    assert seams[0]["transition"] == [50, 0] and seams[0]["match"] == seams[0]["match_ends"]
+
+
+def test_windows_at_a_transition_point_keep_the_matched_frames_together():
+    """A window blends A's and B's frames with the same offset as the matched pair (end,
+    start), moved back in both where A has too few frames after end; a window that would
+    need B's frames before its first is made at the clip ends instead."""
+    a = compose.Track(wave(48, freq=1.0, amp=0.5), np.zeros((48, 1, 3)))
+    b = compose.Track(wave(60, freq=1.0, amp=0.5, phase=-2 * np.pi * 0.6), np.zeros((60, 1, 3)))
+    end, start = compose.compose([a, b], FPS)[1][0]["transition"]
+    assert end < len(a) and start > 0
+    room = len(a) - end + start          # the longest window that can keep them together
+    assert room > len(a) - end + 2
+    for w in (2, room - 2, room + 1):    # after end; moved back in both; too long
+        seam = compose.compose([a, b], FPS, windows=[w])[1][0]
+        a0, b0 = len(a) - seam["cut"][0] - w, seam["cut"][1]
+        if w <= room:
+            assert seam["transition"] == [end, start] and a0 - b0 == end - start and a0 + w <= len(a)
+            assert a0 == min(end, len(a) - w)
+        else:                            # B would have to start before its frame 0: the clip ends
+            assert seam["transition"] == [len(a), 0] and seam["cut"] == [0, 0]
+
+
+def test_step_limit_is_per_frame_not_the_windows_largest_turn():
+    """A clip that turns a bone 80° in one frame raises that bone's step limit at that frame
+    of the seam (and its neighbour) only; elsewhere in the window the limit is 20°."""
+    n, w = 40, 10
+    angles = np.zeros(n)
+    angles[33:] = np.radians(80.0)              # one 80° step: frame 32 → 33
+    rot = quat.exp(angles[:, None, None] * np.array([0, 0, 1.0]) * np.ones((1, 3, 1)))
+    ia = compose.ClipInfo(compose.Track(rot), FPS, compose.Rig())
+    ib = compose.ClipInfo(compose.Track(np.tile(quat.IDENTITY, (n, 3, 1))), FPS, compose.Rig())
+    lim = compose.SeamLimits(ia, ib, n - w, 0, w)
+    assert lim.step.shape == (w + 3, 3)
+    step_deg = np.degrees(lim.step[:, 0])
+    r = 32 - (n - w)                            # the offset of A's fast step in the window
+    assert step_deg[r + 2] == pytest.approx(96.0)
+    fast = [k - 2 for k in np.flatnonzero(step_deg > 20.0 + 1e-9)]
+    assert fast == [r - 1, r, r + 1]            # the frame and its neighbours only
+    # a seam that turns the bone 60° at another frame of the window is flagged
+    world = np.tile(quat.IDENTITY, (60, 3, 1))
+    s0 = 20
+    world[s0 + w - 2:, 0] = quat.exp(np.radians(60.0) * np.array([0, 0, 1.0]))
+    chk = compose.check_seam(world, np.zeros((60, 3)), FPS, s0, w, lim)
+    assert "step" in chk["failures"] and chk["max_step_deg"] == pytest.approx(60.0)
+    assert chk["step_excess_deg"] == pytest.approx(40.0)
+    world[s0 + w - 2:, 0] = quat.IDENTITY
+    world[s0 + r + 1:, 0] = quat.exp(np.radians(60.0) * np.array([0, 0, 1.0]))   # where A turns 80°
+    chk = compose.check_seam(world, np.zeros((60, 3)), FPS, s0, w, lim)
+    assert "step" not in chk["failures"] and chk["worst"][0]["own_step_deg"] == pytest.approx(80.0)
 
 
 def test_errors_name_the_problem():

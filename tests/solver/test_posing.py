@@ -61,6 +61,50 @@ def test_planted_frames_weights_and_goals():
     assert np.ptp(run[:, :2], axis=0).max() == 0.0      # one spot per run
 
 
+def test_contact_hold_pins_one_point_of_a_rolling_foot():
+    """A foot rolling over its toes on planted frames: the toe (lowest on average) is held
+    at one spot, the lowest point lands `lift` above the floor, other frames stay put."""
+    n = 30
+    t = np.arange(n)
+    mask = (t >= 5) & (t < 25)
+    heel_up = np.clip((t - 15) * 0.01, 0.0, None)                      # the heel rises
+    drift = np.stack([0.002 * t, 0 * t, 0 * t], 1)                     # the foot creeps forward
+    heel = np.stack([0 * t, 0 * t, 0.03 + heel_up], 1) + drift
+    toe = np.stack([0.2 + 0 * t, 0 * t, 0.02 + 0 * t], 1) + drift
+    pts = np.stack([heel, toe], 1)                                     # (F, 2, 3)
+    lift = np.full(n, 0.005)
+    corr = posing.contact_holds(pts, mask, floor=0.0, lift=lift)
+    held = toe + corr
+    assert np.ptp(held[mask, 0]) < 1e-12 and np.ptp(held[mask, 1]) < 1e-12
+    assert np.allclose((pts[mask] + corr[mask][:, None])[..., 2].min(axis=1), 0.005)
+    assert not corr[~mask].any()
+
+
+def test_plant_corrections_ease_between_runs():
+    n = 40
+    mask = np.zeros(n, bool)
+    mask[5:12] = mask[15:25] = True
+    corr = np.zeros((n, 3))
+    corr[5:12] = [0.02, 0.0, -0.01]
+    corr[15:25] = [-0.01, 0.01, 0.0]
+    out = posing.plant_corrections(corr, mask, ramp=4)
+    assert np.allclose(out[mask], corr[mask])
+    # between the runs: linearly from one run's end to the next's start, times the weight
+    w = posing.plant_weights(mask, ramp=4)
+    assert np.allclose(out[13], (corr[11] + (corr[15] - corr[11]) * 2 / 4) * w[13])
+    assert 0 < w[13] < 1
+    assert np.abs(np.diff(out, axis=0)).max() < 0.011        # no step larger than the runs' own change
+    assert not out[30:].any() and not out[:1].any()          # faded out beyond the ramp
+
+
+def test_eased_max_covers_and_rises_smoothly():
+    x = np.zeros(30)
+    x[10], x[20] = 1.0, 0.5
+    out = posing.eased_max(x, ramp=4)
+    assert np.all(out >= x) and out[10] == 1.0 and out[20] == 0.5
+    assert out[4] == 0.0 and np.abs(np.diff(out)).max() < 0.35
+
+
 def test_girdle_follows_the_arm_at_the_rhythm_ratio():
     up = np.tile([0, 0, 1.0], (91, 1))
     elev = np.radians(np.arange(91.0) * 2)                 # 0 … 180°

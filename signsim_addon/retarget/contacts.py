@@ -1,0 +1,331 @@
+"""Contact-preserving retargeting, the Blender side: after the plain retarget, the contacts
+of the source motion (fingertip on the face, thumb on a finger, palm on palm) are found
+from the source's skeleton and kept on the target's own skin (solver/contact_transfer.py).
+
+- preserve(source, target, result, …): detect, enforce, rewrite the corrected F-curves of
+  result.action, store the contacts on the action (custom property CONTACTS_PROP, JSON,
+  for the bake and the panel) and on the armature's contact list;
+- mark_timeline(scene, action): timeline markers `contact:<part>-<part>` at contact starts;
+- summary(action): the JSON-able contact list of an action.
+
+The target's skin is read as the bake reads it (bake/body_geometry.py): the face (a mesh
+parented to the head bone, else the skin the head and neck bones own), each palm (the
+skin the hand bones own) and each distal phalanx (the skin it owns) in its bone's rest
+frame; the source has no skin: its proportional body comes from its bone lengths.
+"""
+import json
+
+import bpy
+import numpy as np
+
+from ...solver import armature, bonemap
+from ...solver import contact_transfer as ct
+from .. import compat
+from .. import keys as key_io
+from ..bake import body_geometry
+from ..errors import INFO, WARNING, from_solver, silent
+from . import transfer
+
+CONTACTS_PROP = "signsim_contacts"   # on the action: JSON list of the contacts kept
+MARKER_PREFIX = "contact:"
+WEIGHTS = {"upper_arm": 1.0, "forearm": 1.0, "hand": 0.5, "segment": 0.3, "finger": 0.12}
+
+
+def _axes(body):
+    an = body.anatomy
+    return np.stack([an.left, an.forward, an.up], axis=-1)
+
+
+def _fingers(body):
+    return {k: v for k, v in body.fingers.items() if v}
+
+
+def _palm_bases(body, side):
+    return [body.fingers[(side, f)][0] for f in ct.FINGERS[1:] if body.fingers.get((side, f))]
+
+
+def source_body(source, result):
+    """ct.SourceBody of source's motion at result.source_frames (world, m), and the
+    source's bonemap.Body."""
+    # the F-curves evaluated directly: a scene update per frame would also deform the
+    # target's skin, now animated, many times slower
+    ad = source.animation_data
+    names = [b.name for b in source.data.bones]
+    ch = key_io.sample_pose(source, ad.action, ad.action_slot, names, result.source_frames)
+    parents = [names.index(b.parent.name) if b.parent else -1 for b in source.data.bones]
+    mats = np.array(source.matrix_world) @ armature.pose_matrices(parents, transfer.rest_matrices(source),
+                                                                  ch.locations, ch.rotations, ch.scales)
+    lengths = np.array([b.length for b in source.data.bones])
+    tails = mats[..., :3, 3] + mats[..., :3, 1] * lengths[None, :, None]
+    heads = mats[..., :3, 3]
+    sampled = heads[np.unique(np.linspace(0, len(heads) - 1, transfer.MOTION_SAMPLES).astype(int))]
+    sk = transfer.skeleton(source, sampled)
+    body = bonemap.analyse(sk)
+    arms = [body.limbs.get((s, "upper_arm")) for s in bonemap.SIDES]
+    # the shoulder joints' distance in the rest pose: the clavicles' motion does not change it
+    scale = (np.linalg.norm(sk.heads[arms[0][0]] - sk.heads[arms[1][0]]) / ct.REFERENCE_SHOULDERS
+             if all(arms) else 1.0)
+    origin = axes = None
+    if body.head is not None:
+        origin, axes = ct.head_frames(mats, body.head, _axes(body))
+    tips, dirs = {}, {}
+    for key, bones in _fingers(body).items():
+        tips[key] = tails[:, bones[-1]]
+        dirs[key] = mats[:, bones[-1], :3, 1] / np.linalg.norm(mats[:, bones[-1], :3, 1], axis=-1, keepdims=True)
+    palms = {}
+    for side in bonemap.SIDES:
+        hand, bases = body.limbs.get((side, "hand")), _palm_bases(body, side)
+        if hand and len(bases) >= 2:
+            palms[side] = ct.palm_frames(heads, hand[0], bases, side)
+    return ct.SourceBody(float(scale), origin, axes, tips, dirs, palms), body
+
+
+def target_body(target, warnings):
+    """ct.TargetBody of the target armature (rest pose, armature units) and its Skeleton."""
+    sk = transfer.skeleton(target)
+    body = bonemap.analyse(sk)
+    rest = transfer.rest_matrices(target)
+    mo = _world_metres(target)
+    scale = float(np.linalg.norm(mo[:3, 0]))
+    parts = ct.Parts()
+    chest = body.spine[-1] if body.spine else body.hips
+    meshes = body_geometry.body_meshes(target, sk, body, set(range(len(sk.names))), rest, 1.0, chest,
+                                       None, {}, [])
+    for m in meshes:
+        if m.kind == "face":
+            parts.add("face", m.bone, m.vertices, m.triangles)
+        elif m.kind.startswith("palm"):
+            parts.add(f"palm_{m.side}", m.bone, m.vertices, m.triangles)
+    regions = body_geometry.bone_regions(sk, body)
+    distal = {}
+    for (side, finger), bones in _fingers(body).items():
+        distal[bones[-1]] = f"{finger}_{side}"
+        regions[bones[-1]] = len(body_geometry.REGIONS) + len(distal)
+    skins = body_geometry.skin_regions(target, sk, regions)
+    for bone, name in distal.items():
+        v, t = body_geometry.region_points(skins, regions[bone])
+        if len(t) >= 4:
+            inv = np.linalg.inv(rest[bone])
+            parts.add(name, bone, v @ inv[:3, :3].T + inv[:3, 3], t)
+    if "face" not in parts:
+        warnings.append(f"'{target.name}' has no face skin: fingertip–face contacts are not kept")
+    face_box = face_axes = None
+    if "face" in parts and body.head is not None:
+        to_arm = mo[:3, :3] / scale
+        face_axes = rest[body.head][:3, :3].T @ to_arm.T @ _axes(body)
+        face_box = ct.face_box_of(parts.get("face").vertices @ face_axes)
+    palms = {}
+    for side in bonemap.SIDES:
+        hand, bases = body.limbs.get((side, "hand")), _palm_bases(body, side)
+        if hand and len(bases) >= 2:
+            c, ax, half = ct.palm_frames(rest[None, :, :3, 3], hand[0], bases, side)
+            inv = np.linalg.inv(rest[hand[0]])
+            palms[side] = (inv[:3, :3] @ c[0] + inv[:3, 3], inv[:3, :3] @ ax[0], half)
+    arms, weights = {}, {}
+    for side in bonemap.SIDES:
+        ua, hand = body.limbs.get((side, "upper_arm")), body.limbs.get((side, "hand"))
+        if ua and hand:
+            arms[side] = ct.chain(sk.parents, ua[0], hand[0])
+            for b in arms[side]:
+                part = next((p for p in ("upper_arm", "forearm", "hand") if b in body.limbs.get((side, p), [])),
+                            "segment")
+                weights[b] = WEIGHTS[part]
+    fingers = {}
+    for (side, finger), bones in _fingers(body).items():
+        # from the bone below the hand or the forearm (a robot's thumb) to the tip
+        arm = set(arms.get(side, [])) | set(body.limbs.get((side, "hand"), []))
+        top = bones[0]
+        while sk.parents[top] >= 0 and sk.parents[top] not in arm:
+            top = sk.parents[top]
+        if sk.parents[top] < 0:
+            continue
+        fingers[f"{finger}_{side}"] = ct.chain(sk.parents, top, bones[-1])
+        for b in fingers[f"{finger}_{side}"]:
+            weights[b] = WEIGHTS["finger"]
+    ua = [body.limbs.get((s, "upper_arm")) for s in bonemap.SIDES]
+    size = float(np.linalg.norm(mo[:3, :3] @ (rest[ua[0][0]][:3, 3] - rest[ua[1][0]][:3, 3]))) if all(ua) else 0.3
+    return ct.TargetBody(parts, face_box, face_axes, palms, arms, fingers, weights, size,
+                         _finger_skins(target, sk, body)), sk
+
+
+SKIN_INFLUENCES = 4   # bone weights kept per vertex (the largest)
+
+
+def _finger_skins(target, sk, body):
+    """{"<finger>_<side>": ct.Skin} of the skin (the meshes the Armature modifier of
+    target deforms) whose vertices are owned (largest weight) by a finger's last two
+    bones, with the bone weights of those vertices (normalised over the bones)."""
+    owned = {}
+    for (side, finger), bones in _fingers(body).items():
+        for b in bones[-2:]:
+            owned[b] = f"{finger}_{side}"
+    pieces = {}
+    to_arm = np.linalg.inv(np.array(target.matrix_world))
+    for ob in target.children_recursive:
+        if ob.type != 'MESH' or not any(m.type == 'ARMATURE' and m.object == target for m in ob.modifiers):
+            continue
+        group_bone = [sk.index.get(g.name, -1) for g in ob.vertex_groups]
+        n = len(ob.data.vertices)
+        bones = np.zeros((n, SKIN_INFLUENCES), np.intp)
+        weights = np.zeros((n, SKIN_INFLUENCES))
+        for v in ob.data.vertices:
+            gw = sorted(((g.weight, group_bone[g.group]) for g in v.groups
+                         if group_bone[g.group] >= 0 and g.weight > 0), reverse=True)[:SKIN_INFLUENCES]
+            for k, (w, b) in enumerate(gw):
+                bones[v.index, k], weights[v.index, k] = b, w
+        total = weights.sum(axis=1)
+        if not total.any():
+            continue
+        co, tris = body_geometry.mesh_arrays(ob.data)
+        m = to_arm @ np.array(ob.matrix_world)
+        co = co @ m[:3, :3].T + m[:3, 3]
+        owner = np.array([owned.get(int(b)) if w > 0 else None for b, w in zip(bones[:, 0], weights[:, 0])],
+                         dtype=object)
+        for name in set(owned.values()):
+            keep = owner == name
+            t = tris[np.all(keep[tris], axis=1)]
+            if not len(t):
+                continue
+            used, inverse = np.unique(t, return_inverse=True)
+            pieces.setdefault(name, []).append((co[used], bones[used], weights[used] / total[used, None],
+                                                inverse.reshape(-1, 3)))
+    out = {}
+    for name, parts in pieces.items():
+        offsets = np.cumsum([0] + [len(p[0]) for p in parts[:-1]])
+        out[name] = ct.Skin(np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts]),
+                            np.concatenate([p[2] for p in parts]),
+                            np.concatenate([p[3] + o for p, o in zip(parts, offsets)]))
+    return out
+
+
+def _world_metres(ob):
+    """ob's object matrix (4, 4) in metres: times the scene's unit scale (metres per
+    Blender unit, UnitSettings.scale_length)."""
+    m = np.array(ob.matrix_world)
+    m[:3] *= bpy.context.scene.unit_settings.scale_length
+    return m
+
+
+def _target_pose(target, sk, keys):
+    n_frames = len(next(iter(keys["rot"].values())))
+    basis = np.tile([1.0, 0.0, 0.0, 0.0], (n_frames, len(sk.names), 1))
+    for name, q in keys["rot"].items():
+        basis[:, sk.index[name]] = q
+    loc = {sk.index[name]: v for name, v in keys["loc"].items()}
+    return ct.Target(np.array(sk.parents), transfer.rest_matrices(target), _world_metres(target),
+                     basis, loc)
+
+
+def preserve(source, target, result, *, forced=(), disabled=(), report=silent):
+    """Keep the source's contacts on the target: detect them, correct the arm and finger
+    chains of result.action where they touch, store them (CONTACTS_PROP on the action,
+    the armature's contact list). Returns the contact list (summary(result.action)).
+
+    source, target: the armatures result (transfer.Result of `retarget`) was made from;
+    forced, disabled: [(part_a, part_b, first frame, last frame)] in scene frames: contacts
+    the animator added or switched off. Contacts the target cannot keep (no skin for a
+    part, out of reach) are reported with report(WARNING, …) and listed with their error.
+    """
+    frames = np.asarray(result.frames)
+    first = frames[0]
+
+    def to_index(items):
+        return [(a, b, int(round(f0 - first)), int(round(f1 - first)) + 1) for a, b, f0, f1 in items]
+    warnings = []
+    with from_solver():
+        src, _body = source_body(source, result)
+        fps = bpy.context.scene.render.fps / bpy.context.scene.render.fps_base
+        found = ct.detect(src, fps, forced=to_index(forced), disabled=to_index(disabled))
+        changed = []
+        if found:    # the target's skin is read only for contacts to keep
+            tgt, sk = target_body(target, warnings)
+            pose = _target_pose(target, sk, result.keys)
+            basis = ct.enforce(pose, tgt, found, fps)
+            changed = [b for b in range(basis.shape[1]) if not np.array_equal(basis[:, b], pose.basis[:, b])]
+    if changed:
+        bag = compat.get_channelbag(result.action, result.action.slots[0])
+        for b in changed:
+            name = sk.names[b]
+            result.keys["rot"][name] = basis[:, b]
+            for i in range(4):
+                key_io.write_curve(bag, key_io.bone_path(name, "rotation_quaternion"), i, name, frames, basis[:, b, i])
+    items = []
+    for c in found:
+        item = {"name": c.name, "kind": c.kind, "parts": [c.part_a, c.part_b],
+                "frames": [float(frames[c.start]), float(frames[c.stop - 1])], "enabled": c.enabled,
+                **{k: round(v, 3) if isinstance(v, float) else v for k, v in c.measured.items()}}
+        touched = np.flatnonzero(c.weights > 0)
+        item["influence"] = [float(frames[touched[0]]), float(frames[touched[-1]])]
+        if hasattr(c, "target_spots"):
+            bone, spots = c.target_spots
+            item["bones"] = [sk.names[b] for b in c.bones]
+            item["spot_local"] = np.round(spots, 7).tolist()   # on bones[1], its rest frame
+        items.append(item)
+        where = f"contact {c.name} at frames {item['frames'][0]:g}–{item['frames'][1]:g}"
+        if "skipped" in c.measured:
+            warnings.append(f"{where} not kept on '{target.name}': {c.measured['skipped']}")
+        else:
+            m, k = c.measured, tgt.size / ct.REFERENCE_SHOULDERS
+            if m["spot_error_mm"] > ct.SPOT_WARN_MM * k:
+                warnings.append(f"{where} kept touching on '{target.name}', but {m['spot_error_mm']:.0f} mm "
+                                "from the spot it touches in the source")
+            if ct.deeper_than_plain(m, k, eased=True):
+                warnings.append(f"{where} kept on '{target.name}', but easing in and out of it the parts go "
+                                f"{m['eased_penetration_mm']:.1f} mm into each other (the plain retarget: "
+                                f"{m['plain_eased_penetration_mm']:.1f} mm)")
+    result.action[CONTACTS_PROP] = json.dumps(items)
+    _store_list(target, items, forced, disabled)
+    for w in warnings:
+        report(WARNING, w)
+    report(INFO, f"kept {sum(1 for i in items if 'skipped' not in i)} of {len(items)} contacts on '{target.name}'")
+    return summary(result.action)
+
+
+def summary(action):
+    """[{"frames", "parts", "spot_error_mm", "gap_mm", "penetration_mm", "kind"}] of the
+    contacts stored on action ([] when none)."""
+    keep = ("frames", "parts", "kind", "spot_error_mm", "gap_mm", "penetration_mm", "skipped")
+    return [{k: i[k] for k in keep if k in i} for i in json.loads(action.get(CONTACTS_PROP, "[]"))]
+
+
+def animator_choices(target):
+    """{"forced": [...], "disabled": [...]} from the armature's contact list: the contacts
+    the animator added and the ones switched off, as (part a, part b, first, last frame)."""
+    coll = target.signsim_contacts
+    rows = [(c.part_a, c.part_b, c.frame_start, c.frame_end, c.enabled, c.added) for c in coll]
+    return {"forced": [r[:4] for r in rows if r[5] and r[4]],
+            "disabled": [r[:4] for r in rows if not r[4]]}
+
+
+def _store_list(target, items, forced, disabled):
+    """The armature's contact list (Object.signsim_contacts) from the contacts kept, the
+    animator's additions marked as added, the ones switched off kept (off)."""
+    coll = target.signsim_contacts
+    added = {tuple(f) for f in forced}
+    rows = [(*i["parts"], int(round(i["frames"][0])), int(round(i["frames"][1])), True) for i in items]
+    rows += [(*d, False) for d in disabled]
+    coll.clear()
+    for a, b, f0, f1, on in sorted(rows, key=lambda r: (r[2], r[0], r[1])):
+        it = coll.add()
+        it.part_a, it.part_b, it.frame_start, it.frame_end, it.enabled = a, b, f0, f1, on
+        it.added = (a, b, f0, f1) in added
+
+
+def add_contact(target, part_a, part_b, frame_start, frame_end):
+    """Add a contact to the armature's list (kept at the next retarget even where the
+    source's parts do not touch) and return its list item; part names as in the list
+    (index_R, palm_L, chin, cheek_R, …), frames in scene frames."""
+    it = target.signsim_contacts.add()
+    it.part_a, it.part_b = part_a, part_b
+    it.frame_start, it.frame_end = min(frame_start, frame_end), max(frame_start, frame_end)
+    it.enabled = it.added = True
+    return it
+
+
+def mark_timeline(scene, action):
+    """Timeline markers `contact:<part a>-<part b>` at the first frame of each contact of
+    action (earlier contact markers are removed)."""
+    for m in [m for m in scene.timeline_markers if m.name.startswith(MARKER_PREFIX)]:
+        scene.timeline_markers.remove(m)
+    for i in json.loads(action.get(CONTACTS_PROP, "[]")):
+        scene.timeline_markers.new(f"{MARKER_PREFIX}{'-'.join(i['parts'])}", frame=int(round(i["frames"][0])))

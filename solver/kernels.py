@@ -1,0 +1,779 @@
+"""Compiled kernels of the physics pass (numba; compiled on first use, then cached).
+
+Tree recursions over the skeleton in world coordinates (spatial vectors at the world
+origin, angular part first) after Featherstone, *Rigid Body Dynamics Algorithms*
+(Springer 2008): forward kinematics and motion subspaces (ch. 4), the recursive
+Newton–Euler algorithm (ch. 5), the composite-rigid-body algorithm (ch. 6); plus the
+capsule closest-point narrow phase (Ericson, *Real-Time Collision Detection*, 2005,
+§5.1.9) and trilinear distance-grid lookups. The public functions with array shapes and
+units are in kinematics.py, dynamics.py, contacts.py and sdf.py; these kernels take
+plain arrays. Every kernel is compiled once per machine and cached on disk
+(`cache=True`) in the folder configure_cache() sets (default: the virtualenv's, or
+Blender's extension user folder when the add-on sets it); no fastmath and no threads,
+so results are bit-identical run to run.
+
+Bones are ordered parents first (SkeletonModel), so a forward loop over bones is an
+outward recursion and a backward loop an inward one.
+"""
+
+import math
+import os
+import sys
+import time
+
+import numba
+import numpy as np
+from numba.core import caching
+
+_CACHE_SUBDIR = "signsim-numba-cache"
+
+
+def default_cache_dir():
+    """Folder for compiled code when nothing else is configured: inside the running
+    Python's prefix (the virtualenv when run from the repository)."""
+    return os.path.join(sys.prefix, _CACHE_SUBDIR)
+
+
+def configure_cache(path):
+    """Store compiled kernels under `path` (created if missing). Numba binds the cache
+    folder when a kernel is defined, so this runs at import, from NUMBA_CACHE_DIR (the
+    add-on sets it to Blender's extension user folder) or default_cache_dir()."""
+    os.makedirs(path, exist_ok=True)
+    os.environ["NUMBA_CACHE_DIR"] = path
+    numba.config.CACHE_DIR = path
+
+
+try:  # an explicit NUMBA_CACHE_DIR (the add-on sets Blender's user folder) wins
+    configure_cache(os.environ.get("NUMBA_CACHE_DIR") or default_cache_dir())
+except OSError:  # not writable: numba's own per-user fallback applies
+    pass
+
+
+
+class _RealPathLocator(caching._UserProvidedCacheLocator):
+    """numba's cache locator for this package's files by their real path and module name:
+    the add-on run from a source checkout reaches them through a temporary folder of
+    symlinks, which would otherwise start a new cache (and a new compile) every session;
+    the module name keeps apart the entries of the same file imported as `solver` and as
+    part of the add-on (cached code refers to its module by name)."""
+
+    def __init__(self, py_func, py_file):
+        super().__init__(py_func, py_file)
+        self._cache_path = os.path.join(self._cache_path, py_func.__module__)
+
+    @classmethod
+    def from_function(cls, py_func, py_file):
+        real = os.path.realpath(py_file)
+        if os.path.dirname(real) != os.path.dirname(os.path.realpath(__file__)):
+            return None
+        return super().from_function(py_func, real)
+
+
+if _RealPathLocator not in caching.CacheImpl._locator_classes:
+    caching.CacheImpl._locator_classes.insert(0, _RealPathLocator)
+
+# error_model="numpy": a division by zero gives inf or NaN as numpy does (degenerate
+# triangles are rejected by the callers), not an exception from inside a loop.
+_jit = numba.njit(cache=True, fastmath=False, parallel=False, nogil=True, error_model="numpy")
+
+
+def argument(a, shape, dtype=float):
+    """a broadcast to `shape` as a writable C-contiguous array: a kernel argument of one
+    compiled signature whatever the caller passes (views, read-only arrays). Arrays that
+    already are one pass through uncopied."""
+    if (type(a) is np.ndarray and a.shape == shape and a.dtype == dtype and a.flags.c_contiguous
+            and a.flags.writeable):
+        return a
+    return np.require(np.broadcast_to(np.asarray(a, dtype=dtype), shape), dtype, ("C", "W"))
+
+
+# ----------------------------------------------------------------------------- kinematics
+
+@_jit
+def _quat_matrix(q, out):
+    """Rotation matrix of the unit quaternion q (4,) w-first into out (3, 3)."""
+    w, x, y, z = q[0], q[1], q[2], q[3]
+    out[0, 0] = w * w + x * x - y * y - z * z
+    out[0, 1] = 2.0 * (x * y - w * z)
+    out[0, 2] = 2.0 * (x * z + w * y)
+    out[1, 0] = 2.0 * (x * y + w * z)
+    out[1, 1] = w * w - x * x + y * y - z * z
+    out[1, 2] = 2.0 * (y * z - w * x)
+    out[2, 0] = 2.0 * (x * z - w * y)
+    out[2, 1] = 2.0 * (y * z + w * x)
+    out[2, 2] = w * w - x * x - y * y + z * z
+
+
+@_jit
+def forward_kinematics(parents, rest_matrices, rest_offsets, dof_bone, dof_axis, q, base_r, base_p,
+                       R, P, motion):
+    """World frames of a batch: q (B, n, 4), base_r (B, 3, 3), base_p (B, 3) → R (B, n, 3, 3),
+    P (B, n, 3) and motion subspaces S = (a, p × a) (B, n_dof, 6), a the joint axis
+    (column dof_axis of the bone's world frame) through the bone head p."""
+    n = parents.shape[0]
+    local = np.empty((3, 3))
+    Rp = np.empty((3, 3))
+    pp = np.empty(3)
+    for k in range(q.shape[0]):
+        for i in range(n):
+            p = parents[i]
+            _quat_matrix(q[k, i], local)
+            if p < 0:
+                Rp[:] = base_r[k]
+                pp[:] = base_p[k]
+            else:
+                Rp[:] = R[k, p]
+                pp[:] = P[k, p]
+            for r in range(3):
+                acc = pp[r]
+                for c in range(3):
+                    acc += Rp[r, c] * rest_offsets[i, c]
+                P[k, i, r] = acc
+                for c in range(3):
+                    s = 0.0
+                    for m in range(3):
+                        t = 0.0
+                        for l in range(3):
+                            t += rest_matrices[i, m, l] * local[l, c]
+                        s += Rp[r, m] * t
+                    R[k, i, r, c] = s
+        for d in range(dof_bone.shape[0]):
+            b, ax = dof_bone[d], dof_axis[d]
+            a0, a1, a2 = R[k, b, 0, ax], R[k, b, 1, ax], R[k, b, 2, ax]
+            p0, p1, p2 = P[k, b, 0], P[k, b, 1], P[k, b, 2]
+            motion[k, d, 0] = a0
+            motion[k, d, 1] = a1
+            motion[k, d, 2] = a2
+            motion[k, d, 3] = p1 * a2 - p2 * a1
+            motion[k, d, 4] = p2 * a0 - p0 * a2
+            motion[k, d, 5] = p0 * a1 - p1 * a0
+
+
+@_jit
+def normal_rows(parents, dof_start, dof_count, motion, bones, points, normals, other, out):
+    """Rows n·(J_p(bone) − J_p(other)) (k, n_dof) into out (zeroed here): the spatial
+    force (p × n, n) times the motion subspace of every DOF on bone's path, minus the
+    same on other's path (other = n_bones: the base, no DOF). motion (n_dof, 6)."""
+    n = parents.shape[0]
+    out[:] = 0.0
+    f = np.empty(6)
+    for k in range(bones.shape[0]):
+        px, py, pz = points[k, 0], points[k, 1], points[k, 2]
+        nx, ny, nz = normals[k, 0], normals[k, 1], normals[k, 2]
+        f[0] = py * nz - pz * ny
+        f[1] = pz * nx - px * nz
+        f[2] = px * ny - py * nx
+        f[3], f[4], f[5] = nx, ny, nz
+        for side in range(2):
+            j = bones[k] if side == 0 else other[k]
+            sign = 1.0 if side == 0 else -1.0
+            while 0 <= j < n:
+                for d in range(dof_start[j], dof_start[j] + dof_count[j]):
+                    s = 0.0
+                    for c in range(6):
+                        s += f[c] * motion[d, c]
+                    out[k, d] += sign * s
+                j = parents[j]
+
+
+# ----------------------------------------------------------------------------- dynamics
+
+@_jit
+def body_inertias(R, P, mass, com_y, inertia_perp, inertia_axial, com, inertia, spatial):
+    """Per bone of a batch (R (B, n, 3, 3), P (B, n, 3)): world centre of mass com (B, n, 3)
+    on the bone's Y axis, rotational inertia about it (B, n, 3, 3) (a capsule's
+    diag(i⊥, i_axial, i⊥) in the bone frame is i⊥ 1 + (i_axial − i⊥) y yᵀ in world)
+    and the 6×6 spatial inertia at the world origin (B, n, 6, 6)."""
+    for k in range(R.shape[0]):
+        for i in range(R.shape[1]):
+            for r in range(3):
+                com[k, i, r] = P[k, i, r] + R[k, i, r, 1] * com_y[i]
+            excess = inertia_axial[i] - inertia_perp[i]
+            for r in range(3):
+                for c in range(3):
+                    inertia[k, i, r, c] = excess * R[k, i, r, 1] * R[k, i, c, 1]
+                inertia[k, i, r, r] += inertia_perp[i]
+    spatial_inertias(com, inertia, mass, spatial)
+
+
+@_jit
+def spatial_inertias(com, inertia, mass, out):
+    """[[Ī + m c×c×ᵀ, m c×], [m c×ᵀ, m 1]] (B, n, 6, 6) from com (B, n, 3), Ī (B, n, 3, 3)."""
+    cx = np.empty((3, 3))
+    for k in range(com.shape[0]):
+        for i in range(com.shape[1]):
+            m = mass[i]
+            x, y, z = com[k, i, 0], com[k, i, 1], com[k, i, 2]
+            cx[0, 0], cx[0, 1], cx[0, 2] = 0.0, -z, y
+            cx[1, 0], cx[1, 1], cx[1, 2] = z, 0.0, -x
+            cx[2, 0], cx[2, 1], cx[2, 2] = -y, x, 0.0
+            o = out[k, i]
+            for r in range(3):
+                for c in range(3):
+                    s = 0.0
+                    for l in range(3):
+                        s += cx[r, l] * cx[l, c]
+                    # c×ᵀ = −c×, so m c× c×ᵀ = −m c× c×.
+                    o[r, c] = inertia[k, i, r, c] - m * s
+                    o[r, 3 + c] = m * cx[r, c]
+                    o[3 + r, c] = -m * cx[r, c]
+                    o[3 + r, 3 + c] = m if r == c else 0.0
+
+
+@_jit
+def composite_inertias(parents, spatial, out):
+    """Subtree sums of the spatial inertias (B, n, 6, 6): in one frame, a plain inward sum."""
+    out[:] = spatial
+    for k in range(spatial.shape[0]):
+        for i in range(parents.shape[0] - 1, -1, -1):
+            p = parents[i]
+            if p >= 0:
+                for r in range(6):
+                    for c in range(6):
+                        out[k, p, r, c] += out[k, i, r, c]
+
+
+@_jit
+def mass_matrix(parents, dof_bone, dof_start, dof_count, motion, composite, out):
+    """CRBA: M[d, e] = M[e, d] = S_eᵀ I^c(bone d) S_d for bone(e) on bone(d)'s path
+    (n_dof, n_dof) from motion (n_dof, 6) and composite inertias (n, 6, 6)."""
+    out[:] = 0.0
+    F = np.empty(6)
+    for d in range(dof_bone.shape[0]):
+        b = dof_bone[d]
+        Ic = composite[b]
+        for r in range(6):
+            s = 0.0
+            for c in range(6):
+                s += Ic[r, c] * motion[d, c]
+            F[r] = s
+        j = b
+        while j >= 0:
+            for e in range(dof_start[j], dof_start[j] + dof_count[j]):
+                if j == b and e > d:
+                    break
+                s = 0.0
+                for c in range(6):
+                    s += motion[e, c] * F[c]
+                out[d, e] = s
+                out[e, d] = s
+            j = parents[j]
+
+
+@_jit
+def _motion_cross(v, m, out):
+    """crm(v) m: (ω × m_ω, v_O × m_ω + ω × m_v) for spatial vectors v, m (6,)."""
+    w0, w1, w2, v0, v1, v2 = v[0], v[1], v[2], v[3], v[4], v[5]
+    a0, a1, a2, b0, b1, b2 = m[0], m[1], m[2], m[3], m[4], m[5]
+    out[0] = w1 * a2 - w2 * a1
+    out[1] = w2 * a0 - w0 * a2
+    out[2] = w0 * a1 - w1 * a0
+    out[3] = v1 * a2 - v2 * a1 + w1 * b2 - w2 * b1
+    out[4] = v2 * a0 - v0 * a2 + w2 * b0 - w0 * b2
+    out[5] = v0 * a1 - v1 * a0 + w0 * b1 - w1 * b0
+
+
+@_jit
+def rnea(parents, dof_bone, dof_start, dof_count, motion, spatial, qd, qdd, base_velocity,
+         base_acceleration, gravity, tau, V, momentum):
+    """RNEA over a batch: motion (B, n_dof, 6), spatial (B, n, 6, 6), qd, qdd (B, n_dof),
+    base velocity/acceleration (B, 6) → tau (B, n_dof), bone velocities V (B, n, 6) and
+    momenta I V (B, n, 6). Gravity is an upward base acceleration; Ṡ = v × S for axes
+    fixed in the child bone."""
+    n = parents.shape[0]
+    A = np.empty((n, 6))
+    F = np.empty((n, 6))
+    sq = np.empty(6)
+    c = np.empty(6)
+    ia = np.empty(6)
+    for k in range(motion.shape[0]):
+        for i in range(n):
+            p = parents[i]
+            for r in range(6):
+                V[k, i, r] = base_velocity[k, r] if p < 0 else V[k, p, r]
+                A[i, r] = base_acceleration[k, r] if p < 0 else A[p, r]
+            if p < 0:
+                A[i, 5] += gravity
+            for d in range(dof_start[i], dof_start[i] + dof_count[i]):
+                for r in range(6):
+                    V[k, i, r] += motion[k, d, r] * qd[k, d]
+            for d in range(dof_start[i], dof_start[i] + dof_count[i]):
+                for r in range(6):
+                    sq[r] = motion[k, d, r] * qd[k, d]
+                _motion_cross(V[k, i], sq, c)
+                for r in range(6):
+                    A[i, r] += c[r] + motion[k, d, r] * qdd[k, d]
+            I = spatial[k, i]
+            for r in range(6):
+                s = 0.0
+                t = 0.0
+                for col in range(6):
+                    s += I[r, col] * A[i, col]
+                    t += I[r, col] * V[k, i, col]
+                ia[r] = s
+                momentum[k, i, r] = t
+            # f = I a + crf(v) I v, crf(v) h = (ω × h_ω + v_O × h_v, ω × h_v).
+            w0, w1, w2, v0, v1, v2 = V[k, i, 0], V[k, i, 1], V[k, i, 2], V[k, i, 3], V[k, i, 4], V[k, i, 5]
+            h = momentum[k, i]
+            F[i, 0] = ia[0] + w1 * h[2] - w2 * h[1] + v1 * h[5] - v2 * h[4]
+            F[i, 1] = ia[1] + w2 * h[0] - w0 * h[2] + v2 * h[3] - v0 * h[5]
+            F[i, 2] = ia[2] + w0 * h[1] - w1 * h[0] + v0 * h[4] - v1 * h[3]
+            F[i, 3] = ia[3] + w1 * h[5] - w2 * h[4]
+            F[i, 4] = ia[4] + w2 * h[3] - w0 * h[5]
+            F[i, 5] = ia[5] + w0 * h[4] - w1 * h[3]
+        for i in range(n - 1, -1, -1):
+            for d in range(dof_start[i], dof_start[i] + dof_count[i]):
+                s = 0.0
+                for r in range(6):
+                    s += motion[k, d, r] * F[i, r]
+                tau[k, d] = s
+            p = parents[i]
+            if p >= 0:
+                for r in range(6):
+                    F[p, r] += F[i, r]
+
+
+@_jit
+def gravity_stiffness(parents, dof_bone, dof_start, dof_count, axes, origins, composite, gravity, out):
+    """Symmetric part of −∂G/∂q (n_dof, n_dof) from world joint axes and origins (n_dof, 3)
+    and composite inertias (n, 6, 6): with W_d = Σ_subtree m (c − o_d) (the composite's
+    m and m c× blocks hold m and (m cx, m cy, m cz) at [3, 3], [2, 4], [0, 5], [1, 3])
+    and L_d = g (a_d,z W_d − W_d,z a_d), entry [d, e] = L_d·a_e for bone(e) a strict
+    ancestor of bone(d) (and its mirror), ½(L_d·a_e + a_d·L_e) within one bone."""
+    n_dof = dof_bone.shape[0]
+    L = np.empty((n_dof, 3))
+    for d in range(n_dof):
+        C = composite[dof_bone[d]]
+        m = C[3, 3]
+        W0 = C[2, 4] - m * origins[d, 0]
+        W1 = C[0, 5] - m * origins[d, 1]
+        W2 = C[1, 3] - m * origins[d, 2]
+        a0, a1, a2 = axes[d, 0], axes[d, 1], axes[d, 2]
+        L[d, 0] = gravity * (a2 * W0 - W2 * a0)
+        L[d, 1] = gravity * (a2 * W1 - W2 * a1)
+        L[d, 2] = gravity * (a2 * W2 - W2 * a2)
+    out[:] = 0.0
+    for d in range(n_dof):
+        b = dof_bone[d]
+        j = b
+        while j >= 0:
+            for e in range(dof_start[j], dof_start[j] + dof_count[j]):
+                if j == b:
+                    if e > d:
+                        break
+                    v = 0.5 * (L[d, 0] * axes[e, 0] + L[d, 1] * axes[e, 1] + L[d, 2] * axes[e, 2]
+                               + axes[d, 0] * L[e, 0] + axes[d, 1] * L[e, 1] + axes[d, 2] * L[e, 2])
+                else:
+                    v = L[d, 0] * axes[e, 0] + L[d, 1] * axes[e, 1] + L[d, 2] * axes[e, 2]
+                out[d, e] = v
+                out[e, d] = v
+            j = parents[j]
+
+
+@_jit
+def rigid_terms(parents, rest_matrices, rest_offsets, dof_bone, dof_axis, dof_start, dof_count, mass, com_y,
+                inertia_perp, inertia_axial, q, base_r, base_p, qd, base_velocity, base_acceleration, gravity,
+                R, P, motion, origins, com, spatial, M, bias, V, momentum, K):
+    """Everything the step needs from the rigid bodies at one state, in one call, into
+    the output arrays R … K: kinematics, centres of mass, spatial inertias, mass matrix,
+    bias c(q, q̇), bone velocities and momenta, gravity stiffness. Inputs and outputs
+    have the shapes of the kernels above with a batch axis of length 1 where they take
+    one (q, base_r, base_p, qd, base_velocity, base_acceleration, R, P, motion, com,
+    spatial, bias, V, momentum)."""
+    n, n_dof = parents.shape[0], dof_bone.shape[0]
+    forward_kinematics(parents, rest_matrices, rest_offsets, dof_bone, dof_axis, q, base_r, base_p, R, P, motion)
+    inertia = np.empty((1, n, 3, 3))
+    body_inertias(R, P, mass, com_y, inertia_perp, inertia_axial, com, inertia, spatial)
+    composite = np.empty((1, n, 6, 6))
+    composite_inertias(parents, spatial, composite)
+    mass_matrix(parents, dof_bone, dof_start, dof_count, motion[0], composite[0], M)
+    rnea(parents, dof_bone, dof_start, dof_count, motion, spatial, qd, np.zeros((1, n_dof)),
+         base_velocity, base_acceleration, gravity, bias, V, momentum)
+    axes = np.empty((n_dof, 3))
+    for d in range(n_dof):
+        for r in range(3):
+            axes[d, r] = motion[0, d, r]
+            origins[d, r] = P[0, dof_bone[d], r]
+    gravity_stiffness(parents, dof_bone, dof_start, dof_count, axes, origins, composite[0], gravity, K)
+
+
+# ----------------------------------------------------------------------------- contacts
+
+@_jit
+def _unit(x):
+    return min(max(x, 0.0), 1.0)
+
+
+@_jit
+def capsule_pairs(seg, pair_i, pair_j, pair_reach, pair_min_radius, pair_radius_sum, pair_radius_diff):
+    """Broad and narrow phase of the capsule pairs for axis segments seg (n, 2, 3) m.
+
+    Broad: the gap between bounding spheres (centre at the axis midpoint, radius
+    half-length + radius) lower-bounds the surface gap. Narrow, for pairs whose bound
+    is below the smaller radius: closest points of the axes (Ericson §5.1.9: free s, t
+    for it clamped, s for that t clamped; 0 for parallel axes). Returns (gap (n_pairs,)
+    exact for narrow-phase pairs, candidate pair indices (k,) with depth > −smaller
+    radius, depth (k,) m, overlap midpoint (k, 3) m, unit normal from bone j to bone i
+    (k, 3)); crossing axes take their common perpendicular (or +Z) as normal.
+    """
+    eps = 1e-12
+    n_pairs = pair_i.shape[0]
+    gap = np.empty(n_pairs)
+    pair = np.empty(n_pairs, np.intp)
+    depth = np.empty(n_pairs)
+    point = np.empty((n_pairs, 3))
+    normal = np.empty((n_pairs, 3))
+    k = 0
+    d1 = np.empty(3)
+    d2 = np.empty(3)
+    w = np.empty(3)
+    delta = np.empty(3)
+    for q in range(n_pairs):
+        i, j = pair_i[q], pair_j[q]
+        dc = 0.0
+        for r in range(3):
+            x = 0.5 * (seg[i, 0, r] + seg[i, 1, r]) - 0.5 * (seg[j, 0, r] + seg[j, 1, r])
+            dc += x * x
+        gap[q] = np.sqrt(dc) - pair_reach[q]
+        if not gap[q] < pair_min_radius[q]:
+            continue
+        a = e = b = c = f = 0.0
+        for r in range(3):
+            d1[r] = seg[i, 1, r] - seg[i, 0, r]
+            d2[r] = seg[j, 1, r] - seg[j, 0, r]
+            w[r] = seg[i, 0, r] - seg[j, 0, r]
+            a += d1[r] * d1[r]
+            e += d2[r] * d2[r]
+            b += d1[r] * d2[r]
+            c += d1[r] * w[r]
+            f += d2[r] * w[r]
+        a = max(a, eps)
+        e = max(e, eps)
+        ae = a * e
+        denom = ae - b * b
+        s = _unit((b * f - c * e) / denom) if denom > 1e-12 * ae else 0.0
+        t = _unit((b * s + f) / e)
+        s = _unit((b * t - c) / a)
+        dist2 = 0.0
+        for r in range(3):
+            delta[r] = w[r] + s * d1[r] - t * d2[r]
+            dist2 += delta[r] * delta[r]
+        dist = np.sqrt(dist2)
+        dp = pair_radius_sum[q] - dist
+        gap[q] = -dp
+        if not dp > -pair_min_radius[q]:
+            continue
+        if dist <= 1e-9:
+            delta[0] = d1[1] * d2[2] - d1[2] * d2[1]
+            delta[1] = d1[2] * d2[0] - d1[0] * d2[2]
+            delta[2] = d1[0] * d2[1] - d1[1] * d2[0]
+            if not np.sqrt(delta[0] ** 2 + delta[1] ** 2 + delta[2] ** 2) > eps:
+                delta[0], delta[1], delta[2] = 0.0, 0.0, 1.0
+            dist = np.sqrt(delta[0] ** 2 + delta[1] ** 2 + delta[2] ** 2)
+        half = 0.5 * (dist + pair_radius_diff[q])
+        for r in range(3):
+            nr = delta[r] / dist
+            normal[k, r] = nr
+            # Midpoint of the overlap: ½(c1 + c2 + (r2 − r1) n) with c1 − c2 = dist·n.
+            point[k, r] = seg[j, 0, r] + t * d2[r] + half * nr
+        pair[k] = q
+        depth[k] = dp
+        k += 1
+    return gap, pair[:k], depth[:k], point[:k], normal[:k]
+
+
+@_jit
+def capsule_tunnelling(seg0, seg1, pair_i, pair_j, pair_half_min_radius, gap_bound, contact_pair, contact_normal):
+    """True when a step from seg0 to seg1 (n, 2, 3) m moves some pair too far: the
+    relative displacement of two rigid segments is affine over (s, t) ∈ [0, 1]², so its
+    extremes are at end-point combinations; contact pairs (contact_pair (k,) with their
+    normals (k, 3)) may approach along the normal by at most half the smaller radius,
+    every other pair may move by at most max(gap_bound, half the smaller radius).
+    The cheap bound |Δx − Δy| ≤ |Δx| + |Δy| screens the pairs first."""
+    n, n_pairs = seg0.shape[0], pair_i.shape[0]
+    disp = seg1 - seg0
+    end_move = np.empty(n)
+    for b in range(n):
+        s0 = disp[b, 0, 0] ** 2 + disp[b, 0, 1] ** 2 + disp[b, 0, 2] ** 2
+        s1 = disp[b, 1, 0] ** 2 + disp[b, 1, 1] ** 2 + disp[b, 1, 2] ** 2
+        end_move[b] = np.sqrt(max(s0, s1))
+    slot = np.full(n_pairs, -1, np.intp)
+    for c in range(contact_pair.shape[0]):
+        slot[contact_pair[c]] = c
+    for q in range(n_pairs):
+        i, j = pair_i[q], pair_j[q]
+        allowed = max(pair_half_min_radius[q], gap_bound[q])
+        if not end_move[i] + end_move[j] > allowed:
+            continue
+        c = slot[q]
+        best = -np.inf
+        for ei in range(2):
+            for ej in range(2):
+                r0 = disp[i, ei, 0] - disp[j, ej, 0]
+                r1 = disp[i, ei, 1] - disp[j, ej, 1]
+                r2 = disp[i, ei, 2] - disp[j, ej, 2]
+                if c >= 0:
+                    v = -(r0 * contact_normal[c, 0] + r1 * contact_normal[c, 1] + r2 * contact_normal[c, 2])
+                else:
+                    v = r0 * r0 + r1 * r1 + r2 * r2
+                best = max(best, v)
+        reach = best if c >= 0 else np.sqrt(best)
+        if reach > allowed:
+            return True
+    return False
+
+
+# ----------------------------------------------------------------------------- distance grids
+
+@_jit
+def grid_sample(values, origin, spacing, margin, points, outside_gradient):
+    """Trilinear distance (k,) m and its analytic gradient (k, 3) at points (k, 3) in the
+    grid frame; outside the box margin + distance to the box, gradient pointing away
+    from it (zero unless outside_gradient)."""
+    nx, ny, nz = values.shape
+    top = (nx - 1.0, ny - 1.0, nz - 1.0)
+    k = points.shape[0]
+    phi = np.empty(k)
+    grad = np.zeros((k, 3))
+    u = np.empty(3)
+    uc = np.empty(3)
+    fr = np.empty(3)
+    idx = np.empty(3, np.intp)
+    for m in range(k):
+        out2 = 0.0
+        for r in range(3):
+            u[r] = (points[m, r] - origin[r]) / spacing
+            uc[r] = min(max(u[r], 0.0), top[r])
+            o = (u[r] - uc[r]) * spacing
+            grad[m, r] = o
+            out2 += o * o
+        outside = np.sqrt(out2)
+        if outside != 0.0:
+            phi[m] = margin + outside
+            for r in range(3):
+                grad[m, r] = grad[m, r] / max(outside, 1e-300) if outside_gradient else 0.0
+            continue
+        for r in range(3):
+            idx[r] = min(np.intp(uc[r]), (nx, ny, nz)[r] - 2)
+            fr[r] = uc[r] - idx[r]
+        x, y, z = idx[0], idx[1], idx[2]
+        c0, c1, c2, c3 = values[x, y, z], values[x + 1, y, z], values[x, y + 1, z], values[x + 1, y + 1, z]
+        c4, c5 = values[x, y, z + 1], values[x + 1, y, z + 1]
+        c6, c7 = values[x, y + 1, z + 1], values[x + 1, y + 1, z + 1]
+        fx, fy, fz = fr[0], fr[1], fr[2]
+        gx, gy, gz = 1 - fx, 1 - fy, 1 - fz
+        c00 = c0 * gx + c1 * fx
+        c10 = c2 * gx + c3 * fx
+        c01 = c4 * gx + c5 * fx
+        c11 = c6 * gx + c7 * fx
+        e0 = c00 * gy + c10 * fy
+        e1 = c01 * gy + c11 * fy
+        phi[m] = e0 * gz + e1 * fz
+        grad[m, 0] = ((c1 - c0) * gy * gz + (c3 - c2) * fy * gz + (c5 - c4) * gy * fz + (c7 - c6) * fy * fz) / spacing
+        grad[m, 1] = ((c10 - c00) * gz + (c11 - c01) * fz) / spacing
+        grad[m, 2] = (e1 - e0) / spacing
+    return phi, grad
+
+
+@_jit
+def _triangle_distance(p, tri):
+    """Distance from p (3,) to the triangle tri (3, 3): Ericson's closest point by
+    Voronoi region (§5.1.5), as a + v·ab + w·ac with the region's weights."""
+    a0, a1, a2 = tri[0, 0], tri[0, 1], tri[0, 2]
+    ab0, ab1, ab2 = tri[1, 0] - a0, tri[1, 1] - a1, tri[1, 2] - a2
+    ac0, ac1, ac2 = tri[2, 0] - a0, tri[2, 1] - a1, tri[2, 2] - a2
+    ap0, ap1, ap2 = p[0] - a0, p[1] - a1, p[2] - a2
+    d1 = ab0 * ap0 + ab1 * ap1 + ab2 * ap2
+    d2 = ac0 * ap0 + ac1 * ap1 + ac2 * ap2
+    bp0, bp1, bp2 = p[0] - tri[1, 0], p[1] - tri[1, 1], p[2] - tri[1, 2]
+    d3 = ab0 * bp0 + ab1 * bp1 + ab2 * bp2
+    d4 = ac0 * bp0 + ac1 * bp1 + ac2 * bp2
+    cp0, cp1, cp2 = p[0] - tri[2, 0], p[1] - tri[2, 1], p[2] - tri[2, 2]
+    d5 = ab0 * cp0 + ab1 * cp1 + ab2 * cp2
+    d6 = ac0 * cp0 + ac1 * cp1 + ac2 * cp2
+    vc = d1 * d4 - d3 * d2
+    vb = d5 * d2 - d1 * d6
+    va = d3 * d6 - d5 * d4
+    if d1 <= 0 and d2 <= 0:
+        v, w = 0.0, 0.0
+    elif d3 >= 0 and d4 <= d3:
+        v, w = 1.0, 0.0
+    elif vc <= 0 and d1 >= 0 and d3 <= 0:
+        v, w = d1 / (d1 - d3), 0.0
+    elif d6 >= 0 and d5 <= d6:
+        v, w = 0.0, 1.0
+    elif vb <= 0 and d2 >= 0 and d6 <= 0:
+        v, w = 0.0, d2 / (d2 - d6)
+    elif va <= 0 and (d4 - d3) >= 0 and (d5 - d6) >= 0:
+        t = (d4 - d3) / ((d4 - d3) + (d5 - d6))
+        v, w = 1.0 - t, t
+    else:
+        denom = 1.0 / (va + vb + vc)
+        v, w = vb * denom, vc * denom
+    q0 = a0 + v * ab0 + w * ac0 - p[0]
+    q1 = a1 + v * ab1 + w * ac1 - p[1]
+    q2 = a2 + v * ab2 + w * ac2 - p[2]
+    return np.sqrt(q0 * q0 + q1 * q1 + q2 * q2)
+
+
+@_jit
+def nearest_triangles(points, tri, candidates, start):
+    """Nearest of each point's candidate triangles: points (k, 3), triangles (T, 3, 3),
+    candidates of point m at candidates[start[m]:start[m + 1]]. Returns (distance (k,),
+    triangle index (k,)); ties keep the first candidate."""
+    k = points.shape[0]
+    dist = np.empty(k)
+    best = np.empty(k, np.intp)
+    for m in range(k):
+        d_min, i_min = np.inf, -1
+        for c in range(start[m], start[m + 1]):
+            t = candidates[c]
+            d = _triangle_distance(points[m], tri[t])
+            if d < d_min:
+                d_min, i_min = d, t
+        dist[m], best[m] = d_min, i_min
+    return dist, best
+
+
+@_jit
+def nearest_in_radius(points, tri, centroid, radius, fallback, fallback_dist, origin, cell, dims, cell_start, items):
+    """Nearest triangle (T, 3, 3) to each point (k, 3) among those whose centroid lies
+    within radius (k,) m of it, found through a uniform grid of cells of size `cell` m
+    (dims (3,) cells from origin (3,); the triangles of cell c are
+    items[cell_start[c]:cell_start[c + 1]], cells in C order). A point without any such
+    triangle gets its fallback triangle and distance. Returns (distance (k,), index (k,))."""
+    k = points.shape[0]
+    dist = np.empty(k)
+    best = np.empty(k, np.intp)
+    lo = np.empty(3, np.intp)
+    hi = np.empty(3, np.intp)
+    for m in range(k):
+        r = radius[m]
+        for a in range(3):
+            lo[a] = max(0, np.intp(np.floor((points[m, a] - r - origin[a]) / cell)))
+            hi[a] = min(dims[a] - 1, np.intp(np.floor((points[m, a] + r - origin[a]) / cell)))
+        d_min, i_min = np.inf, -1
+        for x in range(lo[0], hi[0] + 1):
+            for y in range(lo[1], hi[1] + 1):
+                for z in range(lo[2], hi[2] + 1):
+                    c = (x * dims[1] + y) * dims[2] + z
+                    for j in range(cell_start[c], cell_start[c + 1]):
+                        t = items[j]
+                        e0 = centroid[t, 0] - points[m, 0]
+                        e1 = centroid[t, 1] - points[m, 1]
+                        e2 = centroid[t, 2] - points[m, 2]
+                        if e0 * e0 + e1 * e1 + e2 * e2 > r * r:
+                            continue
+                        d = _triangle_distance(points[m], tri[t])
+                        if d < d_min or (d == d_min and t < i_min):
+                            d_min, i_min = d, t
+        if i_min < 0:
+            d_min, i_min = fallback_dist[m], fallback[m]
+        dist[m], best[m] = d_min, i_min
+    return dist, best
+
+
+@_jit
+def winding_numbers(corners, points):
+    """Generalized winding numbers (k,) of points (k, 3) w.r.t. triangles given by their
+    corners (T, 3, 3): Σ Ω/4π with tan(Ω/2) = a·(b×c) / (|a||b||c| + (a·b)|c| + (b·c)|a|
+    + (c·a)|b|) (Van Oosterom & Strackee 1983)."""
+    out = np.empty(points.shape[0])
+    for m in range(points.shape[0]):
+        px, py, pz = points[m, 0], points[m, 1], points[m, 2]
+        total = 0.0
+        for t in range(corners.shape[0]):
+            ax, ay, az = corners[t, 0, 0] - px, corners[t, 0, 1] - py, corners[t, 0, 2] - pz
+            bx, by, bz = corners[t, 1, 0] - px, corners[t, 1, 1] - py, corners[t, 1, 2] - pz
+            cx, cy, cz = corners[t, 2, 0] - px, corners[t, 2, 1] - py, corners[t, 2, 2] - pz
+            la = np.sqrt(ax * ax + ay * ay + az * az)
+            lb = np.sqrt(bx * bx + by * by + bz * bz)
+            lc = np.sqrt(cx * cx + cy * cy + cz * cz)
+            det = ax * (by * cz - bz * cy) + ay * (bz * cx - bx * cz) + az * (bx * cy - by * cx)
+            den = (la * lb * lc + (ax * bx + ay * by + az * bz) * lc + (bx * cx + by * cy + bz * cz) * la
+                   + (cx * ax + cy * ay + cz * az) * lb)
+            total += math.atan2(det, den)
+        out[m] = total / (2.0 * np.pi)
+    return out
+
+
+# ----------------------------------------------------------------------------- quaternions
+
+@_jit
+def quat_mul(a, b, conj_a, out):
+    """Hamilton products a ⊗ b (or conj(a) ⊗ b) of quaternions w-first into out (k, 4);
+    row k uses rows k mod len(a) and k mod len(b) (broadcasting by tiling)."""
+    sign = -1.0 if conj_a else 1.0
+    na, nb = a.shape[0], b.shape[0]
+    for k in range(out.shape[0]):
+        i, j = k % na, k % nb
+        aw, ax, ay, az = a[i, 0], sign * a[i, 1], sign * a[i, 2], sign * a[i, 3]
+        bw, bx, by, bz = b[j, 0], b[j, 1], b[j, 2], b[j, 3]
+        out[k, 0] = aw * bw - ax * bx - ay * by - az * bz
+        out[k, 1] = aw * bx + ax * bw + ay * bz - az * by
+        out[k, 2] = aw * by - ax * bz + ay * bw + az * bx
+        out[k, 3] = aw * bz + ax * by - ay * bx + az * bw
+
+
+@_jit
+def quat_exp(r, out):
+    """Unit quaternions (k, 4) of rotation vectors r (k, 3) rad: (cos θ/2, sin(θ/2) r/θ).
+    sin x = x to rounding for tiny x, so only θ = 0 needs the floored divisor (r = 0)."""
+    for k in range(r.shape[0]):
+        theta = np.sqrt(r[k, 0] * r[k, 0] + r[k, 1] * r[k, 1] + r[k, 2] * r[k, 2])
+        half = 0.5 * theta
+        f = np.sin(half) / max(theta, 1e-300)
+        out[k, 0] = np.cos(half)
+        out[k, 1] = f * r[k, 0]
+        out[k, 2] = f * r[k, 1]
+        out[k, 3] = f * r[k, 2]
+
+
+@_jit
+def quat_log(q, out):
+    """Rotation vectors (k, 3) rad of unit quaternions q (k, 4), the short arc (angle ≤ π):
+    2 atan2(s, |w|)/s · v with the sign of w; atan2(s, |w|) = s/|w| to rounding for tiny s."""
+    for k in range(q.shape[0]):
+        w = q[k, 0]
+        s = np.sqrt(q[k, 1] * q[k, 1] + q[k, 2] * q[k, 2] + q[k, 3] * q[k, 3])
+        f = 2.0 * math.copysign(math.atan2(s, abs(w)) / max(s, 1e-300), w)
+        out[k, 0] = f * q[k, 1]
+        out[k, 1] = f * q[k, 2]
+        out[k, 2] = f * q[k, 3]
+
+
+# ----------------------------------------------------------------------------- first compile
+
+def _misses():
+    return sum(sum(k.stats.cache_misses.values()) for k in (
+        forward_kinematics, body_inertias, spatial_inertias, composite_inertias, mass_matrix, rnea,
+        gravity_stiffness, rigid_terms, capsule_pairs, capsule_tunnelling, normal_rows, grid_sample, quat_mul,
+        quat_exp, quat_log, nearest_triangles, nearest_in_radius, winding_numbers))
+
+
+def warm_up():
+    """Compile (or load from the cache) every kernel through the public functions, on a
+    three-bone model, so that the signatures are the ones a bake uses; returns
+    (CPU seconds, True when this call compiled anything rather than loading it)."""
+    from . import contacts, dynamics, kinematics, model, quat, sdf
+    start, misses = time.process_time(), _misses()
+    rig = model.SkeletonModel(parents=[-1, -1, 1], rest_offsets=[[0.0, 0.0, 0.0], [0.5, 0.0, 0.0], [0.0, 0.1, 0.0]],
+                              rest_rotations=np.tile([1.0, 0.0, 0.0, 0.0], (3, 1)), joint_types=["ball", "ball", "hinge"],
+                              capsule_radius=[0.01] * 3, capsule_length=[0.1] * 3, groups=["a"] * 3)
+    q, qd, zero6 = np.tile([1.0, 0.0, 0.0, 0.0], (3, 1)), np.zeros(rig.n_dof), np.zeros(6)
+    kin, com, spatial, *_ = dynamics.rigid_body_terms(rig, q, np.eye(3), np.zeros(3), qd, zero6, zero6)
+    batch = kinematics.forward_kinematics(rig, np.stack([q, q]), np.eye(3), np.zeros(3))
+    dynamics.rnea(rig, batch, dynamics.spatial_inertias(rig, *dynamics.body_inertia_world(rig, batch)),
+                  np.zeros((2, rig.n_dof)), None, zero6, zero6)
+    composite = dynamics.composite_inertias(rig, spatial)
+    dynamics.mass_matrix(rig, kin, composite)
+    dynamics.gravity_stiffness(rig, kin, composite)
+    kinematics.normal_jacobian(rig, kin, np.array([2]), np.zeros((1, 3)), np.ones((1, 3)), np.array([0]))
+    seg = kinematics.capsule_segments(rig, kin)
+    contacts.capsule_tunnelling(rig, seg, seg, contacts.capsule_contacts(rig, seg))
+    sdf.DistanceGrid(np.zeros(3), 1.0, np.zeros((2, 2, 2)), 0, 0.1).sample(np.zeros((1, 3)))
+    quat.log(quat.mul(q, quat.conj_mul(q, quat.exp(np.zeros((3, 3))))))
+    vertices, triangles = sdf.icosphere(0)
+    sdf.build_distance_grid(vertices, triangles, 0, spacing=0.5, margin=0.2)
+    sdf.winding_number(vertices, triangles, np.zeros((1, 3)))
+    return time.process_time() - start, _misses() > misses
