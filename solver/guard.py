@@ -1,14 +1,16 @@
-"""The deviation guard: bones a simulation threw far from the reference follow the reference.
+"""The deviation guard: bones a simulation threw far from the reference.
 
 After the physics pass every bone's world orientation is compared with the reference's.
 A contact deflects the bones it touches and the ones carrying them by a few degrees,
-and by more only while the reference itself touches something there; a bone further
+and by more only while the reference itself touches something there. A bone further
 than DIVERGED_DEG from the reference where the reference touches nothing with it or
-within CONTACT_LEVELS bones below it (or further than CONTACT_MAX_DEG anywhere) means the simulation diverged (a chain flung by a
-penalty force, an unstable step). Those bones — with every bone they carry, whose world
-pose hangs from them — are passed through from the reference on those frames (the
-fallback ladder's kinematic pass-through, for those bones only), blended back over
-RAMP_S on each side so that nothing snaps. Pure numpy.
+within CONTACT_LEVELS bones below it has strayed: the simulation found another pose
+(a finger caught on the wrong side of a body volume by a fast closure); it is kept and
+reported. A bone that strayed further than CONTACT_MAX_DEG means the simulation diverged
+(a chain flung by a penalty force, an unstable step): those bones, with every bone they
+carry, whose world pose hangs from them, are passed through from the reference on those
+frames (the fallback ladder's kinematic pass-through, for those bones only), blended
+back over RAMP_S on each side so that nothing snaps. Pure numpy.
 """
 
 from dataclasses import dataclass, replace
@@ -20,7 +22,7 @@ from .kinematics import forward_kinematics
 from .simulate import LEVEL_KINEMATIC
 
 DIVERGED_DEG = 30.0     # world-orientation error (deg) no tracking error reaches without a contact
-CONTACT_MAX_DEG = 90.0  # world-orientation error (deg) no contact deflection explains
+CONTACT_MAX_DEG = 90.0  # world-orientation error (deg) beyond which a strayed bone is passed through
 CONTACT_WINDOW_S = 0.25  # a contact explains deviations this long before it starts and after it ends
 RAMP_S = 0.1            # s: blend between the bake and the pass-through on each side
 CONTACT_LEVELS = 3      # a contact explains its bone and this many parents up (a fingertip: its finger and palm)
@@ -31,12 +33,14 @@ class Diverged:
     """What the guard found and did (F frames, n bones).
 
     error_deg (F, n): world-orientation error of the simulation before the guard (deg);
-    diverged (F, n) bool: bones beyond the limits without an explaining contact;
+    strayed (F, n) bool: bones beyond DIVERGED_DEG without an explaining contact (kept);
+    diverged (F, n) bool: strayed bones beyond CONTACT_MAX_DEG (passed through);
     passed (F, n) float in [0, 1]: weight of the reference in the returned rotations
     (1 on diverged bones and the bones they carry, ramping to 0 over RAMP_S).
     """
 
     error_deg: np.ndarray
+    strayed: np.ndarray
     diverged: np.ndarray
     passed: np.ndarray
 
@@ -92,25 +96,69 @@ def guard(model, reference_rotations, rotations, base_positions, base_rotations,
     and the simulation); base_positions (F, 3) m, base_rotations (F, 4);
     reference_touching (F, n) bool: bones the reference pose has in contact
     (body.bone_contacts on the reference); frame_time s; limit_deg: DIVERGED_DEG.
-    A bone is diverged where its world error exceeds limit_deg without a reference
-    contact near (near_contact) or CONTACT_MAX_DEG at all; the returned rotations are
-    slerp(simulated, reference, passed) per bone and frame (see Diverged).
+    A bone has strayed where its world error exceeds limit_deg without a reference
+    contact near (near_contact), and diverged where it also exceeds CONTACT_MAX_DEG; the
+    returned rotations are slerp(simulated, reference, passed) per bone and frame (see
+    Diverged).
     """
     err = world_error_deg(model, reference_rotations, rotations, base_positions, base_rotations)
     explained = near_contact(model, reference_touching, frame_time, levels=CONTACT_LEVELS)
-    diverged = ((err > limit_deg) & ~explained) | (err > CONTACT_MAX_DEG)
+    strayed = (err > limit_deg) & ~explained
+    diverged = strayed & (err > CONTACT_MAX_DEG)
     core = (diverged.astype(float) @ model.ancestors.T) > 0  # the bone or one carrying it diverged
-    ramp = int(round(RAMP_S / frame_time))
-    passed = core.astype(float)
+    passed = ramped(core, frame_time)
+    if not np.count_nonzero(passed):
+        return rotations, Diverged(err, strayed, diverged, passed)
+    return towards_reference(rotations, reference_rotations, passed), Diverged(err, strayed, diverged, passed)
+
+
+def ramped(core, frame_time, ramp_s=RAMP_S):
+    """(F, n) float in [0, 1]: 1 where core (F, n) bool is set, falling linearly to 0 over
+    ramp_s s (frame_time s per frame) before and after each run of frames."""
+    ramp = int(round(ramp_s / frame_time))
+    weight = core.astype(float)
     for k in range(1, ramp + 1):
         w = 1.0 - k / (ramp + 1.0)
-        passed[k:] = np.maximum(passed[k:], w * core[:-k])
-        passed[:-k] = np.maximum(passed[:-k], w * core[k:])
-    if not np.count_nonzero(passed):
-        return rotations, Diverged(err, diverged, passed)
+        weight[k:] = np.maximum(weight[k:], w * core[:-k])
+        weight[:-k] = np.maximum(weight[:-k], w * core[k:])
+    return weight
+
+
+def towards_reference(rotations, reference_rotations, weight):
+    """slerp(rotations, reference_rotations, weight) (F, n, 4) per bone and frame
+    (rotations, reference_rotations (F, n, 4) local quaternions; weight (F, n) in [0, 1]),
+    hemisphere-continuous from the reference's first frame."""
     delta = quat.log(quat.conj_mul(rotations, reference_rotations))
-    out = quat.normalize(quat.mul(rotations, quat.exp(passed[..., None] * delta)))
-    return quat.make_continuous(out, reference_rotations[0]), Diverged(err, diverged, passed)
+    out = quat.normalize(quat.mul(rotations, quat.exp(weight[..., None] * delta)))
+    return quat.make_continuous(out, reference_rotations[0])
+
+
+def contact_hold(model, reference_rotations, contacts, frame_time, ramp_s=RAMP_S):
+    """(weight (F, n) in [0, 1], target (F, n, 4)): how much each bone keeps which pose for
+    contacts the reference makes on purpose (the retarget placed a fingertip on the chin).
+
+    reference_rotations (F, n, 4); contacts: [(bones (k,) int, start, stop)]: the bones
+    touching each other and the frame indices [start, stop) of the touch; frame_time s.
+    On those frames these bones and every bone carrying them (their chains up to the
+    kinematic base) keep the reference (weight 1), so the pair stays at the distance
+    the reference has: its resting contact is neither pushed apart nor pressed in.
+    Over ramp_s before and after, the weight ramps (ramped) towards the contact's first
+    and last pose rather than the reference there: the approach into the contact is
+    the simulation's, which stops where the reference dives through the skin.
+    """
+    n_frames = len(reference_rotations)
+    core = np.zeros((n_frames, model.n_bones), bool)
+    target = np.array(reference_rotations, dtype=float)
+    ramp = int(round(ramp_s / frame_time))
+    for bones, start, stop in contacts:
+        start, stop = max(start, 0), min(stop, n_frames)
+        chain = model.ancestors[np.asarray(bones, dtype=np.intp)].max(axis=0) > 0  # (n,): the bones and their parents
+        core[start:stop] |= chain
+        lo, hi = max(start - ramp, 0), min(stop + ramp, n_frames)
+        target[lo:start, chain] = reference_rotations[start, chain]
+        target[stop:hi, chain] = reference_rotations[stop - 1, chain]
+    target[core] = reference_rotations[core]  # inside another contact: the reference itself
+    return ramped(core, frame_time, ramp_s), target
 
 
 def with_pass_through(result, rotations, diverged):

@@ -13,16 +13,18 @@ import json
 import os
 import pathlib
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 from threadpoolctl import threadpool_limits
 
 from .. import compat
+from ..retarget.contacts import CONTACTS_PROP
 from ...solver import armature as armature_fk
 from ...solver import kernels, keyreduce, quat
-from ...solver.body import bone_contacts, build_field, capsule_pair_kinds, contact_depths, hand_plates
-from ...solver.guard import CONTACT_MAX_DEG, DIVERGED_DEG, guard, near_contact, with_pass_through
+from ...solver.body import bone_contacts, build_field, capsule_pair_kinds, contact_depths, hand_plates, pair_depth
+from ...solver.guard import (CONTACT_MAX_DEG, DIVERGED_DEG, RAMP_S, contact_hold, guard, near_contact,
+                             towards_reference, with_pass_through)
 from ...solver.held_overlap import HOLD_S, held_overlaps, without_held_overlaps
 from ...solver.integrator import FaceSamples
 from ...solver.metrics import compare
@@ -54,6 +56,7 @@ class BakeJob:
     settings: SimSettings
     settings_record: dict       # JSON-able copy of the settings, stored on the result
     grid_cache: str = None      # folder of cached body distance fields (grid_cache_dir), or None
+    contacts: tuple = ()        # the retarget's preserved contacts the bake keeps (preserved_contacts)
 
 
 @dataclass(frozen=True)
@@ -137,7 +140,77 @@ def prepare(scene, armature, action=None, preset=None, frame_range=None, report=
     multiplier = _schedule(armature, action, slot, frames)
     settings, record = sim_settings(physics, multiplier, preset, len(frames))
     return BakeJob(armature.name, action.name, slot.identifier, frames, rig, reference,
-                   settings, record, grid_cache_dir())
+                   settings, record, grid_cache_dir(), preserved_contacts(action, rig.bone_names, frames))
+
+
+RAMP_DEPTH_M = 0.0005  # a hold's ramp may go this much deeper than the contact it leads to
+_RAMP_HALVINGS = 6
+
+
+def shallow_ramps(model, reference, fields, rotations, target, hold, intended):
+    """The hold weights (F, n) of solver.guard.contact_hold with every ramp frame (0 < w
+    < 1) whose blend of the simulation `rotations` (F, n, 4) towards `target` sends the
+    contact's pair more than RAMP_DEPTH_M deeper than the contact's own level (intended:
+    intended_contacts) pulled back towards the simulation (its weight halved until not,
+    or 0): a blend between two distant arm poses swings the fingertip through the face."""
+    hold = hold.copy()
+    for a, b, lo, hi, level in intended:
+        chain = model.ancestors[[a, b]].max(axis=0) > 0
+        for f in range(max(lo, 0), min(hi, len(hold))):
+            w = hold[f, a]
+            if not 0.0 < w < 1.0:
+                continue
+            for _ in range(_RAMP_HALVINGS):
+                pose = towards_reference(rotations[f:f + 1], target[f:f + 1], hold[f:f + 1])
+                depth = pair_depth(model, pose, reference.base_positions[f:f + 1],
+                                   reference.base_rotations[f:f + 1], fields, a, b)[0]
+                if depth <= max(level, 0.0) + RAMP_DEPTH_M:
+                    break
+                hold[f, chain] *= 0.5
+            else:
+                hold[f, chain] = 0.0
+    return hold
+
+
+def intended_contacts(model, reference, fields, contacts, frame_time):
+    """body.contact_depths' `intended` [(bone a, bone b, start, stop, level m)] of the
+    preserved contacts (preserved_contacts) between two simulated bones (a fingertip and
+    the head the face hangs from): over the contact's frames and its hold's ramps
+    (solver.guard.contact_hold), depth counts only beyond the deepest the reference has
+    on the contact's frames (body.pair_depth)."""
+    ramp = int(round(RAMP_S / frame_time))
+    out = []
+    for c in contacts:
+        if len(c["index"]) != 2:
+            continue
+        a, b = (int(i) for i in c["index"])
+        depth = pair_depth(model, reference.rotations[c["start"]:c["stop"]], reference.base_positions[c["start"]:c["stop"]],
+                           reference.base_rotations[c["start"]:c["stop"]], fields, a, b)
+        out.append((a, b, c["start"] - ramp, c["stop"] + ramp, float(depth.max(initial=0.0))))
+    return out
+
+
+def preserved_contacts(action, bone_names, frames):
+    """The contacts the retarget kept on `action` (its CONTACTS_PROP JSON list), switched
+    on and not skipped, that overlap `frames` (F,) and touch a simulated bone: tuple of
+    {"name", "parts", "frames" (first, last scene frame), "bones" (simulated bone names),
+    "index" ((k,) int into bone_names), "start", "stop" (frame indices, stop exclusive)}."""
+    try:
+        items = json.loads(action.get(CONTACTS_PROP, "[]"))
+    except (TypeError, ValueError):
+        return ()
+    out = []
+    for it in items:
+        if not it.get("enabled", True) or "skipped" in it or len(it.get("frames", ())) != 2:
+            continue
+        bones = [b for b in it.get("bones", ()) if b in bone_names]
+        start = int(np.searchsorted(frames, float(it["frames"][0]) - 1e-6))
+        stop = int(np.searchsorted(frames, float(it["frames"][1]) + 1e-6))
+        if bones and stop > start:
+            out.append({"name": it.get("name", "–".join(it.get("parts", ()))), "parts": list(it.get("parts", ())),
+                        "frames": [float(frames[start]), float(frames[stop - 1])], "bones": bones,
+                        "index": np.array([bone_names.index(b) for b in bones]), "start": start, "stop": stop})
+    return tuple(out)
 
 
 def solve(job: BakeJob, progress=None) -> Solved:
@@ -170,18 +243,27 @@ def solve(job: BakeJob, progress=None) -> Solved:
     rotations, diverged = guard(model, ref.rotations, result.rotations, ref.base_positions, ref.base_rotations,
                                 reference_touching, frame_time)
     result = with_pass_through(result, rotations, diverged)
+    intended = intended_contacts(model, ref, fields, job.contacts, frame_time)
+    if job.contacts:
+        # A contact the retarget made is the motion's: its chains keep the reference's
+        # pose there, at the distance the retarget put the parts (solver.guard.contact_hold).
+        hold, target = contact_hold(model, ref.rotations, [(c["index"], c["start"], c["stop"]) for c in job.contacts],
+                                    frame_time)
+        hold = shallow_ramps(model, ref, fields, result.rotations, target, hold, intended)
+        result = replace(result, rotations=towards_reference(result.rotations, target, hold))
     seconds = time.perf_counter() - start
-    cmp = compare(model, ref, result, tips=job.rig.fingertips, fields=fields, pair_kinds=kinds)
+    cmp = compare(model, ref, result, tips=job.rig.fingertips, fields=fields, pair_kinds=kinds, intended=intended)
     err = np.degrees(quat.angle_between(ref.rotations, result.rotations))  # (F, n) deg
     record = metrics_record(cmp, result, ref, seconds, float(np.sqrt(np.mean(err ** 2))))
     for side, rotations in (("reference", ref.rotations), ("baked", result.rotations)):
-        depth = contact_depths(model, rotations, ref.base_positions, ref.base_rotations, fields, kinds)
+        depth = contact_depths(model, rotations, ref.base_positions, ref.base_rotations, fields, kinds, intended)
         per_frame = np.max(np.stack(list(depth.values())), axis=0)
         record[side]["per_frame_penetration_mm"] = np.round(1e3 * per_frame, 4).tolist()
         record[side]["penetration_max_mm_by_kind"] = {k: float(1e3 * d.max()) for k, d in depth.items()}
     record["baked"]["per_frame_tracking_deg"] = np.round(np.sqrt(np.mean(err ** 2, axis=1)), 4).tolist()
     record["contact_pairs"] = contact_pairs(job.rig, kinds, fields)
     record["held_overlap_mm"] = held_record
+    record["contacts_honoured"] = [{k: c[k] for k in ("name", "parts", "frames", "bones")} for c in job.contacts]
     record["limits_widened"] = list(job.rig.limits_widened)
     record["hinges_freed"] = list(job.rig.hinges_freed)
     touching = bone_contacts(model, result.rotations, ref.base_positions, ref.base_rotations, fields)
@@ -331,26 +413,40 @@ SHOWN_BONES = 5  # diverged bones named in the warning, worst first
 
 
 def divergence_warnings(rig, diverged):
-    """[str]: the bones solver.guard passed through from the reference (empty when none),
-    named by the first diverged bone of each chain (whose parent had not diverged on
-    that frame): how many frames, and the worst world-orientation error of the chain."""
+    """[str]: the bones solver.guard found far from the reference (empty when none): the
+    ones that strayed beyond DIVERGED_DEG without a contact (kept as simulated) and the
+    ones of those beyond CONTACT_MAX_DEG (passed through), each named by the first bone of each
+    chain (whose parent was not off on that frame): how many frames, and the worst
+    world-orientation error of the chain."""
+    out = []
+    strayed = diverged.strayed & ~diverged.diverged
+    if np.count_nonzero(strayed):
+        out.append(f"the simulation strayed from the reference: {_chains(rig, strayed, diverged.error_deg)} "
+                   f"ended more than {DIVERGED_DEG:.0f}° from it without a contact there "
+                   f"({int(np.count_nonzero(strayed.any(axis=0)))} bones in all): kept as simulated, check them")
     d = diverged.diverged
-    if not np.count_nonzero(d):
-        return []
+    if np.count_nonzero(d):
+        out.append(f"the simulation diverged: {_chains(rig, d, diverged.error_deg)} ended more than "
+                   f"{CONTACT_MAX_DEG:.0f}° from the reference without a contact there "
+                   f"({int(np.count_nonzero(d.any(axis=0)))} bones in "
+                   f"all); those bones and the ones they carry follow the reference on {len(diverged.frames)} of "
+                   f"{len(d)} frames (kinematic pass-through, counted in fallbacks)")
+    return out
+
+
+def _chains(rig, off, error_deg):
+    """'bone' on k frames (worst x°), … for the first bone of each chain that is `off`
+    (F, n) bool, worst first (SHOWN_BONES of them); error_deg (F, n)."""
     parents = np.asarray(rig.model.parents)
-    parent_off = np.where(parents >= 0, d[:, np.maximum(parents, 0)], False)
-    first = d & ~parent_off  # (F, n): where a chain starts to diverge
+    parent_off = np.where(parents >= 0, off[:, np.maximum(parents, 0)], False)
+    first = off & ~parent_off  # (F, n): where a chain starts to be off
     chain_worst = np.array([np.where(first[:, b], np.max(np.where(rig.model.ancestors[:, b] > 0,
-                                                                     diverged.error_deg, 0.0), axis=1), 0.0).max()
-                            for b in range(d.shape[1])])
+                                                                     error_deg, 0.0), axis=1), 0.0).max()
+                            for b in range(off.shape[1])])
     roots = [b for b in np.argsort(-chain_worst, kind="stable") if first[:, b].any()]
     named = ", ".join(f"'{rig.bone_names[b]}' on {int(np.count_nonzero(first[:, b]))} frames "
                       f"(worst {chain_worst[b]:.0f}°)" for b in roots[:SHOWN_BONES])
-    more = f" and {len(roots) - SHOWN_BONES} more" if len(roots) > SHOWN_BONES else ""
-    return [f"the simulation diverged: {named}{more} ended more than {DIVERGED_DEG:.0f}° from the reference "
-            f"without a contact or {CONTACT_MAX_DEG:.0f}° with one ({int(np.count_nonzero(d.any(axis=0)))} bones in all); those bones and the ones "
-            f"they carry follow the reference on {len(diverged.frames)} of {len(d)} frames "
-            f"(kinematic pass-through, counted in fallbacks)"]
+    return named + (f" and {len(roots) - SHOWN_BONES} more" if len(roots) > SHOWN_BONES else "")
 
 
 def deviation_warnings(rig, result, err, touching, frame_time):

@@ -322,7 +322,7 @@ def _limits(pose_bone, group, phalanx, finger, curl_axis):
 
 
 ALIGNED_CHILD_DEG = 20.0  # a child head this close to the bone's +Y axis continues its segment
-DEGENERATE_LENGTH = 0.5  # a bone shorter than this fraction of its segment has a placeholder length
+DEGENERATE_LENGTH = 0.1  # a bone shorter than this fraction of its segment has a placeholder length (glTF: ~1 %)
 
 
 def segment_lengths(arm):

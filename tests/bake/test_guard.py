@@ -63,9 +63,10 @@ def test_the_robots_own_wave_is_kept_or_its_change_is_said(addon, robot):
 @pytest.mark.slow
 def test_a_diverging_arm_follows_the_reference_counted_and_warned(addon, robot):
     """Without PD gains the right arm falls under gravity, far from the reference: the
-    guard passes it (and the hand it carries) through from the reference, counts the
-    frames as fallbacks and names the bones; no bone ends more than CONTACT_MAX_DEG off
-    (between DIVERGED_DEG and it only where the reference has a contact)."""
+    guard passes it (and the hand it carries) through from the reference where it is
+    more than CONTACT_MAX_DEG off, counts the frames as fallbacks and names the bones;
+    no bone ends more than CONTACT_MAX_DEG off, and the arm's frames between
+    DIVERGED_DEG and it are said."""
     bake = addon.signsim_addon.bake.job
     guard = addon.solver.guard
     physics = robot.signsim.physics
@@ -74,10 +75,15 @@ def test_a_diverging_arm_follows_the_reference_counted_and_warned(addon, robot):
     job = bake.prepare(bpy.context.scene, robot)
     solved = bake.solve(job)
     m = solved.metrics
-    warning = next(w for w in m["warnings"] if "diverged" in w)
-    assert "UpperArm" in warning or "LowerArm" in warning
+    said = [w for w in m["warnings"] if "diverged" in w or "strayed" in w]
+    assert any("UpperArm" in w or "LowerArm" in w for w in said), said
+    assert any("diverged" in w for w in said)
     assert m["baked"]["fallbacks"] > 0
     err = _world_error(addon, job, solved.rotations)
-    assert err.max() <= guard.CONTACT_MAX_DEG, err.max()
-    assert err[:, job.rig.bone_names.index("UpperArm.R")].max() <= guard.DIVERGED_DEG + 1.0
+    names = job.rig.bone_names
+    for bone in ("UpperArm.R", "LowerArm.R"):  # falling, its hand touching nothing in the reference
+        assert err[:, names.index(bone)].max() <= guard.CONTACT_MAX_DEG + 1.0, bone
+    arm = err[:, names.index("UpperArm.R")]
+    if arm.max() > guard.DIVERGED_DEG:
+        assert any("strayed" in w and "Arm" in w for w in m["warnings"]), m["warnings"]
     assert np.all(np.isfinite(solved.rotations))
