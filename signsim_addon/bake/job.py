@@ -143,33 +143,36 @@ def prepare(scene, armature, action=None, preset=None, frame_range=None, report=
                    settings, record, grid_cache_dir(), preserved_contacts(action, rig.bone_names, frames))
 
 
-RAMP_DEPTH_M = 0.0005  # a hold's ramp may go this much deeper than the contact it leads to
+RAMP_DEPTH_M = 0.0005  # a hold's ramp may penetrate this much more than the simulation there
 _RAMP_HALVINGS = 6
 
 
-def shallow_ramps(model, reference, fields, rotations, target, hold, intended):
+def shallow_ramps(model, reference, fields, rotations, target, hold, intended, pair_kinds):
     """The hold weights (F, n) of solver.guard.contact_hold with every ramp frame (0 < w
-    < 1) whose blend of the simulation `rotations` (F, n, 4) towards `target` sends the
-    contact's pair more than RAMP_DEPTH_M deeper than the contact's own level (intended:
-    intended_contacts) pulled back towards the simulation (its weight halved until not,
-    or 0): a blend between two distant arm poses swings the fingertip through the face."""
+    < 1) whose blend of the simulation `rotations` (F, n, 4) towards `target` penetrates
+    anything more than RAMP_DEPTH_M deeper than the simulation does there (contact_depths,
+    the intended contacts counted beyond their level: intended_contacts) pulled back
+    towards the simulation (its weight halved until not, or 0): a blend between two
+    distant arm poses swings a fingertip through the face or a finger."""
     hold = hold.copy()
-    for a, b, lo, hi, level in intended:
-        chain = model.ancestors[[a, b]].max(axis=0) > 0
-        for f in range(max(lo, 0), min(hi, len(hold))):
-            w = hold[f, a]
-            if not 0.0 < w < 1.0:
-                continue
-            for _ in range(_RAMP_HALVINGS):
-                pose = towards_reference(rotations[f:f + 1], target[f:f + 1], hold[f:f + 1])
-                depth = pair_depth(model, pose, reference.base_positions[f:f + 1],
-                                   reference.base_rotations[f:f + 1], fields, a, b)[0]
-                if depth <= max(level, 0.0) + RAMP_DEPTH_M:
-                    break
-                hold[f, chain] *= 0.5
-            else:
-                hold[f, chain] = 0.0
+    ramp = (hold > 0.0) & (hold < 1.0)
+    for f in np.nonzero(ramp.any(axis=1))[0]:
+        here = [(a, b, lo - f, hi - f, level) for a, b, lo, hi, level in intended]  # frame f as frame 0
+        args = (model, reference.base_positions[f:f + 1], reference.base_rotations[f:f + 1], fields, pair_kinds, here)
+        allowed = _deepest(rotations[f:f + 1], *args) + RAMP_DEPTH_M
+        for _ in range(_RAMP_HALVINGS):
+            if _deepest(towards_reference(rotations[f:f + 1], target[f:f + 1], hold[f:f + 1]), *args) <= allowed:
+                break
+            hold[f, ramp[f]] *= 0.5
+        else:
+            hold[f, ramp[f]] = 0.0
     return hold
+
+
+def _deepest(pose, model, base_positions, base_rotations, fields, pair_kinds, intended):
+    """m: the deepest penetration of one frame's pose (1, n, 4) over every contact kind."""
+    depth = contact_depths(model, pose, base_positions, base_rotations, fields, pair_kinds, intended)
+    return max(float(d[0]) for d in depth.values())
 
 
 def intended_contacts(model, reference, fields, contacts, frame_time):
@@ -249,7 +252,7 @@ def solve(job: BakeJob, progress=None) -> Solved:
         # pose there, at the distance the retarget put the parts (solver.guard.contact_hold).
         hold, target = contact_hold(model, ref.rotations, [(c["index"], c["start"], c["stop"]) for c in job.contacts],
                                     frame_time)
-        hold = shallow_ramps(model, ref, fields, result.rotations, target, hold, intended)
+        hold = shallow_ramps(model, ref, fields, result.rotations, target, hold, intended, kinds)
         result = replace(result, rotations=towards_reference(result.rotations, target, hold))
     seconds = time.perf_counter() - start
     cmp = compare(model, ref, result, tips=job.rig.fingertips, fields=fields, pair_kinds=kinds, intended=intended)
