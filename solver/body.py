@@ -305,15 +305,19 @@ def build_field(model, parts, mesh, plates, build_grid, spacing, margin):
                      tuple(k for k, ok in zip(kinds, keep) if ok))
 
 
-def contact_depths(model, rotations, base_positions, base_rotations, fields=(), pair_kinds=None):
+def contact_depths(model, rotations, base_positions, base_rotations, fields=(), pair_kinds=None, intended=()):
     """Deepest penetration per frame and contact kind: {kind: (F,) m, ≥ 0}.
 
     rotations (F, n, 4) local pose quaternions; base_positions (F, 3) m and
     base_rotations (F, 4) of the kinematic base. Capsule pairs: r₁ + r₂ − axis distance
     (contacts.capsule_contacts), by pair_kinds (n_pairs,) (default: all "capsule");
     fields (objects with grid, bones, local, radius, kinds, as BodyField): r − φ of each
-    sample sphere. This is the penetration the solver's contacts resolve, so every
-    report (per-frame curves, summaries) uses it.
+    sample sphere. intended: [(bone a, bone b, start, stop, level m)]: contacts made on
+    purpose (kept by the retarget) on frames [start, stop); there the capsule pair a–b
+    and a's samples against b's field (or b's against a's) count only beyond `level`,
+    the depth the intended pose has (pair_depth).
+    This is the penetration the solver's contacts resolve, so every report (per-frame
+    curves, summaries) uses it.
     """
     from .contacts import capsule_contacts
     from .kinematics import capsule_segments, forward_kinematics
@@ -324,19 +328,61 @@ def contact_depths(model, rotations, base_positions, base_rotations, fields=(), 
     names = sorted(set(kinds))
     column = {k: i for i, k in enumerate(names)}
     pair_column = np.array([column[k] for k in kinds], dtype=np.intp)
+    pairs = np.asarray(model.pairs, dtype=np.intp).reshape(-1, 2)
+    zero = np.zeros((n_frames, len(pairs)))
+    for a, b, start, stop, level in intended:
+        zero[max(start, 0):stop, _pair_of(pairs, a, b)] = level
     out = {k: np.zeros(n_frames) for k in names}
     for f in range(n_frames):
         c = capsule_contacts(model, seg[f])
         best = np.zeros(len(names))
-        np.maximum.at(best, pair_column[c.pair], c.depth)
+        np.maximum.at(best, pair_column[c.pair], c.depth - zero[f, c.pair])
         for k, i in column.items():
             out[k][f] = best[i]
     for field in fields:
         depth = np.maximum(-_field_clearance(kin, field, base_positions, base_rotations), 0.0)
+        for a, b, start, stop, level in intended:
+            mine = _samples_of(field, a, b)
+            if mine is not None:
+                depth[max(start, 0):stop, mine] = np.maximum(depth[max(start, 0):stop, mine] - level, 0.0)
         for kind in sorted(set(field.kinds)):
             cols = np.array([k == kind for k in field.kinds])
             prev = out.get(kind, np.zeros(n_frames))
             out[kind] = np.maximum(prev, depth[:, cols].max(axis=1))
+    return out
+
+
+def _pair_of(pairs, a, b):
+    """(n_pairs,) bool: the capsule pair of bones a and b (either order)."""
+    return ((pairs[:, 0] == a) & (pairs[:, 1] == b)) | ((pairs[:, 0] == b) & (pairs[:, 1] == a))
+
+
+def _samples_of(field, a, b):
+    """(k,) bool: the field's samples of bone a when the field hangs from b (or of b when
+    from a), else None."""
+    h = field.grid.bone
+    return (field.bones == a) if h == b else (field.bones == b) if h == a else None
+
+
+def pair_depth(model, rotations, base_positions, base_rotations, fields, a, b):
+    """(F,) m, ≥ 0: the deepest penetration between bones a and b per frame: their capsule
+    pair, and a's samples in b's field (or b's in a's); arguments as in contact_depths."""
+    from .contacts import capsule_contacts
+    from .kinematics import capsule_segments, forward_kinematics
+    kin = forward_kinematics(model, rotations, quat.to_matrix(base_rotations), base_positions)
+    seg = capsule_segments(model, kin)
+    pairs = np.asarray(model.pairs, dtype=np.intp).reshape(-1, 2)
+    hit = _pair_of(pairs, a, b)
+    out = np.zeros(len(seg))
+    for f in range(len(seg)):
+        c = capsule_contacts(model, seg[f])
+        d = c.depth[hit[c.pair]]
+        out[f] = max(float(d.max(initial=0.0)), 0.0)
+    for field in fields:
+        mine = _samples_of(field, a, b)
+        if mine is not None and np.count_nonzero(mine):
+            clear = _field_clearance(kin, field, base_positions, base_rotations)[:, mine]
+            out = np.maximum(out, -clear.min(axis=1))
     return out
 
 

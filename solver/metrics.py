@@ -84,15 +84,16 @@ def jerk_cost(times, positions):
 
 
 def motion_penetration_mm(model, rotations, base_positions, base_rotations, face_grid=None, fields=(),
-                          pair_kinds=None):
+                          pair_kinds=None, intended=()):
     """Deepest penetration per frame (n,) mm over all contacts (body.contact_depths): capsule
     pairs, with face_grid (sdf.DistanceGrid) the hand–face samples of
-    integrator.face_samples, and the body fields (body.BodyField)."""
+    integrator.face_samples, and the body fields (body.BodyField); intended: the
+    contacts made on purpose, which do not count (body.contact_depths)."""
     if face_grid is not None:
         face = face_samples(model, face_grid)
         fields = (*fields, BodyField(None, face_grid, face.bones, face.local, face.radius,
                                      ("hand–face",) * len(face.bones)))
-    depth = contact_depths(model, rotations, base_positions, base_rotations, fields, pair_kinds)
+    depth = contact_depths(model, rotations, base_positions, base_rotations, fields, pair_kinds, intended)
     return 1e3 * np.max(np.stack(list(depth.values())), axis=0, initial=0.0)
 
 
@@ -129,33 +130,34 @@ def splice_velocity_jump(times, rotations, seams):
 
 
 def motion_metrics(model, times, rotations, base_positions, base_rotations, face_grid=None, tips=None,
-                   seams=(), fields=(), pair_kinds=None):
+                   seams=(), fields=(), pair_kinds=None, intended=()):
     """Metrics of one motion: {"jerk_cost", "penetration" (penetration_stats),
     "joint_limits" (limit_excess_stats), "splice_velocity_jump" (list, rad/s, per seam)}."""
     pos = tip_positions(model, rotations, base_positions, base_rotations, tips)
     return {"jerk_cost": jerk_cost(times, pos),
             "penetration": penetration_stats(motion_penetration_mm(model, rotations, base_positions,
-                                                                   base_rotations, face_grid, fields, pair_kinds)),
+                                                                   base_rotations, face_grid, fields, pair_kinds,
+                                                                   intended)),
             "joint_limits": limit_excess_stats(model, rotations),
             "splice_velocity_jump": splice_velocity_jump(times, rotations, seams).tolist() if len(seams) else []}
 
 
 def compare(model, reference, result, face_grid=None, tips=None, seams=(), bake_seconds=None, fields=(),
-            pair_kinds=None):
+            pair_kinds=None, intended=()):
     """Before/after metrics of a physics pass (JSON-able dict).
 
     reference: reference.Reference; result: simulate.SimResult; face_grid: the
     sdf.DistanceGrid used, if any; fields, pair_kinds: the body volumes and capsule-pair
-    kinds (motion_penetration_mm); tips: fingertip bones (default fingertips(model));
+    kinds and the contacts made on purpose (motion_penetration_mm); tips: fingertip bones (default fingertips(model));
     seams: splice frame indices; bake_seconds: wall time of the bake, if measured.
     Keys: "reference" and "result" (motion_metrics), "tracking_error_deg" (per group),
     "lag_ms", "jerk_change_percent", "effort" (substeps mean/max, fallback counts per
     level 1–3, and with bake_seconds the bake time and real-time factor).
     """
     before = motion_metrics(model, reference.times, reference.rotations, reference.base_positions,
-                            reference.base_rotations, face_grid, tips, seams, fields, pair_kinds)
+                            reference.base_rotations, face_grid, tips, seams, fields, pair_kinds, intended)
     after = motion_metrics(model, reference.times, result.rotations, reference.base_positions,
-                           reference.base_rotations, face_grid, tips, seams, fields, pair_kinds)
+                           reference.base_rotations, face_grid, tips, seams, fields, pair_kinds, intended)
     tips_ref = tip_positions(model, reference.rotations, reference.base_positions, reference.base_rotations, tips)
     tips_res = tip_positions(model, result.rotations, reference.base_positions, reference.base_rotations, tips)
     effort = {"substeps_mean": float(result.substeps[1:].mean()), "substeps_max": int(result.substeps.max()),

@@ -13,15 +13,19 @@ import json
 import os
 import pathlib
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 from threadpoolctl import threadpool_limits
 
 from .. import compat
+from ..retarget.contacts import CONTACTS_PROP
 from ...solver import armature as armature_fk
 from ...solver import kernels, keyreduce, quat
-from ...solver.body import bone_contacts, build_field, capsule_pair_kinds, contact_depths, hand_plates
+from ...solver.body import bone_contacts, build_field, capsule_pair_kinds, contact_depths, hand_plates, pair_depth
+from ...solver.guard import (CONTACT_MAX_DEG, DIVERGED_DEG, RAMP_S, contact_hold, guard, near_contact,
+                             towards_reference, with_pass_through)
+from ...solver.held_overlap import HOLD_S, held_overlaps, without_held_overlaps
 from ...solver.integrator import FaceSamples
 from ...solver.metrics import compare
 from ...solver.reference import Reference
@@ -52,6 +56,7 @@ class BakeJob:
     settings: SimSettings
     settings_record: dict       # JSON-able copy of the settings, stored on the result
     grid_cache: str = None      # folder of cached body distance fields (grid_cache_dir), or None
+    contacts: tuple = ()        # the retarget's preserved contacts the bake keeps (preserved_contacts)
 
 
 @dataclass(frozen=True)
@@ -135,7 +140,80 @@ def prepare(scene, armature, action=None, preset=None, frame_range=None, report=
     multiplier = _schedule(armature, action, slot, frames)
     settings, record = sim_settings(physics, multiplier, preset, len(frames))
     return BakeJob(armature.name, action.name, slot.identifier, frames, rig, reference,
-                   settings, record, grid_cache_dir())
+                   settings, record, grid_cache_dir(), preserved_contacts(action, rig.bone_names, frames))
+
+
+RAMP_DEPTH_M = 0.0005  # a hold's ramp may penetrate this much more than the simulation there
+_RAMP_HALVINGS = 6
+
+
+def shallow_ramps(model, reference, fields, rotations, target, hold, intended, pair_kinds):
+    """The hold weights (F, n) of solver.guard.contact_hold with every ramp frame (0 < w
+    < 1) whose blend of the simulation `rotations` (F, n, 4) towards `target` penetrates
+    anything more than RAMP_DEPTH_M deeper than the simulation does there (contact_depths,
+    the intended contacts counted beyond their level: intended_contacts) pulled back
+    towards the simulation (its weight halved until not, or 0): a blend between two
+    distant arm poses swings a fingertip through the face or a finger."""
+    hold = hold.copy()
+    ramp = (hold > 0.0) & (hold < 1.0)
+    for f in np.nonzero(ramp.any(axis=1))[0]:
+        here = [(a, b, lo - f, hi - f, level) for a, b, lo, hi, level in intended]  # frame f as frame 0
+        args = (model, reference.base_positions[f:f + 1], reference.base_rotations[f:f + 1], fields, pair_kinds, here)
+        allowed = _deepest(rotations[f:f + 1], *args) + RAMP_DEPTH_M
+        for _ in range(_RAMP_HALVINGS):
+            if _deepest(towards_reference(rotations[f:f + 1], target[f:f + 1], hold[f:f + 1]), *args) <= allowed:
+                break
+            hold[f, ramp[f]] *= 0.5
+        else:
+            hold[f, ramp[f]] = 0.0
+    return hold
+
+
+def _deepest(pose, model, base_positions, base_rotations, fields, pair_kinds, intended):
+    """m: the deepest penetration of one frame's pose (1, n, 4) over every contact kind."""
+    depth = contact_depths(model, pose, base_positions, base_rotations, fields, pair_kinds, intended)
+    return max(float(d[0]) for d in depth.values())
+
+
+def intended_contacts(model, reference, fields, contacts, frame_time):
+    """body.contact_depths' `intended` [(bone a, bone b, start, stop, level m)] of the
+    preserved contacts (preserved_contacts) between two simulated bones (a fingertip and
+    the head the face hangs from): over the contact's frames and its hold's ramps
+    (solver.guard.contact_hold), depth counts only beyond the deepest the reference has
+    on the contact's frames (body.pair_depth)."""
+    ramp = int(round(RAMP_S / frame_time))
+    out = []
+    for c in contacts:
+        if len(c["index"]) != 2:
+            continue
+        a, b = (int(i) for i in c["index"])
+        depth = pair_depth(model, reference.rotations[c["start"]:c["stop"]], reference.base_positions[c["start"]:c["stop"]],
+                           reference.base_rotations[c["start"]:c["stop"]], fields, a, b)
+        out.append((a, b, c["start"] - ramp, c["stop"] + ramp, float(depth.max(initial=0.0))))
+    return out
+
+
+def preserved_contacts(action, bone_names, frames):
+    """The contacts the retarget kept on `action` (its CONTACTS_PROP JSON list), switched
+    on and not skipped, that overlap `frames` (F,) and touch a simulated bone: tuple of
+    {"name", "parts", "frames" (first, last scene frame), "bones" (simulated bone names),
+    "index" ((k,) int into bone_names), "start", "stop" (frame indices, stop exclusive)}."""
+    try:
+        items = json.loads(action.get(CONTACTS_PROP, "[]"))
+    except (TypeError, ValueError):
+        return ()
+    out = []
+    for it in items:
+        if not it.get("enabled", True) or "skipped" in it or len(it.get("frames", ())) != 2:
+            continue
+        bones = [b for b in it.get("bones", ()) if b in bone_names]
+        start = int(np.searchsorted(frames, float(it["frames"][0]) - 1e-6))
+        stop = int(np.searchsorted(frames, float(it["frames"][1]) + 1e-6))
+        if bones and stop > start:
+            out.append({"name": it.get("name", "–".join(it.get("parts", ()))), "parts": list(it.get("parts", ())),
+                        "frames": [float(frames[start]), float(frames[stop - 1])], "bones": bones,
+                        "index": np.array([bone_names.index(b) for b in bones]), "start": start, "stop": stop})
+    return tuple(out)
 
 
 def solve(job: BakeJob, progress=None) -> Solved:
@@ -148,8 +226,12 @@ def solve(job: BakeJob, progress=None) -> Solved:
     kernels.warm_up()
     start = time.perf_counter()
     ref = job.reference
-    model = job.rig.model
+    frame_time = float(ref.times[1] - ref.times[0])
     fields = body_fields(job.rig, job.settings.sdf_spacing, job.settings.sdf_margin, job.grid_cache)
+    kinds = capsule_pair_kinds(job.rig.model, job.rig.parts)
+    held = held_overlaps(job.rig.model, ref.rotations, ref.base_positions, ref.base_rotations, frame_time)
+    held_record, held_warnings = held_overlap_record(job.rig.model, kinds, held)
+    model = without_held_overlaps(job.rig.model, held)
     samples = tuple(FaceSamples(f.grid, f.bones, f.local, f.radius) for f in fields)
     # The solver's matrices are small (n_dof ≈ 100): BLAS threads only add synchronisation
     # (2× slower measured on 2 cores), and batch workers already use one core each.
@@ -158,23 +240,38 @@ def solve(job: BakeJob, progress=None) -> Solved:
             result = simulate(model, ref, job.settings, progress=progress, fields=samples)
     except ValueError as ex:  # the solver's checks, reported at the add-on boundary
         raise SignSimError(f"invalid physics setting: {ex}") from None
+    # Only a reference pose deeper than the zero level pushes the bake off it.
+    reference_touching = bone_contacts(model, ref.rotations, ref.base_positions, ref.base_rotations, fields,
+                                       tolerance=0.0)
+    rotations, diverged = guard(model, ref.rotations, result.rotations, ref.base_positions, ref.base_rotations,
+                                reference_touching, frame_time)
+    result = with_pass_through(result, rotations, diverged)
+    intended = intended_contacts(model, ref, fields, job.contacts, frame_time)
+    if job.contacts:
+        # A contact the retarget made is the motion's: its chains keep the reference's
+        # pose there, at the distance the retarget put the parts (solver.guard.contact_hold).
+        hold, target = contact_hold(model, ref.rotations, [(c["index"], c["start"], c["stop"]) for c in job.contacts],
+                                    frame_time)
+        hold = shallow_ramps(model, ref, fields, result.rotations, target, hold, intended, kinds)
+        result = replace(result, rotations=towards_reference(result.rotations, target, hold))
     seconds = time.perf_counter() - start
-    kinds = capsule_pair_kinds(model, job.rig.parts)
-    cmp = compare(model, ref, result, tips=job.rig.fingertips, fields=fields, pair_kinds=kinds)
+    cmp = compare(model, ref, result, tips=job.rig.fingertips, fields=fields, pair_kinds=kinds, intended=intended)
     err = np.degrees(quat.angle_between(ref.rotations, result.rotations))  # (F, n) deg
     record = metrics_record(cmp, result, ref, seconds, float(np.sqrt(np.mean(err ** 2))))
     for side, rotations in (("reference", ref.rotations), ("baked", result.rotations)):
-        depth = contact_depths(model, rotations, ref.base_positions, ref.base_rotations, fields, kinds)
+        depth = contact_depths(model, rotations, ref.base_positions, ref.base_rotations, fields, kinds, intended)
         per_frame = np.max(np.stack(list(depth.values())), axis=0)
         record[side]["per_frame_penetration_mm"] = np.round(1e3 * per_frame, 4).tolist()
         record[side]["penetration_max_mm_by_kind"] = {k: float(1e3 * d.max()) for k, d in depth.items()}
     record["baked"]["per_frame_tracking_deg"] = np.round(np.sqrt(np.mean(err ** 2, axis=1)), 4).tolist()
     record["contact_pairs"] = contact_pairs(job.rig, kinds, fields)
+    record["held_overlap_mm"] = held_record
+    record["contacts_honoured"] = [{k: c[k] for k in ("name", "parts", "frames", "bones")} for c in job.contacts]
     record["limits_widened"] = list(job.rig.limits_widened)
     record["hinges_freed"] = list(job.rig.hinges_freed)
     touching = bone_contacts(model, result.rotations, ref.base_positions, ref.base_rotations, fields)
-    record["warnings"] = (list(job.rig.warnings)
-                          + deviation_warnings(job.rig, result, err, touching, float(ref.times[1] - ref.times[0]))
+    record["warnings"] = (list(job.rig.warnings) + held_warnings + divergence_warnings(job.rig, diverged)
+                          + deviation_warnings(job.rig, result, err, touching, frame_time)
                           + outcome_warnings(record))
     return Solved(result.rotations, record)
 
@@ -279,6 +376,26 @@ def body_fields(rig, spacing, margin, cache_dir=None):
     return tuple(fields)
 
 
+def held_overlap_record(model, pair_kinds, pairs):
+    """({contact kind: largest held overlap (mm)} for the kinds that have one, [warnings]).
+
+    solver.held_overlap: the capsules' overlap the reference keeps still, which capsule
+    contacts and penetration figures start from. Two capsule axes held closer than half
+    the thinner radius are no longer the capsules' excess over the skin but parts inside
+    each other: kept as the reference has it, and said. model: the SkeletonModel;
+    pair_kinds (n_pairs,); pairs (n_pairs,) m: held_overlaps' output."""
+    out, deep = {}, {}
+    for kind, d, bound in zip(pair_kinds, pairs, model.pair_radius_sum - 0.5 * model.pair_min_radius):
+        if d > 0:
+            out[kind] = max(out.get(kind, 0.0), round(1e3 * float(d), 3))
+        if d > bound:
+            deep[kind] = max(deep.get(kind, 0.0), 1e3 * float(d))
+    warnings = [f"the reference keeps parts inside each other for {HOLD_S:.2f} s or longer ("
+                + ", ".join(f"{k} {v:.0f} mm" for k, v in sorted(deep.items()))
+                + "): kept as in the reference, not resolved"] if deep else []
+    return out, warnings
+
+
 def contact_pairs(rig, pair_kinds, fields):
     """{contact kind: ["bone–bone" or "bone–volume", …]}: every contact the solver tests."""
     names = rig.bone_names
@@ -295,6 +412,46 @@ DEVIATION_DEG = 10.0
 CONTACT_RECOVERY_S = 0.25  # after a contact lets go, the PD needs a few of its periods to catch up
 
 
+SHOWN_BONES = 5  # diverged bones named in the warning, worst first
+
+
+def divergence_warnings(rig, diverged):
+    """[str]: the bones solver.guard found far from the reference (empty when none): the
+    ones that strayed beyond DIVERGED_DEG without a contact (kept as simulated) and the
+    ones of those beyond CONTACT_MAX_DEG (passed through), each named by the first bone of each
+    chain (whose parent was not off on that frame): how many frames, and the worst
+    world-orientation error of the chain."""
+    out = []
+    strayed = diverged.strayed & ~diverged.diverged
+    if np.count_nonzero(strayed):
+        out.append(f"the simulation strayed from the reference: {_chains(rig, strayed, diverged.error_deg)} "
+                   f"ended more than {DIVERGED_DEG:.0f}° from it without a contact there "
+                   f"({int(np.count_nonzero(strayed.any(axis=0)))} bones in all): kept as simulated, check them")
+    d = diverged.diverged
+    if np.count_nonzero(d):
+        out.append(f"the simulation diverged: {_chains(rig, d, diverged.error_deg)} ended more than "
+                   f"{CONTACT_MAX_DEG:.0f}° from the reference without a contact there "
+                   f"({int(np.count_nonzero(d.any(axis=0)))} bones in "
+                   f"all); those bones and the ones they carry follow the reference on {len(diverged.frames)} of "
+                   f"{len(d)} frames (kinematic pass-through, counted in fallbacks)")
+    return out
+
+
+def _chains(rig, off, error_deg):
+    """'bone' on k frames (worst x°), … for the first bone of each chain that is `off`
+    (F, n) bool, worst first (SHOWN_BONES of them); error_deg (F, n)."""
+    parents = np.asarray(rig.model.parents)
+    parent_off = np.where(parents >= 0, off[:, np.maximum(parents, 0)], False)
+    first = off & ~parent_off  # (F, n): where a chain starts to be off
+    chain_worst = np.array([np.where(first[:, b], np.max(np.where(rig.model.ancestors[:, b] > 0,
+                                                                     error_deg, 0.0), axis=1), 0.0).max()
+                            for b in range(off.shape[1])])
+    roots = [b for b in np.argsort(-chain_worst, kind="stable") if first[:, b].any()]
+    named = ", ".join(f"'{rig.bone_names[b]}' on {int(np.count_nonzero(first[:, b]))} frames "
+                      f"(worst {chain_worst[b]:.0f}°)" for b in roots[:SHOWN_BONES])
+    return named + (f" and {len(roots) - SHOWN_BONES} more" if len(roots) > SHOWN_BONES else "")
+
+
 def deviation_warnings(rig, result, err, touching, frame_time):
     """Warnings (list of str) about the solve: frames that fell back down the ladder, and
     bones that end more than DEVIATION_DEG from the reference on frames where neither they
@@ -305,11 +462,7 @@ def deviation_warnings(rig, result, err, touching, frame_time):
     if counts.sum():
         out.append(f"{int(counts.sum())} frames fell back ({int(counts[0])} to smaller steps, {int(counts[1])} "
                    f"to softer contacts, {int(counts[2])} passed through unsimulated)")
-    # A contact on a fingertip deflects the whole finger and the hand carrying it.
-    carried = touching.astype(float) @ rig.model.ancestors > 0  # (F, n): the bone or one it carries
-    for k in range(1, int(round(CONTACT_RECOVERY_S / frame_time)) + 1):
-        carried[k:] |= carried[:-k].copy()
-    off = (err > DEVIATION_DEG) & ~carried
+    off = (err > DEVIATION_DEG) & ~near_contact(rig.model, touching, frame_time, CONTACT_RECOVERY_S, before=False)
     if np.count_nonzero(off):
         frames, bones = np.nonzero(off)
         worst = np.unravel_index(np.argmax(np.where(off, err, -1.0)), err.shape)

@@ -139,7 +139,8 @@ def read_rig(armature, simulate_parts=GROUPS, face_object=None, report=None, uni
     lower, upper = np.full((len(order), 3), -np.inf), np.full((len(order), 3), np.inf)
     defaulted = []
     palm_normals = _palm_normals(body, rest)
-    skin = _skin_radii(armature, sk) if any(CAPSULE_PROP not in bones[i] for i in order) else {}
+    seg_length = segment_lengths(arm)
+    skin = _skin_radii(armature, sk, seg_length) if any(CAPSULE_PROP not in bones[i] for i in order) else {}
     for k, i in enumerate(order):
         p = sk.parents[i]
         parent_rest = rest[p] if p >= 0 else np.eye(4)
@@ -153,7 +154,7 @@ def read_rig(armature, simulate_parts=GROUPS, face_object=None, report=None, uni
         curl_axis = _curl_axis(rest[i], palm_normals.get(_side_of(body, i)))
         types.append(HINGE if phalanx in (1, 2) and group == "fingers" and curl_axis[0] == 0 else BALL)
         groups.append(group)
-        length.append(bones[i].length * scale)
+        length.append(seg_length[sk.names[i]] * scale)
         r = bones[i].get(CAPSULE_PROP) or skin.get(i)
         if r is None:
             r = DEFAULT_RADIUS[group] / scale
@@ -320,9 +321,41 @@ def _limits(pose_bone, group, phalanx, finger, curl_axis):
     return -half, half
 
 
-def _skin_radii(armature, sk):
+ALIGNED_CHILD_DEG = 20.0  # a child head this close to the bone's +Y axis continues its segment
+DEGENERATE_LENGTH = 0.1  # a bone shorter than this fraction of its segment has a placeholder length (glTF: ~1 %)
+
+
+def segment_lengths(arm):
+    """{bone name: capsule length (armature units)}: Bone.length, unless the bone is a
+    placeholder far shorter than the limb it stands for.
+
+    Importers that do not know where a bone ends (glTF joints have no tail) give bones a
+    token length (a few thousandths of the limb); a capsule that short is a sphere at
+    the joint, and a radius from the skin around it swallows the whole limb. Then the
+    segment runs to the farthest child head within ALIGNED_CHILD_DEG of the bone's +Y
+    axis (its projection on +Y), and a leaf bone below such a parent gets the parent's
+    segment scaled by their Bone.length ratio (at most 1). arm: bpy Armature data.
+    """
+    out = {}
+    cos = np.cos(np.radians(ALIGNED_CHILD_DEG))
+    for b in arm.bones:  # parents come before their children
+        y = np.array(b.matrix_local)[:3, 1]
+        along = [float(np.dot(np.array(c.head_local - b.head_local), y)) for c in b.children
+                 if np.dot(np.array(c.head_local - b.head_local), y) >= cos * (c.head_local - b.head_local).length > 0]
+        length = b.length
+        if along and b.length < DEGENERATE_LENGTH * max(along):
+            length = max(along)
+        elif not b.children and b.parent is not None and out[b.parent.name] > b.parent.length \
+                and b.length < DEGENERATE_LENGTH * out[b.parent.name]:
+            length = out[b.parent.name] * min(1.0, b.length / b.parent.length)
+        out[b.name] = length
+    return out
+
+
+def _skin_radii(armature, sk, seg_length):
     """{bone index: capsule radius (armature units)} from the skinned meshes, if any
-    (solver.capsules: the skin vertices each bone dominates, rest pose)."""
+    (solver.capsules: the skin vertices each bone dominates, rest pose, about the
+    capsule axis of seg_length {bone name: length, armature units})."""
     meshes = [ob for ob in armature.children if ob.type == 'MESH'
               and any(m.type == 'ARMATURE' and m.object == armature for m in ob.modifiers)]
     out = {}
@@ -341,6 +374,7 @@ def _skin_radii(armature, sk):
             pts = co[owner == g.index]
             if g.name in sk.index and sk.index[g.name] not in out and len(pts) >= 4:
                 b = armature.data.bones[g.name]
-                if b.length > 0:
-                    out[sk.index[g.name]] = capsules.radius_from_points(pts, b.head_local, b.tail_local)
+                if seg_length[g.name] > 0:
+                    tail = np.array(b.head_local) + np.array(b.matrix_local)[:3, 1] * seg_length[g.name]
+                    out[sk.index[g.name]] = capsules.radius_from_points(pts, b.head_local, tail)
     return out

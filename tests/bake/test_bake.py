@@ -40,7 +40,9 @@ def test_bake_writes_a_new_action_and_never_modifies_the_reference(retargeted, m
     assert all(np.array_equal(before[k], after[k]) for k in before)
     assert new.signsim.reference_action == ref
     metrics = json.loads(new.signsim.bake_metrics)
-    assert set(metrics) == {"reference", "baked", "contact_pairs", "limits_widened", "hinges_freed", "warnings"}
+    assert set(metrics) == {"reference", "baked", "contact_pairs", "held_overlap_mm", "contacts_honoured",
+                            "limits_widened", "hinges_freed",
+                            "warnings"}
     # a key on every frame of the range for every simulated bone, hemispheres continuous
     bag = keys.channelbag(new, rig.animation_data.action_slot)
     fc = bag.fcurves.find(keys.bone_path("f_index.02.R", "rotation_quaternion"), index=0)

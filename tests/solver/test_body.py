@@ -67,3 +67,25 @@ def test_region_owner_sums_the_weights_of_a_region():
     # vertex 0: head 0.4 + neck 0.3 beats chest 0.3; vertex 1: no region above 0.5
     owner = body.region_owner(2, [0, 0, 0, 1, 1], [0, 1, 2, 0, 2], [0.4, 0.3, 0.3, 0.45, 0.45], [0, 0, 1])
     assert owner.tolist() == [0, -1]
+
+
+def test_an_intended_contact_counts_only_beyond_its_own_depth():
+    """Two capsules (r = 10 mm, 0.1 m long, 30 mm apart at rest); the second tilted until
+    its tip is 15 mm from the first's axis (5 mm overlap) on three frames. The contact is
+    intended on frames 0–1 at the 5 mm its pose has: it counts 0 there and 5 mm on
+    frame 2; pair_depth gives the overlap itself."""
+    from solver.model import SkeletonModel
+    model = SkeletonModel(parents=[-1, -1], rest_offsets=[[0, 0, 0], [0.03, 0, 0]],
+                          rest_rotations=[quat.IDENTITY] * 2, joint_types=["ball"] * 2,
+                          capsule_radius=[0.01, 0.01], capsule_length=[0.1, 0.1], groups=["a", "b"])
+    rot = np.tile(quat.IDENTITY, (3, 2, 1))
+    rot[:, 1] = quat.exp(np.array([0.0, 0.0, np.arcsin(0.15)]))  # tip x = 0.03 − 0.1 sin θ = 0.015
+    base = np.zeros((3, 3)), np.tile(quat.IDENTITY, (3, 1))
+    pair = body.pair_depth(model, rot, *base, (), 0, 1)
+    np.testing.assert_allclose(pair, 0.005, atol=1e-12)
+    plain = body.contact_depths(model, rot, *base)["capsule"]
+    kept = body.contact_depths(model, rot, *base, intended=[(1, 0, 0, 2, 0.005)])["capsule"]
+    np.testing.assert_allclose(plain, 0.005, atol=1e-12)
+    np.testing.assert_allclose(kept, [0.0, 0.0, 0.005], atol=1e-12)
+    deeper = body.contact_depths(model, rot, *base, intended=[(0, 1, 0, 3, 0.002)])["capsule"]
+    np.testing.assert_allclose(deeper, 0.003, atol=1e-12)  # beyond the intended depth still counts
