@@ -231,11 +231,14 @@ def test_unreachable_scheduler_is_one_clear_error(cli, library, tmp_path, capsys
 
 
 @pytest.mark.slow
-def test_sigterm_cancels_the_tasks_and_leaves_no_partial_output(library, tmp_path):
+@pytest.mark.parametrize("how", ("SIGTERM", "Ctrl-C"))
+def test_sigterm_cancels_the_tasks_and_leaves_no_partial_output(library, tmp_path, how):
+    """SIGTERM to the batch, or SIGINT to its whole process group (what a terminal's Ctrl-C
+    sends: it used to kill the cluster's own processes, leaving .retargeted files)."""
     out = tmp_path / "out"
     proc = subprocess.Popen(LAUNCHER + ["batch", "--library", str(library), "--rig", RIG, "--out", str(out),
                                         "--workers", "2"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True)
+                            text=True, start_new_session=True)
     batch = psutil.Process(proc.pid)
     deadline = time.monotonic() + 600
     while time.monotonic() < deadline:  # until a bake is under way
@@ -249,7 +252,10 @@ def test_sigterm_cancels_the_tasks_and_leaves_no_partial_output(library, tmp_pat
     else:
         pytest.fail("no bake started")
     descendants = batch.children(recursive=True)
-    proc.send_signal(signal.SIGTERM)
+    if how == "SIGTERM":
+        proc.send_signal(signal.SIGTERM)
+    else:
+        os.killpg(proc.pid, signal.SIGINT)
     _, err = proc.communicate(timeout=300)
     assert proc.returncode == 130 and err.strip().splitlines()[-1] == "signsim: interrupted", err
     gone, alive = psutil.wait_procs(descendants, timeout=60)
