@@ -4,6 +4,7 @@ import bpy
 
 from ..signsim_addon.errors import SignSimError, operator_reporter
 from ..signsim_addon.resolve import api as resolve
+from .common import active_armature
 
 rpt_ = bpy.app.translations.pgettext_rpt
 
@@ -33,11 +34,7 @@ class SIGNSIM_OT_resolve_collisions(bpy.types.Operator):
 
     @classmethod
     def poll(cls, context):
-        ob = context.active_object
-        if ob is None or ob.type != 'ARMATURE':
-            cls.poll_message_set("Select the armature whose poses to resolve")
-            return False
-        return True
+        return active_armature(context, cls, "Select the armature whose poses to resolve") is not None
 
     def execute(self, context):
         ob, scene = context.active_object, context.scene

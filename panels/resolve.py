@@ -1,7 +1,7 @@
 """Resolve panel of the SignSim tab (drawing only)."""
 import bpy
 
-from .sidebar import SidebarPanel
+from .sidebar import SidebarPanel, armature_or_hint
 
 
 class SIGNSIM_PT_resolve(SidebarPanel, bpy.types.Panel):
@@ -11,9 +11,7 @@ class SIGNSIM_PT_resolve(SidebarPanel, bpy.types.Panel):
 
     def draw(self, context):
         layout = self.layout
-        ob = context.active_object
-        if ob is None or ob.type != 'ARMATURE':
-            layout.label(text="Select an armature", icon='INFO')
+        if armature_or_hint(layout, context) is None:
             return
         scene = context.scene
         col = layout.column(align=True)
