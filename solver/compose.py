@@ -836,17 +836,6 @@ def _spot(ankle, foot, offset, lo, floor):
     return np.array([ankle[lo, 0], ankle[lo, 1], floor - offset[lo]]), foot[lo]
 
 
-def _joined(mask, gap):
-    """mask (F,) bool with gaps of at most `gap` frames between runs filled: a plant that
-    the detection loses for a frame or two (capture noise) stays one plant."""
-    out = mask.copy()
-    r = posing.runs(mask)
-    for (_a, b), (c, _d) in zip(r, r[1:]):
-        if c - b <= gap:
-            out[b:c] = True
-    return out
-
-
 def hold_feet(track, rig, fps, seams, planted, floor):
     """Planted feet held still across the seams: a foot planted (planted (F, legs) bool
     from compose, gaps of PLANT_GAP frames joined) at a seam's first frame is held at one
@@ -876,7 +865,7 @@ def hold_feet(track, rig, fps, seams, planted, floor):
         ankle = heads[:, foot]
         offset = _lowest(world, heads, rig, leg)[:, 2] - ankle[:, 2]
         segments, steps = [], []
-        mask = _joined(planted[:, k], PLANT_GAP)
+        mask = posing.joined(planted[:, k], PLANT_GAP)
         # still down: planted, or low and no faster than a shuffle (a swinging foot is faster)
         speed = np.linalg.norm(np.gradient(ankle[:, :2], axis=0), axis=1) * fps
         down = mask | ((ankle[:, 2] + offset <= floor + PLANT_HEIGHT * rig.leg_length)

@@ -30,7 +30,7 @@ from scipy.sparse import coo_matrix
 from scipy.sparse.csgraph import connected_components
 from scipy.spatial import cKDTree
 
-from . import kernels, quat, sdf
+from . import kernels, posing, quat, sdf
 
 REFERENCE_SHOULDERS = 0.335   # m between the shoulder joints of the reference adult below
 # The reference adult's face (head bone's head at the origin; axes left, forward, up; m):
@@ -203,17 +203,6 @@ class SourceBody:
     palms: dict
 
 
-def _joined(mask, hold, frames):
-    """mask (bool (F,)) with the gap between two of its runs filled where it lasts at most
-    `frames` frames or `hold` (bool (F,)) holds on all of it."""
-    out = mask.copy()
-    runs = _runs(mask, 1)
-    for (_a0, b0), (a1, _b1) in zip(runs, runs[1:]):
-        if a1 - b0 <= frames or hold[b0:a1].all():
-            out[b0:a1] = True
-    return out
-
-
 def _runs(mask, shortest=MIN_RUN):
     edges = np.flatnonzero(np.diff(np.concatenate([[0], mask.astype(int), [0]])))
     return [(int(a), int(b)) for a, b in zip(edges[::2], edges[1::2]) if b - a >= shortest]
@@ -290,7 +279,7 @@ def detect(body, fps, forced=(), disabled=()):
         # millimetres from frame to frame: two runs of one pair are one contact where the
         # parts stay within HOLD times both limits between them, or are a few frames apart
         hold = (d < HOLD * touch) & ((speed < HOLD * SLOW * s) | clap)
-        runs = _runs(_joined(mask, hold, int(round(BRIDGE_SECONDS * fps))))
+        runs = _runs(posing.joined(mask, int(round(BRIDGE_SECONDS * fps)), hold))
         if kind == "face":
             names = [face_region(np.median(spot_b[s0:s1], axis=0) * 1.0) for s0, s1 in runs]
         else:

@@ -65,6 +65,18 @@ def runs(mask):
     return [(int(a), int(b)) for a, b in zip(edges[::2], edges[1::2])]
 
 
+def joined(mask, frames, hold=None):
+    """mask (F,) bool with the gap between two of its runs filled where it lasts at most
+    `frames` frames, or where hold (F,) bool holds on all of it: a run that detection
+    loses for a frame or two (capture noise) stays one run."""
+    out = np.array(mask, dtype=bool)
+    r = runs(mask)
+    for (_a, b), (c, _d) in zip(r, r[1:]):
+        if c - b <= frames or (hold is not None and hold[b:c].all()):
+            out[b:c] = True
+    return out
+
+
 def plant_weights(mask, ramp=4):
     """Weights (F,) in [0, 1]: 1 on planted frames, easing to 0 over `ramp` frames before
     and after each run (smoothstep), so the IK comes and goes without a jump."""
@@ -116,17 +128,6 @@ def contact_holds(points, mask, floor, lift=None):
         corr[start:stop, :2] = contact[:, :2].mean(axis=0) - contact[:, :2]
         corr[start:stop, 2] = floor + lift[start:stop] - run[..., 2].min(axis=1)
     return corr
-
-
-def plant_goals(ankle, lowest_offset, mask, floor):
-    """Ankle goals (F, 3) for planted frames: each run holds the ankle at its mean
-    horizontal position in the run, at the height that puts the foot's lowest point
-    (ankle z + lowest_offset (F,)) on the floor; other frames keep `ankle` (F, 3)."""
-    goal = ankle.copy()
-    for start, stop in runs(mask):
-        goal[start:stop, :2] = ankle[start:stop, :2].mean(axis=0)
-    goal[mask, 2] = floor - lowest_offset[mask]
-    return goal
 
 
 def two_bone_ik(root, mid, end, goal, pole):

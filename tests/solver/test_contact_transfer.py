@@ -4,7 +4,7 @@ on a sphere."""
 import numpy as np
 
 from solver import contact_transfer as ct
-from solver import quat, sdf
+from solver import posing, quat, sdf
 
 
 def _body(n, tip, palms=None):
@@ -130,6 +130,6 @@ def test_runs_of_a_pair_join_across_short_or_held_gaps():
     mask = np.array([0, 1, 1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1, 1], bool)
     hold = np.array([0, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1], bool)
     # the first gap (4 frames) is held throughout, the second (4 frames) is not
-    assert ct._joined(mask, hold, 2).tolist() == [0] + [1] * 7 + [0] * 4 + [1, 1]
-    assert ct._joined(mask, hold, 4).tolist() == [0] + [1] * 13
-    assert ct._joined(mask, np.zeros_like(hold), 3).tolist() == mask.tolist()
+    assert posing.joined(mask, 2, hold).tolist() == [0] + [1] * 7 + [0] * 4 + [1, 1]
+    assert posing.joined(mask, 4, hold).tolist() == [0] + [1] * 13
+    assert posing.joined(mask, 3, np.zeros_like(hold)).tolist() == mask.tolist()
