@@ -85,7 +85,8 @@ def noisy_action(scene, ob, job, rng, sigma):
     new.name = ref.name + ".noisy"
     eps = rng.normal(0.0, sigma, job.reference.rotations.shape[:-1] + (3,))
     rot = quat.mul(job.reference.rotations, quat.exp(eps))
-    bake_job._write_rotations(ob, new, new.slots[job.slot_identifier], job, quat.make_continuous(rot), 0.0)
+    bake_job.write_rotations(ob, new, new.slots[job.slot_identifier], job.frames, job.rig.bone_names,
+                             quat.make_continuous(rot))
     return new
 
 

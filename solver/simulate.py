@@ -349,10 +349,6 @@ class _FrameStepper:
                              self.track.at_index(index + 0.5 * length), self.track.at_index(index + length), h,
                              self.contact_k, self.settings.contact_damping, self.damping)
 
-    def step_pair(self, e0, index, length, h):
-        """(First half step, single step) over h from e0: step doubling's pair from one evaluation."""
-        return self.step(e0, index, 0.5 * length, 0.5 * h), self.step(e0, index, length, h)
-
     def tunnelling(self, e0, e1):
         return (capsule_tunnelling(self.model, e0.segments, e1.segments, e0.capsules)
                 or face_tunnelling(self.physics, e0, e1))
@@ -367,12 +363,9 @@ class _FrameStepper:
         model, physics = self.model, self.physics
         half = 0.5 * length
         if 0.5 * h >= self.min_err:
-            if not estimate:
-                first = self.step(e0, index, half, 0.5 * h)
-            elif big is None:  # both steps from e0 at once
-                first, big = self.step_pair(e0, index, length, h)
-            else:
-                first = self.step(e0, index, half, 0.5 * h)
+            first = self.step(e0, index, half, 0.5 * h)
+            if estimate and big is None:  # step doubling's single step, from the same e0
+                big = self.step(e0, index, length, h)
             e_mid = evaluate(model, physics, first, self.track.at_index(index + half))
             # Tunnelling in the first half step splits the interval whatever the error
             # estimate says, so the second half step is not needed.

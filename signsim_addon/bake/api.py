@@ -55,11 +55,7 @@ def bake_file(request: BakeFileRequest, report=silent) -> dict:
     files.check_files([r.rig], [r.out, r.metrics, r.picture])
     files.open_blend(r.rig)
     ob = files.find_armature(r.armature)
-    action = None
-    if r.action:
-        action = bpy.data.actions.get(r.action)
-        if action is None:
-            raise SignSimError(f"no action named '{r.action}' in {r.rig}")
+    action = files.find_action(r.action, r.rig)
     scene = bpy.context.scene
     job = prepare(scene, ob, action, preset=r.preset, report=report)
     report(INFO, f"baking {len(job.frames)} frames of '{job.action_name}' on '{ob.name}' "

@@ -523,7 +523,7 @@ def write(scene, job: BakeJob, solved: Solved, output="ASSIGN", key_tolerance_de
                    and ".rotation_" in fc.data_path]:
             bag.fcurves.remove(fc)
         rotations = quat.make_continuous(solved.rotations)
-        _write_rotations(ob, new, slot, job, rotations, key_tolerance_deg)
+        write_rotations(ob, new, slot, job.frames, job.rig.bone_names, rotations, key_tolerance_deg)
         new.signsim.reference_action = ref
         new.signsim.bake_metrics = json.dumps(solved.metrics, sort_keys=True)
         new.signsim.bake_settings = json.dumps(job.settings_record, sort_keys=True)
@@ -535,10 +535,12 @@ def write(scene, job: BakeJob, solved: Solved, output="ASSIGN", key_tolerance_de
     return new
 
 
-def _write_rotations(ob, action, slot, job, rotations, tolerance_deg):
+def write_rotations(ob, action, slot, frames, bone_names, rotations, tolerance_deg=0.0):
+    """Key rotations (F, B, 4) (w first) of bone_names (B,) at frames (F,) into action's
+    slot, each bone in its own rotation mode (quaternion, axis-angle, or continuous Euler
+    via mathutils); with tolerance_deg > 0 only the keys keyreduce keeps."""
     from mathutils import Quaternion
-    frames = job.frames
-    for j, name in enumerate(job.rig.bone_names):
+    for j, name in enumerate(bone_names):
         q = rotations[:, j]
         keep = (keyreduce.keep_mask(q, np.radians(tolerance_deg)) if tolerance_deg > 0
                 else np.ones(len(frames), bool))

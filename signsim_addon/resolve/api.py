@@ -29,7 +29,6 @@ from .skin import SkinTest, skinned_meshes
 SUFFIX = ".resolved"
 SKIN_TOLERANCE = 0.001  # m: deeper skin penetration after a solve is solved again, then reported
 SKIN_ROUNDS = 2  # solves again with the margin grown by the skin's depth
-MODES = ('FRAME', 'RANGE', 'ASSET')
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -138,9 +137,8 @@ def _resolve_into(scene, ob, action, new, frame_range, margin, sequence, method,
         changed = np.flatnonzero(np.any(rotations != ref.rotations, axis=(0, 2)))
         rows = idx if pose_frame is not None else np.arange(len(job.frames))
         if len(changed):
-            view = replace(job, frames=job.frames[rows],
-                           rig=replace(rig, bone_names=tuple(rig.bone_names[b] for b in changed)))
-            bake_job._write_rotations(ob, new, slot, view, quat.make_continuous(rotations[rows][:, changed]), 0.0)
+            bake_job.write_rotations(ob, new, slot, job.frames[rows], [rig.bone_names[b] for b in changed],
+                                     quat.make_continuous(rotations[rows][:, changed]))
 
     write()
     if pose_frame is not None:

@@ -18,6 +18,7 @@ from mathutils.bvhtree import BVHTree
 
 from ...solver import capsules
 from ...solver.body import part_category
+from ..bake import body_geometry
 from ..errors import SignSimError
 
 TORSO = -1
@@ -70,10 +71,7 @@ class SkinTest:
                 len(me.vertices), -1)
             group_region = np.array([index.get(g.name, TORSO) for g in m.vertex_groups] + [UNWEIGHTED])
             regions.append(group_region[owner])
-            me.calc_loop_triangles()
-            t = np.empty(len(me.loop_triangles) * 3, np.intp)
-            me.loop_triangles.foreach_get("vertices", t)
-            tris.append(t.reshape(-1, 3) + offset)
+            tris.append(body_geometry.mesh_arrays(me)[1] + offset)
             offset += len(me.vertices)
         self.region = np.concatenate(regions)
         self.triangles = np.concatenate(tris)
