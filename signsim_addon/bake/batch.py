@@ -143,6 +143,11 @@ def run_clip(command, clip, job, cancel_event):
                 return {"clip": clip, "cancelled": True}
             code, stdout, stderr = _run_child(command + step, cancelled)
             if code is None:
+                # a bake stopped while Blender was exiting may have written its files: the
+                # clip is in flight, so it leaves none (a finished clip is one reported)
+                for path in (baked, metrics) if name == "bake" else ():
+                    if os.path.exists(path):
+                        os.remove(path)
                 return {"clip": clip, "cancelled": True}
             result = _last_json(stdout)
             if code != 0:
@@ -235,15 +240,20 @@ def _run_on_cluster(client, command, clips, job, report):
     futures = {client.submit(*_task(run_clip, command, clip, job, event.name), key=f"signsim-{batch}-{i}",
                              pure=False): i for i, clip in enumerate(clips)}
     records = [None] * len(clips)
+
+    def collect(future):
+        i = futures[future]
+        try:
+            records[i] = future.result()
+        except Exception as ex:  # the task itself failed (e.g. its worker died too often)
+            records[i] = {"clip": clips[i], "warnings": [], "error": f"{type(ex).__name__}: {ex}"}
+        r = records[i]
+        done = sum(r is not None for r in records)
+        report(INFO, f"[{done}/{len(clips)}] {r['clip']}: " + (f"FAILED {r['error']}" if "error" in r else "baked"))
+
     try:
-        for done, future in enumerate(as_completed(futures), 1):
-            i = futures[future]
-            try:
-                records[i] = future.result()
-            except Exception as ex:  # the task itself failed (e.g. its worker died too often)
-                records[i] = {"clip": clips[i], "warnings": [], "error": f"{type(ex).__name__}: {ex}"}
-            r = records[i]
-            report(INFO, f"[{done}/{len(clips)}] {r['clip']}: " + (f"FAILED {r['error']}" if "error" in r else "baked"))
+        for future in as_completed(futures):
+            collect(future)
     except KeyboardInterrupt:
         event.set()
         try:
@@ -251,6 +261,12 @@ def _run_on_cluster(client, command, clips, job, report):
             wait(list(futures), timeout=CANCEL_WAIT_S)
         except (TimeoutError, FutureCancelledError):
             pass
+        # clips that finished before the interrupt keep their files: say so, or a user
+        # reading the log re-runs them and finds outputs nobody reported
+        for future in futures:
+            if records[futures[future]] is None and future.status == "finished" and \
+                    not future.result().get("cancelled"):
+                collect(future)
         client.cancel(list(futures))
         raise
     return records

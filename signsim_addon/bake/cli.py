@@ -1,7 +1,8 @@
 """`signsim bake` and `signsim batch`: argument parsing and printing over bake.api."""
 import os
+import sys
 
-from ..errors import cli_reporter
+from ..errors import INFO, cli_reporter
 from . import api
 
 
@@ -40,15 +41,23 @@ def add_batch_arguments(parser):
 
 
 def run_batch(args, say) -> dict:
+    to_say = cli_reporter(say)
+
+    def report(level, message):
+        if args.json and level == INFO:  # stdout carries only the JSON: progress goes to stderr
+            print(message, file=sys.stderr, flush=True)
+        else:
+            to_say(level, message)
+
     result = api.bake_many(api.BatchRequest(
         rig=args.rig, out=args.out, library=args.library, armature=args.armature, workers=args.workers,
-        text=args.text, tags=args.tags, preset=args.preset, scheduler=args.scheduler), cli_reporter(say))
+        text=args.text, tags=args.tags, preset=args.preset, scheduler=args.scheduler), report)
     for r in result["clips"]:
         say(f"  {r['clip']}: " + (f"FAILED {r['error']}" if "error" in r else
                                   f"{r['action']}, tracking {r['metrics']['baked']['tracking_rms_deg']:.2f}° RMS"))
     failed = [r for r in result["clips"] if "error" in r]
+    result["failed"] = len(failed)
     if failed:
-        import sys
         print(f"signsim: {len(result['clips']) - len(failed)} clip(s) baked, {len(failed)} failed",
               file=sys.stderr, flush=True)
         result["_exit"] = 1

@@ -44,7 +44,14 @@ def _batch(cli, capsys, lib, out, *extra):
     code = cli(["batch", "--library", str(lib), "--rig", RIG, "--out", str(out), "--json", *extra])
     captured = capsys.readouterr()
     assert code == 0, captured.err
-    return json.loads(captured.out.strip().splitlines()[-1])["clips"]
+    result = json.loads(captured.out.strip().splitlines()[-1])
+    # stdout is the JSON alone; the progress, a line per finished clip, goes to stderr
+    assert len(captured.out.strip().splitlines()) == 1
+    progress = [line for line in captured.err.splitlines() if line.startswith("[")]
+    assert sorted(line.split("] ")[0] for line in progress) == [f"[{k}/{len(result['clips'])}"
+                                                                for k in range(1, len(result["clips"]) + 1)]
+    assert result["failed"] == 0
+    return result["clips"]
 
 
 def _assert_equal_runs(runs, serial):
@@ -231,10 +238,11 @@ def test_unreachable_scheduler_is_one_clear_error(cli, library, tmp_path, capsys
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("how", ("SIGTERM", "Ctrl-C"))
+@pytest.mark.parametrize("how", ("SIGTERM", "Ctrl-C", "SIGTERM after a clip"))
 def test_sigterm_cancels_the_tasks_and_leaves_no_partial_output(library, tmp_path, how):
     """SIGTERM to the batch, or SIGINT to its whole process group (what a terminal's Ctrl-C
-    sends: it used to kill the cluster's own processes, leaving .retargeted files)."""
+    sends: it used to kill the cluster's own processes, leaving .retargeted files); and
+    SIGTERM once a clip's files are written (that clip used to go unreported)."""
     out = tmp_path / "out"
     proc = subprocess.Popen(LAUNCHER + ["batch", "--library", str(library), "--rig", RIG, "--out", str(out),
                                         "--workers", "2"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
@@ -244,7 +252,11 @@ def test_sigterm_cancels_the_tasks_and_leaves_no_partial_output(library, tmp_pat
     while time.monotonic() < deadline:  # until a bake is under way
         assert proc.poll() is None, proc.communicate()
         try:
-            if any("bake" in p.cmdline() for p in batch.children(recursive=True)):
+            if how == "SIGTERM after a clip":  # its files written and its bake process gone
+                written = [str(out / n) for n in os.listdir(out) if n.endswith(".json")] if out.is_dir() else []
+                if any(not any(w in p.cmdline() for p in batch.children(recursive=True)) for w in written):
+                    break
+            elif any("bake" in p.cmdline() for p in batch.children(recursive=True)):
                 break
         except psutil.Error:
             pass
@@ -252,13 +264,17 @@ def test_sigterm_cancels_the_tasks_and_leaves_no_partial_output(library, tmp_pat
     else:
         pytest.fail("no bake started")
     descendants = batch.children(recursive=True)
-    if how == "SIGTERM":
+    if how.startswith("SIGTERM"):
         proc.send_signal(signal.SIGTERM)
     else:
         os.killpg(proc.pid, signal.SIGINT)
-    _, err = proc.communicate(timeout=300)
+    stdout, err = proc.communicate(timeout=300)
     assert proc.returncode == 130 and err.strip().splitlines()[-1] == "signsim: interrupted", err
+    reported = {line.split("] ", 1)[1][:-len(": baked")] for line in stdout.splitlines()
+                if line.startswith("[") and line.endswith(": baked")}
     gone, alive = psutil.wait_procs(descendants, timeout=60)
     assert not alive, [p.pid for p in alive]
     # clips finished before the signal keep both files; the interrupted ones left nothing
-    assert len(_only_finished_outputs(out)) < 4
+    finished = _only_finished_outputs(out)
+    assert len(finished) < 4 and finished == reported, (finished, stdout)
+    assert finished or how != "SIGTERM after a clip"
