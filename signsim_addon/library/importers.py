@@ -622,23 +622,34 @@ def _detach_and_apply_rotation(arm, actions, scene):
         mw = arm.matrix_world.copy()
         arm.parent = None
         arm.matrix_world = mw
-    keyed = set()
-    for action in actions:
-        for slot in action.slots:
-            bag = compat.get_channelbag(action, slot)
-            keyed.update(fc.data_path for fc in (bag.fcurves if bag else ()))
-    if keyed & {"rotation_euler", "rotation_quaternion", "rotation_axis_angle"}:
+    if _keyed_paths(actions) & {"rotation_euler", "rotation_quaternion", "rotation_axis_angle"}:
         return
     if arm.matrix_world.to_3x3().normalized() == arm.matrix_world.to_3x3().normalized().Identity(3):
         return
     if arm.name not in scene.objects:
         scene.collection.objects.link(arm)
+    _apply_object_transform(arm, location=False)
+
+
+def _keyed_paths(actions):
+    """The data paths of every F-curve of `actions`, in all their slots (a set of str)."""
+    keyed = set()
+    for action in actions:
+        for slot in action.slots:
+            bag = compat.get_channelbag(action, slot)
+            keyed.update(fc.data_path for fc in (bag.fcurves if bag else ()))
+    return keyed
+
+
+def _apply_object_transform(arm, location):
+    """Bake arm's object rotation (and location when asked) into its rest pose with
+    bpy.ops.object.transform_apply, arm alone selected and active."""
     view_layer = bpy.context.view_layer
     for o in view_layer.objects:
         o.select_set(False)
     arm.select_set(True)
     view_layer.objects.active = arm
-    bpy.ops.object.transform_apply(location=False, rotation=True, scale=False)
+    bpy.ops.object.transform_apply(location=location, rotation=True, scale=False)
 
 
 def _unconnect_bones(arm, scene):
@@ -781,21 +792,13 @@ def _turn_upright(arm, actions, scene, axis, sign):
     pose like an object rotation (pose channels are relative to it). Not when the object's
     own transform is animated. Returns whether it turned."""
     from mathutils import Vector
-    for action in actions:
-        for slot in action.slots:
-            bag = compat.get_channelbag(action, slot)
-            if bag is not None and any(not fc.data_path.startswith("pose.") for fc in bag.fcurves):
-                return False
+    if any(not path.startswith("pose.") for path in _keyed_paths(actions)):
+        return False
     v = Vector((0.0, 0.0, 0.0))
     v[axis] = sign
     turn = v.rotation_difference(Vector((0.0, 0.0, 1.0))).to_matrix().to_4x4()
     arm.matrix_world = turn @ arm.matrix_world
-    view_layer = bpy.context.view_layer
-    for o in view_layer.objects:
-        o.select_set(False)
-    arm.select_set(True)
-    view_layer.objects.active = arm
-    bpy.ops.object.transform_apply(location=True, rotation=True, scale=False)
+    _apply_object_transform(arm, location=True)
     return True
 
 
