@@ -67,6 +67,20 @@ def assign_action(ob, action, slot):
         ad.action_slot = slot
 
 
+def assigned_action(ob):
+    """`ob`'s assigned action, or None."""
+    return ob.animation_data.action if ob.animation_data is not None else None
+
+
+def keep_unused(action):
+    """Give `action` a fake user when nothing uses it any more (SignSim has just assigned a
+    new action in its place): Blender does not save an action without users, and the
+    animation the character had must survive in the file SignSim writes
+    (bpy.types.ID.use_fake_user). None is ignored."""
+    if action is not None and action.users == 0:
+        action.use_fake_user = True
+
+
 def assigned_slot_handle(ob):
     """The handle of `ob`'s assigned slot, or None without an assigned action."""
     ad = ob.animation_data

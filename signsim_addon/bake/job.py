@@ -581,8 +581,10 @@ def _write_metric_curves(ob, action, slot, frames, metrics):
 
 
 def _hook_up(ob, ref, new, slot, output):
+    previous = compat.assigned_action(ob)
     if output == 'ASSIGN':
         compat.assign_action(ob, new, slot)
+        compat.keep_unused(previous)
         return
     ad = ob.animation_data or ob.animation_data_create()
     for name, act in ((TRACK_REFERENCE, ref), (TRACK_PHYSICS, new)):
@@ -593,6 +595,7 @@ def _hook_up(ob, ref, new, slot, output):
         strip = track.strips.new(act.name, int(act.frame_range[0]), act)
         strip.action_slot = act.slots[slot.identifier]
     ad.action = None
+    compat.keep_unused(previous)
 
 
 def _bone_of(data_path):

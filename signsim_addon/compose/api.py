@@ -431,6 +431,7 @@ def compose(target, clips, layers=(), *, library_path=None, bone_map=None, thres
         compat.restore_action(target, old_action, old_handle)
         bpy.data.actions.remove(action)
         raise
+    compat.keep_unused(old_action)
     _mark_seams(scene, seam_out)
     report(INFO, f"composed {len(clips)} clips into '{action.name}' ({len(frames)} frames, "
            f"{sum(s['flagged'] for s in seam_out)} of {len(seam_out)} seams flagged)")

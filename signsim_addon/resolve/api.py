@@ -91,7 +91,9 @@ def resolve_action(scene, ob, action=None, frame_range=None, margin=0.002, seque
             new.asset_data.tags.new(tag.name, skip_if_exists=True)
     if assign:
         action.use_fake_user = True
+        previous = compat.assigned_action(ob)
         compat.assign_action(ob, new, new.slots[out["slot"]])
+        compat.keep_unused(previous)
     return out
 
 

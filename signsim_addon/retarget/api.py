@@ -131,6 +131,7 @@ def retarget_files(request: RetargetRequest, report=silent) -> dict:
     if preset is not None:
         check_preset(preset, target, r.bone_map)
     results, maps, clip_warnings = [], {}, []
+    previous = compat.assigned_action(target)
     # the rig file's contact list (switched off / added in the Contacts panel) is in the
     # first clip's frames: the clip the armature gets, whose contacts the list shows
     choices = contact_pass.animator_choices(target) if r.contacts else {}
@@ -158,6 +159,7 @@ def retarget_files(request: RetargetRequest, report=silent) -> dict:
         res.action.use_fake_user = True    # kept in OUT although only the first is assigned
     first = results[0].action
     compat.assign_action(target, first, first.slots[0])
+    compat.keep_unused(previous)
     if r.contacts:
         contact_pass.mark_timeline(bpy.context.scene, first)
         if len(results) > 1:
