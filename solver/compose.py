@@ -848,11 +848,17 @@ def _leg_ik(world, heads, leg, ankle, goal, w_foot):
     towards where the foot points); world (F, B, 4) and heads (F, B, 3) as composed."""
     thigh, shin, foot, _toes = leg
     act = np.any(goal != ankle, axis=1) | np.any(w_foot != world[:, foot], axis=1)
+    hip, knee, end = heads[act, thigh], heads[act, shin], ankle[act]
+    # the leg first turned as a whole about the hip towards the goal, so the IK only
+    # bends the knee in the leg's own bend plane: solved from the leg as composed, the
+    # knee would change sides in one frame where the goal crosses it
+    aim = posing.swing(end - hip, goal[act] - hip)
+    knee = hip + np.einsum("fij,fj->fi", aim, knee - hip)
+    end = hip + np.einsum("fij,fj->fi", aim, end - hip)
     toe_dir = quat.rotate(w_foot[act], np.array([0.0, 1.0, 0.0]))
-    d_up, d_low = posing.two_bone_ik(heads[act, thigh], heads[act, shin], ankle[act], goal[act],
-                                     heads[act, shin] + toe_dir)
-    return act, quat.mul(quat.from_matrix(d_up), world[act, thigh]), quat.mul(quat.from_matrix(d_low),
-                                                                               world[act, shin])
+    d_up, d_low = posing.two_bone_ik(hip, knee, end, goal[act], knee + toe_dir)
+    return act, quat.mul(quat.from_matrix(d_up @ aim), world[act, thigh]), \
+        quat.mul(quat.from_matrix(d_low @ aim), world[act, shin])
 
 
 def _turns_too_fast(w_new, w_old, lo, hi):

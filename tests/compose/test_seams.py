@@ -228,11 +228,11 @@ def test_every_plant_after_a_seam_slides_at_most_1_cm_beyond_the_clips_or_its_se
 
 
 def test_a_foot_that_must_slide_is_said_in_the_output_and_json(addon, shared_data, tmp_path, capsys):
-    """fingerspelling → mixamo: mixamo's right foot stands 0.6 m from where fingerspelling
-    leaves it and walks off, farther than the leg can step in the window: the seam fails
+    """mixamo → fingerspelling: the walk ends with the right foot 0.63 m from where
+    fingerspelling stands it, and no step the leg reaches lands it there: the seam fails
     'plant', and both the printed lines and --json's warnings say the foot slides."""
     cli = addon.signsim_addon.cli.main
-    argv = ["compose", "--clips", str(FINGERS), str(MIXAMO), "--rig", str(SIGNER), "--out", str(tmp_path / "o.blend")]
+    argv = ["compose", "--clips", str(MIXAMO), str(FINGERS), "--rig", str(SIGNER), "--out", str(tmp_path / "o.blend")]
     assert cli(argv + ["--json"]) == 0
     result = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     seam = result["seams"][0]
