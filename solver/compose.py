@@ -844,8 +844,9 @@ def _spot(ankle, foot, offset, lo, floor):
 def _leg_ik(world, heads, leg, ankle, goal, w_foot):
     """(act (F,) bool, thigh and shin world rotations (n, 4) on the act frames): the frames
     where the ankle (F, 3) m must move to goal (F, 3) or the foot turn to w_foot (F, 4),
-    and there the leg that puts it there (solver.posing.two_bone_ik, the knee bending
-    towards where the foot points); world (F, B, 4) and heads (F, B, 3) as composed."""
+    and there the leg that puts it there: the composed leg turned as a whole about the hip
+    towards the goal (solver.posing.swing), then bent at the knee in its own plane by
+    solver.posing.two_bone_ik; world (F, B, 4) and heads (F, B, 3) as composed."""
     thigh, shin, foot, _toes = leg
     act = np.any(goal != ankle, axis=1) | np.any(w_foot != world[:, foot], axis=1)
     hip, knee, end = heads[act, thigh], heads[act, shin], ankle[act]
@@ -921,8 +922,7 @@ def hold_feet(track, rig, fps, seams, planted, floor):
     blend lifting it towards the next clip's swing lets it go) or the next seam's hold
     takes over (keeping the spot): the ankle's horizontal position at that frame, at the
     height that puts the foot's lowest point on the floor, reached by a two-bone IK of
-    thigh and shin (solver.posing.two_bone_ik, the knee bending towards where the foot
-    points) blended in and out over PLANT_RAMP s (solver.posing.plant_weights); the foot
+    thigh and shin (`_leg_ik`) blended in and out over PLANT_RAMP s (solver.posing.plant_weights); the foot
     keeps its world rotation of that frame (blended back the same way after lift-off).
 
     A hold the leg cannot reach within PLANT_MISS, or needing more than HOLD_REACH · leg
