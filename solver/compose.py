@@ -57,7 +57,8 @@ Feet (`detect_plants`, `hold_feet`): a foot is planted where its lowest point is
 PLANT_HEIGHT·leg length of the clip's floor and slower than PLANT_SPEED·leg length per
 second (solver.posing.planted); across a seam each planted run is held at one spot by a
 two-bone IK of thigh and shin (solver.posing.two_bone_ik), blended out at lift-off
-(solver.posing.plant_weights).
+(solver.posing.plant_weights); a foot the next clip stands out of the hold's reach steps
+there, lifted, in as many steps as the leg's reach needs.
 """
 
 import numpy as np
@@ -87,8 +88,12 @@ HOLD_REACH = 0.25            # × leg length: a plant needing a larger ankle cor
 PLANT_GAP = 2                # frames: runs of one foot's plant this close are one plant
 SHUFFLE = 3.0                # × PLANT_SPEED: a low foot this slow is still down (held on)
 STEP_REACH = 0.6             # × leg length: a foot standing this far from its next spot steps there
-STEP_HEIGHT = 0.08           # × leg length: how high such a step lifts the foot
-PLANT_MISS = 0.005           # m: a hold whose spot the leg misses by more is not held
+STEP_HEIGHT = 0.12           # × leg length: how high such a step lifts the foot
+STEP_WAIT = 0.5              # s: a foot in the air as a window ends is waited for this long to land
+STEP_STRETCH = 1.5           # a stepping lasts this many windows (while the foot is down there)
+STEP_FRAMES = 0.15           # s: the shortest step
+MAX_STEPS = 3                # steps a foot may take across one seam
+PLANT_MISS = 0.01            # m: a hold whose spot the leg misses by more is not held
 
 
 class Track:
@@ -836,24 +841,103 @@ def _spot(ankle, foot, offset, lo, floor):
     return np.array([ankle[lo, 0], ankle[lo, 1], floor - offset[lo]]), foot[lo]
 
 
+def _leg_ik(world, heads, leg, ankle, goal, w_foot):
+    """(act (F,) bool, thigh and shin world rotations (n, 4) on the act frames): the frames
+    where the ankle (F, 3) m must move to goal (F, 3) or the foot turn to w_foot (F, 4),
+    and there the leg that puts it there: the composed leg turned as a whole about the hip
+    towards the goal (solver.posing.swing), then bent at the knee in its own plane by
+    solver.posing.two_bone_ik; world (F, B, 4) and heads (F, B, 3) as composed."""
+    thigh, shin, foot, _toes = leg
+    act = np.any(goal != ankle, axis=1) | np.any(w_foot != world[:, foot], axis=1)
+    hip, knee, end = heads[act, thigh], heads[act, shin], ankle[act]
+    # the leg first turned as a whole about the hip towards the goal, so the IK only
+    # bends the knee in the leg's own bend plane: solved from the leg as composed, the
+    # knee would change sides in one frame where the goal crosses it
+    aim = posing.swing(end - hip, goal[act] - hip)
+    knee = hip + np.einsum("fij,fj->fi", aim, knee - hip)
+    end = hip + np.einsum("fij,fj->fi", aim, end - hip)
+    toe_dir = quat.rotate(w_foot[act], np.array([0.0, 1.0, 0.0]))
+    d_up, d_low = posing.two_bone_ik(hip, knee, end, goal[act], knee + toe_dir)
+    return act, quat.mul(quat.from_matrix(d_up @ aim), world[act, thigh]), \
+        quat.mul(quat.from_matrix(d_low @ aim), world[act, shin])
+
+
+def _turns_too_fast(w_new, w_old, lo, hi):
+    """Whether a bone of new world rotations (F, 4) turns in one frame between frames lo and
+    hi by more than a seam may (STEP_LIMIT, or STEP_RATIO faster than it turned as
+    composed, w_old (F, 4))."""
+    new = quat.angle_between(w_new[lo + 1:hi], w_new[lo:hi - 1])
+    old = quat.angle_between(w_old[lo + 1:hi], w_old[lo:hi - 1])
+    return bool(np.any(new > np.maximum(STEP_LIMIT, old * (1.0 + STEP_RATIO))))
+
+
+def _across(n):
+    """How far across (n,) a step of n frames is at each frame: the integral of sin⁴(π t),
+    normalised (0 at t = 0, 1 at t = 1)."""
+    t = np.linspace(0.0, 1.0, n)
+    return t - 2.0 / (3.0 * np.pi) * np.sin(2 * np.pi * t) + np.sin(4 * np.pi * t) / (12.0 * np.pi)
+
+
+def _swing(start, end, z, ground, height):
+    """Ankle path (n, 3) m of one step from `start` to `end` (3,) over n frames: the foot
+    lifts from its own path z (n,) by sin²(π t) (t = 0 … 1: starting and ending at rest,
+    no velocity jump in the leg) times height plus how far z lies below `ground` (n,) (the
+    ankle height that puts the foot's lowest point on the floor), and moves across at a
+    speed ∝ sin⁴(π t), the lift's square, so it barely moves while near the floor (1.4 %
+    of the way by t = 0.2): it neither scuffs as it leaves nor as it lands (`_across`)."""
+    t = np.linspace(0.0, 1.0, len(z))
+    path = start + _across(len(z))[:, None] * (end - start)
+    path[:, 2] = z + np.sin(np.pi * t) ** 2 * (height + np.maximum(ground - z, 0.0))
+    return path
+
+
+def _steps(ankle, down, start, spot, window_end, stop, fps, leg_length):
+    """Landing frames [start, l1, …, lk] of the steps that take a foot from `spot` (3,)
+    (where it stands at frame `start`) to where the composed foot (ankle (F, 3) m) is down
+    next (down (F,) bool): the first down frame from window_end on, waited for up to
+    STEP_WAIT s while the foot is in the air, before frame `stop` (the next seam). The
+    stepping lasts STEP_STRETCH times the window (at most while the foot stays down
+    there), in k = ⌈distance / (STEP_REACH · leg_length)⌉ equal steps of at least
+    STEP_FRAMES s each, at most MAX_STEPS. None when there is no such landing."""
+    last = min(stop, len(down), window_end + int(round(STEP_WAIT * fps)) + 1)
+    landing = window_end + int(np.argmax(down[window_end:last])) if window_end < last else last
+    if landing >= last or not down[landing]:
+        return None
+    run = landing + (int(np.argmin(down[landing:stop])) if not down[landing:stop].all() else stop - landing) - 1
+    end = min(max(landing, start + int(np.ceil(STEP_STRETCH * (window_end - start)))), run)
+    dist = float(np.linalg.norm(ankle[end, :2] - spot[:2]))
+    k = max(1, int(np.ceil(dist / (STEP_REACH * leg_length))))
+    if k > MAX_STEPS or (end - start) < k * STEP_FRAMES * fps:
+        return None
+    return [int(x) for x in np.round(np.linspace(start, end, k + 1))]
+
+
 def hold_feet(track, rig, fps, seams, planted, floor):
-    """Planted feet held still across the seams: a foot planted (planted (F, legs) bool
-    from compose, gaps of PLANT_GAP frames joined) at a seam's first frame is held at one
-    spot from there until it lifts off (no longer planted, nor low — within PLANT_HEIGHT ·
-    leg length of the floor — and slower than SHUFFLE · PLANT_SPEED) or the next seam's
-    hold takes over (keeping the spot): the ankle's horizontal position at that first frame, at the height that puts
-    the foot's lowest point on `floor` (z, m), reached by a two-bone IK of thigh and shin
-    (solver.posing.two_bone_ik, the knee bending towards where the foot points) blended
-    in and out over PLANT_RAMP s (solver.posing.plant_weights); the foot keeps its world
-    rotation of that first frame (blended back the same way after lift-off). A hold the
-    leg cannot reach within PLANT_MISS, or needing more than HOLD_REACH · leg length, is
-    not made: where the foot is down again at the window's end and at most STEP_REACH ·
-    leg length from there, it steps over the window instead (the blend's path lifted in an
-    arc of STEP_HEIGHT · leg length), else its seam fails ('plant', in recheck). Returns (track, plants): plants a
-    list of {"seam" (index), "leg" (0 left, 1 right), "frames": [first, last] (the frames
-    held, or that would be), "held" (False: out of reach), "step" (stepped over the window
-    instead), "correction_m"} of the plants
-    at a seam's first frame."""
+    """Planted feet held still across the seams. A foot is down where it is planted
+    (planted (F, legs) bool from compose: in either clip inside a window) or no faster
+    than SHUFFLE · PLANT_SPEED, and low as composed (its lowest point within PLANT_HEIGHT ·
+    leg length of `floor`, z m), gaps of PLANT_GAP frames joined. From the first frame of
+    a seam's window where the foot is down and still (a foot the window begins in the air
+    is taken where it lands), it is held at one spot until it lifts off (as composed: the
+    blend lifting it towards the next clip's swing lets it go) or the next seam's hold
+    takes over (keeping the spot): the ankle's horizontal position at that frame, at the
+    height that puts the foot's lowest point on the floor, reached by a two-bone IK of
+    thigh and shin (`_leg_ik`) blended in and out over PLANT_RAMP s (solver.posing.plant_weights); the foot
+    keeps its world rotation of that frame (blended back the same way after lift-off).
+
+    A hold the leg cannot reach within PLANT_MISS, or needing more than HOLD_REACH · leg
+    length, is not made; the foot steps instead (`_steps`, `_swing`): to where it is down
+    next from the window's end on (waiting up to STEP_WAIT s for a foot in the air to
+    land), over STEP_STRETCH windows, in as many steps of at most STEP_REACH · leg length
+    as that distance needs (at most MAX_STEPS), each lifted STEP_HEIGHT · leg length and
+    moving across only while lifted. A stepping the leg cannot reach within PLANT_MISS, or
+    that turns the thigh or shin faster in a frame than a seam may, is not made either:
+    then the foot slides and its seam fails 'plant' (in recheck).
+
+    Returns (track, plants): plants a list of {"seam" (index), "leg" (0 left, 1 right),
+    "frames": [first, last] (the frames held, or that would be), "held" (False: out of
+    reach), "step" (it steps instead), "correction_m" (the largest ankle correction a hold
+    would need, m)} of the feet down in a seam's window."""
     if not rig.has_legs or not seams:
         return track, []
     world, heads = forward(track, rig)
@@ -865,17 +949,23 @@ def hold_feet(track, rig, fps, seams, planted, floor):
         ankle = heads[:, foot]
         offset = _lowest(world, heads, rig, leg)[:, 2] - ankle[:, 2]
         segments, steps = [], []
-        mask = posing.joined(planted[:, k], PLANT_GAP)
-        # still down: planted, or low and no faster than a shuffle (a swinging foot is faster)
+        # still down: planted (in either clip inside a window), or no faster than a shuffle
+        # (a swinging foot is faster), and low as composed: inside a window the blend lifts
+        # a foot towards where the next clip swings it, and the hold lets go as it rises
         speed = np.linalg.norm(np.gradient(ankle[:, :2], axis=0), axis=1) * fps
-        down = mask | ((ankle[:, 2] + offset <= floor + PLANT_HEIGHT * rig.leg_length)
-                       & (speed <= SHUFFLE * PLANT_SPEED * rig.leg_length))
+        low = ankle[:, 2] + offset <= floor + PLANT_HEIGHT * rig.leg_length
+        mask = posing.joined(planted[:, k] & low, PLANT_GAP)
+        down = posing.joined((planted[:, k] | (speed <= SHUFFLE * PLANT_SPEED * rig.leg_length)) & low, PLANT_GAP)
         upper = np.linalg.norm(heads[:, shin] - heads[:, thigh], axis=1)
         lower = np.linalg.norm(ankle - heads[:, shin], axis=1)
         for i, seam in enumerate(seams):
-            h0 = seam["start"]
-            if not mask[h0]:
-                continue       # the foot is not on the floor as the seam begins: nothing to keep
+            # from the first frame of the window where the foot is on the floor and still (a
+            # foot that the window starts in the air is held from where it lands)
+            s0, w = seam["start"], max(int(seam["window"]), 0)
+            still = mask[s0:s0 + w + 1] & (speed[s0:s0 + w + 1] <= SHUFFLE * PLANT_SPEED * rig.leg_length)
+            if not still.any():
+                continue       # the foot is not on the floor in the window: nothing to keep
+            h0 = s0 + int(np.argmax(still))
             # held from the seam's first frame at the spot where the foot stands then (where
             # clip A put it) until it lifts off the floor, or the next seam takes over: a
             # hold released while the foot is still down would slide it back to its own spot
@@ -890,37 +980,65 @@ def hold_feet(track, rig, fps, seams, planted, floor):
             reach = np.linalg.norm(spot - heads[h0:hi, thigh], axis=1)
             miss = np.maximum(reach - (upper + lower)[h0:hi], np.abs(upper - lower)[h0:hi] - reach).max()
             ok = bool(need <= HOLD_REACH * rig.leg_length and miss <= PLANT_MISS)
-            w = max(int(seam["window"]), 0)
-            # the next clip stands this foot elsewhere: rather than sliding it there over the
-            # window, the foot steps (lifted along the blend's path, an arc of STEP_HEIGHT)
-            step = not ok and w >= 2 and need <= STEP_REACH * rig.leg_length and bool(down[min(h0 + w, len(down) - 1)])
+            nxt = seams[i + 1]["start"] if i + 1 < len(seams) else len(down)
+            # the next clip stands this foot elsewhere: rather than sliding it there, the
+            # foot steps (`_steps`), landing where that clip has it down next
+            path = None if ok or s0 + w - h0 < 2 else _steps(ankle, down, h0, spot, s0 + w, nxt, fps, rig.leg_length)
+            step = path is not None
+            plants.append({"seam": seam["index"], "leg": k, "frames": [int(h0), int(hi - 1)], "held": ok,
+                           "step": step, "correction_m": need})
             if ok:
                 segments.append((h0, hi, spot, q))
             elif step:
-                steps.append((h0, h0 + w))
+                steps.append((path, seam, plants[-1]))
             else:
                 seam["unheld"] = True
-            plants.append({"seam": seam["index"], "leg": k, "frames": [int(h0), int(hi - 1)], "held": ok,
-                           "step": step, "correction_m": need})
         if not segments and not steps:
             continue
         correction, hold, nearest = _hold_correction(ankle, segments, ramp) if segments else \
             (np.zeros_like(ankle), np.zeros(len(ankle), bool), None)
         goal = ankle + correction
-        for a, b in steps:
-            t = (np.arange(a, b + 1) - a) / (b - a)
-            # sin²: the lift starts and ends at rest (no velocity jump in the leg)
-            goal[a:b + 1, 2] += STEP_HEIGHT * rig.leg_length * np.sin(np.pi * t) ** 2
         w_foot = _held_rotations(world[:, foot], segments, hold, nearest, ramp) if segments else world[:, foot]
-        act = np.any(goal != ankle, axis=1) | np.any(w_foot != world[:, foot], axis=1)
-        toe_dir = quat.rotate(w_foot[act], np.array([0.0, 1.0, 0.0]))
-        d_up, d_low = posing.two_bone_ik(heads[act, thigh], heads[act, shin], ankle[act], goal[act],
-                                         heads[act, shin] + toe_dir)
-        w_thigh = quat.mul(quat.from_matrix(d_up), world[act, thigh])
-        w_shin = quat.mul(quat.from_matrix(d_low), world[act, shin])
+        blended = w_foot.copy()
+        for landings, seam, plant in steps:
+            first, last = goal[landings[0]].copy(), goal[landings[-1]].copy()
+            lo, hi = landings[0], landings[-1] + 1
+            path = goal[lo:hi].copy()
+            for j, (a, b) in enumerate(zip(landings, landings[1:])):
+                f = np.array([j, j + 1]) / (len(landings) - 1)
+                path[a - lo:b - lo + 1] = _swing(first + f[0] * (last - first), first + f[1] * (last - first),
+                                                 goal[a:b + 1, 2], floor - offset[a:b + 1],
+                                                 STEP_HEIGHT * rig.leg_length)
+            # a step the leg cannot follow (too far from the hip, or closer than the knee
+            # can fold) is not made: the seam fails 'plant' instead
+            reach = np.linalg.norm(path - heads[lo:hi, thigh], axis=1)
+            miss = np.maximum(reach - (upper + lower)[lo:hi], np.abs(upper - lower)[lo:hi] - reach).max()
+            if miss > PLANT_MISS:
+                plant["step"], seam["unheld"] = False, True
+            else:
+                goal[lo:hi] = path
+                # and the foot turns only while lifted, too
+                for a, b in zip(landings, landings[1:]):
+                    w_foot[a:b + 1] = quat.slerp(w_foot[a], w_foot[b], _across(b - a + 1))
+
+        def solve():
+            act, up, low_ = _leg_ik(world, heads, leg, ankle, goal, w_foot)
+            w_thigh, w_shin = world[:, thigh].copy(), world[:, shin].copy()
+            w_thigh[act], w_shin[act] = up, low_
+            return act, w_thigh, w_shin
+        act, w_thigh, w_shin = solve()
+        for landings, seam, plant in steps:
+            # nor one whose leg turns faster than a seam may (a knee that the IK flips)
+            lo, hi = max(landings[0] - 1, 0), min(landings[-1] + 2, len(goal))
+            if plant["step"] and (_turns_too_fast(w_thigh, world[:, thigh], lo, hi)
+                                  or _turns_too_fast(w_shin, world[:, shin], lo, hi)):
+                plant["step"], seam["unheld"] = False, True
+                goal[landings[0]:landings[-1] + 1] = (ankle + correction)[landings[0]:landings[-1] + 1]
+                w_foot[landings[0]:landings[-1] + 1] = blended[landings[0]:landings[-1] + 1]
+                act, w_thigh, w_shin = solve()
         parent = world[act, rig.parents[thigh]]
-        rot[act, thigh] = quat.mul(quat.conj(quat.mul(parent, rig.rest_rotation[thigh])), w_thigh)
-        rot[act, shin] = quat.mul(quat.conj(quat.mul(w_thigh, rig.rest_rotation[shin])), w_shin)
-        rot[act, foot] = quat.mul(quat.conj(quat.mul(w_shin, rig.rest_rotation[foot])), w_foot[act])
+        rot[act, thigh] = quat.mul(quat.conj(quat.mul(parent, rig.rest_rotation[thigh])), w_thigh[act])
+        rot[act, shin] = quat.mul(quat.conj(quat.mul(w_thigh[act], rig.rest_rotation[shin])), w_shin[act])
+        rot[act, foot] = quat.mul(quat.conj(quat.mul(w_shin[act], rig.rest_rotation[foot])), w_foot[act])
     rot = quat.make_continuous(rot)
     return Track(rot, track.positions), sorted(plants, key=lambda p: (p["seam"], p["leg"]))

@@ -312,9 +312,10 @@ def compose(target, clips, layers=(), *, library_path=None, bone_map=None, thres
                 "max_jump" (rad/s), "max_step_deg", "step_excess_deg" (largest one-frame turn
                 beyond 20° and the clips' own turn at that frame), "root_step_m", "root_jump" (m/s),
                 "heading_deg", "root_offset_m",
-                "plants": [{"bone" (foot), "frames": [first, last], "held" (False: it would need
-                            more than solver.compose.HOLD_REACH leg lengths), "step" (it steps
-                            over the window instead), "correction_m"}]}]}.
+                "plants": [{"bone" (foot), "frames": [first, last], "held" (False: out of the
+                            hold's reach, see solver.compose.hold_feet), "step" (it steps to
+                            where the next clip has it down instead), "slides" (neither: the
+                            foot slides there and the seam fails 'plant'), "correction_m"}]}]}.
     threshold: rad/s for every bone's velocity jump (None: each bone's own, see
     solver/compose.py); max_window caps suggested windows (frames); search: seconds of
     each clip end the transition search may cut (0: blend at the clip ends).
@@ -394,15 +395,17 @@ def compose(target, clips, layers=(), *, library_path=None, bone_map=None, thres
         out = {k: s[k] for k in keep}
         out["frame"] = float(first_frame + s["start"])
         out["plants"] = [{"bone": names[rig.legs[p["leg"]][2]], "frames": [first_frame + f for f in p["frames"]],
-                          "held": p["held"], "step": p["step"], "correction_m": p["correction_m"]}
+                          "held": p["held"], "step": p["step"], "slides": not (p["held"] or p["step"]),
+                          "correction_m": p["correction_m"]}
                          for p in plants if p["seam"] == s["index"]]
         for p in out["plants"]:
             if p["step"]:
                 report(INFO, f"seam {s['index']}: {p['bone']} stands {p['correction_m'] * 100:.0f} cm from its "
-                       f"spot in the next clip: it steps there over the window")
-            elif not p["held"]:
+                       f"spot in the next clip: it steps there")
+            elif p["slides"]:
                 report(WARNING, f"seam {s['index']}: {p['bone']} planted at frames {p['frames'][0]:g}–"
-                       f"{p['frames'][1]:g} would need {p['correction_m'] * 100:.0f} cm to stay put: not held")
+                       f"{p['frames'][1]:g} slides: holding it would need {p['correction_m'] * 100:.0f} cm, "
+                       f"and no step the leg can make lands it where the next clip has it")
         seam_out.append(out)
         if s["flagged"]:
             worst = ", ".join(f"{w['bone']} {w['step_deg']:.0f}°/frame, {w['jump']:.1f} rad/s jump"

@@ -11,7 +11,8 @@ default: the preferences' library) or an action already in RIG. --window and --c
 one value for every seam or one per seam. Each seam is made at its best transition point
 (the end of A and start of B whose poses and velocities match best, within --search s) and,
 without --window, blended over the shortest window that passes every seam check (per bone
-velocity jump and one-frame turn, root step); planted feet are held across seams. --trim takes one
+velocity jump and one-frame turn, root step); planted feet are held across seams, or
+step to where the next clip stands them. --trim takes one
 IN:OUT per clip in the clip's own frames (empty side: the clip's start or end; ':' keeps
 the whole clip).
 
@@ -49,8 +50,9 @@ def add_arguments(parser):
                         help="rigs without legs: each clip keeps its root height (with legs every clip "
                         "stands on the first clip's floor)")
     parser.add_argument("--foot-lock", action=argparse.BooleanOptionalAction, default=True,
-                        help="hold a foot planted across a seam at one spot by two-bone leg IK "
-                        "(default on; rigs without two legs have nothing to hold)")
+                        help="hold a foot planted across a seam at one spot by two-bone leg IK, or step it "
+                        "to where the next clip stands it (default on; rigs without two legs have nothing "
+                        "to hold)")
     parser.add_argument("--layer", metavar="CLIP", help="additive layer clip (e.g. a head nod)")
     parser.add_argument("--layer-bones", metavar="B1,B2", default="",
                         help="bones the layer may change, comma-separated (default: all)")

@@ -312,6 +312,49 @@ def test_planted_feet_are_held_across_a_seam_and_clips_share_one_floor():
     assert np.array_equal(held.positions, out.positions) and np.array_equal(held.rotations[:, 0], out.rotations[:, 0])
 
 
+def test_a_step_lifts_before_it_moves_and_lands_at_rest():
+    """A synthesised step (the foot's path when the next clip stands it elsewhere): from
+    one spot to the other, lifted by its height at the middle, at rest at both ends, and
+    hardly moving across while still near the floor (a foot that slid there would skate)."""
+    start, end = np.array([0.0, 0.0, 0.1]), np.array([0.4, 0.1, 0.1])
+    n, height = 31, 0.1
+    path = compose._swing(start, end, np.full(n, 0.1), np.full(n, 0.1), height)
+    np.testing.assert_allclose(path[[0, -1]], [start, end], atol=1e-12)
+    assert path[n // 2, 2] == pytest.approx(0.1 + height)
+    steps = np.linalg.norm(np.diff(path, axis=0), axis=1)
+    assert max(steps[0], steps[-1]) < 0.1 * steps.mean()          # it leaves and lands at rest
+    lift = path[:, 2] - 0.1
+    across = np.linalg.norm(path[:, :2] - start[:2], axis=1) / np.linalg.norm(end[:2] - start[:2])
+    low = lift < 0.35 * height                       # the lowest third of the lift, at either end
+    assert np.minimum(across, 1 - across)[low].max() < 0.02
+    # a path below the floor is lifted by as much more, so the swing clears the floor by
+    # its height, still from and to the two spots
+    ground = np.full(n, 0.12)
+    sunk = compose._swing(start, end, np.full(n, 0.1), ground, height)
+    assert sunk[n // 2, 2] == pytest.approx(0.12 + height) and (sunk[:, 2] >= path[:, 2]).all()
+    np.testing.assert_allclose(sunk[[0, -1]], [start, end], atol=1e-12)
+
+
+def test_steps_wait_for_a_landing_and_split_a_long_way():
+    """Where a foot steps to: where it is down next from the window's end (waiting while it
+    is in the air), in as many steps as the leg's reach needs, none past the limits."""
+    fps, leg, n = 30.0, 0.9, 200
+    reach = compose.STEP_REACH * leg
+    down = np.ones(n, dtype=bool)
+    down[40:46] = False                               # in the air as the window ends at 40
+    ankle = np.zeros((n, 3))
+    ankle[46:, 0] = 0.5 * reach
+    landings = compose._steps(ankle, down, 20, np.zeros(3), 40, n, fps, leg)
+    assert landings[0] == 20 and landings[-1] >= 46 and len(landings) == 2      # one step, after landing
+    ankle[46:, 0] = 1.5 * reach
+    assert len(compose._steps(ankle, down, 20, np.zeros(3), 40, n, fps, leg)) == 3     # two steps
+    ankle[46:, 0] = (compose.MAX_STEPS + 0.5) * reach
+    assert compose._steps(ankle, down, 20, np.zeros(3), 40, n, fps, leg) is None       # too far
+    down[40:] = False                                  # never lands (within the wait)
+    ankle[46:, 0] = 0.5 * reach
+    assert compose._steps(ankle, down, 20, np.zeros(3), 40, n, fps, leg) is None
+
+
 def test_additive_layer_identity_delta_and_mask():
     rng = np.random.default_rng(4)
     base = quat.normalize(rng.normal(size=(20, 6, 4)))
