@@ -461,36 +461,41 @@ class Target:
         sub = Target(self.parents, self.rest, self.world,
                      (self.basis[frames] if basis is None else basis).copy(),
                      {b: v[frames] for b, v in self.loc.items()})
-        if hasattr(self, "_order"):
-            sub._order, sub._rel = self._order, self._rel
+        # the rest relations are the same for every sub-target: made once, shared
+        sub._order, sub._rel = self._relations()
         return sub
+
+    def _relations(self):
+        """(parents-first order, rest matrices relative to the parent (N, 4, 4))."""
+        if not hasattr(self, "_order"):
+            self._order = _parents_first(self.parents)
+            self._rel = np.array([self.rest[i] if p < 0 else np.linalg.inv(self.rest[p]) @ self.rest[i]
+                                  for i, p in enumerate(self.parents)])
+        return self._order, self._rel
 
     def pose(self, bones=None):
         """Posed world matrices (F, N, 4, 4) (Blender's pose model, solver.armature),
         of `bones` and their ancestors only when given (the others left zero)."""
         F, N = self.basis.shape[:2]
-        if not hasattr(self, "_order"):
-            self._order = _parents_first(self.parents)
-            self._rel = np.array([self.rest[i] if p < 0 else np.linalg.inv(self.rest[p]) @ self.rest[i]
-                                  for i, p in enumerate(self.parents)])
-        need = None
+        order, rel = self._relations()
         if bones is not None:
             need = set()
             for b in bones:
                 while b >= 0 and b not in need:
                     need.add(b)
                     b = self.parents[b]
-        local = np.zeros((F, N, 4, 4))
+            order = [i for i in order if i in need]
+        # local matrices of the bones posed only (a contact's chain is a few of a rig's bones)
+        local = np.zeros((F, len(order), 4, 4))
         local[..., 3, 3] = 1.0
-        local[..., :3, :3] = quat.to_matrix(self.basis)
-        for b, v in self.loc.items():
-            local[:, b, :3, 3] = v
+        local[..., :3, :3] = quat.to_matrix(self.basis[:, order])
+        for k, i in enumerate(order):
+            if i in self.loc:
+                local[:, k, :3, 3] = self.loc[i]
         out = np.zeros((F, N, 4, 4))
-        for i in self._order:
-            if need is not None and i not in need:
-                continue
+        for k, i in enumerate(order):
             p = self.parents[i]
-            out[:, i] = (self.world if p < 0 else out[:, p]) @ self._rel[i] @ local[:, i]
+            out[:, i] = (self.world if p < 0 else out[:, p]) @ rel[i] @ local[:, k]
         return out
 
 
@@ -596,8 +601,7 @@ def solve_goal(target, frames, goal, offset, size, start=None):
         # turns at most MAX_TURN per iteration, all joints applied on one linearisation
         big = np.linalg.norm(dw, axis=-1, keepdims=True)
         dw = dw * np.minimum(1.0, MAX_TURN / np.maximum(big, 1e-12))
-        for k, j in enumerate(joints):
-            _turn(sub, M, j, dw[:, k])
+        _turn(sub, M, joints, dw)
     return {j: sub.basis[:, j] for j in joints}
 
 
@@ -611,22 +615,25 @@ def _ancestry(parents, bone):
 
 
 def _skew(r):
-    z = np.zeros(len(r))
-    return np.stack([np.stack([z, -r[:, 2], r[:, 1]], -1),
-                     np.stack([r[:, 2], z, -r[:, 0]], -1),
-                     np.stack([-r[:, 1], r[:, 0], z], -1)], axis=1)
+    """Cross-product matrices [r]× (k, 3, 3) of vectors r (k, 3)."""
+    out = np.zeros((len(r), 3, 3))
+    out[:, 0, 1], out[:, 0, 2] = -r[:, 2], r[:, 1]
+    out[:, 1, 0], out[:, 1, 2] = r[:, 2], -r[:, 0]
+    out[:, 2, 0], out[:, 2, 1] = -r[:, 1], r[:, 0]
+    return out
 
 
-def _turn(target, M, j, omega):
-    """Turn bone j (and its subtree) by the world rotation vectors omega (k, 3) about its
-    head: R(q') = A⁻¹ · Rot(ω) · A · R(q), with A the bone's posed world rotation without
-    its own basis rotation."""
-    Rq = quat.to_matrix(target.basis[:, j])
-    A = _rot(M[:, j]) @ np.swapaxes(Rq, 1, 2)
+def _turn(target, M, joints, omega):
+    """Turn bones `joints` (n,) (each with its subtree) by the world rotation vectors omega
+    (k, n, 3) about their heads, all on the one pose M: R(q') = A⁻¹ · Rot(ω) · A · R(q),
+    with A a bone's posed world rotation without its own basis rotation."""
+    Rq = quat.to_matrix(target.basis[:, joints])                       # (k, n, 3, 3)
+    A = _rot(M[:, joints]) @ np.swapaxes(Rq, -1, -2)
     rot = quat.to_matrix(quat.exp(omega))
-    new = np.swapaxes(A, 1, 2) @ rot @ A @ Rq
+    new = np.swapaxes(A, -1, -2) @ rot @ A @ Rq
     q = quat.normalize(quat.from_matrix(new))
-    target.basis[:, j] = np.where(np.sum(q * target.basis[:, j], -1, keepdims=True) < 0, -q, q)
+    old = target.basis[:, joints]
+    target.basis[:, joints] = np.where(np.sum(q * old, -1, keepdims=True) < 0, -q, q)
 
 
 @dataclass
@@ -706,9 +713,24 @@ def _palm_point(body, side, u):
     return c + ax[:, 0] * u[0] * half[0] + ax[:, 1] * u[1] * half[1] + ax[:, 2] * np.sign(u[2] or 1.0) * reach
 
 
+def _affine_inverse(M):
+    """Inverses (k, 4, 4) of affine matrices M (k, 4, 4) (last row 0 0 0 1): the linear
+    part's by its adjugate (rows: cross products of its columns over the determinant),
+    which costs a fraction of a general inverse on many small matrices."""
+    a = M[:, :3, :3]
+    c0, c1, c2 = a[..., 0], a[..., 1], a[..., 2]
+    adj = np.stack([np.cross(c1, c2), np.cross(c2, c0), np.cross(c0, c1)], axis=1)   # rows
+    inv = adj / np.einsum("ki,ki->k", c0, adj[:, 0])[:, None, None]
+    out = np.zeros_like(M)
+    out[:, :3, :3] = inv
+    out[:, :3, 3] = -np.einsum("kij,kj->ki", inv, M[:, :3, 3])
+    out[:, 3, 3] = 1.0
+    return out
+
+
 def _local(M, bone, world):
     """World points (k, 3) into bone frames M[:, bone] (k frames)."""
-    inv = np.linalg.inv(M[:, bone])
+    inv = _affine_inverse(M[:, bone])
     return np.einsum("fij,fj->fi", inv[:, :3, :3], world) + inv[:, :3, 3]
 
 
@@ -732,7 +754,7 @@ def _clearance(M, part_a, part_b, coarse=False):
     if coarse and len(va) > COARSE:
         va = va[:: -(-len(va) // COARSE)]
     world = np.einsum("fij,vj->fvi", M[:, part_a.bone, :3, :3], va) + M[:, part_a.bone, None, :3, 3]
-    inv = np.linalg.inv(M[:, part_b.bone])
+    inv = _affine_inverse(M[:, part_b.bone])
     local = np.einsum("fij,fvj->fvi", inv[:, :3, :3], world) + inv[:, None, :3, 3]
     q, _n, sd = part_b.closest(local.reshape(-1, 3))
     sd = sd.reshape(k, -1) * _scale(M, part_b.bone)[:, None]
