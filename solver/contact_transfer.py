@@ -369,13 +369,17 @@ class Part:
         the pseudo-normal test of Bærentzen & Aanæs, "Signed distance computation using
         the angle weighted pseudonormal", IEEE TVCG 2005; the generalized winding number
         where the skin could not be closed). The nearest `candidates` triangle centroids
-        are searched (FAR_CANDIDATES for points farther than NEAR · size): exact for
-        skin whose triangles are small against the distance."""
+        are searched (FAR_CANDIDATES for points farther than NEAR · size, every triangle
+        of a part with at most twice as many): exact for skin whose triangles are small
+        against the distance."""
         points = np.asarray(points, dtype=float).reshape(-1, 3)
         q, t, code, d = self._nearest(points, candidates)
         far = (d > NEAR * self.size) & (d < OUTSIDE * self.size)
         if far.any() and len(self.triangles) > candidates:
-            q[far], t[far], code[far], d[far] = self._nearest(points[far], FAR_CANDIDATES)
+            # a small part is searched whole: cheaper than finding the nearest FAR_CANDIDATES
+            whole = len(self.triangles) <= 2 * FAR_CANDIDATES
+            q[far], t[far], code[far], d[far] = self._nearest(points[far], len(self.triangles) if whole
+                                                              else FAR_CANDIDATES)
         if self._closed:
             normal = np.where((code == sdf.FACE)[:, None], self._normals[t], 0.0)
             for e in range(3):
@@ -390,7 +394,10 @@ class Part:
 
     def _nearest(self, points, candidates):
         k = min(candidates, len(self.triangles))
-        _d, idx = self._centroid_tree.query(points, k=k)
+        if k == len(self.triangles):      # every triangle: no search needed
+            idx = np.broadcast_to(np.arange(k), (len(points), k))
+        else:
+            _d, idx = self._centroid_tree.query(points, k=k)
         # the nearest candidate by the compiled distance, then its closest point and
         # feature once (the same Voronoi-region formula): all candidates in numpy cost
         # seconds per clip on a dense skin
@@ -757,8 +764,9 @@ def _clearance(M, part_a, part_b, coarse=False, depth_only=False):
 
     Only the vertices that can matter are measured: a point outside b's bounding box is
     outside b, farther from its skin than from the box, so a vertex whose box distance
-    exceeds the least distance of the SCOUTS vertices nearest to the box (plus PATCH) is
-    neither the deepest nor in the patch; the result is that of measuring every vertex."""
+    exceeds the least distance (its size) of the SCOUTS vertices nearest to the box, plus
+    PATCH, is neither the deepest nor in the patch; for the depth alone, vertices more than
+    PATCH outside the box are not measured."""
     k = len(M)
     va = part_a.vertices
     if coarse and len(va) > COARSE:
@@ -770,12 +778,15 @@ def _clearance(M, part_a, part_b, coarse=False, depth_only=False):
     lo, hi = part_b.box
     box = np.linalg.norm(np.maximum(np.maximum(lo - local, local - hi), 0.0), axis=-1)     # (k, V)
     if depth_only:
-        keep = box <= 0.0
+        keep = box <= PATCH / scale
     else:
+        # the scouts are kept: a sign test next to an open or thin skin can call a point
+        # just outside the box inside, and the bound then counts in either direction
         rows = np.arange(k)[:, None]
         scouts = np.argsort(box, axis=1, kind="stable")[:, :SCOUTS]
         bound = part_b.closest(local[rows, scouts].reshape(-1, 3))[2].reshape(k, -1).min(axis=1)
-        keep = box <= np.maximum(bound, 0.0)[:, None] + PATCH / scale
+        keep = box <= np.abs(bound)[:, None] + PATCH / scale
+        keep[rows, scouts] = True
     sd = np.full(box.shape, np.inf)
     q = np.zeros(local.shape)
     if keep.any():
