@@ -360,6 +360,7 @@ class Part:
         self._corners = p
         self._normals, self._edge_normals, self._vertex_normals = sdf.pseudo_normals(self.vertices, self.triangles)
         self._centroid_tree = cKDTree(p.mean(axis=1))
+        self.box = (self.vertices.min(axis=0), self.vertices.max(axis=0))
         self.size = float(np.linalg.norm(np.ptp(self.vertices, axis=0)))
 
     def closest(self, points, candidates=16):
@@ -368,13 +369,17 @@ class Part:
         the pseudo-normal test of Bærentzen & Aanæs, "Signed distance computation using
         the angle weighted pseudonormal", IEEE TVCG 2005; the generalized winding number
         where the skin could not be closed). The nearest `candidates` triangle centroids
-        are searched (FAR_CANDIDATES for points farther than NEAR · size): exact for
-        skin whose triangles are small against the distance."""
+        are searched (FAR_CANDIDATES for points farther than NEAR · size, every triangle
+        of a part with at most twice as many): exact for skin whose triangles are small
+        against the distance."""
         points = np.asarray(points, dtype=float).reshape(-1, 3)
         q, t, code, d = self._nearest(points, candidates)
         far = (d > NEAR * self.size) & (d < OUTSIDE * self.size)
         if far.any() and len(self.triangles) > candidates:
-            q[far], t[far], code[far], d[far] = self._nearest(points[far], FAR_CANDIDATES)
+            # a small part is searched whole: cheaper than finding the nearest FAR_CANDIDATES
+            whole = len(self.triangles) <= 2 * FAR_CANDIDATES
+            q[far], t[far], code[far], d[far] = self._nearest(points[far], len(self.triangles) if whole
+                                                              else FAR_CANDIDATES)
         if self._closed:
             normal = np.where((code == sdf.FACE)[:, None], self._normals[t], 0.0)
             for e in range(3):
@@ -389,7 +394,10 @@ class Part:
 
     def _nearest(self, points, candidates):
         k = min(candidates, len(self.triangles))
-        _d, idx = self._centroid_tree.query(points, k=k)
+        if k == len(self.triangles):      # every triangle: no search needed
+            idx = np.broadcast_to(np.arange(k), (len(points), k))
+        else:
+            _d, idx = self._centroid_tree.query(points, k=k)
         # the nearest candidate by the compiled distance, then its closest point and
         # feature once (the same Voronoi-region formula): all candidates in numpy cost
         # seconds per clip on a dense skin
@@ -461,36 +469,41 @@ class Target:
         sub = Target(self.parents, self.rest, self.world,
                      (self.basis[frames] if basis is None else basis).copy(),
                      {b: v[frames] for b, v in self.loc.items()})
-        if hasattr(self, "_order"):
-            sub._order, sub._rel = self._order, self._rel
+        # the rest relations are the same for every sub-target: made once, shared
+        sub._order, sub._rel = self._relations()
         return sub
+
+    def _relations(self):
+        """(parents-first order, rest matrices relative to the parent (N, 4, 4))."""
+        if not hasattr(self, "_order"):
+            self._order = _parents_first(self.parents)
+            self._rel = np.array([self.rest[i] if p < 0 else np.linalg.inv(self.rest[p]) @ self.rest[i]
+                                  for i, p in enumerate(self.parents)])
+        return self._order, self._rel
 
     def pose(self, bones=None):
         """Posed world matrices (F, N, 4, 4) (Blender's pose model, solver.armature),
         of `bones` and their ancestors only when given (the others left zero)."""
         F, N = self.basis.shape[:2]
-        if not hasattr(self, "_order"):
-            self._order = _parents_first(self.parents)
-            self._rel = np.array([self.rest[i] if p < 0 else np.linalg.inv(self.rest[p]) @ self.rest[i]
-                                  for i, p in enumerate(self.parents)])
-        need = None
+        order, rel = self._relations()
         if bones is not None:
             need = set()
             for b in bones:
                 while b >= 0 and b not in need:
                     need.add(b)
                     b = self.parents[b]
-        local = np.zeros((F, N, 4, 4))
+            order = [i for i in order if i in need]
+        # local matrices of the bones posed only (a contact's chain is a few of a rig's bones)
+        local = np.zeros((F, len(order), 4, 4))
         local[..., 3, 3] = 1.0
-        local[..., :3, :3] = quat.to_matrix(self.basis)
-        for b, v in self.loc.items():
-            local[:, b, :3, 3] = v
+        local[..., :3, :3] = quat.to_matrix(self.basis[:, order])
+        for k, i in enumerate(order):
+            if i in self.loc:
+                local[:, k, :3, 3] = self.loc[i]
         out = np.zeros((F, N, 4, 4))
-        for i in self._order:
-            if need is not None and i not in need:
-                continue
+        for k, i in enumerate(order):
             p = self.parents[i]
-            out[:, i] = (self.world if p < 0 else out[:, p]) @ self._rel[i] @ local[:, i]
+            out[:, i] = (self.world if p < 0 else out[:, p]) @ rel[i] @ local[:, k]
         return out
 
 
@@ -596,8 +609,7 @@ def solve_goal(target, frames, goal, offset, size, start=None):
         # turns at most MAX_TURN per iteration, all joints applied on one linearisation
         big = np.linalg.norm(dw, axis=-1, keepdims=True)
         dw = dw * np.minimum(1.0, MAX_TURN / np.maximum(big, 1e-12))
-        for k, j in enumerate(joints):
-            _turn(sub, M, j, dw[:, k])
+        _turn(sub, M, joints, dw)
     return {j: sub.basis[:, j] for j in joints}
 
 
@@ -611,22 +623,25 @@ def _ancestry(parents, bone):
 
 
 def _skew(r):
-    z = np.zeros(len(r))
-    return np.stack([np.stack([z, -r[:, 2], r[:, 1]], -1),
-                     np.stack([r[:, 2], z, -r[:, 0]], -1),
-                     np.stack([-r[:, 1], r[:, 0], z], -1)], axis=1)
+    """Cross-product matrices [r]× (k, 3, 3) of vectors r (k, 3)."""
+    out = np.zeros((len(r), 3, 3))
+    out[:, 0, 1], out[:, 0, 2] = -r[:, 2], r[:, 1]
+    out[:, 1, 0], out[:, 1, 2] = r[:, 2], -r[:, 0]
+    out[:, 2, 0], out[:, 2, 1] = -r[:, 1], r[:, 0]
+    return out
 
 
-def _turn(target, M, j, omega):
-    """Turn bone j (and its subtree) by the world rotation vectors omega (k, 3) about its
-    head: R(q') = A⁻¹ · Rot(ω) · A · R(q), with A the bone's posed world rotation without
-    its own basis rotation."""
-    Rq = quat.to_matrix(target.basis[:, j])
-    A = _rot(M[:, j]) @ np.swapaxes(Rq, 1, 2)
+def _turn(target, M, joints, omega):
+    """Turn bones `joints` (n,) (each with its subtree) by the world rotation vectors omega
+    (k, n, 3) about their heads, all on the one pose M: R(q') = A⁻¹ · Rot(ω) · A · R(q),
+    with A a bone's posed world rotation without its own basis rotation."""
+    Rq = quat.to_matrix(target.basis[:, joints])                       # (k, n, 3, 3)
+    A = _rot(M[:, joints]) @ np.swapaxes(Rq, -1, -2)
     rot = quat.to_matrix(quat.exp(omega))
-    new = np.swapaxes(A, 1, 2) @ rot @ A @ Rq
+    new = np.swapaxes(A, -1, -2) @ rot @ A @ Rq
     q = quat.normalize(quat.from_matrix(new))
-    target.basis[:, j] = np.where(np.sum(q * target.basis[:, j], -1, keepdims=True) < 0, -q, q)
+    old = target.basis[:, joints]
+    target.basis[:, joints] = np.where(np.sum(q * old, -1, keepdims=True) < 0, -q, q)
 
 
 @dataclass
@@ -706,9 +721,24 @@ def _palm_point(body, side, u):
     return c + ax[:, 0] * u[0] * half[0] + ax[:, 1] * u[1] * half[1] + ax[:, 2] * np.sign(u[2] or 1.0) * reach
 
 
+def _affine_inverse(M):
+    """Inverses (k, 4, 4) of affine matrices M (k, 4, 4) (last row 0 0 0 1): the linear
+    part's by its adjugate (rows: cross products of its columns over the determinant),
+    which costs a fraction of a general inverse on many small matrices."""
+    a = M[:, :3, :3]
+    c0, c1, c2 = a[..., 0], a[..., 1], a[..., 2]
+    adj = np.stack([np.cross(c1, c2), np.cross(c2, c0), np.cross(c0, c1)], axis=1)   # rows
+    inv = adj / np.einsum("ki,ki->k", c0, adj[:, 0])[:, None, None]
+    out = np.zeros_like(M)
+    out[:, :3, :3] = inv
+    out[:, :3, 3] = -np.einsum("kij,kj->ki", inv, M[:, :3, 3])
+    out[:, 3, 3] = 1.0
+    return out
+
+
 def _local(M, bone, world):
     """World points (k, 3) into bone frames M[:, bone] (k frames)."""
-    inv = np.linalg.inv(M[:, bone])
+    inv = _affine_inverse(M[:, bone])
     return np.einsum("fij,fj->fi", inv[:, :3, :3], world) + inv[:, :3, 3]
 
 
@@ -722,21 +752,49 @@ PATCH = 0.001   # m: skin of part a this close to its deepest point is the conta
 COARSE = 400   # vertices of part a the passes look at (the final measure: all of them)
 
 
-def _clearance(M, part_a, part_b, coarse=False):
+SCOUTS = 32    # vertices of part a per frame (the nearest to b's box) that bound the least distance
+
+
+def _clearance(M, part_a, part_b, coarse=False, depth_only=False):
     """Per frame: the least signed distance (k,) m of part a's vertices to part b's skin,
     the contact point (k, 3) world (the mean of b's skin points nearest to a's vertices
     within PATCH of that least distance: the middle of the touching patch) and the
-    index (k,) of a's deepest vertex."""
+    index (k,) of a's deepest vertex; with depth_only, (the least signed distance where
+    it is negative, else 0 (k,), None, None): only vertices inside b's box are measured.
+
+    Only the vertices that can matter are measured: a point outside b's bounding box is
+    outside b, farther from its skin than from the box, so a vertex whose box distance
+    exceeds the least distance (its size) of the SCOUTS vertices nearest to the box, plus
+    PATCH, is neither the deepest nor in the patch; for the depth alone, vertices more than
+    PATCH outside the box are not measured."""
     k = len(M)
     va = part_a.vertices
     if coarse and len(va) > COARSE:
         va = va[:: -(-len(va) // COARSE)]
     world = np.einsum("fij,vj->fvi", M[:, part_a.bone, :3, :3], va) + M[:, part_a.bone, None, :3, 3]
-    inv = np.linalg.inv(M[:, part_b.bone])
-    local = np.einsum("fij,fvj->fvi", inv[:, :3, :3], world) + inv[:, None, :3, 3]
-    q, _n, sd = part_b.closest(local.reshape(-1, 3))
-    sd = sd.reshape(k, -1) * _scale(M, part_b.bone)[:, None]
-    q = np.einsum("fij,fvj->fvi", M[:, part_b.bone, :3, :3], q.reshape(k, -1, 3)) + M[:, part_b.bone, None, :3, 3]
+    inv = _affine_inverse(M[:, part_b.bone])
+    local = np.einsum("fij,fvj->fvi", inv[:, :3, :3], world) + inv[:, None, :3, 3]      # (k, V, 3)
+    scale = _scale(M, part_b.bone)[:, None]
+    lo, hi = part_b.box
+    box = np.linalg.norm(np.maximum(np.maximum(lo - local, local - hi), 0.0), axis=-1)     # (k, V)
+    if depth_only:
+        keep = box <= PATCH / scale
+    else:
+        # the scouts are kept: a sign test next to an open or thin skin can call a point
+        # just outside the box inside, and the bound then counts in either direction
+        rows = np.arange(k)[:, None]
+        scouts = np.argsort(box, axis=1, kind="stable")[:, :SCOUTS]
+        bound = part_b.closest(local[rows, scouts].reshape(-1, 3))[2].reshape(k, -1).min(axis=1)
+        keep = box <= np.abs(bound)[:, None] + PATCH / scale
+        keep[rows, scouts] = True
+    sd = np.full(box.shape, np.inf)
+    q = np.zeros(local.shape)
+    if keep.any():
+        q[keep], _n, sd[keep] = part_b.closest(local[keep])
+    sd = sd * scale
+    if depth_only:
+        return np.minimum(sd.min(axis=1), 0.0), None, None
+    q = np.einsum("fij,fvj->fvi", M[:, part_b.bone, :3, :3], q) + M[:, part_b.bone, None, :3, 3]
     j = np.argmin(sd, axis=1)
     rows = np.arange(k)
     least = sd[rows, j]
@@ -801,8 +859,9 @@ def enforce(target, body, contacts, fps):
     for c in contacts:
         if "skipped" not in c.measured:
             c.measured = {key: k * v for key, v in c.measured.items()}
-        if hasattr(c, "parts_"):
-            del c.parts_
+        for scratch in ("parts_", "plain_", "measured_at_"):
+            if hasattr(c, scratch):
+                delattr(c, scratch)
     return out.basis
 
 
@@ -917,6 +976,11 @@ def _measure(out, body, plain, c, ramp):
     run = np.arange(c.start, c.stop)
     near = np.arange(max(0, c.start - ramp), min(len(plain), c.stop + ramp))
     near = near[c.weights[near] > 0]
+    # enforce measures again after leaving out a missed contact: where that changed
+    # nothing on this contact's frames, its measures stand
+    pose_near = out.basis[near]
+    if getattr(c, "measured_at_", (None,))[0] == tuple(near) and np.array_equal(c.measured_at_[1], pose_near):
+        return
     M = out.at(run).pose(bones)
     sd, patch, _i = _clearance(M, pa, pb)
     spot = np.einsum("fij,fj->fi", M[:, pb.bone, :3, :3], c.target_spots[1]) + M[:, pb.bone, :3, 3]
@@ -924,15 +988,19 @@ def _measure(out, body, plain, c, ramp):
     if all(sk is not None for sk in skins):
         # two fingers: measured on their deforming skin (a rigid pad can be millimetres
         # off where the skin bends with the middle phalanx)
-        def clearance(sub):
+        def clearance(sub, depth_only=False):
             return _skin_clearance(sub, *skins)
         sd = clearance(out.at(run))
     else:
-        def clearance(sub):
-            return _clearance(sub.pose(bones), pa, pb)[0]
-    sd_near = clearance(out.at(near))
-    plain_run = clearance(out.at(run, plain[run]))
-    plain_near = clearance(out.at(near, plain[near]))
+        def clearance(sub, depth_only=False):
+            return _clearance(sub.pose(bones), pa, pb, depth_only=depth_only)[0]
+    # on the ramps only the depth counts (eased_penetration_mm)
+    sd_near = clearance(out.at(near), depth_only=True)
+    # the plain pose is the same on every pass of enforce's loop: measured once per span
+    if getattr(c, "plain_", (None,))[0] != (c.start, c.stop, tuple(near)):
+        c.plain_ = ((c.start, c.stop, tuple(near)), clearance(out.at(run, plain[run])),
+                    clearance(out.at(near, plain[near]), depth_only=True))
+    plain_run, plain_near = c.plain_[1:]
     c.measured = {"gap_mm": float(1e3 * max(sd.max(), 0.0)),
                   "penetration_mm": float(1e3 * max(-sd.min(), 0.0)),
                   "spot_error_mm": float(1e3 * np.linalg.norm(patch - spot, axis=1).max()),
@@ -940,6 +1008,7 @@ def _measure(out, body, plain, c, ramp):
                   "plain_penetration_mm": float(1e3 * max(-plain_run.min(), 0.0)),
                   "eased_penetration_mm": float(1e3 * max(-sd_near.min(), 0.0)),
                   "plain_eased_penetration_mm": float(1e3 * max(-plain_near.min(), 0.0))}
+    c.measured_at_ = (tuple(near), pose_near)
 
 
 def _smootherstep(t):

@@ -80,8 +80,14 @@ def source_body(source, result):
     return ct.SourceBody(float(scale), origin, axes, tips, dirs, palms), body
 
 
-def target_body(target, warnings):
-    """ct.TargetBody of the target armature (rest pose, armature units) and its Skeleton."""
+def target_body(target, warnings, contacts=()):
+    """ct.TargetBody of the target armature (rest pose, armature units) and its Skeleton,
+    with the skin the enabled `contacts` ([ct.Contact]) touch with: a finger's distal
+    part where a contact uses that finger, the deforming finger skins where two fingers
+    touch (reading a rig's skin weights vertex by vertex is most of the pass's time on a
+    dense character, and a chin or clap contact needs none of it)."""
+    on = [c for c in contacts if c.enabled]
+    needed = {p for c in on for p in (c.part_a, c.part_b)}
     sk = transfer.skeleton(target)
     body = bonemap.analyse(sk)
     rest = transfer.rest_matrices(target)
@@ -99,9 +105,10 @@ def target_body(target, warnings):
     regions = body_geometry.bone_regions(sk, body)
     distal = {}
     for (side, finger), bones in _fingers(body).items():
-        distal[bones[-1]] = f"{finger}_{side}"
-        regions[bones[-1]] = len(body_geometry.REGIONS) + len(distal)
-    skins = body_geometry.skin_regions(target, sk, regions)
+        if f"{finger}_{side}" in needed:
+            distal[bones[-1]] = f"{finger}_{side}"
+            regions[bones[-1]] = len(body_geometry.REGIONS) + len(distal)
+    skins = body_geometry.skin_regions(target, sk, regions) if distal else []
     for bone, name in distal.items():
         v, t = body_geometry.region_points(skins, regions[bone])
         if len(t) >= 4:
@@ -144,19 +151,23 @@ def target_body(target, warnings):
             weights[b] = WEIGHTS["finger"]
     ua = [body.limbs.get((s, "upper_arm")) for s in bonemap.SIDES]
     size = float(np.linalg.norm(mo[:3, :3] @ (rest[ua[0][0]][:3, 3] - rest[ua[1][0]][:3, 3]))) if all(ua) else 0.3
+    touching = {p for c in on if c.kind == "finger" for p in (c.part_a, c.part_b)}
     return ct.TargetBody(parts, face_box, face_axes, palms, arms, fingers, weights, size,
-                         _finger_skins(target, sk, body)), sk
+                         _finger_skins(target, sk, body, touching) if touching else {}), sk
 
 
 SKIN_INFLUENCES = 4   # bone weights kept per vertex (the largest)
 
 
-def _finger_skins(target, sk, body):
-    """{"<finger>_<side>": ct.Skin} of the skin (the meshes the Armature modifier of
-    target deforms) whose vertices are owned (largest weight) by a finger's last two
-    bones, with the bone weights of those vertices (normalised over the bones)."""
+def _finger_skins(target, sk, body, names):
+    """{"<finger>_<side>": ct.Skin} for the fingers `names` (set of "<finger>_<side>") of
+    the skin (the meshes the Armature modifier of target deforms) whose vertices are owned
+    (largest weight) by a finger's last two bones, with the bone weights of those vertices
+    (normalised over the bones)."""
     owned = {}
     for (side, finger), bones in _fingers(body).items():
+        if f"{finger}_{side}" not in names:
+            continue
         for b in bones[-2:]:
             owned[b] = f"{finger}_{side}"
     pieces = {}
@@ -238,7 +249,7 @@ def preserve(source, target, result, *, forced=(), disabled=(), report=silent):
         found = ct.detect(src, fps, forced=to_index(forced), disabled=to_index(disabled))
         changed = []
         if found:    # the target's skin is read only for contacts to keep
-            tgt, sk = target_body(target, warnings)
+            tgt, sk = target_body(target, warnings, found)
             pose = _target_pose(target, sk, result.keys)
             basis = ct.enforce(pose, tgt, found, fps)
             changed = [b for b in range(basis.shape[1]) if not np.array_equal(basis[:, b], pose.basis[:, b])]
