@@ -46,9 +46,12 @@ def bone_regions(sk, body):
     return out
 
 
-def skin_regions(armature, sk, regions):
-    """[(vertices (V, 3) armature units, triangles (T, 3), region (V,) int or −1)] of the
-    meshes that move with `armature` (bpy Object), rest pose."""
+def skin_weights(armature, sk):
+    """The meshes that move with `armature` (bpy Object), read once for skin_regions:
+    [(vertices (V, 3) armature units, rest pose; triangles (T, 3); sparse vertex-group
+    weights (vertex (k,), group (k,), weight (k,)) or None; skeleton index of each vertex
+    group's bone or None (G,); or, for a mesh parented to a bone, None and that bone's
+    index)]. Reading weights vertex by vertex is the slow part on a dense character."""
     to_arm = np.linalg.inv(np.array(armature.matrix_world))
     out = []
     for ob in armature.children_recursive:
@@ -63,13 +66,28 @@ def skin_regions(armature, sk, regions):
         if skinned:
             m = to_arm @ np.array(ob.matrix_world)
             sparse = [(v.index, g.group, g.weight) for v in mesh.vertices for g in v.groups]
-            group_region = [regions.get(sk.index.get(g.name), -1) for g in ob.vertex_groups]
-            region = (body_geom.region_owner(len(mesh.vertices), *zip(*sparse), group_region)
-                      if sparse and group_region else np.full(len(mesh.vertices), -1))
+            owner = (tuple(np.array(c) for c in zip(*sparse)) if sparse else None,
+                     [sk.index.get(g.name) for g in ob.vertex_groups])
         else:
             m = to_arm @ rest_world(armature, ob)
-            region = np.full(len(mesh.vertices), regions.get(sk.index[ob.parent_bone], -1))
-        out.append((co @ m[:3, :3].T + m[:3, 3], tris, region))
+            owner = (None, sk.index[ob.parent_bone])
+        out.append((co @ m[:3, :3].T + m[:3, 3], tris) + owner)
+    return out
+
+
+def skin_regions(armature, sk, regions, weights=None):
+    """[(vertices (V, 3) armature units, triangles (T, 3), region (V,) int or −1)] of the
+    meshes that move with `armature` (bpy Object), rest pose; regions: {skeleton index:
+    region}; weights: skin_weights(armature, sk) when already read."""
+    out = []
+    for v, tris, sparse, bones in (weights if weights is not None else skin_weights(armature, sk)):
+        if isinstance(bones, list):
+            group_region = [regions.get(b, -1) for b in bones]
+            region = (body_geom.region_owner(len(v), *sparse, group_region)
+                      if sparse is not None and group_region else np.full(len(v), -1))
+        else:
+            region = np.full(len(v), regions.get(bones, -1))
+        out.append((v, tris, region))
     return out
 
 
@@ -122,7 +140,8 @@ PALM_HALF_THICKNESS = 0.012  # m, when the rig has no hand skin: an adult palm i
 TORSO_SPACING_FACTOR = 2.0   # torso fields at twice the face's grid spacing: flatter, larger
 
 
-def body_meshes(armature, sk, body, simulated, rest, scale, chest, face_object, palm_normals, warnings):
+def body_meshes(armature, sk, body, simulated, rest, scale, chest, face_object, palm_normals, warnings,
+                weights=None):
     """solver.body.BodyMesh volumes of the rig, vertices in metres, bone = skeleton index
     (the caller maps it to the model's), −1 for the chest (the kinematic base).
 
@@ -130,10 +149,11 @@ def body_meshes(armature, sk, body, simulated, rest, scale, chest, face_object, 
     scale: metres per armature unit; face_object: a mesh to use as the face, else a mesh
     parented to the head bone, else the head-and-neck region of the skin; palm_normals:
     {side: (3,) armature-space unit normal towards the palm}. A volume that cannot be
-    built is left out with a warning (so is a default thickness for a palm without skin).
+    built is left out with a warning (so is a default thickness for a palm without skin);
+    weights: skin_weights(armature, sk) when the caller has read them.
     """
     regions = bone_regions(sk, body)
-    skins = skin_regions(armature, sk, regions)
+    skins = skin_regions(armature, sk, regions, weights)
     out = []
 
     def in_frame(verts, bone):
