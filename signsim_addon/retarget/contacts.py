@@ -95,8 +95,9 @@ def target_body(target, warnings, contacts=()):
     scale = float(np.linalg.norm(mo[:3, 0]))
     parts = ct.Parts()
     chest = body.spine[-1] if body.spine else body.hips
+    weights = body_geometry.skin_weights(target, sk)
     meshes = body_geometry.body_meshes(target, sk, body, set(range(len(sk.names))), rest, 1.0, chest,
-                                       None, {}, [])
+                                       None, {}, [], weights)
     for m in meshes:
         if m.kind == "face":
             parts.add("face", m.bone, m.vertices, m.triangles)
@@ -108,7 +109,7 @@ def target_body(target, warnings, contacts=()):
         if f"{finger}_{side}" in needed:
             distal[bones[-1]] = f"{finger}_{side}"
             regions[bones[-1]] = len(body_geometry.REGIONS) + len(distal)
-    skins = body_geometry.skin_regions(target, sk, regions) if distal else []
+    skins = body_geometry.skin_regions(target, sk, regions, weights) if distal else []
     for bone, name in distal.items():
         v, t = body_geometry.region_points(skins, regions[bone])
         if len(t) >= 4:
