@@ -37,8 +37,8 @@ Dynamics. In the subspace u = B q the face is M ü + C u̇ + H u = f with BᵀMB
 q̈ + C_r q̇ + K_r q = Bᵀ f, K_r = BᵀHB, and C_r damps every reduced mode with the same
 damping ratio ζ (soft tissue is strongly damped). One backward Euler step
 (step) solves for the end-of-step state with the fingertips' penalty forces (spheres of
-given centres and radii pressing on the skin vertices, projected by Bᵀ) taken
-implicitly, so a stiff contact does not make the step unstable.
+given centres and radii against the nearest point of the deformed skin, projected by
+Bᵀ) taken implicitly, so a stiff contact does not make the step unstable.
 
 Units: metres, seconds, kilograms, newtons, pascals. Coordinates are those of the skin
 given to build_face (the head bone's rest frame in the bake).
@@ -50,6 +50,9 @@ import scipy.linalg
 import scipy.sparse as sp
 import scipy.sparse.linalg as spla
 from scipy.spatial import cKDTree
+
+from . import sdf
+from .settings import CONTACT_STIFFNESS
 
 YOUNG = 2.0e4        # Pa: facial soft tissue in indentation is 10–100 kPa
 POISSON = 0.45       # nearly incompressible tissue; 0.5 would lock linear tetrahedra
@@ -321,22 +324,25 @@ class ReducedFace:
     """The face in m reduced coordinates q (u = B q).
 
     face FaceBody; basis B (n, m) with BᵀMB = I; K (m, m) = BᵀHB N/m per unit q;
-    C (m, m) damping (every eigenmode of K with damping ratio ζ); rest (P, 3) m and
-    rows (P, 3, m) of B at the free vertices, normals (P, 3), areas (P,) m²;
-    tree cKDTree of rest.
+    C (m, m) damping (every eigenmode of K with damping ratio ζ); rows (V, 3, m): B at
+    every skin vertex (zero at fixed ones); tree: cKDTree of the triangle centroids and
+    reach m, the largest centroid-to-corner distance (candidate triangles of a contact).
     """
     face: FaceBody
     basis: np.ndarray
     K: np.ndarray
     C: np.ndarray
-    rest: np.ndarray
     rows: np.ndarray
-    areas: np.ndarray
     tree: cKDTree
+    reach: float
 
     @property
     def m(self):
         return self.basis.shape[1]
+
+    def positions(self, q, vertices=slice(None)):
+        """Deformed skin positions (k, 3) m of `vertices` at reduced coordinates q (m,)."""
+        return self.face.vertices[vertices] + self.rows[vertices] @ q
 
 
 def reduce(face, basis, damping_ratio=DAMPING_RATIO):
@@ -346,9 +352,12 @@ def reduce(face, basis, damping_ratio=DAMPING_RATIO):
     K = 0.5 * (K + K.T)
     w2, V = np.linalg.eigh(K)
     C = (V * (2.0 * damping_ratio * np.sqrt(np.maximum(w2, 0.0)))) @ V.T
-    free = np.flatnonzero(face.free)
-    rows = basis.reshape(len(free), 3, basis.shape[1])
-    return ReducedFace(face, basis, K, C, face.vertices[free], rows, face.areas[free], cKDTree(face.vertices[free]))
+    rows = np.zeros((len(face.vertices), 3, basis.shape[1]))
+    rows[face.free] = basis.reshape(-1, 3, basis.shape[1])
+    corners = face.vertices[face.triangles]
+    centroids = corners.mean(axis=1)
+    reach = float(np.linalg.norm(corners - centroids[:, None], axis=2).max())
+    return ReducedFace(face, basis, K, C, rows, cKDTree(centroids), reach)
 
 
 def static_displacement(reduced, force):
@@ -378,69 +387,96 @@ def far_field_ratio(face, u, centre, distance=0.04):
 
 @dataclass(frozen=True)
 class Contact:
-    """Fingertip contact after a step: per fingertip the penetration depth (k,) m into the
-    deformed skin (max over its vertices, 0 without contact) and the skin's force on it
-    (k, 3) N (equal and opposite to the force on the skin)."""
+    """Fingertip contact after a step, per fingertip (k of them): depth (k,) m, the
+    penetration of its sphere into the deformed skin (0 without contact); force (k, 3) N,
+    the skin's push on the fingertip (the skin gets the opposite)."""
     depth: np.ndarray
     force: np.ndarray
 
 
-def _contact_terms(reduced, q, centres, radii, candidates, stiffness):
-    """Penetration terms at q: per candidate (fingertip j, skin point i) the depth
-    d = r_j − |x_i(q) − c_j|, its gradient ∂d/∂q (m,) and the penalty stiffness (N/m)."""
-    out = []
-    for j, idx in enumerate(candidates):
-        if not len(idx):
-            out.append((j, idx, np.zeros(0), np.zeros((0, reduced.m)), np.zeros(0), np.zeros((0, 3))))
-            continue
-        x = reduced.rest[idx] + reduced.rows[idx] @ q
-        diff = x - centres[j]
-        dist = np.maximum(np.linalg.norm(diff, axis=1), 1e-12)
-        n = diff / dist[:, None]
-        depth = radii[j] - dist
-        grad = -np.einsum("pk,pkm->pm", n, reduced.rows[idx])
-        k = stiffness * reduced.areas[idx] / (np.pi * radii[j] ** 2)
-        out.append((j, idx, depth, grad, k, n))
-    return out
-
-
-def step(reduced, q, v, h, centres=(), radii=(), stiffness=2000.0, iterations=8):
+def step(reduced, q, v, h, centres=(), radii=(), stiffness=CONTACT_STIFFNESS, iterations=4):
     """One backward Euler step of the reduced face: (q', v', Contact).
 
     q, v (m,) reduced position and velocity; h s; centres (k, 3) m and radii (k,) m:
-    fingertip spheres (held where they are over the step); stiffness N/m: the penalty of
-    a fingertip pressing its whole pad area (each skin vertex gets its area's share).
-    Solves (q'−q−hv)/h² + C_r (q'−q)/h + K_r q' + Σ k_i max(d_i, 0) ∇d_i = 0 (the vertices'
-    penetrations d_i = r − |x_i − c|) by Gauss–Newton on the active set.
+    fingertip spheres (held where they are over the step); stiffness N/m: penalty of a
+    fingertip pad pressed into the skin, shared over its contact samples (the point of
+    each nearby deformed triangle nearest the centre, contact_samples). Solves
+    (q'−q−hv)/h² + C_r (q'−q)/h + K_r q' + Σ k_i max(d_i, 0) ∇d_i = 0 by Gauss–Newton
+    (samples and their depths relinearised at each iterate), each linear solve on the
+    samples that press at its solution (active-set iterations).
     """
     centres = np.asarray(centres, float).reshape(-1, 3)
     radii = np.broadcast_to(np.asarray(radii, float), (len(centres),))
     m = reduced.m
-    reach = float(np.abs(reduced.rows).sum(axis=(1, 2)).max() * np.abs(q).max(initial=0.0) + 0.02)
-    candidates = [np.asarray(reduced.tree.query_ball_point(c, r + reach), np.intp)
-                  for c, r in zip(centres, radii)]
-    A0 = np.eye(m) / h ** 2 + reduced.C / h + reduced.K
-    b0 = (q + h * v) / h ** 2 + reduced.C @ q / h
+    A = np.eye(m) / h ** 2 + reduced.C / h + reduced.K
+    b = (q + h * v) / h ** 2 + reduced.C @ q / h
     q1 = q + h * v
-    for _ in range(iterations):
-        A, b = A0.copy(), b0.copy()
-        for _, _, depth, grad, k, _ in _contact_terms(reduced, q1, centres, radii, candidates, stiffness):
-            on = depth > 0
-            if on.any():
-                g, kk = grad[on], k[on]
-                # penalty force −k d ∇d, with d linearised about q1: d(q1) + ∇d·(q' − q1)
-                A += (g.T * kk) @ g
-                b -= g.T @ (kk * (depth[on] - g @ q1))
-        q2 = np.linalg.solve(A, b)
-        done = np.abs(q2 - q1).max() < 1e-12 * (1.0 + np.abs(q2).max())
-        q1 = q2
-        if done:
+    none = (np.zeros(0), np.zeros((0, m)), np.zeros((0, 3)), np.zeros(0))
+    for _ in range(iterations if len(centres) else 1):
+        samples = [contact_samples(reduced, q1, c, r, stiffness) for c, r in zip(centres, radii)] + [none]
+        d1, G, _, k = (np.concatenate([x[i] for x in samples]) for i in range(4))
+        active = d1 > 0
+        for _ in range(len(d1) + 2):
+            # penalty forces −k_i d_i ∇d_i with d_i(q') = d1_i + ∇d_i·(q' − q1)
+            g, kk = G[active], k[active]
+            q2 = np.linalg.solve(A + (g.T * kk) @ g, b - g.T @ (kk * (d1[active] - g @ q1)))
+            pressed = d1 + G @ (q2 - q1) > 0
+            if (pressed == active).all():
+                break
+            active = pressed
+        q1, step_size = q2, np.abs(q2 - q1).max()
+        if step_size <= 1e-9 * (1e-6 + np.abs(q2).max()):
             break
-    depth = np.zeros(len(centres))
-    force = np.zeros((len(centres), 3))
-    for j, _, d, _, k, n in _contact_terms(reduced, q1, centres, radii, candidates, stiffness):
-        on = d > 0
-        if on.any():
-            depth[j] = d[on].max()
-            force[j] = -(k[on] * d[on]) @ n[on]   # the skin pushes the fingertip out of it
+    depth, force = np.zeros(len(centres)), np.zeros((len(centres), 3))
+    for j, (c, r) in enumerate(zip(centres, radii)):
+        d, _, n, k = contact_samples(reduced, q1, c, r, stiffness)
+        depth[j] = max(d.max(initial=0.0), 0.0)
+        force[j] = (k * np.maximum(d, 0.0)) @ n
     return q1, (q1 - q) / h, Contact(depth, force)
+
+
+def contact_samples(reduced, q, centre, radius, stiffness=CONTACT_STIFFNESS, margin=0.005):
+    """Contact samples of a fingertip sphere (centre (3,) m, radius m) on the skin
+    deformed by q (m,): on every triangle within radius + margin of the centre, its
+    point nearest the centre (a material point: triangle and barycentric weights).
+
+    Returns d (s,) m, ∇d (s, m), n (s, 3), k (s,) N/m: sample i's penetration depth is
+    d_i + ∇d_i·(q' − q) near q along its outward direction n_i (from the triangle's point
+    towards the centre, flipped for a centre under the skin), with stiffness k_i = stiffness ·
+    min(1, its triangle's area / (π radius²)): a pad pressed flat into a fine mesh is
+    shared over the triangles it covers, one triangle larger than the pad takes it all.
+    Empty arrays when no skin is near.
+    """
+    face = reduced.face
+    idx, = _candidates(reduced, q, [centre], [radius])
+    tri = face.triangles[idx]
+    a, b, c = reduced.positions(q, tri.ravel()).reshape(-1, 3, 3).transpose(1, 0, 2)
+    p, _ = sdf.closest_point_on_triangle(centre, a, b, c)
+    offset = centre - p
+    dist = np.linalg.norm(offset, axis=1)
+    keep = dist < radius + margin
+    tri, a, b, c, p, offset, dist = tri[keep], a[keep], b[keep], c[keep], p[keep], offset[keep], dist[keep]
+    cross = np.cross(b - a, c - a)
+    area = 0.5 * np.linalg.norm(cross, axis=1)
+    normal = cross / np.maximum(2 * area, 1e-30)[:, None]
+    side = np.where(np.einsum("ij,ij->i", offset, normal) >= 0, 1.0, -1.0)
+    out = np.where(dist[:, None] > 1e-12, offset / np.maximum(dist, 1e-12)[:, None] * side[:, None], normal)
+    # barycentric weights of each point on its triangle
+    e1, e2, ep = b - a, c - a, p - a
+    d11, d12, d22 = (e1 * e1).sum(1), (e1 * e2).sum(1), (e2 * e2).sum(1)
+    d1p, d2p = (e1 * ep).sum(1), (e2 * ep).sum(1)
+    det = np.maximum(d11 * d22 - d12 ** 2, 1e-30)
+    v = (d22 * d1p - d12 * d2p) / det
+    w = (d11 * d2p - d12 * d1p) / det
+    bary = np.stack([1 - v - w, v, w], 1)
+    # d = r − side·|c − x(q)|: ∂d/∂x = out, x = Σ bary · (rest + rows q)
+    G = np.einsum("pk,pj,pjkm->pm", out, bary, reduced.rows[tri])
+    k = stiffness * np.minimum(1.0, area / (np.pi * radius ** 2))
+    return radius - side * dist, G, out, k
+
+
+def _candidates(reduced, q, centres, radii):
+    """Per fingertip the triangles (indices) that may hold its nearest skin point at q."""
+    moved = float(np.linalg.norm(reduced.rows, axis=1).max(initial=0.0) * np.abs(q).sum())
+    return [np.asarray(reduced.tree.query_ball_point(c, r + reduced.reach + moved + 0.01), np.intp)
+            for c, r in zip(centres, radii)]
