@@ -37,7 +37,7 @@ Dynamics. In the subspace u = B q the face is M ü + C u̇ + H u = f with BᵀMB
 q̈ + C_r q̇ + K_r q = Bᵀ f, K_r = BᵀHB, and C_r damps every reduced mode with the same
 damping ratio ζ (soft tissue is strongly damped). One backward Euler step
 (step) solves for the end-of-step state with the fingertips' penalty forces (spheres of
-given centres and radii against the nearest point of the deformed skin, projected by
+given centres and radii against the nearest points of the deformed skin, projected by
 Bᵀ) taken implicitly, so a stiff contact does not make the step unstable.
 
 Units: metres, seconds, kilograms, newtons, pascals. Coordinates are those of the skin
@@ -226,9 +226,15 @@ def build_face(vertices, triangles, pinned=None, young=YOUNG, poisson=POISSON, t
     return FaceBody(v, t, normals, areas, free, dof, H, mass, index, len(tets), young, poisson, thickness)
 
 
-def proximity_weights(face, points, spread=SPREAD):
+def proximity_weights(face, points, spread=None):
     """(V,) weights in [0, 1]: at each vertex the largest exp(−½ (d/spread)²) over the
-    points (k, 3) m (fingertip samples over the clip) within 3 spread; 0 on fixed vertices."""
+    points (k, 3) m (fingertip samples over the clip) within 3 spread; 0 on fixed vertices.
+    spread m: default SPREAD, at least twice the median edge length (a coarse mesh would
+    otherwise give a fingertip fewer vertices than it has modes)."""
+    if spread is None:
+        t = face.triangles
+        edges = np.linalg.norm(face.vertices[t] - face.vertices[np.roll(t, 1, axis=1)], axis=2)
+        spread = max(SPREAD, 2.0 * float(np.median(edges)))
     w = np.zeros(len(face.vertices))
     points = np.asarray(points, float).reshape(-1, 3)
     if len(points):
@@ -262,7 +268,7 @@ def factorize(H):
                      options={"SymmetricMode": True})
 
 
-def force_dual_basis(face, forces, m, oversample=10, power=2, seed=0, lu=None):
+def force_dual_basis(face, forces, m, oversample=10, power=3, seed=0, lu=None):
     """Force-dual subspace B (n, m) with BᵀMB = I, and its singular values σ (m,) (Λ = σ²).
 
     forces: D (n, s) sparse or dense, the columns of the force model F = D A, A ~ N(0, I).
@@ -326,7 +332,9 @@ class ReducedFace:
     face FaceBody; basis B (n, m) with BᵀMB = I; K (m, m) = BᵀHB N/m per unit q;
     C (m, m) damping (every eigenmode of K with damping ratio ζ); rows (V, 3, m): B at
     every skin vertex (zero at fixed ones); tree: cKDTree of the triangle centroids and
-    reach m, the largest centroid-to-corner distance (candidate triangles of a contact).
+    reach m, the largest centroid-to-corner distance (candidate triangles of a contact);
+    mode_reach (m,): each mode's largest vertex displacement per unit coordinate (bounds
+    how far any vertex moves: Σ_j |q_j| mode_reach_j).
     """
     face: FaceBody
     basis: np.ndarray
@@ -335,6 +343,7 @@ class ReducedFace:
     rows: np.ndarray
     tree: cKDTree
     reach: float
+    mode_reach: np.ndarray
 
     @property
     def m(self):
@@ -357,7 +366,8 @@ def reduce(face, basis, damping_ratio=DAMPING_RATIO):
     corners = face.vertices[face.triangles]
     centroids = corners.mean(axis=1)
     reach = float(np.linalg.norm(corners - centroids[:, None], axis=2).max())
-    return ReducedFace(face, basis, K, C, rows, cKDTree(centroids), reach)
+    mode_reach = np.linalg.norm(rows, axis=1).max(axis=0)
+    return ReducedFace(face, basis, K, C, rows, cKDTree(centroids), reach, mode_reach)
 
 
 def static_displacement(reduced, force):
@@ -400,42 +410,64 @@ def step(reduced, q, v, h, centres=(), radii=(), stiffness=CONTACT_STIFFNESS, it
     q, v (m,) reduced position and velocity; h s; centres (k, 3) m and radii (k,) m:
     fingertip spheres (held where they are over the step); stiffness N/m: penalty of a
     fingertip pad pressed into the skin, shared over its contact samples (the point of
-    each nearby deformed triangle nearest the centre, contact_samples). Solves
-    (q'−q−hv)/h² + C_r (q'−q)/h + K_r q' + Σ k_i max(d_i, 0) ∇d_i = 0 by Gauss–Newton
-    (samples and their depths relinearised at each iterate), each linear solve on the
-    samples that press at its solution (active-set iterations).
+    each nearby deformed triangle nearest the centre, contact_samples). q' minimises the
+    step's incremental potential
+        E(q') = |q'−q−hv|²/(2h²) + (q'−q)ᵀC_r(q'−q)/(2h) + q'ᵀK_r q'/2 + Σ k_i max(d_i(q'), 0)²/2,
+    whose stationarity is the backward Euler equation, by Gauss–Newton steps with a
+    backtracking line search on E (the contact geometry is not linear: a plain Newton
+    iteration can run away where the subspace barely reaches the finger).
     """
     centres = np.asarray(centres, float).reshape(-1, 3)
     radii = np.broadcast_to(np.asarray(radii, float), (len(centres),))
     m = reduced.m
     A = np.eye(m) / h ** 2 + reduced.C / h + reduced.K
-    b = (q + h * v) / h ** 2 + reduced.C @ q / h
-    q1 = q + h * v
-    none = (np.zeros(0), np.zeros((0, m)), np.zeros((0, 3)), np.zeros(0))
-    for _ in range(iterations if len(centres) else 1):
-        samples = [contact_samples(reduced, q1, c, r, stiffness) for c, r in zip(centres, radii)] + [none]
-        d1, G, _, k = (np.concatenate([x[i] for x in samples]) for i in range(4))
-        active = d1 > 0
-        for _ in range(len(d1) + 2):
-            # penalty forces −k_i d_i ∇d_i with d_i(q') = d1_i + ∇d_i·(q' − q1)
-            g, kk = G[active], k[active]
-            q2 = np.linalg.solve(A + (g.T * kk) @ g, b - g.T @ (kk * (d1[active] - g @ q1)))
-            pressed = d1 + G @ (q2 - q1) > 0
-            if (pressed == active).all():
+    q_pred = q + h * v
+
+    q1 = np.linalg.solve(A, q_pred / h ** 2 + reduced.C @ q / h)  # the step without contact
+    # triangles any iterate may touch: those near at rest, widened by the larger of q and
+    # the contact-free step plus their difference (contact only pushes the skin back)
+    bound = np.abs(q) + np.abs(q1) + np.abs(q1 - q)
+    near = _candidates(reduced, bound, centres, radii)
+
+    def linearised(x):
+        """E(x), its gradient, the Gauss–Newton Hessian."""
+        g = (x - q_pred) / h ** 2 + reduced.C @ (x - q) / h + reduced.K @ x
+        e = 0.5 * (x - q_pred) @ (x - q_pred) / h ** 2 + 0.5 * (x - q) @ reduced.C @ (x - q) / h + 0.5 * x @ reduced.K @ x
+        H = A.copy()
+        for c, r, idx in zip(centres, radii, near):
+            d, G, _, k = contact_samples(reduced, x, c, r, stiffness, candidates=idx)
+            on = d > 0
+            e += 0.5 * (k[on] * d[on] ** 2).sum()
+            g += G[on].T @ (k[on] * d[on])
+            H += (G[on].T * k[on]) @ G[on]
+        return e, g, H
+
+    if len(centres):
+        e, g, H = linearised(q1)
+        for _ in range(iterations):
+            delta = -np.linalg.solve(H, g)
+            slope = g @ delta
+            if -slope <= 1e-9 * max(e, 1e-30):   # E would change by less than 1e-9 of itself
                 break
-            active = pressed
-        q1, step_size = q2, np.abs(q2 - q1).max()
-        if step_size <= 1e-9 * (1e-6 + np.abs(q2).max()):
-            break
+            alpha = 1.0
+            while alpha > 1e-4:
+                trial = linearised(q1 + alpha * delta)
+                if trial[0] <= e + 1e-4 * alpha * slope:
+                    break
+                alpha *= 0.5
+            else:
+                break
+            q1 = q1 + alpha * delta
+            e, g, H = trial
     depth, force = np.zeros(len(centres)), np.zeros((len(centres), 3))
-    for j, (c, r) in enumerate(zip(centres, radii)):
-        d, _, n, k = contact_samples(reduced, q1, c, r, stiffness)
+    for j, (c, r, idx) in enumerate(zip(centres, radii, near)):
+        d, _, n, k = contact_samples(reduced, q1, c, r, stiffness, candidates=idx)
         depth[j] = max(d.max(initial=0.0), 0.0)
         force[j] = (k * np.maximum(d, 0.0)) @ n
     return q1, (q1 - q) / h, Contact(depth, force)
 
 
-def contact_samples(reduced, q, centre, radius, stiffness=CONTACT_STIFFNESS, margin=0.005):
+def contact_samples(reduced, q, centre, radius, stiffness=CONTACT_STIFFNESS, margin=0.005, candidates=None):
     """Contact samples of a fingertip sphere (centre (3,) m, radius m) on the skin
     deformed by q (m,): on every triangle within radius + margin of the centre, its
     point nearest the centre (a material point: triangle and barycentric weights).
@@ -445,21 +477,26 @@ def contact_samples(reduced, q, centre, radius, stiffness=CONTACT_STIFFNESS, mar
     towards the centre, flipped for a centre under the skin), with stiffness k_i = stiffness ·
     min(1, its triangle's area / (π radius²)): a pad pressed flat into a fine mesh is
     shared over the triangles it covers, one triangle larger than the pad takes it all.
-    Empty arrays when no skin is near.
+    candidates: triangle indices to look at (default: those q can bring near). Empty
+    arrays when no skin is near.
     """
     face = reduced.face
-    idx, = _candidates(reduced, q, [centre], [radius])
+    idx = _candidates(reduced, q, [centre], [radius], margin)[0] if candidates is None else candidates
     tri = face.triangles[idx]
     a, b, c = reduced.positions(q, tri.ravel()).reshape(-1, 3, 3).transpose(1, 0, 2)
-    p, _ = sdf.closest_point_on_triangle(centre, a, b, c)
+    p, code = sdf.closest_point_on_triangle(centre, a, b, c)
     offset = centre - p
     dist = np.linalg.norm(offset, axis=1)
     keep = dist < radius + margin
-    tri, a, b, c, p, offset, dist = tri[keep], a[keep], b[keep], c[keep], p[keep], offset[keep], dist[keep]
+    tri, a, b, c, p, offset, dist, code = (x[keep] for x in (tri, a, b, c, p, offset, dist, code))
     cross = np.cross(b - a, c - a)
     area = 0.5 * np.linalg.norm(cross, axis=1)
     normal = cross / np.maximum(2 * area, 1e-30)[:, None]
-    side = np.where(np.einsum("ij,ij->i", offset, normal) >= 0, 1.0, -1.0)
+    # Under the skin only by a triangle's own face: behind the plane of a triangle whose
+    # nearest feature is an edge or a corner is outside in a concave spot (beside a nose),
+    # and a centre truly under the skin lies under some triangle's face as well.
+    under = (code == sdf.FACE) & (np.einsum("ij,ij->i", offset, normal) < 0)
+    side = np.where(under, -1.0, 1.0)
     out = np.where(dist[:, None] > 1e-12, offset / np.maximum(dist, 1e-12)[:, None] * side[:, None], normal)
     # barycentric weights of each point on its triangle
     e1, e2, ep = b - a, c - a, p - a
@@ -475,8 +512,9 @@ def contact_samples(reduced, q, centre, radius, stiffness=CONTACT_STIFFNESS, mar
     return radius - side * dist, G, out, k
 
 
-def _candidates(reduced, q, centres, radii):
-    """Per fingertip the triangles (indices) that may hold its nearest skin point at q."""
-    moved = float(np.linalg.norm(reduced.rows, axis=1).max(initial=0.0) * np.abs(q).sum())
-    return [np.asarray(reduced.tree.query_ball_point(c, r + reduced.reach + moved + 0.01), np.intp)
+def _candidates(reduced, q, centres, radii, margin=0.005):
+    """Per fingertip the triangles (indices) within radius + margin of its centre at q
+    (found on the rest skin, widened by how far q can move a vertex)."""
+    moved = float(np.abs(q) @ reduced.mode_reach)
+    return [np.asarray(reduced.tree.query_ball_point(c, r + margin + reduced.reach + moved), np.intp)
             for c, r in zip(centres, radii)]
