@@ -65,7 +65,7 @@ def heads(modes):
                             axis_forward='Y', axis_up='Z')
     clip = bpy.context.active_object
     first, last = (int(f) for f in clip.animation_data.action.frame_range)
-    paths, radii = head_api.fingertip_paths(clip, np.arange(first, last + 1), bpy.context.scene)
+    paths, radii, _ = head_api.fingertip_paths(clip, np.arange(first, last + 1), bpy.context.scene)
     out.append(("signer skin (chin_cheek clip)", skin, paths.reshape(-1, 3), float(radii[0])))
     face_ob = bpy.data.objects["SignerFace"]
     co, tris = ADDON.signsim_addon.bake.body_geometry.mesh_arrays(face_ob.data)

@@ -448,4 +448,15 @@ ZH_HANS = {
     "'{}': {} of {} poses clear, max change {:.1f}°, penetration left {:.2f} mm": "'{}'：{} / {} 个姿势无穿插，最大改动 {:.1f}°，剩余穿透 {:.2f} 毫米",
     "Scene Frame Range": "场景帧范围",
     "Pose Asset…": "姿势资产…",
+    # --- soft face
+    "Soft Face": "软面部",
+    "Simulate the face's skin under the fingertips over the scene's frame range: one shape key per mode on the character's mesh, its value keyed per frame (the armature's action is never changed)": "在场景帧范围内模拟指尖下的面部皮肤：角色网格上每个模态一个形态键，其值逐帧设置关键帧（骨架的动作不会被修改）",
+    "Modes": "模态数",
+    "Number of force-dual modes (shape keys)": "力对偶模态（形态键）的数量",
+    "Young's Modulus (Pa)": "杨氏模量（帕）",
+    "Stiffness of the facial soft tissue": "面部软组织的刚度",
+    "Thickness (mm)": "厚度（毫米）",
+    "Soft tissue between skin and skull": "皮肤与颅骨之间的软组织厚度",
+    "Select the armature whose fingertips touch its face": "选择指尖触碰其面部的骨架",
+    "Soft face on '{}': {} shape keys, dent up to {:.2f} mm": "'{}' 的软面部：{} 个形态键，凹陷最大 {:.2f} 毫米",
 }

@@ -120,9 +120,10 @@ def touch_spots(head, points, within=0.01):
 
 
 def fingertip_paths(armature, frames, scene):
-    """Fingertip points (F, k, 3) m in the head bone's frame of each frame (the tails of
-    the distal finger bones) and their pad radii (k,) m, over scene frames `frames`
-    (F,) of the armature's current animation. Restores the scene's frame."""
+    """(tails (F, k, 3) m, pad radii (k,) m, heads (F, k, 3) m) of the distal finger bones
+    in the head bone's frame over scene frames `frames` (F,) of the armature's current
+    animation (the radius: the bone's capsule radius property, else an adult's pad).
+    Restores the scene's frame."""
     sk, body = _anatomy(armature)
     tips = [sk.names[b[-1]] for b in body.fingers.values() if b]
     head = sk.names[body.head]
@@ -131,11 +132,12 @@ def fingertip_paths(armature, frames, scene):
     radii = np.array([float(bones[n].get(rig.CAPSULE_PROP) or contact_transfer.FINGER_RADIUS / scale) * scale
                       for n in tips])
     keep = scene.frame_current
-    out = np.empty((len(frames), len(tips), 3))
+    out = np.empty((2, len(frames), len(tips), 3))
     for f, frame in enumerate(frames):
         scene.frame_set(int(frame))
         m = np.linalg.inv(np.array(armature.pose.bones[head].matrix))
-        tails = np.array([tuple(armature.pose.bones[n].tail) for n in tips])
-        out[f] = (tails @ m[:3, :3].T + m[:3, 3]) * scale
+        for k, end in enumerate(("tail", "head")):
+            p = np.array([tuple(getattr(armature.pose.bones[n], end)) for n in tips])
+            out[k, f] = (p @ m[:3, :3].T + m[:3, 3]) * scale
     scene.frame_set(keep)
-    return out, radii
+    return out[0], radii, out[1]
