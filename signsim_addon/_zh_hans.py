@@ -459,4 +459,11 @@ ZH_HANS = {
     "Soft tissue between skin and skull": "皮肤与颅骨之间的软组织厚度",
     "Select the armature whose fingertips touch its face": "选择指尖触碰其面部的骨架",
     "Soft face on '{}': {} shape keys, dent up to {:.2f} mm": "'{}' 的软面部：{} 个形态键，凹陷最大 {:.2f} 毫米",
+    "Face Modes": "面部模态数",
+    "Number of force-dual modes (shape keys) of the soft face": "软面部的力对偶模态（形态键）数量",
+    "After the bake, dent the head's skin under the fingertips: force-dual modes as shape keys on the character's mesh, keyed per frame": "烘焙后，使指尖下的头部皮肤凹陷：力对偶模态作为角色网格上的形态键，逐帧设置关键帧",
+    "Tissue Stiffness": "组织刚度",
+    "Young's modulus of the facial soft tissue, in Pa": "面部软组织的杨氏模量（帕）",
+    "Tissue Thickness": "组织厚度",
+    "Soft tissue between the skin and the skull, in mm": "皮肤与颅骨之间的软组织厚度（毫米）",
 }

@@ -54,6 +54,7 @@ from scipy.spatial import cKDTree
 from . import sdf
 from .settings import CONTACT_STIFFNESS
 
+MODES = 20           # reduced coordinates of a face
 YOUNG = 2.0e4        # Pa: facial soft tissue in indentation is 10–100 kPa
 POISSON = 0.45       # nearly incompressible tissue; 0.5 would lock linear tetrahedra
 THICKNESS = 0.01     # m of soft tissue over the skull (cheek ~1–2 cm, forehead ~0.5 cm)

@@ -32,12 +32,25 @@ FAR = 0.04                    # m: far field of a dent (locality)
 class SoftFaceSettings:
     """modes: reduced coordinates; young Pa; poisson; thickness m of tissue over the
     skull; stiffness N/m of a fingertip pad's penalty; substeps per frame."""
-    modes: int = 20
+    modes: int = sf.MODES
     young: float = sf.YOUNG
     poisson: float = sf.POISSON
     thickness: float = sf.THICKNESS
     stiffness: float = sf.CONTACT_STIFFNESS
     substeps: int = 4
+
+
+def settings_of(physics, modes=None):
+    """SoftFaceSettings of an armature's Physics panel (Object.signsim.physics); modes
+    overrides its number of modes."""
+    return SoftFaceSettings(modes=modes or physics.face_modes, young=physics.face_young,
+                            thickness=physics.face_thickness_mm * 1e-3, stiffness=physics.contact_stiffness)
+
+
+def summary(result):
+    """The bake report's entry of a soft_face result: modes, peak_displacement_mm,
+    far_field_ratio, build_seconds."""
+    return {k: result[k] for k in ("modes", "peak_displacement_mm", "far_field_ratio", "build_seconds")}
 
 
 def fingertip_spheres(armature, frames, scene):
