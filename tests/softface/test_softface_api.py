@@ -4,13 +4,14 @@ Measured on what Blender evaluates (the mesh with its shape keys at each frame, 
 fingertip spheres from the posed armature), not on the solver's own numbers.
 """
 import importlib
+import pathlib
 
 import bpy
 import numpy as np
 import pytest
 
 from action_keys import all_keys
-from conftest import SAMPLES
+SAMPLES = pathlib.Path(__file__).resolve().parents[2] / "sample_blends"
 
 
 @pytest.fixture
