@@ -1,7 +1,7 @@
 """Soft face benchmark: mode build time, reduced step time, locality of force-dual modes
 against linear modal analysis with the same number of modes.
 
-    .venv/bin/python bench/bench_soft_face.py [--modes 20] [--json]
+    .venv/bin/python bench/bench_soft_face.py [--modes 20] [--thickness-mm 10] [--poisson 0.45] [--json]
 
 Heads: the bundled signer's skin (the head patch of SignerBody, as the bake uses it),
 its separate face mesh SignerFace (closed, ~20 k vertices: the build-time case) and the
@@ -87,9 +87,9 @@ def heads(modes):
     return out
 
 
-def measure(name, head, samples, radius, modes):
+def measure(name, head, samples, radius, modes, thickness, poisson):
     t0 = time.process_time()
-    face = sf.build_face(head.vertices, head.triangles)
+    face = sf.build_face(head.vertices, head.triangles, thickness=thickness, poisson=poisson)
     t1 = time.process_time()
     lu = sf.factorize(face.H)
     weights = sf.proximity_weights(face, samples)
@@ -137,16 +137,20 @@ def measure(name, head, samples, radius, modes):
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--modes", type=int, default=20)
+    ap.add_argument("--thickness-mm", type=float, default=1e3 * sf.THICKNESS, help="tissue layer thickness")
+    ap.add_argument("--poisson", type=float, default=sf.POISSON, help="tissue Poisson ratio")
     ap.add_argument("--json", action="store_true")
     a = ap.parse_args(argv)
     rows = []
     with threadpool_limits(1):
         for name, head, samples, radius in heads(a.modes):
             print(f"measuring {name} ...", file=sys.stderr, flush=True)
-            rows.append(measure(name, head, samples, radius, a.modes))
+            rows.append(measure(name, head, samples, radius, a.modes, a.thickness_mm * 1e-3, a.poisson))
     if a.json:
         print(json.dumps(rows))
         return
+    print(f"{a.modes} modes, tissue {a.thickness_mm:g} mm, Poisson ratio {a.poisson:g}, "
+          f"Young's modulus {sf.YOUNG:g} Pa")
     for r in rows:
         print(f"{r['head']}: {r['vertices']} vertices, {r['tets']} tetrahedra, {r['dofs']} DOFs, "
               f"force support {r['support_vertices']} vertices")

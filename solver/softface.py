@@ -46,7 +46,6 @@ given to build_face (the head bone's rest frame in the bake).
 from dataclasses import dataclass
 
 import numpy as np
-import scipy.linalg
 import scipy.sparse as sp
 import scipy.sparse.linalg as spla
 from scipy.spatial import cKDTree
