@@ -3,7 +3,7 @@ import bpy
 
 from ..signsim_addon.demo import api as demo
 from ..signsim_addon.errors import SignSimError
-from . import bake, compose, contacts, library, metrics, physics, resolve, retarget
+from . import bake, compose, contacts, library, metrics, physics, resolve, retarget, softface
 
 rpt_ = bpy.app.translations.pgettext_rpt
 
@@ -32,4 +32,4 @@ class SIGNSIM_OT_append_sample(bpy.types.Operator):
 
 
 classes = (SIGNSIM_OT_append_sample, *library.classes, *retarget.classes, *contacts.classes, *compose.classes,
-           *bake.classes, *physics.classes, *metrics.classes, *resolve.classes)
+           *bake.classes, *physics.classes, *metrics.classes, *resolve.classes, *softface.classes)

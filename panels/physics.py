@@ -60,6 +60,14 @@ class SIGNSIM_PT_physics(SidebarPanel, bpy.types.Panel):
         box.prop(p, "face_object", icon='USER')
 
         box = layout.box()
+        box.prop(p, "soft_face")
+        col = box.column(align=True)
+        col.active = p.soft_face
+        col.prop(p, "face_modes", text="Modes")
+        col.prop(p, "face_young", text="Young's Modulus (Pa)")
+        col.prop(p, "face_thickness_mm", text="Thickness (mm)")
+
+        box = layout.box()
         box.label(text="Solver", icon='PREFERENCES')
         box.prop(p, "max_substeps")
         box.label(text="Simulated Parts")

@@ -9,6 +9,7 @@ Each capability adds its fields to these groups; nothing else is stored elsewher
 import bpy
 
 from ..solver import settings as table
+from ..solver import softface
 from ..solver.settings import GROUP_LABELS, GROUPS
 
 
@@ -60,6 +61,19 @@ def _physics_annotations():
             name="Key Reduction", default=0.0, min=0.0, soft_max=2.0,
             description="Thin the baked keys while staying within this angle of the every-frame bake, "
                         "in degrees (0 keeps a key on every frame)"),
+        soft_face=bpy.props.BoolProperty(
+            name="Soft Face", default=False,
+            description="After the bake, dent the head's skin under the fingertips: force-dual modes as shape keys "
+                        "on the character's mesh, keyed per frame"),
+        face_modes=bpy.props.IntProperty(
+            name="Face Modes", default=softface.MODES, min=1, max=100,
+            description="Number of force-dual modes (shape keys) of the soft face"),
+        face_young=bpy.props.FloatProperty(
+            name="Tissue Stiffness", default=softface.YOUNG, min=100.0, max=1e7,
+            description="Young's modulus of the facial soft tissue, in Pa"),
+        face_thickness_mm=bpy.props.FloatProperty(
+            name="Tissue Thickness", default=1e3 * softface.THICKNESS, min=1.0, max=50.0,
+            description="Soft tissue between the skin and the skull, in mm"),
     )
     return ann
 

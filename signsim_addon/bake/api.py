@@ -21,6 +21,7 @@ from ...solver import kernels
 from ...solver.settings import GROUP_LABELS, GROUPS  # noqa: F401 (for operators and panels)
 from .. import files
 from ..errors import INFO, WARNING, SignSimError, silent
+from ..softface import api as softface
 from . import contact_sheet
 # the modules behind the Physics, Schedule and Metrics panels' buttons
 from . import metrics_report, physics_presets, schedule  # noqa: F401
@@ -36,19 +37,24 @@ class BakeFileRequest(files.FileRequest):
 
     action: reference action name (None: the armature's assigned action); preset: None
     (the rig's settings) or one of PRESETS; metrics: optional JSON path; picture:
-    optional PNG path of a before/after contact sheet (rendered in a child process).
+    optional PNG path of a before/after contact sheet (rendered in a child process);
+    soft_face: dent the face under the baked fingertips (None: the rig's Physics
+    setting); face_modes: its number of modes (None: the rig's).
     """
     action: str = None
     preset: str = None
     metrics: str = None
     picture: str = None
+    soft_face: bool = None
+    face_modes: int = None
 
 
 def bake_file(request: BakeFileRequest, report=silent) -> dict:
     """Bake request.armature's action in request.rig and save the result to request.out.
 
     Returns {"action": new action name, "metrics": public metrics, "out": absolute path,
-    "warnings": every warning reported (the same text), "picture": PNG path when asked}. Raises SignSimError for bad paths, a missing armature
+    "warnings": every warning reported (the same text), "picture": PNG path when asked,
+    "soft_face": softface.summary of the soft face when asked}. Raises SignSimError for bad paths, a missing armature
     or action, and anything prepare/solve refuse; nothing is written then.
     """
     r = request
@@ -68,6 +74,10 @@ def bake_file(request: BakeFileRequest, report=silent) -> dict:
         report(WARNING, w)
     physics = ob.signsim.physics
     new = write(scene, job, solved, physics.output_mode, physics.key_tolerance_deg)
+    soft = None
+    if physics.soft_face if r.soft_face is None else r.soft_face:
+        soft = softface.soft_face(scene, ob, softface.settings_of(physics, r.face_modes), job.frames, report=report)
+        solved.metrics["warnings"].extend(soft["warnings"])
     metrics = public_metrics(solved.metrics)   # the .blend and the metrics: both or neither
     files.save_atomically(r.out, texts={r.metrics: json.dumps(metrics, indent=1, sort_keys=True)}
                           if r.metrics else None)
@@ -79,6 +89,10 @@ def bake_file(request: BakeFileRequest, report=silent) -> dict:
     report(INFO, f"wrote action '{new.name}' to {r.out}")
     result = {"action": new.name, "metrics": metrics, "out": os.path.abspath(r.out),
               "warnings": solved.metrics["warnings"]}
+    if soft is not None:
+        result["soft_face"] = softface.summary(soft)
+        report(INFO, f"soft face: {soft['modes']} shape keys on '{soft['mesh']}', dent up to "
+                     f"{soft['peak_displacement_mm']:.2f} mm, {100 * soft['far_field_ratio']:.1f} % beyond 4 cm")
     if r.picture:
         frames = contact_sheet.pick_frames(solved.metrics["reference"]["per_frame_penetration_mm"],
                                            int(job.frames[0]))

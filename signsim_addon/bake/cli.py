@@ -16,12 +16,16 @@ def add_arguments(parser):
     parser.add_argument("--metrics", help="also write the metrics JSON to this file")
     parser.add_argument("--picture", metavar="PNG",
                         help="also render a before/after contact sheet (Workbench, in a subprocess)")
+    parser.add_argument("--soft-face", action="store_true",
+                        help="also dent the head's skin under the fingertips (shape keys keyed per frame)")
+    parser.add_argument("--face-modes", type=int, metavar="N", help="soft face modes (default: the rig's, 20)")
 
 
 def run(args, say) -> dict:
     return api.bake_file(api.BakeFileRequest(
         rig=args.blend, armature=args.armature, out=args.out, action=args.action, preset=args.preset,
-        metrics=args.metrics, picture=args.picture), cli_reporter(say))
+        metrics=args.metrics, picture=args.picture, soft_face=args.soft_face or None,
+        face_modes=args.face_modes), cli_reporter(say))
 
 
 def add_batch_arguments(parser):

@@ -4,7 +4,7 @@ import ast
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-CAPABILITIES = {"library", "retarget", "compose", "bake", "demo", "resolve"}
+CAPABILITIES = {"library", "retarget", "compose", "bake", "demo", "resolve", "softface"}
 
 
 def _imports(path, root):
