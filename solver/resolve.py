@@ -25,13 +25,15 @@ The baseline to compare against, penalty_descent, is gradient descent on the sam
 objective plus a quadratic penalty on the constraint violation, without constraints.
 """
 
+import time
 from dataclasses import dataclass
 
 import numpy as np
 from scipy.optimize import minimize
 
 from . import quat
-from .selfdist import Pose, PartSet, full_coordinates, near_parts, right_jacobian, separations
+from .selfdist import (Margins, Pose, PartSet, Separations, distance_term, full_coordinates, near_parts,
+                       part_bones, separations)
 
 
 @dataclass(frozen=True)
@@ -47,7 +49,7 @@ class ResolveSettings:
     tolerance: float = 1e-4
     temporal_weight: float = 4.0
     max_rounds: int = 4
-    max_iterations: int = 60
+    max_iterations: int = 30
 
     def __post_init__(self):
         if not (np.isfinite(self.margin) and self.margin >= 0):
@@ -79,28 +81,38 @@ def subtree_weights(model):
     return model.ancestors.sum(axis=0)
 
 
-def _dof_scope(model, bones):
-    """(n_dof,) bool: the DOFs of the given bones and of all their ancestors."""
-    chain = model.ancestors[np.asarray(bones, dtype=np.intp)].sum(axis=0) > 0 if len(bones) else np.zeros(
-        model.n_bones, bool)
-    return chain[model.dof_bone]
+def _part_paths(model, fields, parts):
+    """(k, n_dof) bool: the DOFs each part's g depends on: those on the paths from its
+    two bones up to (not including) their deepest common ancestor. A DOF above that
+    ancestor moves both bones rigidly together and changes nothing of this g."""
+    one, other = part_bones(model, fields, parts)
+    anc = np.vstack([model.ancestors.astype(bool), np.zeros((1, model.n_bones), bool)])  # row n: the base
+    return (anc[one] ^ anc[other])[:, model.dof_bone]  # ancestors of exactly one of the two
 
 
-def _involved_bones(model, fields, parts, n):
-    b = [model.pair_i[parts.pairs], model.pair_j[parts.pairs]]
-    for k, fd in enumerate(fields):
-        m = parts.field == k
-        b.append(fd.bones[parts.sample[m]])
-        if fd.grid.bone >= 0 and np.count_nonzero(m):
-            b.append([fd.grid.bone])
-    out = np.unique(np.concatenate([np.asarray(x, dtype=np.intp) for x in b]))
-    return out[out < n]
+def _subset(parts, keep):
+    """The parts of a PartSet where keep (size,) bool is set."""
+    p = len(parts.pairs)
+    return PartSet(parts.pairs[keep[:p]], parts.field[keep[p:]], parts.sample[keep[p:]])
 
 
 def _union(a, b):
-    pairs = np.union1d(a.pairs, b.pairs)
-    fs = np.unique(np.stack([np.concatenate([a.field, b.field]), np.concatenate([a.sample, b.sample])], 1), axis=0)
-    return PartSet(pairs.astype(np.intp), fs[:, 0].astype(np.intp), fs[:, 1].astype(np.intp))
+    """The parts of a followed by those of b not in a (a's order kept)."""
+    pairs = np.concatenate([a.pairs, np.setdiff1d(b.pairs, a.pairs)])
+    key_a, key_b = a.field * (1 << 32) + a.sample, b.field * (1 << 32) + b.sample
+    new = ~np.isin(key_b, key_a)
+    return PartSet(pairs.astype(np.intp), np.concatenate([a.field, b.field[new]]).astype(np.intp),
+                   np.concatenate([a.sample, b.sample[new]]).astype(np.intp))
+
+
+def _extend(mask, n_pairs, parts):
+    """A per-part mask of an earlier PartSet with n_pairs capsule pairs, for `parts` (its
+    _union with more parts): False for the parts added."""
+    p = len(parts.pairs)
+    out = np.zeros(parts.size, bool)
+    out[:n_pairs] = mask[:n_pairs]
+    out[p:p + len(mask) - n_pairs] = mask[n_pairs:]
+    return out
 
 
 SHRINK_COST = 0.25
@@ -112,17 +124,21 @@ class _Problem:
     """Objective, constraints and their gradients over the DOFs in `scope` (caching the
     last evaluation: SLSQP asks for values and gradients at the same point)."""
 
-    def __init__(self, model, fields, fixed, base_r, base_p, weights, scope, parts, margin, previous, lam):
-        self.model, self.fields, self.fixed = model, fields, fixed
+    def __init__(self, model, fields, fixed, base_r, base_p, weights, scope, parts, margins, previous, lam):
+        self.model, self.fixed = model, fixed
         self.base_r, self.base_p = base_r, base_p
         self.x0 = fixed.reshape(-1)[model.dof_flat]
         self.q0 = quat.exp(fixed)
         self.scope = np.flatnonzero(scope)
-        self.parts, self.margin = parts, margin
+        self.margins = margins  # (k,) m: each part's clearance
         self.w_dof = weights[model.dof_bone][self.scope]
         self.weights = weights
         self.previous = None if previous is None else previous[self.scope]
         self.lam = lam
+        self.separations = Separations(model, fields, parts, self.scope)
+        self._full = np.array(fixed, dtype=float)
+        self._flat_scope = model.dof_flat[self.scope]
+        self._grad = np.empty(model.n_dof)
         self._key, self._value = None, None
         self.evaluations = 0
 
@@ -135,12 +151,10 @@ class _Problem:
         key = xs.tobytes()
         if key != self._key:
             m = self.model
-            full = full_coordinates(m, self.full_x(xs), self.fixed)
-            q = quat.exp(full)
-            e = quat.log(quat.conj_mul(self.q0, q))  # log(q⁰⁻¹ q): same norm as log(q⁻¹ q⁰)
-            f = float(np.sum(self.weights * np.sum(e * e, axis=1)))
-            grad_full = 2.0 * self.weights[:, None] * np.einsum("bji,bj->bi", right_jacobian(full), e)
-            grad = grad_full.reshape(-1)[m.dof_flat][self.scope]
+            full = self._full
+            full.reshape(-1)[self._flat_scope] = xs
+            f = distance_term(full, self.q0, self.weights, m.dof_bone, m.dof_axis, self._grad)
+            grad = self._grad[self.scope]
             if self.previous is not None and self.lam > 0:
                 # Residual of the correction d from the previous one p scaled by c ∈ [0, 1]
                 # (W-projection): turning or growing past p costs, shrinking along p is
@@ -154,10 +168,9 @@ class _Problem:
                 e = d - p
                 f += self.lam * float(np.sum(self.w_dof * (r * r + SHRINK_COST * e * e)))
                 grad = grad + 2.0 * self.lam * self.w_dof * (r + SHRINK_COST * e)
-            pose = Pose(m, full, self.base_r, self.base_p)
-            g, rows = separations(m, self.fields, pose, self.parts)
+            g, rows = self.separations(full, self.base_r, self.base_p)
             self.evaluations += 1
-            self._key, self._value = key, (f, grad, g, rows[:, self.scope])
+            self._key, self._value = key, (f, grad, g, rows.copy())
         return self._value
 
     def objective(self, xs):
@@ -167,7 +180,7 @@ class _Problem:
         return self._eval(xs)[1]
 
     def constraint(self, xs):
-        return 1e3 * (self._eval(xs)[2] - self.margin)  # mm: values of order one
+        return 1e3 * (self._eval(xs)[2] - self.margins)  # mm: values of order one
 
     def constraint_jac(self, xs):
         return 1e3 * self._eval(xs)[3]
@@ -187,7 +200,7 @@ def _start_pose(model, x0, fixed, base_r, base_p):
 
 
 def resolve_pose(model, fields, rotations, base_rotation, base_position, settings=ResolveSettings(),
-                 previous=None, method="SLSQP"):
+                 previous=None, method="SLSQP", extra_margin=None):
     """The nearest pose of `model` (SkeletonModel) in which every part pair keeps
     settings.margin m.
 
@@ -195,7 +208,10 @@ def resolve_pose(model, fields, rotations, base_rotation, base_position, setting
     rotations (n, 4) local pose quaternions w-first; base_rotation (4,) and base_position
     (3,) m: the kinematic base. previous (n_dof,) rad or None: the previous frame's
     correction (sequence term and warm start). method: "SLSQP" or "penalty" (the
-    baseline: penalty_descent). Joint limits (model.dof_lower/upper, rad) are bounds;
+    baseline: penalty_descent). extra_margin: {(bone a, bone b): m} more clearance for
+    the parts between those bones (−1: the kinematic base), e.g. where the skin is
+    thicker than the capsules; resolved then means clear by these grown margins.
+    Joint limits (model.dof_lower/upper, rad) are bounds;
     a pose already outside them keeps its own value as the bound.
     Returns PoseResult; a pose with every part clear is returned unchanged (the same
     array values, changed False).
@@ -206,13 +222,12 @@ def resolve_pose(model, fields, rotations, base_rotation, base_position, setting
     fixed = quat.log(q_in)
     x0 = fixed.reshape(-1)[model.dof_flat]
     n = model.n_bones
-    reach = settings.margin + settings.reach
+    margins = Margins(model, fields, settings.margin, extra_margin)
     pose0 = _start_pose(model, x0, fixed, base_r, base_p)
-    parts = near_parts(model, fields, pose0, reach)
+    parts = near_parts(model, fields, pose0, margins, settings.reach)
     g0 = separations(model, fields, pose0, parts, gradient=False)[0]
     gap0 = float(g0.min()) if len(g0) else np.inf
-    ok = settings.margin - settings.tolerance
-    if gap0 >= ok:
+    if np.all(g0 - margins.of(parts) >= -settings.tolerance):
         return PoseResult(q_in.copy(), True, False, gap0, gap0, np.zeros(n), np.zeros(model.n_dof), 1)
     weights = subtree_weights(model).astype(float)
     lo = np.minimum(model.dof_lower, x0)
@@ -221,23 +236,44 @@ def resolve_pose(model, fields, rotations, base_rotation, base_position, setting
     if previous is not None:
         x = np.clip(x0 + previous, lo, hi)  # warm start from the previous frame's correction
     evaluations = 1
+    # Only the DOFs that move a part closer than its clearance (at the start or after a
+    # round) are solved for: a DOF that moves only clear parts would stay where the
+    # distance term wants it, at θ⁰. The other near parts those DOFs move are constraints.
+    g = g0 if previous is None else separations(model, fields, _start_pose(model, x, fixed, base_r, base_p), parts,
+                                                gradient=False)[0]
+    hot, hot_pairs = g0 - margins.of(parts) < settings.tolerance, len(parts.pairs)
+    scope = np.zeros(model.n_dof, bool)
+    last, failures = None, 0
     for _ in range(settings.max_rounds):
-        scope = _dof_scope(model, _involved_bones(model, fields, parts, n))
-        prob = _Problem(model, fields, fixed, base_r, base_p, weights, scope, parts, settings.margin, previous,
-                        settings.temporal_weight)
+        paths = _part_paths(model, fields, parts)
+        clearance = margins.of(parts)
+        hot = _extend(hot, hot_pairs, parts) | (g - clearance < settings.tolerance)
+        hot_pairs = len(parts.pairs)
+        scope |= paths[hot].any(axis=0)
+        if last == (parts.size, int(scope.sum())):
+            break  # the same problem again
+        last = (parts.size, int(scope.sum()))
+        keep = paths[:, scope].any(axis=1)
+        prob = _Problem(model, fields, fixed, base_r, base_p, weights, scope, _subset(parts, keep), clearance[keep],
+                        previous, settings.temporal_weight)
         xs = x[prob.scope]
+        infeasible = False
         if method == "SLSQP":
             # In z = x / s, s = 1/√(weight), the objective's Hessian is ≈ 2 I: the identity
             # SLSQP's quasi-Newton matrix starts from, so it needs few iterations.
             s = 1.0 / np.sqrt(prob.w_dof * (1.0 + (settings.temporal_weight if previous is not None else 0.0)))
             res = _slsqp(prob, xs, s, lo[prob.scope], hi[prob.scope], settings.max_iterations)
-            if not res.success and np.min(prob.constraint(res.x * s)) < -1e3 * settings.tolerance:
+            xs = res.x * s
+            if not res.success and np.min(prob.constraint(xs)) < -1e3 * settings.tolerance:
                 # SLSQP stopped short (its linearised constraints incompatible at the start,
                 # or a failed line search): the penalty descent reaches a nearby feasible
-                # region, and SLSQP starts again from there.
-                res = _slsqp(prob, penalty_descent(prob, res.x * s, lo[prob.scope], hi[prob.scope]), s,
-                             lo[prob.scope], hi[prob.scope], settings.max_iterations)
-            xs = res.x * s
+                # region, and SLSQP starts again from there; where the descent finds none
+                # either, the constraints have no solution within the limits and its
+                # least violation is the answer.
+                xs = penalty_descent(prob, xs, lo[prob.scope], hi[prob.scope])
+                infeasible = np.min(prob.constraint(xs)) < -1e3 * settings.tolerance
+                if not infeasible:
+                    xs = _slsqp(prob, xs, s, lo[prob.scope], hi[prob.scope], settings.max_iterations).x * s
         elif method == "penalty":
             xs = penalty_descent(prob, xs, lo[prob.scope], hi[prob.scope])
         else:
@@ -245,11 +281,12 @@ def resolve_pose(model, fields, rotations, base_rotation, base_position, setting
         evaluations += prob.evaluations
         x = prob.full_x(np.clip(xs, lo[prob.scope], hi[prob.scope]))
         pose = _start_pose(model, x, fixed, base_r, base_p)
-        near = near_parts(model, fields, pose, reach)
-        parts = _union(parts, near)
+        parts = _union(parts, near_parts(model, fields, pose, margins, settings.reach))
         g = separations(model, fields, pose, parts, gradient=False)[0]
         evaluations += 1
-        if g.min() >= ok:
+        clear = bool(np.all(g - margins.of(parts) >= -settings.tolerance))
+        failures = failures + 1 if infeasible else 0
+        if clear or failures == 2:  # twice without a feasible point: none within the limits
             break
     gap = float(g.min())
     full = full_coordinates(model, x, fixed)
@@ -258,7 +295,7 @@ def resolve_pose(model, fields, rotations, base_rotation, base_position, setting
     moved[model.dof_bone[x != x0]] = True
     q = np.where(moved[:, None], q * np.sign(np.sum(q * q_in, axis=1, keepdims=True) + 1e-300), q_in)
     change = np.where(moved, quat.angle_between(q_in, q), 0.0)
-    return PoseResult(q, gap >= ok, bool(moved.any()), gap0, gap, change, x - x0, evaluations)
+    return PoseResult(q, clear, bool(moved.any()), gap0, gap, change, x - x0, evaluations)
 
 
 PENALTY_STIFFNESS = 10.0   # per mm² of violation, against the rad² of the distance term
@@ -311,3 +348,23 @@ def resolve_sequence(model, fields, rotations, base_rotations, base_positions, s
         out.append(r)
         previous = r.correction if r.changed else None
     return out
+
+
+def warm_up():
+    """Compile (or load from the disk cache) the distance kernels with the argument types
+    a resolve uses, by resolving a two-arm collision with a volume; returns CPU seconds.
+    The first call after an install compiles (tens of seconds), later ones load."""
+    from types import SimpleNamespace
+
+    from . import sdf
+    from .model import SkeletonModel
+    start = time.process_time()
+    model = SkeletonModel(parents=[-1, -1], rest_offsets=[[0.0, 0.0, 0.0], [0.05, 0.0, 0.0]],
+                          rest_rotations=np.tile([1.0, 0.0, 0.0, 0.0], (2, 1)), joint_types=["ball", "hinge"],
+                          capsule_radius=[0.02] * 2, capsule_length=[0.2] * 2, groups=["arm"] * 2,
+                          limit_lower=np.full((2, 3), -2.0), limit_upper=np.full((2, 3), 2.0))
+    grid = sdf.DistanceGrid(np.full(3, -0.1), 0.1, np.full((3, 3, 3), 0.05), -1, 0.05)
+    field = SimpleNamespace(grid=grid, bones=np.array([0]), local=np.zeros((1, 3)), radius=np.array([0.02]))
+    resolve_pose(model, (field,), quat.exp(np.array([[0.0, 0.0, 0.3], [0.0, 0.0, 0.0]])), quat.IDENTITY,
+                 np.zeros(3))
+    return time.process_time() - start
