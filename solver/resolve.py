@@ -288,14 +288,19 @@ def resolve_pose(model, fields, rotations, base_rotation, base_position, setting
         failures = failures + 1 if infeasible else 0
         if clear or failures == 2:  # twice without a feasible point: none within the limits
             break
-    gap = float(g.min())
-    full = full_coordinates(model, x, fixed)
-    q = quat.exp(full)
-    moved = np.zeros(n, bool)
+    return _result(model, q_in, fixed, x, clear, gap0, float(g.min()), evaluations)
+
+
+def _result(model, q_in, fixed, x, resolved, gap0, gap, evaluations):
+    """PoseResult of coordinates x (n_dof,) for the input rotations q_in (n, 4) whose
+    rotation vectors are fixed (n, 3): bones none of whose DOFs moved keep q_in's values."""
+    x0 = fixed.reshape(-1)[model.dof_flat]
+    q = quat.exp(full_coordinates(model, x, fixed))
+    moved = np.zeros(model.n_bones, bool)
     moved[model.dof_bone[x != x0]] = True
     q = np.where(moved[:, None], q * np.sign(np.sum(q * q_in, axis=1, keepdims=True) + 1e-300), q_in)
     change = np.where(moved, quat.angle_between(q_in, q), 0.0)
-    return PoseResult(q, clear, bool(moved.any()), gap0, gap, change, x - x0, evaluations)
+    return PoseResult(q, resolved, bool(moved.any()), gap0, gap, change, x - x0, evaluations)
 
 
 PENALTY_STIFFNESS = 10.0   # per mm² of violation, against the rad² of the distance term
@@ -336,7 +341,8 @@ def penalty_descent(prob, xs, lo, hi, stiffness=PENALTY_STIFFNESS, iterations=PE
 def resolve_sequence(model, fields, rotations, base_rotations, base_positions, settings=ResolveSettings(),
                      method="SLSQP"):
     """resolve_pose over frames in order, each warm-started from and drawn towards the
-    previous frame's correction (settings.temporal_weight).
+    previous frame's correction (settings.temporal_weight); then each run of changed
+    frames is smoothed as a trajectory (smooth_corrections).
 
     rotations (F, n, 4); base_rotations (F, 4); base_positions (F, 3) m.
     Returns a list of F PoseResult.
@@ -347,7 +353,130 @@ def resolve_sequence(model, fields, rotations, base_rotations, base_positions, s
                          previous, method)
         out.append(r)
         previous = r.correction if r.changed else None
+    return smooth_corrections(model, fields, rotations, base_rotations, base_positions, out, settings)
+
+
+SIZE_COST = 1e-3  # weight of Σ‖d‖²_W beside the jerk term: of two smooth corrections, the smaller
+
+
+def _runs(changed):
+    """[(first, last)] of the runs of changed frames; runs fewer than 3 frames apart (their
+    third differences share frames) are one."""
+    out = []
+    for f in np.flatnonzero(changed):
+        if out and f - out[-1][1] <= 3:
+            out[-1] = (out[-1][0], f)
+        else:
+            out.append((f, f))
     return out
+
+
+def smooth_corrections(model, fields, rotations, base_rotations, base_positions, results, settings=ResolveSettings(),
+                       extra_margins=None):
+    """The per-frame corrections d_t (PoseResult.correction) of each run of changed frames
+    optimised together as a trajectory, so that the correction adds no jitter:
+
+        minimise  Σ_t ‖Δ³d_t‖²_W + SIZE_COST Σ_t ‖d_t‖²_W   (Δ³: third difference over
+                  frames, so the jerk the correction adds; W the subtree weights)
+        subject to g_k(θ⁰_t + d_t) ≥ margin on every frame of the run (the parts near the
+                  per-frame solution) and joint limits,
+
+    with d = 0 on the frames clear of every part (they keep their pose exactly), by
+    SLSQP from the per-frame solutions over the DOFs those move. A run whose smoothed
+    trajectory is not feasible or not smoother keeps its per-frame solutions.
+    Arguments as resolve_sequence, results its per-frame PoseResults, extra_margins
+    None or per frame resolve_pose's extra_margin; returns the list.
+    """
+    results = list(results)
+    changed = np.array([r.changed for r in results])
+    if not changed.any():
+        return results
+    weights = subtree_weights(model).astype(float)
+    fixed = quat.log(np.asarray(rotations, dtype=float))
+    x0 = fixed.reshape(len(fixed), -1)[:, model.dof_flat]
+    corr = np.stack([r.correction for r in results])
+    for a, b in _runs(changed):
+        scope = np.flatnonzero(np.any(corr[a:b + 1] != 0.0, axis=0))
+        frames = np.arange(a, b + 1)
+        w = weights[model.dof_bone[scope]]
+        # the third differences reach 3 frames beyond the run, where d is 0
+        lo_pad, hi_pad = min(a, 3), min(len(results) - 1 - b, 3)
+        L = len(frames) + lo_pad + hi_pad
+        if L < 4:  # no third difference: nothing to smooth
+            continue
+        T = np.zeros((L - 3, L))
+        for k in range(L - 3):
+            T[k, k:k + 4] = (-1.0, 3.0, -3.0, 1.0)
+        inner = slice(lo_pad, lo_pad + len(frames))
+        seps, lower, upper = [], [], []
+        for f in frames:
+            pose = _start_pose(model, x0[f] + corr[f], fixed[f], quat.to_matrix(base_rotations[f]), base_positions[f])
+            margins = Margins(model, fields, settings.margin, extra_margins[f] if extra_margins else None)
+            parts = near_parts(model, fields, pose, margins, settings.reach)
+            seps.append((Separations(model, fields, parts, scope), margins.of(parts)))
+            lo = np.minimum(model.dof_lower, x0[f])[scope] - x0[f][scope]
+            hi = np.maximum(model.dof_upper, x0[f])[scope] - x0[f][scope]
+            if not results[f].changed:  # a clear frame between two runs
+                lo, hi = np.zeros(len(scope)), np.zeros(len(scope))
+            lower.append(lo)
+            upper.append(hi)
+        lower, upper = np.concatenate(lower), np.concatenate(upper)
+        s = np.tile(1.0 / np.sqrt(w), len(frames))
+        base_r = [quat.to_matrix(base_rotations[f]) for f in frames]
+
+        def cost(z):
+            D = np.zeros((L, len(scope)))
+            D[inner] = (z * s).reshape(len(frames), -1)
+            J = T @ D
+            f = float(np.sum(w * J * J)) + SIZE_COST * float(np.sum(w * D * D))
+            grad = 2.0 * (T.T @ (w * J))[inner] + 2.0 * SIZE_COST * w * D[inner]
+            return f, grad.reshape(-1) * s
+
+        cache = {}
+
+        def constraints(z):
+            key = z.tobytes()
+            if key not in cache:
+                D = (z * s).reshape(len(frames), -1)
+                g, rows = [], []
+                for t, f in enumerate(frames):
+                    full = np.array(fixed[f])
+                    full.reshape(-1)[model.dof_flat[scope]] = x0[f][scope] + D[t]
+                    sep, m = seps[t]
+                    gt, rt = sep(full, base_r[t], base_positions[f])
+                    g.append(1e3 * (gt - m))
+                    rows.append(1e3 * rt)
+                jac = np.zeros((sum(len(x) for x in g), z.size))
+                r0 = 0
+                for t, rt in enumerate(rows):
+                    jac[r0:r0 + len(rt), t * len(scope):(t + 1) * len(scope)] = rt
+                    r0 += len(rt)
+                cache.clear()
+                cache[key] = (np.concatenate(g), jac * s)
+            return cache[key]
+
+        z0 = np.clip(corr[frames][:, scope].reshape(-1), lower, upper) / s
+        res = minimize(cost, z0, jac=True, method="SLSQP", bounds=list(zip(lower / s, upper / s)),
+                       constraints=[{"type": "ineq", "fun": lambda z: constraints(z)[0],
+                                     "jac": lambda z: constraints(z)[1]}],
+                       options={"maxiter": 100, "ftol": 1e-12})
+        z = np.clip(res.x, lower / s, upper / s)
+        # each frame as clear as its own solution was (or by the tolerance)
+        ends = np.cumsum([len(m) for _sep, m in seps])[:-1]
+        before = [min(np.min(c, initial=np.inf), 0.0) for c in np.split(constraints(z0)[0], ends)]
+        after = [np.min(c, initial=np.inf) for c in np.split(constraints(z)[0], ends)]
+        if any(x < y - 1e3 * settings.tolerance for x, y in zip(after, before)) or cost(z)[0] >= cost(z0)[0]:
+            continue
+        D = (z * s).reshape(len(frames), -1)
+        for t, f in enumerate(frames):
+            x = x0[f].copy()
+            x[scope] += D[t]
+            g = seps[t][0](full_coordinates(model, x, fixed[f]), base_r[t], base_positions[f], False)[0]
+            r = results[f]
+            results[f] = _result(model, np.asarray(rotations[f], dtype=float), fixed[f], x,
+                                 bool(np.all(g - seps[t][1] >= -settings.tolerance)), r.gap_before,
+                                 float(g.min()) if len(g) else np.inf, r.evaluations + res.nfev)
+    return results
 
 
 def warm_up():

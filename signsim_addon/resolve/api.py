@@ -20,7 +20,7 @@ from threadpoolctl import threadpool_limits
 
 from ...solver import bonemap, quat
 from ...solver.body import TORSO, BodyMesh, build_field, hand_plates
-from ...solver.resolve import ResolveSettings, resolve_pose, resolve_sequence, warm_up
+from ...solver.resolve import ResolveSettings, resolve_pose, resolve_sequence, smooth_corrections, warm_up
 from .. import compat, files
 from ..bake import body_geometry, job as bake_job, rig as rig_reader
 from ..errors import INFO, WARNING, SignSimError, from_solver, silent
@@ -45,12 +45,8 @@ class ResolveFileRequest(files.FileRequest):
 
 def _single_key_frame(action):
     """The frame of an action keyed on exactly one frame (a pose asset), else None."""
-    frames = {kp.co[0] for bag in _bags(action) for fc in bag.fcurves for kp in fc.keyframe_points}
+    frames = {kp.co[0] for bag in compat.all_channelbags(action) for fc in bag.fcurves for kp in fc.keyframe_points}
     return next(iter(frames)) if len(frames) == 1 else None
-
-
-def _bags(action):
-    return [bag for layer in action.layers for strip in layer.strips for bag in strip.channelbags]
 
 
 def resolve_action(scene, ob, action=None, frame_range=None, margin=0.002, sequence=True, method="SLSQP",
@@ -100,7 +96,7 @@ def _resolve_into(scene, ob, action, new, frame_range, margin, sequence, method,
     if pose_frame is not None:
         # A pose asset has one keyed frame; the bake's sampling needs two: a copy of every
         # key one frame later, dropped again when the result is written.
-        for bag in _bags(new):
+        for bag in compat.all_channelbags(new):
             for fc in bag.fcurves:
                 fc.keyframe_points.insert(pose_frame + 1.0, fc.keyframe_points[0].co[1], options={'FAST'})
         frame_range = (pose_frame, pose_frame)
@@ -183,8 +179,13 @@ def _resolve_into(scene, ob, action, new, frame_range, margin, sequence, method,
                                               ref.base_positions[f], settings,
                                               results[k].correction if results[k].changed else None, method,
                                               extra_margin=extra[k])
-                    # resolved means clear by the margin asked for, not by the grown one
-                    results[k] = replace(results[k], resolved=results[k].gap_after >= margin - settings.tolerance)
+                if sequence:  # the frames solved again, smoothed into their neighbours' corrections
+                    results = smooth_corrections(rig.model, fields, ref.rotations[idx], ref.base_rotations[idx],
+                                                 ref.base_positions[idx], results, settings, extra)
+                    todo = [k for k in range(len(idx)) if results[k].changed]
+                # resolved means clear by the margin asked for, not by the grown one
+                results = [replace(r, resolved=r.gap_after >= margin - settings.tolerance) if extra[k] else r
+                           for k, r in enumerate(results)]
             seconds += time.process_time() - start
             write()
     summary = resolve_summary(results, seconds)
@@ -251,7 +252,7 @@ def _frame_list(frames, limit=8):
 
 
 def _drop_keys_at(action, frame):
-    for bag in _bags(action):
+    for bag in compat.all_channelbags(action):
         for fc in bag.fcurves:
             for kp in [kp for kp in fc.keyframe_points if abs(kp.co[0] - frame) < 1e-6]:
                 fc.keyframe_points.remove(kp, fast=True)
