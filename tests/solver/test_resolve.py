@@ -129,15 +129,19 @@ def test_subtree_weights_count_descendants(body):
     assert subtree_weights(model).tolist() == [3, 2, 1, 2, 1]
 
 
-def test_a_sequence_keeps_clear_frames_and_changes_the_correction_smoothly(body):
-    model, fields = body
-    t = np.linspace(0.0, 1.0, 41)
-    # The forearm swings into the ball and out again.
-    bend = 0.3 * np.sin(np.pi * t)
+def _swing(model, frames=41):
+    """The forearm swinging into the ball and out again: rotations (F, n, 4), base
+    rotations (F, 4), base positions (F, 3)."""
+    bend = 0.3 * np.sin(np.pi * np.linspace(0.0, 1.0, frames))
     rot = np.stack([_pose(model, [[b, 0, 0], [1.7 * b, 0, 0], [0.4, 0, 0], [0, 0, -0.1], [0, 0, 0]])
                     for b in bend])
-    results = resolve_sequence(model, fields, rot, np.tile(BASE_R, (len(t), 1)), np.zeros((len(t), 3)),
-                               ResolveSettings(margin=0.002))
+    return rot, np.tile(BASE_R, (frames, 1)), np.zeros((frames, 3))
+
+
+def test_a_sequence_keeps_clear_frames_and_changes_the_correction_smoothly(body):
+    model, fields = body
+    rot, base_r, base_p = _swing(model)
+    results = resolve_sequence(model, fields, rot, base_r, base_p, ResolveSettings(margin=0.002))
     clear = np.array([_gaps(model, fields, q).min() >= 0.002 for q in rot])
     assert clear.any() and (~clear).any()
     out = np.stack([r.rotations for r in results])
@@ -151,11 +155,7 @@ def test_a_sequence_keeps_clear_frames_and_changes_the_correction_smoothly(body)
 
 def test_smoothing_a_sequence_lowers_the_jerk_of_its_correction_and_keeps_it_feasible(body):
     model, fields = body
-    t = np.linspace(0.0, 1.0, 41)
-    bend = 0.3 * np.sin(np.pi * t)
-    rot = np.stack([_pose(model, [[b, 0, 0], [1.7 * b, 0, 0], [0.4, 0, 0], [0, 0, -0.1], [0, 0, 0]])
-                    for b in bend])
-    base_r, base_p = np.tile(BASE_R, (len(t), 1)), np.zeros((len(t), 3))
+    rot, base_r, base_p = _swing(model)
     settings = ResolveSettings(margin=0.002)
     per_frame, previous = [], None
     for q in rot:  # what resolve_sequence does before smoothing
