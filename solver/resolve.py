@@ -12,14 +12,17 @@ w_b the size of bone b's subtree (turning a shoulder moves the whole arm, so it 
 more than turning a fingertip), g_k the exact signed distances of selfdist.py, solved
 with scipy's SLSQP (Kraft, "A software package for sequential quadratic programming",
 DFVLR-FB 88-28, 1988). Only the parts within a reach of touching enter as constraints
-and only the joints above them as variables; after each solve every part is tested
-again and the ones a solve brought near are added (an active-set outer loop).
+and only the joints between the bones of a part closer than its clearance and their
+common ancestor as variables; after each solve every part is tested again and the
+ones a solve brought near are added (an active-set outer loop).
 
 For a sequence every frame is solved in order, warm-started from the previous frame's
 correction d = θ − θ⁰ and with a temporal term λ ‖d − c d_prev‖²_W (c ∈ [0, 1] the
 W-projection of d on d_prev), so the correction keeps its direction from frame to frame
 and the solver does not alternate between equally good answers, while it may shrink
 freely as a contact ends; frames already clear of every part are returned unchanged.
+Each run of changed frames is then optimised as one trajectory of least added jerk
+(smooth_corrections).
 
 The baseline to compare against, penalty_descent, is gradient descent on the same
 objective plus a quadratic penalty on the constraint violation, without constraints.
@@ -356,6 +359,7 @@ def resolve_sequence(model, fields, rotations, base_rotations, base_positions, s
     return smooth_corrections(model, fields, rotations, base_rotations, base_positions, out, settings)
 
 
+SMOOTH_SHARE = 0.25  # DOFs whose correction reaches this share of the run's largest are smoothed
 SIZE_COST = 1e-3  # weight of Σ‖d‖²_W beside the jerk term: of two smooth corrections, the smaller
 
 
@@ -396,7 +400,10 @@ def smooth_corrections(model, fields, rotations, base_rotations, base_positions,
     x0 = fixed.reshape(len(fixed), -1)[:, model.dof_flat]
     corr = np.stack([r.correction for r in results])
     for a, b in _runs(changed):
-        scope = np.flatnonzero(np.any(corr[a:b + 1] != 0.0, axis=0))
+        # the DOFs that carry the correction (the others keep their per-frame values):
+        # SLSQP's cost grows with the square of the variables (frames × DOFs)
+        size = np.abs(corr[a:b + 1]).max(axis=0)
+        scope = np.flatnonzero(size >= SMOOTH_SHARE * size.max())
         frames = np.arange(a, b + 1)
         w = weights[model.dof_bone[scope]]
         # the third differences reach 3 frames beyond the run, where d is 0
@@ -440,7 +447,7 @@ def smooth_corrections(model, fields, rotations, base_rotations, base_positions,
                 D = (z * s).reshape(len(frames), -1)
                 g, rows = [], []
                 for t, f in enumerate(frames):
-                    full = np.array(fixed[f])
+                    full = full_coordinates(model, x0[f] + corr[f], fixed[f])
                     full.reshape(-1)[model.dof_flat[scope]] = x0[f][scope] + D[t]
                     sep, m = seps[t]
                     gt, rt = sep(full, base_r[t], base_positions[f])
@@ -459,7 +466,7 @@ def smooth_corrections(model, fields, rotations, base_rotations, base_positions,
         res = minimize(cost, z0, jac=True, method="SLSQP", bounds=list(zip(lower / s, upper / s)),
                        constraints=[{"type": "ineq", "fun": lambda z: constraints(z)[0],
                                      "jac": lambda z: constraints(z)[1]}],
-                       options={"maxiter": 100, "ftol": 1e-12})
+                       options={"maxiter": 50, "ftol": 1e-12})
         z = np.clip(res.x, lower / s, upper / s)
         # each frame as clear as its own solution was (or by the tolerance)
         ends = np.cumsum([len(m) for _sep, m in seps])[:-1]
@@ -469,8 +476,8 @@ def smooth_corrections(model, fields, rotations, base_rotations, base_positions,
             continue
         D = (z * s).reshape(len(frames), -1)
         for t, f in enumerate(frames):
-            x = x0[f].copy()
-            x[scope] += D[t]
+            x = x0[f] + corr[f]
+            x[scope] = x0[f][scope] + D[t]
             g = seps[t][0](full_coordinates(model, x, fixed[f]), base_r[t], base_positions[f], False)[0]
             r = results[f]
             results[f] = _result(model, np.asarray(rotations[f], dtype=float), fixed[f], x,
