@@ -55,7 +55,9 @@ def resolve_action(scene, ob, action=None, frame_range=None, margin=0.002, seque
 
     frame_range: (first, last) scene frames to solve (None: all keyed frames); the other
     frames keep their poses. margin m ≥ 0. sequence: solve frames in order with the
-    temporal term (False: each pose alone, as for unrelated poses). method: "SLSQP" or
+    temporal term and smooth each run of changed frames as a trajectory
+    (solver.resolve.smooth_corrections; False: each pose alone, as for unrelated
+    poses). method: "SLSQP" or
     "penalty" (the baseline). measure_skin: measure the remaining penetration on the
     evaluated skin. assign: make the new action the armature's action (the original
     keeps a fake user so it is never lost). only_frames: optional scene frames, the only
