@@ -36,6 +36,11 @@ def ensure_channelbag(action, slot):
     return strip.channelbag(slot, ensure=True)
 
 
+def all_channelbags(action):
+    """Every channelbag of `action`, over all its layers, keyframe strips and slots."""
+    return [bag for layer in action.layers for strip in layer.strips for bag in strip.channelbags]
+
+
 def assigned_channelbag(anim_data):
     """The channelbag of `anim_data`'s assigned action and slot, or None without both."""
     if anim_data is None or anim_data.action is None or anim_data.action_slot is None:

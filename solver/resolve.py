@@ -12,26 +12,31 @@ w_b the size of bone b's subtree (turning a shoulder moves the whole arm, so it 
 more than turning a fingertip), g_k the exact signed distances of selfdist.py, solved
 with scipy's SLSQP (Kraft, "A software package for sequential quadratic programming",
 DFVLR-FB 88-28, 1988). Only the parts within a reach of touching enter as constraints
-and only the joints above them as variables; after each solve every part is tested
-again and the ones a solve brought near are added (an active-set outer loop).
+and only the joints between the bones of a part closer than its clearance and their
+common ancestor as variables; after each solve every part is tested again and the
+ones a solve brought near are added (an active-set outer loop).
 
 For a sequence every frame is solved in order, warm-started from the previous frame's
 correction d = θ − θ⁰ and with a temporal term λ ‖d − c d_prev‖²_W (c ∈ [0, 1] the
 W-projection of d on d_prev), so the correction keeps its direction from frame to frame
 and the solver does not alternate between equally good answers, while it may shrink
 freely as a contact ends; frames already clear of every part are returned unchanged.
+Each run of changed frames is then optimised as one trajectory of least added jerk
+(smooth_corrections).
 
 The baseline to compare against, penalty_descent, is gradient descent on the same
 objective plus a quadratic penalty on the constraint violation, without constraints.
 """
 
+import time
 from dataclasses import dataclass
 
 import numpy as np
 from scipy.optimize import minimize
 
 from . import quat
-from .selfdist import Pose, PartSet, full_coordinates, near_parts, right_jacobian, separations
+from .selfdist import (Margins, Pose, PartSet, Separations, distance_term, full_coordinates, near_parts,
+                       part_bones, separations)
 
 
 @dataclass(frozen=True)
@@ -47,7 +52,7 @@ class ResolveSettings:
     tolerance: float = 1e-4
     temporal_weight: float = 4.0
     max_rounds: int = 4
-    max_iterations: int = 60
+    max_iterations: int = 30
 
     def __post_init__(self):
         if not (np.isfinite(self.margin) and self.margin >= 0):
@@ -79,28 +84,38 @@ def subtree_weights(model):
     return model.ancestors.sum(axis=0)
 
 
-def _dof_scope(model, bones):
-    """(n_dof,) bool: the DOFs of the given bones and of all their ancestors."""
-    chain = model.ancestors[np.asarray(bones, dtype=np.intp)].sum(axis=0) > 0 if len(bones) else np.zeros(
-        model.n_bones, bool)
-    return chain[model.dof_bone]
+def _part_paths(model, fields, parts):
+    """(k, n_dof) bool: the DOFs each part's g depends on: those on the paths from its
+    two bones up to (not including) their deepest common ancestor. A DOF above that
+    ancestor moves both bones rigidly together and changes nothing of this g."""
+    one, other = part_bones(model, fields, parts)
+    anc = np.vstack([model.ancestors.astype(bool), np.zeros((1, model.n_bones), bool)])  # row n: the base
+    return (anc[one] ^ anc[other])[:, model.dof_bone]  # ancestors of exactly one of the two
 
 
-def _involved_bones(model, fields, parts, n):
-    b = [model.pair_i[parts.pairs], model.pair_j[parts.pairs]]
-    for k, fd in enumerate(fields):
-        m = parts.field == k
-        b.append(fd.bones[parts.sample[m]])
-        if fd.grid.bone >= 0 and np.count_nonzero(m):
-            b.append([fd.grid.bone])
-    out = np.unique(np.concatenate([np.asarray(x, dtype=np.intp) for x in b]))
-    return out[out < n]
+def _subset(parts, keep):
+    """The parts of a PartSet where keep (size,) bool is set."""
+    p = len(parts.pairs)
+    return PartSet(parts.pairs[keep[:p]], parts.field[keep[p:]], parts.sample[keep[p:]])
 
 
 def _union(a, b):
-    pairs = np.union1d(a.pairs, b.pairs)
-    fs = np.unique(np.stack([np.concatenate([a.field, b.field]), np.concatenate([a.sample, b.sample])], 1), axis=0)
-    return PartSet(pairs.astype(np.intp), fs[:, 0].astype(np.intp), fs[:, 1].astype(np.intp))
+    """The parts of a followed by those of b not in a (a's order kept)."""
+    pairs = np.concatenate([a.pairs, np.setdiff1d(b.pairs, a.pairs)])
+    key_a, key_b = a.field * (1 << 32) + a.sample, b.field * (1 << 32) + b.sample
+    new = ~np.isin(key_b, key_a)
+    return PartSet(pairs.astype(np.intp), np.concatenate([a.field, b.field[new]]).astype(np.intp),
+                   np.concatenate([a.sample, b.sample[new]]).astype(np.intp))
+
+
+def _extend(mask, n_pairs, parts):
+    """A per-part mask of an earlier PartSet with n_pairs capsule pairs, for `parts` (its
+    _union with more parts): False for the parts added."""
+    p = len(parts.pairs)
+    out = np.zeros(parts.size, bool)
+    out[:n_pairs] = mask[:n_pairs]
+    out[p:p + len(mask) - n_pairs] = mask[n_pairs:]
+    return out
 
 
 SHRINK_COST = 0.25
@@ -112,17 +127,21 @@ class _Problem:
     """Objective, constraints and their gradients over the DOFs in `scope` (caching the
     last evaluation: SLSQP asks for values and gradients at the same point)."""
 
-    def __init__(self, model, fields, fixed, base_r, base_p, weights, scope, parts, margin, previous, lam):
-        self.model, self.fields, self.fixed = model, fields, fixed
+    def __init__(self, model, fields, fixed, base_r, base_p, weights, scope, parts, margins, previous, lam):
+        self.model, self.fixed = model, fixed
         self.base_r, self.base_p = base_r, base_p
         self.x0 = fixed.reshape(-1)[model.dof_flat]
         self.q0 = quat.exp(fixed)
         self.scope = np.flatnonzero(scope)
-        self.parts, self.margin = parts, margin
+        self.margins = margins  # (k,) m: each part's clearance
         self.w_dof = weights[model.dof_bone][self.scope]
         self.weights = weights
         self.previous = None if previous is None else previous[self.scope]
         self.lam = lam
+        self.separations = Separations(model, fields, parts, self.scope)
+        self._full = np.array(fixed, dtype=float)
+        self._flat_scope = model.dof_flat[self.scope]
+        self._grad = np.empty(model.n_dof)
         self._key, self._value = None, None
         self.evaluations = 0
 
@@ -135,12 +154,10 @@ class _Problem:
         key = xs.tobytes()
         if key != self._key:
             m = self.model
-            full = full_coordinates(m, self.full_x(xs), self.fixed)
-            q = quat.exp(full)
-            e = quat.log(quat.conj_mul(self.q0, q))  # log(q⁰⁻¹ q): same norm as log(q⁻¹ q⁰)
-            f = float(np.sum(self.weights * np.sum(e * e, axis=1)))
-            grad_full = 2.0 * self.weights[:, None] * np.einsum("bji,bj->bi", right_jacobian(full), e)
-            grad = grad_full.reshape(-1)[m.dof_flat][self.scope]
+            full = self._full
+            full.reshape(-1)[self._flat_scope] = xs
+            f = distance_term(full, self.q0, self.weights, m.dof_bone, m.dof_axis, self._grad)
+            grad = self._grad[self.scope]
             if self.previous is not None and self.lam > 0:
                 # Residual of the correction d from the previous one p scaled by c ∈ [0, 1]
                 # (W-projection): turning or growing past p costs, shrinking along p is
@@ -154,10 +171,9 @@ class _Problem:
                 e = d - p
                 f += self.lam * float(np.sum(self.w_dof * (r * r + SHRINK_COST * e * e)))
                 grad = grad + 2.0 * self.lam * self.w_dof * (r + SHRINK_COST * e)
-            pose = Pose(m, full, self.base_r, self.base_p)
-            g, rows = separations(m, self.fields, pose, self.parts)
+            g, rows = self.separations(full, self.base_r, self.base_p)
             self.evaluations += 1
-            self._key, self._value = key, (f, grad, g, rows[:, self.scope])
+            self._key, self._value = key, (f, grad, g, rows.copy())
         return self._value
 
     def objective(self, xs):
@@ -167,7 +183,7 @@ class _Problem:
         return self._eval(xs)[1]
 
     def constraint(self, xs):
-        return 1e3 * (self._eval(xs)[2] - self.margin)  # mm: values of order one
+        return 1e3 * (self._eval(xs)[2] - self.margins)  # mm: values of order one
 
     def constraint_jac(self, xs):
         return 1e3 * self._eval(xs)[3]
@@ -187,7 +203,7 @@ def _start_pose(model, x0, fixed, base_r, base_p):
 
 
 def resolve_pose(model, fields, rotations, base_rotation, base_position, settings=ResolveSettings(),
-                 previous=None, method="SLSQP"):
+                 previous=None, method="SLSQP", extra_margin=None):
     """The nearest pose of `model` (SkeletonModel) in which every part pair keeps
     settings.margin m.
 
@@ -195,7 +211,10 @@ def resolve_pose(model, fields, rotations, base_rotation, base_position, setting
     rotations (n, 4) local pose quaternions w-first; base_rotation (4,) and base_position
     (3,) m: the kinematic base. previous (n_dof,) rad or None: the previous frame's
     correction (sequence term and warm start). method: "SLSQP" or "penalty" (the
-    baseline: penalty_descent). Joint limits (model.dof_lower/upper, rad) are bounds;
+    baseline: penalty_descent). extra_margin: {(bone a, bone b): m} more clearance for
+    the parts between those bones (−1: the kinematic base), e.g. where the skin is
+    thicker than the capsules; resolved then means clear by these grown margins.
+    Joint limits (model.dof_lower/upper, rad) are bounds;
     a pose already outside them keeps its own value as the bound.
     Returns PoseResult; a pose with every part clear is returned unchanged (the same
     array values, changed False).
@@ -206,13 +225,12 @@ def resolve_pose(model, fields, rotations, base_rotation, base_position, setting
     fixed = quat.log(q_in)
     x0 = fixed.reshape(-1)[model.dof_flat]
     n = model.n_bones
-    reach = settings.margin + settings.reach
+    margins = Margins(model, fields, settings.margin, extra_margin)
     pose0 = _start_pose(model, x0, fixed, base_r, base_p)
-    parts = near_parts(model, fields, pose0, reach)
+    parts = near_parts(model, fields, pose0, margins, settings.reach)
     g0 = separations(model, fields, pose0, parts, gradient=False)[0]
     gap0 = float(g0.min()) if len(g0) else np.inf
-    ok = settings.margin - settings.tolerance
-    if gap0 >= ok:
+    if np.all(g0 - margins.of(parts) >= -settings.tolerance):
         return PoseResult(q_in.copy(), True, False, gap0, gap0, np.zeros(n), np.zeros(model.n_dof), 1)
     weights = subtree_weights(model).astype(float)
     lo = np.minimum(model.dof_lower, x0)
@@ -221,23 +239,44 @@ def resolve_pose(model, fields, rotations, base_rotation, base_position, setting
     if previous is not None:
         x = np.clip(x0 + previous, lo, hi)  # warm start from the previous frame's correction
     evaluations = 1
+    # Only the DOFs that move a part closer than its clearance (at the start or after a
+    # round) are solved for: a DOF that moves only clear parts would stay where the
+    # distance term wants it, at θ⁰. The other near parts those DOFs move are constraints.
+    g = g0 if previous is None else separations(model, fields, _start_pose(model, x, fixed, base_r, base_p), parts,
+                                                gradient=False)[0]
+    hot, hot_pairs = g0 - margins.of(parts) < settings.tolerance, len(parts.pairs)
+    scope = np.zeros(model.n_dof, bool)
+    last, failures = None, 0
     for _ in range(settings.max_rounds):
-        scope = _dof_scope(model, _involved_bones(model, fields, parts, n))
-        prob = _Problem(model, fields, fixed, base_r, base_p, weights, scope, parts, settings.margin, previous,
-                        settings.temporal_weight)
+        paths = _part_paths(model, fields, parts)
+        clearance = margins.of(parts)
+        hot = _extend(hot, hot_pairs, parts) | (g - clearance < settings.tolerance)
+        hot_pairs = len(parts.pairs)
+        scope |= paths[hot].any(axis=0)
+        if last == (parts.size, int(scope.sum())):
+            break  # the same problem again
+        last = (parts.size, int(scope.sum()))
+        keep = paths[:, scope].any(axis=1)
+        prob = _Problem(model, fields, fixed, base_r, base_p, weights, scope, _subset(parts, keep), clearance[keep],
+                        previous, settings.temporal_weight)
         xs = x[prob.scope]
+        infeasible = False
         if method == "SLSQP":
             # In z = x / s, s = 1/√(weight), the objective's Hessian is ≈ 2 I: the identity
             # SLSQP's quasi-Newton matrix starts from, so it needs few iterations.
             s = 1.0 / np.sqrt(prob.w_dof * (1.0 + (settings.temporal_weight if previous is not None else 0.0)))
             res = _slsqp(prob, xs, s, lo[prob.scope], hi[prob.scope], settings.max_iterations)
-            if not res.success and np.min(prob.constraint(res.x * s)) < -1e3 * settings.tolerance:
+            xs = res.x * s
+            if not res.success and np.min(prob.constraint(xs)) < -1e3 * settings.tolerance:
                 # SLSQP stopped short (its linearised constraints incompatible at the start,
                 # or a failed line search): the penalty descent reaches a nearby feasible
-                # region, and SLSQP starts again from there.
-                res = _slsqp(prob, penalty_descent(prob, res.x * s, lo[prob.scope], hi[prob.scope]), s,
-                             lo[prob.scope], hi[prob.scope], settings.max_iterations)
-            xs = res.x * s
+                # region, and SLSQP starts again from there; where the descent finds none
+                # either, the constraints have no solution within the limits and its
+                # least violation is the answer.
+                xs = penalty_descent(prob, xs, lo[prob.scope], hi[prob.scope])
+                infeasible = np.min(prob.constraint(xs)) < -1e3 * settings.tolerance
+                if not infeasible:
+                    xs = _slsqp(prob, xs, s, lo[prob.scope], hi[prob.scope], settings.max_iterations).x * s
         elif method == "penalty":
             xs = penalty_descent(prob, xs, lo[prob.scope], hi[prob.scope])
         else:
@@ -245,20 +284,26 @@ def resolve_pose(model, fields, rotations, base_rotation, base_position, setting
         evaluations += prob.evaluations
         x = prob.full_x(np.clip(xs, lo[prob.scope], hi[prob.scope]))
         pose = _start_pose(model, x, fixed, base_r, base_p)
-        near = near_parts(model, fields, pose, reach)
-        parts = _union(parts, near)
+        parts = _union(parts, near_parts(model, fields, pose, margins, settings.reach))
         g = separations(model, fields, pose, parts, gradient=False)[0]
         evaluations += 1
-        if g.min() >= ok:
+        clear = bool(np.all(g - margins.of(parts) >= -settings.tolerance))
+        failures = failures + 1 if infeasible else 0
+        if clear or failures == 2:  # twice without a feasible point: none within the limits
             break
-    gap = float(g.min())
-    full = full_coordinates(model, x, fixed)
-    q = quat.exp(full)
-    moved = np.zeros(n, bool)
+    return _result(model, q_in, fixed, x, clear, gap0, float(g.min()), evaluations)
+
+
+def _result(model, q_in, fixed, x, resolved, gap0, gap, evaluations):
+    """PoseResult of coordinates x (n_dof,) for the input rotations q_in (n, 4) whose
+    rotation vectors are fixed (n, 3): bones none of whose DOFs moved keep q_in's values."""
+    x0 = fixed.reshape(-1)[model.dof_flat]
+    q = quat.exp(full_coordinates(model, x, fixed))
+    moved = np.zeros(model.n_bones, bool)
     moved[model.dof_bone[x != x0]] = True
     q = np.where(moved[:, None], q * np.sign(np.sum(q * q_in, axis=1, keepdims=True) + 1e-300), q_in)
     change = np.where(moved, quat.angle_between(q_in, q), 0.0)
-    return PoseResult(q, gap >= ok, bool(moved.any()), gap0, gap, change, x - x0, evaluations)
+    return PoseResult(q, resolved, bool(moved.any()), gap0, gap, change, x - x0, evaluations)
 
 
 PENALTY_STIFFNESS = 10.0   # per mm² of violation, against the rad² of the distance term
@@ -299,7 +344,8 @@ def penalty_descent(prob, xs, lo, hi, stiffness=PENALTY_STIFFNESS, iterations=PE
 def resolve_sequence(model, fields, rotations, base_rotations, base_positions, settings=ResolveSettings(),
                      method="SLSQP"):
     """resolve_pose over frames in order, each warm-started from and drawn towards the
-    previous frame's correction (settings.temporal_weight).
+    previous frame's correction (settings.temporal_weight); then each run of changed
+    frames is smoothed as a trajectory (smooth_corrections).
 
     rotations (F, n, 4); base_rotations (F, 4); base_positions (F, 3) m.
     Returns a list of F PoseResult.
@@ -310,4 +356,151 @@ def resolve_sequence(model, fields, rotations, base_rotations, base_positions, s
                          previous, method)
         out.append(r)
         previous = r.correction if r.changed else None
+    return smooth_corrections(model, fields, rotations, base_rotations, base_positions, out, settings)
+
+
+SMOOTH_SHARE = 0.25  # DOFs whose correction reaches this share of the run's largest are smoothed
+SIZE_COST = 1e-3  # weight of Σ‖d‖²_W beside the jerk term: of two smooth corrections, the smaller
+
+
+def _runs(changed):
+    """[(first, last)] of the runs of changed frames; runs fewer than 3 frames apart (their
+    third differences share frames) are one."""
+    out = []
+    for f in np.flatnonzero(changed):
+        if out and f - out[-1][1] <= 3:
+            out[-1] = (out[-1][0], f)
+        else:
+            out.append((f, f))
     return out
+
+
+def smooth_corrections(model, fields, rotations, base_rotations, base_positions, results, settings=ResolveSettings(),
+                       extra_margins=None):
+    """The per-frame corrections d_t (PoseResult.correction) of each run of changed frames
+    optimised together as a trajectory, so that the correction adds no jitter:
+
+        minimise  Σ_t ‖Δ³d_t‖²_W + SIZE_COST Σ_t ‖d_t‖²_W   (Δ³: third difference over
+                  frames, so the jerk the correction adds; W the subtree weights)
+        subject to g_k(θ⁰_t + d_t) ≥ margin on every frame of the run (the parts near the
+                  per-frame solution) and joint limits,
+
+    with d = 0 on the frames clear of every part (they keep their pose exactly), by
+    SLSQP from the per-frame solutions over the DOFs those move. A run whose smoothed
+    trajectory is not feasible or not smoother keeps its per-frame solutions.
+    Arguments as resolve_sequence, results its per-frame PoseResults, extra_margins
+    None or per frame resolve_pose's extra_margin; returns the list.
+    """
+    results = list(results)
+    changed = np.array([r.changed for r in results])
+    if not changed.any():
+        return results
+    weights = subtree_weights(model).astype(float)
+    fixed = quat.log(np.asarray(rotations, dtype=float))
+    x0 = fixed.reshape(len(fixed), -1)[:, model.dof_flat]
+    corr = np.stack([r.correction for r in results])
+    for a, b in _runs(changed):
+        # the DOFs that carry the correction (the others keep their per-frame values):
+        # SLSQP's cost grows with the square of the variables (frames × DOFs)
+        size = np.abs(corr[a:b + 1]).max(axis=0)
+        scope = np.flatnonzero(size >= SMOOTH_SHARE * size.max())
+        frames = np.arange(a, b + 1)
+        w = weights[model.dof_bone[scope]]
+        # the third differences reach 3 frames beyond the run, where d is 0
+        lo_pad, hi_pad = min(a, 3), min(len(results) - 1 - b, 3)
+        L = len(frames) + lo_pad + hi_pad
+        if L < 4:  # no third difference: nothing to smooth
+            continue
+        T = np.zeros((L - 3, L))
+        for k in range(L - 3):
+            T[k, k:k + 4] = (-1.0, 3.0, -3.0, 1.0)
+        inner = slice(lo_pad, lo_pad + len(frames))
+        seps, lower, upper = [], [], []
+        for f in frames:
+            pose = _start_pose(model, x0[f] + corr[f], fixed[f], quat.to_matrix(base_rotations[f]), base_positions[f])
+            margins = Margins(model, fields, settings.margin, extra_margins[f] if extra_margins else None)
+            parts = near_parts(model, fields, pose, margins, settings.reach)
+            seps.append((Separations(model, fields, parts, scope), margins.of(parts)))
+            lo = np.minimum(model.dof_lower, x0[f])[scope] - x0[f][scope]
+            hi = np.maximum(model.dof_upper, x0[f])[scope] - x0[f][scope]
+            if not results[f].changed:  # a clear frame between two runs
+                lo, hi = np.zeros(len(scope)), np.zeros(len(scope))
+            lower.append(lo)
+            upper.append(hi)
+        lower, upper = np.concatenate(lower), np.concatenate(upper)
+        s = np.tile(1.0 / np.sqrt(w), len(frames))
+        base_r = [quat.to_matrix(base_rotations[f]) for f in frames]
+
+        def cost(z):
+            D = np.zeros((L, len(scope)))
+            D[inner] = (z * s).reshape(len(frames), -1)
+            J = T @ D
+            f = float(np.sum(w * J * J)) + SIZE_COST * float(np.sum(w * D * D))
+            grad = 2.0 * (T.T @ (w * J))[inner] + 2.0 * SIZE_COST * w * D[inner]
+            return f, grad.reshape(-1) * s
+
+        cache = {}
+
+        def constraints(z):
+            key = z.tobytes()
+            if key not in cache:
+                D = (z * s).reshape(len(frames), -1)
+                g, rows = [], []
+                for t, f in enumerate(frames):
+                    full = full_coordinates(model, x0[f] + corr[f], fixed[f])
+                    full.reshape(-1)[model.dof_flat[scope]] = x0[f][scope] + D[t]
+                    sep, m = seps[t]
+                    gt, rt = sep(full, base_r[t], base_positions[f])
+                    g.append(1e3 * (gt - m))
+                    rows.append(1e3 * rt)
+                jac = np.zeros((sum(len(x) for x in g), z.size))
+                r0 = 0
+                for t, rt in enumerate(rows):
+                    jac[r0:r0 + len(rt), t * len(scope):(t + 1) * len(scope)] = rt
+                    r0 += len(rt)
+                cache.clear()
+                cache[key] = (np.concatenate(g), jac * s)
+            return cache[key]
+
+        z0 = np.clip(corr[frames][:, scope].reshape(-1), lower, upper) / s
+        res = minimize(cost, z0, jac=True, method="SLSQP", bounds=list(zip(lower / s, upper / s)),
+                       constraints=[{"type": "ineq", "fun": lambda z: constraints(z)[0],
+                                     "jac": lambda z: constraints(z)[1]}],
+                       options={"maxiter": 50, "ftol": 1e-12})
+        z = np.clip(res.x, lower / s, upper / s)
+        # each frame as clear as its own solution was (or by the tolerance)
+        ends = np.cumsum([len(m) for _sep, m in seps])[:-1]
+        before = [min(np.min(c, initial=np.inf), 0.0) for c in np.split(constraints(z0)[0], ends)]
+        after = [np.min(c, initial=np.inf) for c in np.split(constraints(z)[0], ends)]
+        if any(x < y - 1e3 * settings.tolerance for x, y in zip(after, before)) or cost(z)[0] >= cost(z0)[0]:
+            continue
+        D = (z * s).reshape(len(frames), -1)
+        for t, f in enumerate(frames):
+            x = x0[f] + corr[f]
+            x[scope] = x0[f][scope] + D[t]
+            g = seps[t][0](full_coordinates(model, x, fixed[f]), base_r[t], base_positions[f], False)[0]
+            r = results[f]
+            results[f] = _result(model, np.asarray(rotations[f], dtype=float), fixed[f], x,
+                                 bool(np.all(g - seps[t][1] >= -settings.tolerance)), r.gap_before,
+                                 float(g.min()) if len(g) else np.inf, r.evaluations + res.nfev)
+    return results
+
+
+def warm_up():
+    """Compile (or load from the disk cache) the distance kernels with the argument types
+    a resolve uses, by resolving a two-arm collision with a volume; returns CPU seconds.
+    The first call after an install compiles (tens of seconds), later ones load."""
+    from types import SimpleNamespace
+
+    from . import sdf
+    from .model import SkeletonModel
+    start = time.process_time()
+    model = SkeletonModel(parents=[-1, -1], rest_offsets=[[0.0, 0.0, 0.0], [0.05, 0.0, 0.0]],
+                          rest_rotations=np.tile([1.0, 0.0, 0.0, 0.0], (2, 1)), joint_types=["ball", "hinge"],
+                          capsule_radius=[0.02] * 2, capsule_length=[0.2] * 2, groups=["arm"] * 2,
+                          limit_lower=np.full((2, 3), -2.0), limit_upper=np.full((2, 3), 2.0))
+    grid = sdf.DistanceGrid(np.full(3, -0.1), 0.1, np.full((3, 3, 3), 0.05), -1, 0.05)
+    field = SimpleNamespace(grid=grid, bones=np.array([0]), local=np.zeros((1, 3)), radius=np.array([0.02]))
+    resolve_pose(model, (field,), quat.exp(np.array([[0.0, 0.0, 0.3], [0.0, 0.0, 0.0]])), quat.IDENTITY,
+                 np.zeros(3))
+    return time.process_time() - start

@@ -19,30 +19,237 @@ Body parts (n = n_bones, g in metres, negative = penetration depth):
   g = φ(p) − r with φ the trilinear signed distance and its analytic gradient.
 Both gradients are exact derivatives of these g (the closest-point and interpolant
 derivatives vanish by the envelope theorem / are analytic), never zero away from a
-crossing of two capsule axes: the constraint qualification SLSQP needs.
+crossing of two capsule axes: the constraint qualification SLSQP needs. The distances
+and their rows are one compiled kernel (numba, cached on disk like kernels.py's).
 """
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
 
 from . import kernels, quat
-from .contacts import segment_closest_points
-from .kinematics import forward_kinematics, skew
+from .kinematics import forward_kinematics
+
+_jit = kernels._jit  # the package's compile settings and its disk cache
+
+
+@_jit
+def _right_jacobian(r, out):
+    """J_r(r) (3, 3) into out for one rotation vector r (3,) rad (right_jacobian)."""
+    phi2 = r[0] * r[0] + r[1] * r[1] + r[2] * r[2]
+    if phi2 < 1e-8:
+        a = 0.5 - phi2 / 24.0
+        b = 1.0 / 6.0 - phi2 / 120.0
+    else:
+        phi = np.sqrt(phi2)
+        a = (1.0 - np.cos(phi)) / phi2
+        b = (phi - np.sin(phi)) / (phi2 * phi)
+    x, y, z = r[0], r[1], r[2]
+    # [r]x and [r]x² = r rᵀ − φ² I
+    out[0, 0] = 1.0 + b * (x * x - phi2)
+    out[1, 1] = 1.0 + b * (y * y - phi2)
+    out[2, 2] = 1.0 + b * (z * z - phi2)
+    out[0, 1] = a * z + b * x * y
+    out[1, 0] = -a * z + b * x * y
+    out[0, 2] = -a * y + b * x * z
+    out[2, 0] = a * y + b * x * z
+    out[1, 2] = a * x + b * y * z
+    out[2, 1] = -a * x + b * y * z
+
+
+@_jit
+def _right_jacobians(r, out):
+    for k in range(r.shape[0]):
+        _right_jacobian(r[k], out[k])
 
 
 def right_jacobian(r):
     """Right Jacobian J_r(r) (..., 3, 3) of SO(3) at rotation vectors r (..., 3) rad:
     I − (1 − cos φ)/φ² [r]× + (φ − sin φ)/φ³ [r]×², series near φ = 0."""
     r = np.asarray(r, dtype=float)
-    phi2 = np.sum(r * r, axis=-1)
-    phi = np.sqrt(phi2)
-    small = phi < 1e-4
-    safe = np.where(small, 1.0, phi)
-    a = np.where(small, 0.5 - phi2 / 24.0, (1.0 - np.cos(safe)) / safe ** 2)
-    b = np.where(small, 1.0 / 6.0 - phi2 / 120.0, (safe - np.sin(safe)) / safe ** 3)
-    k = skew(r)
-    return np.eye(3) - a[..., None, None] * k + b[..., None, None] * (k @ k)
+    out = np.empty(r.shape + (3,))
+    _right_jacobians(kernels.argument(r, r.shape).reshape(-1, 3), out.reshape(-1, 3, 3))
+    return out
+
+
+@_jit
+def _exp(r, q):
+    """Unit quaternion q (4,) of the rotation vector r (3,) rad (quat.exp)."""
+    theta = np.sqrt(r[0] * r[0] + r[1] * r[1] + r[2] * r[2])
+    f = np.sin(0.5 * theta) / max(theta, 1e-300)
+    q[0], q[1], q[2], q[3] = np.cos(0.5 * theta), f * r[0], f * r[1], f * r[2]
+
+
+@_jit
+def distance_term(full, q0, weights, dof_bone, dof_axis, grad):
+    """Σ_b w_b ‖log(q⁰_b⁻¹ q_b)‖² (returned, rad²) with q_b = exp(full_b), and its
+    gradient with respect to the DOF components of full into grad (n_dof,):
+    2 w_b J_r(full_b)ᵀ e_b, e_b = log(q⁰_b⁻¹ q_b) (the log's own Jacobian drops out because
+    J_r(e)⁻ᵀ e = e). full (n, 3) rad, q0 (n, 4), weights (n,)."""
+    n = full.shape[0]
+    q = np.empty(4)
+    J = np.empty((3, 3))
+    e = np.empty((n, 3))
+    gf = np.empty((n, 3))
+    f = 0.0
+    for b in range(n):
+        _exp(full[b], q)
+        aw, ax, ay, az = q0[b, 0], -q0[b, 1], -q0[b, 2], -q0[b, 3]
+        w = aw * q[0] - ax * q[1] - ay * q[2] - az * q[3]
+        x = aw * q[1] + ax * q[0] + ay * q[3] - az * q[2]
+        y = aw * q[2] - ax * q[3] + ay * q[0] + az * q[1]
+        z = aw * q[3] + ax * q[2] - ay * q[1] + az * q[0]
+        s = np.sqrt(x * x + y * y + z * z)
+        c = 2.0 * math.copysign(math.atan2(s, abs(w)) / max(s, 1e-300), w)
+        e[b, 0], e[b, 1], e[b, 2] = c * x, c * y, c * z
+        f += weights[b] * (e[b, 0] ** 2 + e[b, 1] ** 2 + e[b, 2] ** 2)
+        _right_jacobian(full[b], J)
+        for k in range(3):
+            gf[b, k] = 2.0 * weights[b] * (J[0, k] * e[b, 0] + J[1, k] * e[b, 1] + J[2, k] * e[b, 2])
+    for d in range(dof_bone.shape[0]):
+        grad[d] = gf[dof_bone[d], dof_axis[d]]
+    return f
+
+
+@_jit
+def _add_row(parents, dof_start, dof_count, motion, column, bone, other, p, nrm, row):
+    """row (n_cols,) += n·(v(bone) − v(other)) at world point p (3,) along nrm (3,): the
+    spatial force (p × n, n) times the motion subspace (a, P × a) of every DOF on the
+    path of bone, minus on other's (other = n_bones: the base); column[d] is DOF d's
+    column or −1 for DOFs not solved."""
+    n = parents.shape[0]
+    f0 = p[1] * nrm[2] - p[2] * nrm[1]
+    f1 = p[2] * nrm[0] - p[0] * nrm[2]
+    f2 = p[0] * nrm[1] - p[1] * nrm[0]
+    for side in range(2):
+        j = bone if side == 0 else other
+        sign = 1.0 if side == 0 else -1.0
+        while 0 <= j < n:
+            for d in range(dof_start[j], dof_start[j] + dof_count[j]):
+                c = column[d]
+                if c >= 0:
+                    m = motion[d]
+                    row[c] += sign * (f0 * m[0] + f1 * m[1] + f2 * m[2] + nrm[0] * m[3] + nrm[1] * m[4]
+                                      + nrm[2] * m[5])
+            j = parents[j]
+
+
+@_jit
+def _separations(parents, rest_matrices, rest_offsets, dof_bone, dof_axis, dof_start, dof_count, capsule_length,
+                 full, base_r, base_p, pair_i, pair_j, radius_sum, s_bone, s_local, s_radius, s_frame, s_grid,
+                 grid_values, grid_dims, grid_start, grid_origin, grid_spacing, grid_margin, column, gradient,
+                 g, rows):
+    """Signed distances g (p + s,) m of capsule pairs (pair_i, pair_j (p,), radius_sum)
+    and sphere samples (on bone s_bone at s_local (s, 3) m, radius s_radius, in grid
+    s_grid attached to bone s_frame, n_bones for the base) at the pose full (n, 3) rad;
+    with gradient, their rows (p + s, n_cols) m/rad into rows (zeroed here). Grids are
+    packed: grid k's node values are grid_values[grid_start[k]:] in C order of
+    grid_dims[k]."""
+    n = parents.shape[0]
+    n_dof = dof_bone.shape[0]
+    q = np.empty((1, n, 4))
+    for i in range(n):
+        _exp(full[i], q[0, i])
+    frames = np.empty((1, n, 3, 3))
+    heads = np.empty((1, n, 3))
+    body_motion = np.empty((1, n_dof, 6))  # along the bone axes: not the θ coordinates' (below)
+    kernels.forward_kinematics(parents, rest_matrices, rest_offsets, dof_bone, dof_axis, q,
+                               base_r.reshape((1, 3, 3)), base_p.reshape((1, 3)), frames, heads, body_motion)
+    R, P = frames[0], heads[0]
+    J = np.empty((3, 3))
+    motion = np.empty((n_dof, 6))
+    if gradient:
+        rows[:] = 0.0
+        for b in range(n):
+            if dof_count[b] == 0:
+                continue
+            _right_jacobian(full[b], J)
+            for d in range(dof_start[b], dof_start[b] + dof_count[b]):
+                k = dof_axis[d]
+                for r in range(3):
+                    motion[d, r] = R[b, r, 0] * J[0, k] + R[b, r, 1] * J[1, k] + R[b, r, 2] * J[2, k]
+                a0, a1, a2 = motion[d, 0], motion[d, 1], motion[d, 2]
+                motion[d, 3] = P[b, 1] * a2 - P[b, 2] * a1
+                motion[d, 4] = P[b, 2] * a0 - P[b, 0] * a2
+                motion[d, 5] = P[b, 0] * a1 - P[b, 1] * a0
+    d1 = np.empty(3)
+    d2 = np.empty(3)
+    w = np.empty(3)
+    c1 = np.empty(3)
+    c2 = np.empty(3)
+    nrm = np.empty(3)
+    mid = np.empty(3)
+    n_pairs = pair_i.shape[0]
+    for k in range(n_pairs):
+        i, j = pair_i[k], pair_j[k]
+        a = e = b = c = f = 0.0
+        for r in range(3):
+            d1[r] = R[i, r, 1] * capsule_length[i]
+            d2[r] = R[j, r, 1] * capsule_length[j]
+            w[r] = P[i, r] - P[j, r]
+            a += d1[r] * d1[r]
+            e += d2[r] * d2[r]
+            b += d1[r] * d2[r]
+            c += d1[r] * w[r]
+            f += d2[r] * w[r]
+        # closest points of the axes (Ericson §5.1.9, as contacts.segment_closest_points)
+        a = max(a, 1e-12)
+        e = max(e, 1e-12)
+        denom = a * e - b * b
+        s = min(max((b * f - c * e) / denom, 0.0), 1.0) if denom > 1e-12 * a * e else 0.0
+        t = min(max((b * s + f) / e, 0.0), 1.0)
+        s = min(max((b * t - c) / a, 0.0), 1.0)
+        dist2 = 0.0
+        for r in range(3):
+            c1[r] = P[i, r] + s * d1[r]
+            c2[r] = P[j, r] + t * d2[r]
+            nrm[r] = c1[r] - c2[r]
+            dist2 += nrm[r] * nrm[r]
+        dist = np.sqrt(dist2)
+        g[k] = dist - radius_sum[k]
+        if not gradient:
+            continue
+        if dist > 1e-9:
+            for r in range(3):
+                nrm[r] /= dist
+        else:  # crossing axes: their common perpendicular (or +Z)
+            nrm[0] = d1[1] * d2[2] - d1[2] * d2[1]
+            nrm[1] = d1[2] * d2[0] - d1[0] * d2[2]
+            nrm[2] = d1[0] * d2[1] - d1[1] * d2[0]
+            norm = np.sqrt(nrm[0] ** 2 + nrm[1] ** 2 + nrm[2] ** 2)
+            if norm > 1e-12:
+                for r in range(3):
+                    nrm[r] /= norm
+            else:
+                nrm[0], nrm[1], nrm[2] = 0.0, 0.0, 1.0
+        for r in range(3):
+            mid[r] = 0.5 * (c1[r] + c2[r])
+        _add_row(parents, dof_start, dof_count, motion, column, i, j, mid, nrm, rows[k])
+    world = np.empty(3)
+    x = np.empty(3)
+    grad = np.empty(3)
+    for m in range(s_bone.shape[0]):
+        b, h, k = s_bone[m], s_frame[m], s_grid[m]
+        for r in range(3):
+            world[r] = P[b, r] + R[b, r, 0] * s_local[m, 0] + R[b, r, 1] * s_local[m, 1] + R[b, r, 2] * s_local[m, 2]
+        for r in range(3):
+            acc = 0.0
+            for c in range(3):
+                acc += (R[h, c, r] * (world[c] - P[h, c]) if h < n else base_r[c, r] * (world[c] - base_p[c]))
+            x[r] = acc
+        nx, ny, nz = grid_dims[k, 0], grid_dims[k, 1], grid_dims[k, 2]
+        start = grid_start[k]
+        phi = kernels._grid_point(grid_values[start:start + nx * ny * nz], nx, ny, nz, grid_origin[k],
+                                  grid_spacing[k], grid_margin[k], x, True, grad)
+        g[n_pairs + m] = phi - s_radius[m]
+        if not gradient:
+            continue
+        for r in range(3):
+            nrm[r] = 0.0
+            for c in range(3):
+                nrm[r] += (R[h, r, c] if h < n else base_r[r, c]) * grad[c]
+        _add_row(parents, dof_start, dof_count, motion, column, b, h, world, nrm, rows[n_pairs + m])
 
 
 @dataclass(frozen=True, eq=False)
@@ -77,38 +284,79 @@ def full_coordinates(model, x, fixed):
 
 
 class Pose:
-    """Forward kinematics of one pose and the world DOF axes of the θ coordinates.
-
-    model: SkeletonModel; full (n, 3) rad: every bone's local rotation vector;
-    base_rotation (3, 3), base_position (3,) m: the kinematic base.
-    Attributes: kin (kinematics.Kinematics), motion (n_dof, 6) spatial motion subspaces
-    (a_d, P_b × a_d) of the θ coordinates.
-    """
+    """One pose: full (n, 3) rad every bone's local rotation vector; base_rotation
+    (3, 3), base_position (3,) m: the kinematic base of model (SkeletonModel).
+    Attributes: kin (kinematics.Kinematics), segments (n, 2, 3) m the capsule axes."""
 
     def __init__(self, model, full, base_rotation, base_position):
         self.model = model
-        self.base_rotation = np.asarray(base_rotation, dtype=float)
-        self.base_position = np.asarray(base_position, dtype=float)
-        self.kin = forward_kinematics(model, quat.exp(full), self.base_rotation, self.base_position)
-        axes = self.kin.rotations @ right_jacobian(full)  # (n, 3, 3): column k = world axis of θ_k
-        a = axes[model.dof_bone, :, model.dof_axis]
-        o = self.kin.positions[model.dof_bone]
-        self.motion = np.ascontiguousarray(np.concatenate([a, np.cross(o, a)], axis=1))
+        self.full = kernels.argument(full, (model.n_bones, 3))
+        self.base_rotation = kernels.argument(base_rotation, (3, 3))
+        self.base_position = kernels.argument(base_position, (3,))
+        self.kin = forward_kinematics(model, quat.exp(self.full), self.base_rotation, self.base_position)
         seg = np.empty((model.n_bones, 2, 3))
         seg[:, 0] = self.kin.positions
         seg[:, 1] = self.kin.positions + self.kin.rotations[:, :, 1] * model.capsule_length[:, None]
         self.segments = seg
 
-    def rows(self, bones, points, normals, other):
-        """Gradient rows n·(v(bone) − v(other)) (k, n_dof) at world points (k, 3) per unit
-        θ; other = n_bones for the kinematic base."""
+
+_PACKED = []  # [(the grids, their packing)]: the last fields packed (a sequence reuses them)
+
+
+def _packed_grids(fields):
+    """(values (N,), dims (G, 3), start (G,), origin (G, 3), spacing (G,), margin (G,)) of
+    the fields' distance grids in one buffer, the kernel's argument."""
+    grids = [fd.grid for fd in fields]
+    if _PACKED and len(_PACKED[0][0]) == len(grids) and all(a is b for a, b in zip(_PACKED[0][0], grids)):
+        return _PACKED[0][1]
+    sizes = [gr.values.size for gr in grids]
+    packed = (np.concatenate([gr.values.reshape(-1) for gr in grids] or [np.zeros(0)]),
+              np.array([gr.values.shape for gr in grids], np.intp).reshape(-1, 3),
+              np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.intp)[:len(grids)],
+              np.array([gr.origin for gr in grids], float).reshape(-1, 3),
+              np.array([gr.spacing for gr in grids], float), np.array([gr.margin for gr in grids], float))
+    _PACKED[:] = [(grids, packed)]
+    return packed
+
+
+class Separations:
+    """Compiled signed distances of one PartSet of model (SkeletonModel) and fields
+    (body.BodyField: grid, bones, local, radius), and their gradient columns.
+
+    columns (c,) int: the DOFs whose gradient columns are wanted, in order (None: all).
+    Call with (full (n, 3) rad, base_rotation (3, 3), base_position (3,) m, gradient):
+    returns (g (k,) m with capsule pairs first, rows (k, c) m/rad or None); the rows
+    array is reused by the next call.
+    """
+
+    def __init__(self, model, fields, parts, columns=None):
+        self.model = model
+        self.pair_i = np.ascontiguousarray(model.pair_i[parts.pairs], np.intp)
+        self.pair_j = np.ascontiguousarray(model.pair_j[parts.pairs], np.intp)
+        self.radius_sum = np.ascontiguousarray(model.pair_radius_sum[parts.pairs], float)
+        s = len(parts.field)
+        self.s_bone, self.s_frame = np.empty(s, np.intp), np.empty(s, np.intp)
+        self.s_local, self.s_radius = np.empty((s, 3)), np.empty(s)
+        for k, fd in enumerate(fields):
+            m = parts.field == k
+            self.s_bone[m], self.s_local[m] = fd.bones[parts.sample[m]], fd.local[parts.sample[m]]
+            self.s_radius[m] = fd.radius[parts.sample[m]]
+            self.s_frame[m] = fd.grid.bone if fd.grid.bone >= 0 else model.n_bones
+        self.s_grid = np.ascontiguousarray(parts.field, np.intp)
+        self.grids = _packed_grids(fields)
+        self.column = np.full(model.n_dof, -1, np.intp)
+        cols = np.arange(model.n_dof) if columns is None else np.asarray(columns, np.intp)
+        self.column[cols] = np.arange(len(cols))
+        self.g = np.empty(len(self.pair_i) + s)
+        self.rows = np.empty((len(self.g), len(cols)))
+
+    def __call__(self, full, base_rotation, base_position, gradient=True):
         m = self.model
-        k = len(bones)
-        out = np.empty((k, m.n_dof))
-        kernels.normal_rows(m.parents, m.dof_start, m.dof_count, self.motion, kernels.argument(bones, (k,), np.intp),
-                            kernels.argument(points, (k, 3)), kernels.argument(normals, (k, 3)),
-                            kernels.argument(other, (k,), np.intp), out)
-        return out
+        _separations(m.parents, m.rest_matrices, m.rest_offsets, m.dof_bone, m.dof_axis, m.dof_start, m.dof_count,
+                     m.capsule_length, full, base_rotation, base_position, self.pair_i, self.pair_j, self.radius_sum,
+                     self.s_bone, self.s_local, self.s_radius, self.s_frame, self.s_grid, *self.grids, self.column,
+                     gradient, self.g, self.rows)
+        return self.g.copy(), (self.rows if gradient else None)
 
 
 def capsule_gap_bounds(model, pose):
@@ -120,8 +368,8 @@ def capsule_gap_bounds(model, pose):
 
 
 def field_world_samples(fields, pose, parts):
-    """(world points (s, 3) m, field-frame points (s, 3) m, field-frame rotation (s, 3, 3),
-    bone (s,), field bone (s,) with n_bones for the base) of the sphere samples in parts."""
+    """(world points (s, 3) m, field-frame points (s, 3) m, bone (s,)) of the sphere
+    samples in parts."""
     kin, n = pose.kin, pose.model.n_bones
     s = len(parts.field)
     bones, local, hb = np.empty(s, np.intp), np.empty((s, 3)), np.empty(s, np.intp)
@@ -134,58 +382,65 @@ def field_world_samples(fields, pose, parts):
     Rh = np.where((hb < n)[:, None, None], kin.rotations[np.minimum(hb, n - 1)], pose.base_rotation)
     ph = np.where((hb < n)[:, None], kin.positions[np.minimum(hb, n - 1)], pose.base_position)
     in_field = np.einsum("kji,kj->ki", Rh, world - ph)
-    return world, in_field, Rh, bones, hb
+    return world, in_field, bones
 
 
 def separations(model, fields, pose, parts, gradient=True):
     """Signed distances g (k,) m of the parts (capsule pairs first, then field samples) at
     `pose`, and with gradient=True their rows dg/dθ (k, n_dof) m/rad (else None)."""
-    i, j = model.pair_i[parts.pairs], model.pair_j[parts.pairs]
-    seg = pose.segments
-    c1, c2 = segment_closest_points(seg[i, 0], seg[i, 1], seg[j, 0], seg[j, 1])
-    d = c1 - c2
-    dist = np.sqrt(np.sum(d * d, axis=1))
-    g_caps = dist - model.pair_radius_sum[parts.pairs]
-    world, in_field, Rh, bones, hb = field_world_samples(fields, pose, parts)
-    phi, grad, r = np.zeros(len(bones)), np.zeros((len(bones), 3)), np.zeros(len(bones))
-    for k, fd in enumerate(fields):
-        m = parts.field == k
-        if np.count_nonzero(m):
-            phi[m], grad[m] = fd.grid.sample(in_field[m])
-            r[m] = fd.radius[parts.sample[m]]
-    g = np.concatenate([g_caps, phi - r])
-    if not gradient:
-        return g, None
-    # Crossing axes have no closest-point direction: their common perpendicular (or +Z).
-    n_caps = np.where((dist > 1e-9)[:, None], d / np.maximum(dist, 1e-300)[:, None],
-                      _perpendicular(seg[i, 1] - seg[i, 0], seg[j, 1] - seg[j, 0]))
-    normal_world = np.einsum("kij,kj->ki", Rh, grad)
-    rows = pose.rows(np.concatenate([i, bones]), np.concatenate([0.5 * (c1 + c2), world]),
-                     np.concatenate([n_caps, normal_world]), np.concatenate([j, hb]))
+    g, rows = Separations(model, fields, parts)(pose.full, pose.base_rotation, pose.base_position, gradient)
     return g, rows
 
 
-def _perpendicular(u, v):
-    c = np.cross(u, v)
-    norm = np.linalg.norm(c, axis=1, keepdims=True)
-    return np.where(norm > 1e-12, c / np.maximum(norm, 1e-300), np.array([0.0, 0.0, 1.0]))
+def part_bones(model, fields, parts):
+    """(bone (k,), other bone (k,)) of each part (capsule pairs first): the two capsules,
+    or the sample's bone and the bone its volume is attached to (n_bones: the base)."""
+    n = model.n_bones
+    bones = np.concatenate([fd.bones for fd in fields] + [np.zeros(0, np.intp)]).astype(np.intp)
+    offset = np.cumsum([0] + [len(fd.bones) for fd in fields])[:len(fields)].astype(np.intp)
+    frame = np.array([fd.grid.bone if fd.grid.bone >= 0 else n for fd in fields] + [n], np.intp)
+    return (np.concatenate([model.pair_i[parts.pairs], bones[offset[parts.field] + parts.sample]]).astype(np.intp),
+            np.concatenate([model.pair_j[parts.pairs], frame[parts.field]]).astype(np.intp))
 
 
-def near_parts(model, fields, pose, reach, samples_per_bone=4):
-    """PartSet of the capsule pairs and field samples whose gap is below `reach` m; of
-    one bone's samples against one field only the samples_per_bone nearest (neighbouring
-    spheres on one axis are nearly parallel constraints; the active-set loop of the
-    caller adds others when they come near)."""
-    gap = capsule_gap_bounds(model, pose)
+class Margins:
+    """The clearance m every part must keep: `margin` m, plus extra[(a, b)] m for the
+    parts between bones a and b (either order; −1 is the kinematic base, for volumes
+    attached to it). of(parts) gives the (k,) clearances of a PartSet."""
+
+    def __init__(self, model, fields, margin, extra=None):
+        n = model.n_bones
+        table = np.zeros((n + 1, n + 1))
+        for (a, b), e in (extra or {}).items():
+            a, b = (n if a < 0 else a), (n if b < 0 else b)
+            table[a, b] = table[b, a] = max(table[a, b], float(e))
+        every = all_parts(model, fields)
+        one, other = part_bones(model, fields, every)
+        clearance = margin + table[one, other]
+        self.pairs = clearance[:len(every.pairs)]
+        self.samples = clearance[len(every.pairs):]
+        self.offset = np.concatenate([[0], np.cumsum([len(fd.bones) for fd in fields])]).astype(np.intp)
+
+    def of(self, parts):
+        return np.concatenate([self.pairs[parts.pairs], self.samples[self.offset[parts.field] + parts.sample]])
+
+
+def near_parts(model, fields, pose, margins, reach, samples_per_bone=4):
+    """PartSet of the capsule pairs and field samples less than `reach` m beyond their
+    clearance (Margins); of one bone's samples against one field only the
+    samples_per_bone nearest (neighbouring spheres on one axis are nearly parallel
+    constraints; the active-set loop of the caller adds others when they come near)."""
+    gap = capsule_gap_bounds(model, pose) - margins.pairs
     every = all_parts(model, fields)
-    world, in_field, _, bones, _ = field_world_samples(fields, pose, PartSet(np.zeros(0, np.intp), every.field,
-                                                                             every.sample))
+    world, in_field, bones = field_world_samples(fields, pose, PartSet(np.zeros(0, np.intp), every.field,
+                                                                      every.sample))
     clearance = np.full(len(every.field), np.inf)
     for k, fd in enumerate(fields):
         m = every.field == k
         if np.count_nonzero(m):
             phi, _ = fd.grid.sample(in_field[m], False)
             clearance[m] = phi - fd.radius[every.sample[m]]
+    clearance -= margins.samples
     near = np.flatnonzero(clearance < reach)
     # rank within each (field, bone): lexsort by clearance inside the group
     order = near[np.lexsort((clearance[near], bones[near], every.field[near]))]

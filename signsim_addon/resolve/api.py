@@ -20,7 +20,7 @@ from threadpoolctl import threadpool_limits
 
 from ...solver import bonemap, quat
 from ...solver.body import TORSO, BodyMesh, build_field, hand_plates
-from ...solver.resolve import ResolveSettings, resolve_pose, resolve_sequence
+from ...solver.resolve import ResolveSettings, resolve_pose, resolve_sequence, smooth_corrections, warm_up
 from .. import compat, files
 from ..bake import body_geometry, job as bake_job, rig as rig_reader
 from ..errors import INFO, WARNING, SignSimError, from_solver, silent
@@ -45,12 +45,8 @@ class ResolveFileRequest(files.FileRequest):
 
 def _single_key_frame(action):
     """The frame of an action keyed on exactly one frame (a pose asset), else None."""
-    frames = {kp.co[0] for bag in _bags(action) for fc in bag.fcurves for kp in fc.keyframe_points}
+    frames = {kp.co[0] for bag in compat.all_channelbags(action) for fc in bag.fcurves for kp in fc.keyframe_points}
     return next(iter(frames)) if len(frames) == 1 else None
-
-
-def _bags(action):
-    return [bag for layer in action.layers for strip in layer.strips for bag in strip.channelbags]
 
 
 def resolve_action(scene, ob, action=None, frame_range=None, margin=0.002, sequence=True, method="SLSQP",
@@ -59,7 +55,9 @@ def resolve_action(scene, ob, action=None, frame_range=None, margin=0.002, seque
 
     frame_range: (first, last) scene frames to solve (None: all keyed frames); the other
     frames keep their poses. margin m ≥ 0. sequence: solve frames in order with the
-    temporal term (False: each pose alone, as for unrelated poses). method: "SLSQP" or
+    temporal term and smooth each run of changed frames as a trajectory
+    (solver.resolve.smooth_corrections; False: each pose alone, as for unrelated
+    poses). method: "SLSQP" or
     "penalty" (the baseline). measure_skin: measure the remaining penetration on the
     evaluated skin. assign: make the new action the armature's action (the original
     keeps a fake user so it is never lost). only_frames: optional scene frames, the only
@@ -102,7 +100,7 @@ def _resolve_into(scene, ob, action, new, frame_range, margin, sequence, method,
     if pose_frame is not None:
         # A pose asset has one keyed frame; the bake's sampling needs two: a copy of every
         # key one frame later, dropped again when the result is written.
-        for bag in _bags(new):
+        for bag in compat.all_channelbags(new):
             for fc in bag.fcurves:
                 fc.keyframe_points.insert(pose_frame + 1.0, fc.keyframe_points[0].co[1], options={'FAST'})
         frame_range = (pose_frame, pose_frame)
@@ -122,6 +120,7 @@ def _resolve_into(scene, ob, action, new, frame_range, margin, sequence, method,
     idx = np.flatnonzero(solve)
     report(INFO, f"resolving {len(idx)} poses of '{action.name}' on '{ob.name}' "
                  f"({len(rig.bone_names)} bones, margin {margin * 1e3:g} mm)")
+    warm_up()  # compiles on the first resolve after install (not a pose's time), then loads
     start = time.process_time()
     with threadpool_limits(1, user_api="blas"):  # one core: BLAS threads only cost on small systems
         if sequence:
@@ -150,23 +149,47 @@ def _resolve_into(scene, ob, action, new, frame_range, margin, sequence, method,
     if measure_skin and skinned_meshes(ob):
         # The capsules' radii are the skin's median distance from the bone: where the skin
         # bulges further, a frame still penetrating is solved again (from its original pose,
-        # warm-started from the last solution) with the margin grown by the skin's depth.
-        extra = np.zeros(len(idx))
-        for _ in range(SKIN_ROUNDS + 1):
-            skin = skin_penetration(scene, ob, new, slot, rig, job.frames[idx])
-            deep = np.array([skin[float(job.frames[f])] for f in idx]) > SKIN_TOLERANCE
-            if _ == SKIN_ROUNDS or not deep.any():
+        # warm-started from the last solution) with the clearance of the penetrating bone
+        # pairs grown by the skin's depth; only the frames solved again are measured again.
+        test = SkinTest(ob, rig)
+        extra = [{} for _ in idx]
+        todo = np.arange(len(idx))
+        skin, pairs, best = {}, {}, {}
+        for round_ in range(SKIN_ROUNDS + 1):
+            measured = skin_penetration(scene, ob, new, slot, rig, job.frames[idx[todo]], pairs=pairs, test=test)
+            worse = False
+            for k in todo:  # a solve again that leaves the skin deeper is undone
+                frame = float(job.frames[idx[k]])
+                if k in best and best[k][0] <= measured[frame]:
+                    skin[frame], results[k] = best[k]
+                    worse = True
+                else:
+                    skin[frame] = measured[frame]
+                    best[k] = (measured[frame], results[k])
+            if worse:
+                write()
+            todo = [k for k in todo if skin[float(job.frames[idx[k]])] > SKIN_TOLERANCE]
+            if round_ == SKIN_ROUNDS or not todo:
                 break
             start = time.process_time()
             with threadpool_limits(1, user_api="blas"):
-                for k in np.flatnonzero(deep):
-                    extra[k] += skin[float(job.frames[idx[k]])] + SKIN_TOLERANCE
+                for k in todo:
                     f = idx[k]
+                    for (a, b), depth in pairs[float(job.frames[f])].items():
+                        if depth > SKIN_TOLERANCE:
+                            for pair in _skin_neighbour_pairs(rig.model.parents, a, b):
+                                extra[k][pair] = extra[k].get(pair, 0.0) + depth + SKIN_TOLERANCE
                     results[k] = resolve_pose(rig.model, fields, ref.rotations[f], ref.base_rotations[f],
-                                              ref.base_positions[f], replace(settings, margin=margin + extra[k]),
-                                              results[k].correction if results[k].changed else None, method)
-                    # resolved means clear by the margin asked for, not by the grown one
-                    results[k] = replace(results[k], resolved=results[k].gap_after >= margin - settings.tolerance)
+                                              ref.base_positions[f], settings,
+                                              results[k].correction if results[k].changed else None, method,
+                                              extra_margin=extra[k])
+                if sequence:  # the frames solved again, smoothed into their neighbours' corrections
+                    results = smooth_corrections(rig.model, fields, ref.rotations[idx], ref.base_rotations[idx],
+                                                 ref.base_positions[idx], results, settings, extra)
+                    todo = [k for k in range(len(idx)) if results[k].changed]
+                # resolved means clear by the margin asked for, not by the grown one
+                results = [replace(r, resolved=r.gap_after >= margin - settings.tolerance) if extra[k] else r
+                           for k, r in enumerate(results)]
             seconds += time.process_time() - start
             write()
     summary = resolve_summary(results, seconds)
@@ -193,6 +216,16 @@ def _resolve_into(scene, ob, action, new, frame_range, margin, sequence, method,
     summary["warnings"] = warnings
     return {"action": new, "summary": summary, "results": results, "frames": job.frames[idx],
             "slot": job.slot_identifier, "rig": rig, "fields": fields, "reference": ref, "solved": idx}
+
+
+def _skin_neighbour_pairs(parents, a, b):
+    """The bone pairs whose clearance grows where the skin regions of bones a and b
+    (−1: the torso) penetrate: each of them against the other and the other's parent
+    and children. A region's skin reaches beyond its own body part to where it meets
+    its neighbours' (a fingertip pressed into the palm's skin at a finger's root)."""
+    def around(r):
+        return {r, int(parents[r]) if r >= 0 else -1} | {int(c) for c in np.flatnonzero(parents == r)}
+    return {(a, c) for c in around(b)} | {(c, b) for c in around(a)}
 
 
 def neck_fields(ob, rig, spacing, margin, cache_dir=None):
@@ -223,33 +256,38 @@ def _frame_list(frames, limit=8):
 
 
 def _drop_keys_at(action, frame):
-    for bag in _bags(action):
+    for bag in compat.all_channelbags(action):
         for fc in bag.fcurves:
             for kp in [kp for kp in fc.keyframe_points if abs(kp.co[0] - frame) < 1e-6]:
                 fc.keyframe_points.remove(kp, fast=True)
             fc.update()
 
 
-def skin_penetration(scene, ob, action, slot, rig, frames, vertices=None, worst=None):
+def skin_penetration(scene, ob, action, slot, rig, frames, vertices=None, worst=None, pairs=None, test=None):
     """{frame: deepest skin penetration m} with `action` (its `slot`) shown on `ob` at
-    each of `frames` (skin.SkinTest of `rig`); with a dict `vertices`, also fills
-    {frame: evaluated skin vertices (V, 3) m}, with a dict `worst` {frame: "bone–bone"
-    of the deepest pair, or None}. The armature's own action, slot and the scene frame
-    are restored."""
+    each of `frames` (skin.SkinTest of `rig`, or `test` when given); with a dict
+    `vertices`, also fills {frame: evaluated skin vertices (V, 3) m}, with a dict `worst`
+    {frame: "bone–bone" of the deepest pair, or None}, with a dict `pairs` {frame:
+    {(bone a, bone b): depth m}} of every penetrating pair (bone indices of rig, −1 for
+    the torso's skin). The armature's own action, slot and the scene frame are restored."""
     ad = ob.animation_data
     old_action, old_handle, old_frame = ad.action, compat.assigned_slot_handle(ob), scene.frame_current
-    test = SkinTest(ob, rig)
+    test = test or SkinTest(ob, rig)
     out = {}
     try:
         compat.assign_action(ob, action, slot)
         for f in frames:
             scene.frame_set(int(f))
             v = test.world_vertices()
-            out[float(f)], pair = test.penetration(v)
+            hits = test.penetrating(v)
+            deepest = max(hits, key=hits.get) if hits else None
+            out[float(f)] = hits[deepest] if hits else 0.0
             if vertices is not None:
                 vertices[float(f)] = v
             if worst is not None:
-                worst[float(f)] = pair and "–".join(test.region_name(r) for r in pair)
+                worst[float(f)] = deepest and "–".join(test.region_name(r) for r in deepest)
+            if pairs is not None:
+                pairs[float(f)] = {(int(a), int(b)): x for (a, b), x in hits.items()}
     finally:
         compat.restore_action(ob, old_action, old_handle)
         scene.frame_set(old_frame)

@@ -168,15 +168,11 @@ class SkinTest:
                 deepest = dist
         return deepest
 
-    def penetration(self, vertices=None):
-        """(deepest penetration m over the tested pairs, that pair as region ids or None)
-        of the current evaluated skin (or of vertices (V, 3) m)."""
+    def penetrating(self, vertices=None):
+        """{(region a, region b): penetration depth m} of the tested pairs whose skin
+        intersects, for the current evaluated skin (or vertices (V, 3) m)."""
         d = self.depths(self.world_vertices() if vertices is None else vertices)
-        hits = {p: x for p, x in d.items() if x is not None}
-        if not hits:
-            return 0.0, None
-        pair = max(hits, key=hits.get)
-        return hits[pair], pair
+        return {p: x for p, x in d.items() if x is not None}
 
     def region_name(self, r):
         """The bone name of region r, or "torso"."""
