@@ -321,7 +321,8 @@ def contact_depths(model, rotations, base_positions, base_rotations, fields=(), 
     """
     from .contacts import capsule_contacts
     from .kinematics import capsule_segments, forward_kinematics
-    kin = forward_kinematics(model, rotations, quat.to_matrix(base_rotations), base_positions)
+    base = quat.to_matrix(base_rotations)
+    kin = forward_kinematics(model, rotations, base, base_positions)
     seg = capsule_segments(model, kin)
     n_frames = len(seg)
     kinds = ("capsule",) * len(model.pairs) if pair_kinds is None else tuple(pair_kinds)
@@ -340,7 +341,7 @@ def contact_depths(model, rotations, base_positions, base_rotations, fields=(), 
         for k, i in column.items():
             out[k][f] = best[i]
     for field in fields:
-        depth = np.maximum(-_field_clearance(kin, field, base_positions, base_rotations), 0.0)
+        depth = np.maximum(-field_clearance(kin, field, base_positions, base), 0.0)
         for a, b, start, stop, level in intended:
             mine = _samples_of(field, a, b)
             if mine is not None:
@@ -369,7 +370,8 @@ def pair_depth(model, rotations, base_positions, base_rotations, fields, a, b):
     pair, and a's samples in b's field (or b's in a's); arguments as in contact_depths."""
     from .contacts import capsule_contacts
     from .kinematics import capsule_segments, forward_kinematics
-    kin = forward_kinematics(model, rotations, quat.to_matrix(base_rotations), base_positions)
+    base = quat.to_matrix(base_rotations)
+    kin = forward_kinematics(model, rotations, base, base_positions)
     seg = capsule_segments(model, kin)
     pairs = np.asarray(model.pairs, dtype=np.intp).reshape(-1, 2)
     hit = _pair_of(pairs, a, b)
@@ -381,7 +383,7 @@ def pair_depth(model, rotations, base_positions, base_rotations, fields, a, b):
     for field in fields:
         mine = _samples_of(field, a, b)
         if mine is not None and np.count_nonzero(mine):
-            clear = _field_clearance(kin, field, base_positions, base_rotations)[:, mine]
+            clear = field_clearance(kin, field, base_positions, base)[:, mine]
             out = np.maximum(out, -clear.min(axis=1))
     return out
 
@@ -412,7 +414,8 @@ def bone_contacts(model, rotations, base_positions, base_rotations, fields=(), t
     (a capsule pair or a field sample of it); arguments as in contact_depths."""
     from .contacts import capsule_contacts
     from .kinematics import capsule_segments, forward_kinematics
-    kin = forward_kinematics(model, rotations, quat.to_matrix(base_rotations), base_positions)
+    base = quat.to_matrix(base_rotations)
+    kin = forward_kinematics(model, rotations, base, base_positions)
     seg = capsule_segments(model, kin)
     out = np.zeros((len(seg), model.n_bones), bool)
     for f in range(len(seg)):
@@ -420,7 +423,7 @@ def bone_contacts(model, rotations, base_positions, base_rotations, fields=(), t
         near = c.depth > -tolerance
         out[f, c.bone1[near]] = out[f, c.bone2[near]] = True
     for field in fields:
-        near = _field_clearance(kin, field, base_positions, base_rotations) < tolerance
+        near = field_clearance(kin, field, base_positions, base) < tolerance
         h = field.grid.bone
         for k, b in enumerate(field.bones):
             out[:, b] |= near[:, k]
@@ -429,11 +432,14 @@ def bone_contacts(model, rotations, base_positions, base_rotations, fields=(), t
     return out
 
 
-def _field_clearance(kin, field, base_positions, base_rotations):
-    """φ − r (F, k) m of a field's sample spheres over F frames (kin: batched Kinematics)."""
+def field_clearance(kin, field, base_positions, base):
+    """φ − r (F, k) m of a field's sample spheres (field: grid, bones (k,), local (k, 3) m,
+    radius (k,) m, as BodyField or integrator.FaceSamples) over F frames; kin: batched
+    Kinematics of the frames, base_positions (F, 3) m and base (F, 3, 3) the base's
+    rotation matrices (the frame of a field attached to bone −1)."""
     h = field.grid.bone
     if h < 0:
-        Rh, ph = quat.to_matrix(base_rotations), np.asarray(base_positions)
+        Rh, ph = base, np.asarray(base_positions)
     else:
         Rh, ph = kin.rotations[:, h], kin.positions[:, h]
     world = kin.positions[:, field.bones] + (kin.rotations[:, field.bones] @ field.local[..., None])[..., 0]

@@ -524,10 +524,14 @@ def capsule_tunnelling(seg0, seg1, pair_i, pair_j, pair_half_min_radius, gap_bou
 
 
 @_jit
-def field_tunnelling(points0, points1, normals0, clearance0, radius):
+def field_tunnelling(points0, points1, normals0, clearance0, clearance1, radius):
     """True when a field sample (k,) moves from points0 to points1 (k, 3) m (its field's
-    frame) by more than half its radius and more than its clearance0 (k,) m, the move
-    measured along −normals0 (k, 3) for samples within their radius of the field."""
+    frame) by more than half its radius and more than its clearance0 (k,) m, or by more
+    than a quarter of its radius ending within its radius of the field (clearance1 (k,)
+    m): the move measured along −normals0 (k, 3) for samples within their radius of the
+    field. The second rule refines a step in which a contact engages: its row is the
+    linearised distance, whose error grows with the square of the step's turn (a
+    fingertip curling onto the palm is pushed back along the tangent of its arc)."""
     for m in range(points0.shape[0]):
         d0 = points1[m, 0] - points0[m, 0]
         d1 = points1[m, 1] - points0[m, 1]
@@ -537,6 +541,8 @@ def field_tunnelling(points0, points1, normals0, clearance0, radius):
         else:
             reach = np.sqrt(d0 * d0 + d1 * d1 + d2 * d2)
         if reach > 0.5 * radius[m] and reach > clearance0[m]:
+            return True
+        if reach > 0.25 * radius[m] and clearance1[m] < radius[m]:
             return True
     return False
 
@@ -780,8 +786,8 @@ def evaluate_state(parents, rest_matrices, rest_offsets, dof_bone, dof_axis, dof
                    inertia_perp, inertia_axial, capsule_length, pair_i, pair_j, pair_reach, pair_min_radius,
                    pair_radius_sum, pair_radius_diff, field_values, field_start, field_shape, field_origin,
                    field_spacing, field_margin, field_bone, field_outside, sample_start, sample_bone, sample_local,
-                   sample_radius, q, qd, base_r, base_p, base_velocity, base_acceleration, gravity, limit_rows,
-                   limit_depth):
+                   sample_radius, sample_allowance, q, qd, base_r, base_p, base_velocity, base_acceleration, gravity,
+                   limit_rows, limit_depth):
     """Everything about one state that a step needs, in one call (integrator.evaluate).
 
     Rigid-body terms (rigid_terms) for q (n, 4), qd (n_dof,) and the base pose and motion
@@ -791,7 +797,8 @@ def evaluate_state(parents, rest_matrices, rest_offsets, dof_bone, dof_axis, dof
     (3,) m, radius m) in the frame of field_bone[f] (−1: the base), looked up in its grid
     (node values field_values[field_start[f]:field_start[f + 1]] of shape field_shape[f],
     origin, spacing, margin; outside gradients when field_outside[f]), a contact where
-    the clearance φ − r is below r; the contact rows n·(J₁ − J₂) with depths (capsule
+    the clearance φ − r + a is below r (a = sample_allowance (S,) m, the depth this state
+    may have without a force); the contact rows n·(J₁ − J₂) with depths (capsule
     pairs, then field samples, then the given joint-limit rows (k_l, n_dof) and depths),
     K q̇ and G q̇. Field normals are unit where any sample of the field is near it (the
     raw gradient otherwise).
@@ -862,7 +869,7 @@ def evaluate_state(parents, rest_matrices, rest_offsets, dof_bone, dof_axis, dof
                 points[m, c] = Rh[0, c] * world[0] + Rh[1, c] * world[1] + Rh[2, c] * world[2]
             phi[m] = _grid_point(values, nx, ny, nz, field_origin[f], field_spacing[f], field_margin[f], points[m],
                                  field_outside[f], normals[m])
-            clear[m] = phi[m] - sample_radius[m]
+            clear[m] = phi[m] - sample_radius[m] + sample_allowance[m]
             any_near = any_near or clear[m] < sample_radius[m]
         if not any_near:
             continue
@@ -972,7 +979,7 @@ def _dense_cholesky(S):
 def implicit_step(dof_flat, dof_bone, dof_parent, dof_upper, dof_lower, limit_lower, limit_upper, rotations,
                   velocity, limit_x, M, bias, K, gravity_velocity, rows, depth, normal_velocity, tau_ff,
                   end_rotations, mid_qd, h, omega_sq, kd_factor, limit_omega, limit_zeta, damping_scale,
-                  contact_stiffness, contact_damping, max_iterations):
+                  contact_stiffness, contact_damping, max_iterations, contact_layer):
     """One linearised backward-Euler step (integrator.implicit_step) from a state
     (rotations (n, 4), velocity and limit coordinates (n_dof,)) with its evaluation (M,
     bias, gravity stiffness K, K q̇, contact rows (k, n_dof), depths and G q̇ (k,)),
@@ -985,7 +992,9 @@ def implicit_step(dof_flat, dof_bone, dof_parent, dof_upper, dof_lower, limit_lo
     contacts add w GᵀG (w = h c_d + h² k_c), solved by the Sherman–Morrison–Woodbury
     identity (A + w GᵀG)⁻¹ = A⁻¹ − A⁻¹Gᵀ (I/w + G A⁻¹ Gᵀ)⁻¹ G A⁻¹ with a small dense
     Cholesky; the active set is iterated at most max_iterations times (join when the
-    end depth would be positive, leave when the force would pull). Then q ⊗ exp(h v⁺)
+    end depth would be positive, leave when the force would pull or the end state is
+    more than contact_layer m clear of the surface: a damper that brakes a part that
+    does not touch would stop a fingertip curling past the palm before it gets there). Then q ⊗ exp(h v⁺)
     per bone and the joint limits projected (limits.project_limits). Returns
     (rotations, velocity, limit coordinates, status): status 0, 1 when a matrix is not
     positive definite, 2 when the result is not finite.
@@ -1077,7 +1086,7 @@ def implicit_step(dof_flat, dof_bone, dof_parent, dof_upper, dof_lower, limit_lo
             u = u_new[j]
             end_depth = depth[j] - h * u
             if k and on[j]:
-                now[j] = contact_stiffness * end_depth - contact_damping * u > 0.0
+                now[j] = end_depth > -contact_layer and contact_stiffness * end_depth - contact_damping * u > 0.0
             else:
                 now[j] = end_depth > 0.0
             changed = changed or now[j] != on[j]
