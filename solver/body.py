@@ -319,7 +319,7 @@ def contact_depths(model, rotations, base_positions, base_rotations, fields=(), 
     This is the penetration the solver's contacts resolve, so every report (per-frame
     curves, summaries) uses it.
     """
-    from .contacts import capsule_contacts
+    from .contacts import pair_depths
     from .kinematics import capsule_segments, forward_kinematics
     base = quat.to_matrix(base_rotations)
     kin = forward_kinematics(model, rotations, base, base_positions)
@@ -334,12 +334,9 @@ def contact_depths(model, rotations, base_positions, base_rotations, fields=(), 
     for a, b, start, stop, level in intended:
         zero[max(start, 0):stop, _pair_of(pairs, a, b)] = level
     out = {k: np.zeros(n_frames) for k in names}
-    for f in range(n_frames):
-        c = capsule_contacts(model, seg[f])
-        best = np.zeros(len(names))
-        np.maximum.at(best, pair_column[c.pair], c.depth - zero[f, c.pair])
-        for k, i in column.items():
-            out[k][f] = best[i]
+    beyond = np.maximum(pair_depths(model, seg) - zero, 0.0)  # (F, n_pairs)
+    for k, i in column.items():
+        out[k] = beyond[:, pair_column == i].max(axis=1, initial=0.0)
     for field in fields:
         depth = np.maximum(-field_clearance(kin, field, base_positions, base), 0.0)
         for a, b, start, stop, level in intended:
@@ -368,18 +365,14 @@ def _samples_of(field, a, b):
 def pair_depth(model, rotations, base_positions, base_rotations, fields, a, b):
     """(F,) m, ≥ 0: the deepest penetration between bones a and b per frame: their capsule
     pair, and a's samples in b's field (or b's in a's); arguments as in contact_depths."""
-    from .contacts import capsule_contacts
+    from .contacts import pair_depths
     from .kinematics import capsule_segments, forward_kinematics
     base = quat.to_matrix(base_rotations)
     kin = forward_kinematics(model, rotations, base, base_positions)
     seg = capsule_segments(model, kin)
     pairs = np.asarray(model.pairs, dtype=np.intp).reshape(-1, 2)
     hit = _pair_of(pairs, a, b)
-    out = np.zeros(len(seg))
-    for f in range(len(seg)):
-        c = capsule_contacts(model, seg[f])
-        d = c.depth[hit[c.pair]]
-        out[f] = max(float(d.max(initial=0.0)), 0.0)
+    out = np.maximum(pair_depths(model, seg)[:, hit].max(axis=1, initial=0.0), 0.0)
     for field in fields:
         mine = _samples_of(field, a, b)
         if mine is not None and np.count_nonzero(mine):
@@ -412,16 +405,14 @@ def region_owner(n_vertices, vertex_indices, group_indices, weights, group_regio
 def bone_contacts(model, rotations, base_positions, base_rotations, fields=(), tolerance=1e-3):
     """(F, n) bool: the bone is within `tolerance` m of touching something at that frame
     (a capsule pair or a field sample of it); arguments as in contact_depths."""
-    from .contacts import capsule_contacts
+    from .contacts import pair_depths
     from .kinematics import capsule_segments, forward_kinematics
     base = quat.to_matrix(base_rotations)
     kin = forward_kinematics(model, rotations, base, base_positions)
     seg = capsule_segments(model, kin)
     out = np.zeros((len(seg), model.n_bones), bool)
-    for f in range(len(seg)):
-        c = capsule_contacts(model, seg[f])
-        near = c.depth > -tolerance
-        out[f, c.bone1[near]] = out[f, c.bone2[near]] = True
+    frames, pair = np.nonzero(pair_depths(model, seg) > -tolerance)
+    out[frames, model.pair_i[pair]] = out[frames, model.pair_j[pair]] = True
     for field in fields:
         near = field_clearance(kin, field, base_positions, base) < tolerance
         h = field.grid.bone
