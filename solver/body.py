@@ -362,6 +362,14 @@ def _samples_of(field, a, b):
     return (field.bones == a) if h == b else (field.bones == b) if h == a else None
 
 
+def intended_mask(model, fields, a, b):
+    """(n_pairs + S,) bool: the capsule pair of bones a and b (model.pairs), then the
+    samples of every field (in order, S in all) that measure a against b (_samples_of)."""
+    pairs = np.asarray(model.pairs, dtype=np.intp).reshape(-1, 2)
+    return np.concatenate([_pair_of(pairs, a, b)] + [
+        np.zeros(len(f.bones), bool) if _samples_of(f, a, b) is None else _samples_of(f, a, b) for f in fields])
+
+
 def pair_depth(model, rotations, base_positions, base_rotations, fields, a, b):
     """(F,) m, ≥ 0: the deepest penetration between bones a and b per frame: their capsule
     pair, and a's samples in b's field (or b's in a's); arguments as in contact_depths."""

@@ -147,9 +147,12 @@ def contact_hold(model, reference_rotations, contacts, frame_time, ramp_s=RAMP_S
     On those frames these bones and every bone carrying them (their chains up to the
     kinematic base) keep the reference (weight 1), so the pair stays at the distance
     the reference has: its resting contact is neither pushed apart nor pressed in.
-    Over ramp_s before and after, the weight ramps (ramped) towards the contact's first
-    and last pose rather than the reference there: the approach into the contact is
-    the simulation's, which stops where the reference dives through the skin.
+    Over ramp_s before, the weight ramps (ramped) towards the contact's first pose
+    rather than the reference there: the approach into the contact is the
+    simulation's, which stops where the reference dives through the skin. Over ramp_s
+    after, it ramps towards the reference itself, which leaves the touch: a held last
+    pose would stop the fingertip and then throw it after the departing reference
+    (fingertip jerk).
     """
     n_frames = len(reference_rotations)
     core = np.zeros((n_frames, model.n_bones), bool)
@@ -159,9 +162,8 @@ def contact_hold(model, reference_rotations, contacts, frame_time, ramp_s=RAMP_S
         start, stop = max(start, 0), min(stop, n_frames)
         chain = model.ancestors[np.asarray(bones, dtype=np.intp)].max(axis=0) > 0  # (n,): the bones and their parents
         core[start:stop] |= chain
-        lo, hi = max(start - ramp, 0), min(stop + ramp, n_frames)
+        lo = max(start - ramp, 0)
         target[lo:start, chain] = reference_rotations[start, chain]
-        target[stop:hi, chain] = reference_rotations[stop - 1, chain]
     target[core] = reference_rotations[core]  # inside another contact: the reference itself
     return ramped(core, frame_time, ramp_s), target
 

@@ -248,7 +248,7 @@ def _step_depth(physics, ev, end):
 
 
 def implicit_step(model, physics, ev, tau_ff, mid, end, h, contact_stiffness, contact_damping,
-                  damping_scale=1.0, contact_layer=np.inf):
+                  damping_scale=1.0):
     """Advance ev.state by h (s) with feedforward tau_ff (n_dof,) N·m (None for none) and
     the reference Targets at the step's middle and end.
 
@@ -260,9 +260,7 @@ def implicit_step(model, physics, ev, tau_ff, mid, end, h, contact_stiffness, co
     diag(M)), joint-limit penalties (active where a limit is or would be crossed within
     the step), minus the bias c(q, q̇) (kernels.implicit_step).
     contact_stiffness N/m and contact_damping N·s/m apply to all contacts;
-    damping_scale multiplies the PD damping (fallback ladder); contact_layer m: how far
-    outside the surface a contact's damper may still brake an approach (the contact
-    target depth; kernels.implicit_step). Returns the new State.
+    damping_scale multiplies the PD damping (fallback ladder). Returns the new State.
     Raises StepFailure when A is not positive definite or the result is not finite.
     """
     state = ev.state
@@ -275,8 +273,7 @@ def implicit_step(model, physics, ev, tau_ff, mid, end, h, contact_stiffness, co
         np.zeros(n_dof) if tau_ff is None else kernels.argument(tau_ff, (n_dof,)),
         kernels.argument(end.rotations, (model.n_bones, 4)), kernels.argument(mid.qd, (n_dof,)), float(h),
         physics.omega_sq, physics.kd_factor, float(physics.limit_omega), float(physics.limit_zeta),
-        float(damping_scale), float(contact_stiffness), float(contact_damping), _MAX_ACTIVE_SET_ITERATIONS,
-        float(contact_layer))
+        float(damping_scale), float(contact_stiffness), float(contact_damping), _MAX_ACTIVE_SET_ITERATIONS)
     if status == 1:
         raise StepFailure("implicit matrix is not positive definite")
     if status == 2:

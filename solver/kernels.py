@@ -979,7 +979,7 @@ def _dense_cholesky(S):
 def implicit_step(dof_flat, dof_bone, dof_parent, dof_upper, dof_lower, limit_lower, limit_upper, rotations,
                   velocity, limit_x, M, bias, K, gravity_velocity, rows, depth, normal_velocity, tau_ff,
                   end_rotations, mid_qd, h, omega_sq, kd_factor, limit_omega, limit_zeta, damping_scale,
-                  contact_stiffness, contact_damping, max_iterations, contact_layer):
+                  contact_stiffness, contact_damping, max_iterations):
     """One linearised backward-Euler step (integrator.implicit_step) from a state
     (rotations (n, 4), velocity and limit coordinates (n_dof,)) with its evaluation (M,
     bias, gravity stiffness K, K q̇, contact rows (k, n_dof), depths and G q̇ (k,)),
@@ -989,12 +989,14 @@ def implicit_step(dof_flat, dof_bone, dof_parent, dof_upper, dof_lower, limit_lo
     PD (Kp = I ω², Kd = 2 ζ I ω · damping_scale with I = diag(M)) and limit penalties
     active where x + h q̇ leaves the limits give A = M + h D + h² K, which has the DOF
     tree's sparsity (dof_parent) and is factorised once (_ltl_factor); the active
-    contacts add w GᵀG (w = h c_d + h² k_c), solved by the Sherman–Morrison–Woodbury
-    identity (A + w GᵀG)⁻¹ = A⁻¹ − A⁻¹Gᵀ (I/w + G A⁻¹ Gᵀ)⁻¹ G A⁻¹ with a small dense
+    contacts add GᵀWG (w_j = h c_j + h² k_c), solved by the Sherman–Morrison–Woodbury
+    identity (A + GᵀWG)⁻¹ = A⁻¹ − A⁻¹Gᵀ (W⁻¹ + G A⁻¹ Gᵀ)⁻¹ G A⁻¹ with a small dense
     Cholesky; the active set is iterated at most max_iterations times (join when the
-    end depth would be positive, leave when the force would pull or the end state is
-    more than contact_layer m clear of the surface: a damper that brakes a part that
-    does not touch would stop a fingertip curling past the palm before it gets there). Then q ⊗ exp(h v⁺)
+    end depth would be positive, leave when the force would pull). A row's damper c_j
+    is c_d where the contact already penetrates at the step start and 0 where it is
+    still clear (the step it touches in is a spring's; damping proportional to contact,
+    as in Hunt & Crossley, "Coefficient of restitution interpreted as damping in
+    vibroimpact", 1975). Then q ⊗ exp(h v⁺)
     per bone and the joint limits projected (limits.project_limits). Returns
     (rotations, velocity, limit coordinates, status): status 0, 1 when a matrix is not
     positive definite, 2 when the result is not finite.
@@ -1032,17 +1034,24 @@ def implicit_step(dof_flat, dof_bone, dof_parent, dof_upper, dof_lower, limit_lo
     free = np.empty(n_dof)  # A⁻¹ b: the step without contacts
     _ltl_solve(A, dof_parent, b, free)
     n_rows = depth.shape[0]
-    weight = h * contact_damping + hh * contact_stiffness
+    # A row's damper acts once its contact penetrates at the step start: one that would
+    # brake an approach from outside the surface stops a fingertip curling past the palm
+    # before it gets there (and its force would disagree in sign with its depth).
+    damping = np.empty(n_rows)
+    usable = np.empty(n_rows, np.bool_)  # a row with neither spring nor damper exerts nothing
+    for j in range(n_rows):
+        damping[j] = contact_damping if depth[j] > 0.0 else 0.0
+        usable[j] = h * damping[j] + hh * contact_stiffness > 0.0
     on = np.empty(n_rows, np.bool_)
     now = np.empty(n_rows, np.bool_)
     for j in range(n_rows):
-        on[j] = depth[j] - h * normal_velocity[j] > 0.0
+        on[j] = usable[j] and depth[j] - h * normal_velocity[j] > 0.0
     Z = np.empty((n_rows, n_dof))  # A⁻¹ g_j, solved when row j first becomes active
     solved = np.zeros(n_rows, np.bool_)
     v_new = np.empty(n_dof)
     y = np.empty(n_dof)
     for _ in range(max_iterations):
-        active = np.flatnonzero(on) if weight > 0.0 else np.zeros(0, np.intp)
+        active = np.flatnonzero(on)
         k = active.shape[0]
         y[:] = free
         for a in range(k):
@@ -1050,7 +1059,7 @@ def implicit_step(dof_flat, dof_bone, dof_parent, dof_upper, dof_lower, limit_lo
             if not solved[j]:
                 _ltl_solve(A, dof_parent, rows[j], Z[j])
                 solved[j] = True
-            s = h * (contact_stiffness * depth[j] - (contact_damping + h * contact_stiffness) * normal_velocity[j])
+            s = h * (contact_stiffness * depth[j] - (damping[j] + h * contact_stiffness) * normal_velocity[j])
             for d in range(n_dof):
                 y[d] += s * Z[j, d]
         if k:
@@ -1067,7 +1076,7 @@ def implicit_step(dof_flat, dof_bone, dof_parent, dof_upper, dof_lower, limit_lo
                     for d in range(n_dof):
                         acc += ga[d] * zc[d]
                     S[a, c] = acc
-                S[a, a] += 1.0 / weight
+                S[a, a] += 1.0 / (h * damping[active[a]] + hh * contact_stiffness)
             if not _dense_cholesky(S):
                 return rotations, velocity, limit_x, 1
             u = np.empty(k)
@@ -1086,9 +1095,9 @@ def implicit_step(dof_flat, dof_bone, dof_parent, dof_upper, dof_lower, limit_lo
             u = u_new[j]
             end_depth = depth[j] - h * u
             if k and on[j]:
-                now[j] = end_depth > -contact_layer and contact_stiffness * end_depth - contact_damping * u > 0.0
+                now[j] = contact_stiffness * end_depth - damping[j] * u > 0.0
             else:
-                now[j] = end_depth > 0.0
+                now[j] = usable[j] and end_depth > 0.0
             changed = changed or now[j] != on[j]
         if not changed:
             break

@@ -21,7 +21,7 @@ import numpy as np
 
 from . import dynamics, quat
 from . import settings as table
-from .body import bone_contacts, field_clearance
+from .body import bone_contacts, field_clearance, intended_mask
 from .integrator import (Physics, State, StepFailure, Target, evaluate, face_samples, face_tunnelling,
                          implicit_step)
 from .contacts import capsule_tunnelling, pair_depths
@@ -213,10 +213,12 @@ class ReferenceTrack:
     interpolant's, not a contact the motion makes, and pushing a light distal phalanx
     out of it throws the finger off its keys. The allowance is zero at every frame, so
     every key is still resolved as before. It is measured on the chunk's grid and
-    interpolated linearly between grid points for the finer steps.
+    interpolated linearly between grid points for the finer steps. intended: contacts
+    made on purpose (simulate's argument, frame indices of `reference`): from the first
+    to the last frame of each, its pair and samples are allowed at least its level.
     """
 
-    def __init__(self, model, reference, grid, chunk_frames=64, fields=None):
+    def __init__(self, model, reference, grid, chunk_frames=64, fields=None, intended=()):
         self.model = model
         self.spline = ReferenceSpline(reference)
         self.times = reference.times
@@ -228,6 +230,9 @@ class ReferenceTrack:
         self._made = {}
         self._fine = {}
         self._allowed = None
+        self._intended = [(intended_mask(model, fields, a, b), reference.times[max(start, 0)],
+                           reference.times[min(stop, len(reference.times)) - 1], level)
+                          for a, b, start, stop, level in intended if fields is not None and level > 0]
         if fields is not None:
             s = self.spline.sample(self.times)
             self._key_depth = np.maximum(self._depths(self._target_rotations(s.rotations), s.base_position,
@@ -329,6 +334,9 @@ class ReferenceTrack:
         k = np.clip(np.searchsorted(self.times, times, side="right") - 1, 0, len(self.times) - 2)
         keys = np.maximum(self._key_depth[k], self._key_depth[k + 1])
         allowance = np.maximum(self._depths(rotations, base_positions, base_matrices) - keys, 0.0)
+        for mask, t0, t1, level in self._intended:
+            on = (times >= t0) & (times <= t1)
+            allowance[np.ix_(on, mask)] = np.maximum(allowance[np.ix_(on, mask)], level)
         return allowance if np.count_nonzero(allowance) else None
 
     def _sample(self, times):
@@ -404,7 +412,7 @@ class _FrameStepper:
         # Grid indices are exact binary fractions of a frame interval (ReferenceTrack).
         return implicit_step(self.model, self.physics, e0, self.tau_ff(e0, index),
                              self.track.at_index(index + 0.5 * length), self.track.at_index(index + length), h,
-                             self.contact_k, self.settings.contact_damping, self.damping, self.settings.d_target)
+                             self.contact_k, self.settings.contact_damping, self.damping)
 
     def tunnelling(self, e0, e1):
         return (capsule_tunnelling(self.model, e0.segments, e1.segments, e0.capsules)
@@ -503,7 +511,7 @@ def _without_lead_in(result, lead):
                      result.energy[lead:], result.contact_stiffness[lead:])
 
 
-def simulate(model, reference, settings=None, progress=None, face_grid=None, fields=()):
+def simulate(model, reference, settings=None, progress=None, face_grid=None, fields=(), intended=()):
     """Physics pass over a reference animation.
 
     model: SkeletonModel; reference: Reference with rotations (n_frames, model.n_bones, 4);
@@ -511,7 +519,11 @@ def simulate(model, reference, settings=None, progress=None, face_grid=None, fie
     the completed fraction in [0, 1] after each frame (raise from it to abort);
     face_grid: optional prebuilt sdf.DistanceGrid of the reference's face mesh (it is
     otherwise built here, which costs about a second for a few thousand triangles);
-    fields: further integrator.FaceSamples (body volumes: torso, palms, a face from the skin).
+    fields: further integrator.FaceSamples (body volumes: torso, palms, a face from the skin);
+    intended: [(bone a, bone b, start, stop, level m)] contacts made on purpose on the
+    reference's frames [start, stop) (body.contact_depths' convention): there the pair
+    a–b and a's samples in b's field (or b's in a's) push back only beyond `level`, so
+    the simulation keeps the touch the reference makes.
     A first pose in contact is held for settings.lead_in_s before the clip starts (with_lead_in).
     With settings.contact_passes = 2 and any contact in the first pass, a second pass
     tracks contact_corrected_reference and its result is returned (substeps, fallbacks
@@ -542,8 +554,9 @@ def simulate(model, reference, settings=None, progress=None, face_grid=None, fie
     if evaluate(model, physics, _limited_state(model, first), first).penetration > 0.0:
         # Only a first pose in contact is held: a clip that starts moving keeps its start.
         tracked, multiplier, lead = with_lead_in(tracked, multiplier, settings.lead_in_s)
+    intended = [(a, b, start + lead, stop + lead, level) for a, b, start, stop, level in intended]
     share = 1.0 / settings.contact_passes
-    result = _single_pass(model, physics, tracked, settings, multiplier, lead,
+    result = _single_pass(model, physics, tracked, settings, multiplier, lead, intended,
                           None if progress is None else (lambda x: progress(share * x)))
     touching = None
     if settings.contact_passes == 2 and result.penetration_mm.max() > 0.0:
@@ -556,19 +569,19 @@ def simulate(model, reference, settings=None, progress=None, face_grid=None, fie
     if progress is not None:
         progress(share)
     corrected = contact_corrected_reference(model, tracked, result.rotations, touching, settings.anticipation_s)
-    result = _single_pass(model, physics, corrected, settings, multiplier, lead,
+    result = _single_pass(model, physics, corrected, settings, multiplier, lead, intended,
                           None if progress is None else (lambda x: progress(share + share * x)))
     if progress is not None:
         progress(1.0)
     return _without_lead_in(result, lead)
 
 
-def _single_pass(model, physics, tracked, settings, multiplier, lead, progress):
+def _single_pass(model, physics, tracked, settings, multiplier, lead, intended, progress):
     """One simulation of the whole clip tracking the Reference `tracked` (see simulate);
     progress is reported for the frames after the `lead` lead-in frames but the last."""
     n = tracked.n_frames
     # Steps of H/max_substeps sample the reference at their middle: grid of 2·max_substeps.
-    track = ReferenceTrack(model, tracked, 2 * settings.max_substeps, fields=physics.fields)
+    track = ReferenceTrack(model, tracked, 2 * settings.max_substeps, fields=physics.fields, intended=intended)
     first = track.at_index(0)
     ev = evaluate(model, physics, _limited_state(model, first), first)
     rotations = np.empty((n, model.n_bones, 4))

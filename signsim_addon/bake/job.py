@@ -241,11 +241,12 @@ def solve(job: BakeJob, progress=None) -> Solved:
     held_record, held_warnings = held_overlap_record(job.rig.model, kinds, held)
     model = without_held_overlaps(job.rig.model, held)
     samples = tuple(FaceSamples(f.grid, f.bones, f.local, f.radius) for f in fields)
+    intended = intended_contacts(model, ref, fields, job.contacts, frame_time)
     # The solver's matrices are small (n_dof ≈ 100): BLAS threads only add synchronisation
     # (2× slower measured on 2 cores), and batch workers already use one core each.
     try:
         with threadpool_limits(1, user_api="blas"):
-            result = simulate(model, ref, job.settings, progress=progress, fields=samples)
+            result = simulate(model, ref, job.settings, progress=progress, fields=samples, intended=intended)
     except ValueError as ex:  # the solver's checks, reported at the add-on boundary
         raise SignSimError(f"invalid physics setting: {ex}") from None
     # Only a reference pose deeper than the zero level pushes the bake off it.
@@ -254,7 +255,6 @@ def solve(job: BakeJob, progress=None) -> Solved:
     rotations, diverged = guard(model, ref.rotations, result.rotations, ref.base_positions, ref.base_rotations,
                                 reference_touching, frame_time)
     result = with_pass_through(result, rotations, diverged)
-    intended = intended_contacts(model, ref, fields, job.contacts, frame_time)
     if job.contacts:
         # A contact the retarget made is the motion's: its chains keep the reference's
         # pose there, at the distance the retarget put the parts (solver.guard.contact_hold).
