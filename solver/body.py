@@ -319,9 +319,10 @@ def contact_depths(model, rotations, base_positions, base_rotations, fields=(), 
     This is the penetration the solver's contacts resolve, so every report (per-frame
     curves, summaries) uses it.
     """
-    from .contacts import capsule_contacts
+    from .contacts import pair_depths
     from .kinematics import capsule_segments, forward_kinematics
-    kin = forward_kinematics(model, rotations, quat.to_matrix(base_rotations), base_positions)
+    base = quat.to_matrix(base_rotations)
+    kin = forward_kinematics(model, rotations, base, base_positions)
     seg = capsule_segments(model, kin)
     n_frames = len(seg)
     kinds = ("capsule",) * len(model.pairs) if pair_kinds is None else tuple(pair_kinds)
@@ -333,14 +334,11 @@ def contact_depths(model, rotations, base_positions, base_rotations, fields=(), 
     for a, b, start, stop, level in intended:
         zero[max(start, 0):stop, _pair_of(pairs, a, b)] = level
     out = {k: np.zeros(n_frames) for k in names}
-    for f in range(n_frames):
-        c = capsule_contacts(model, seg[f])
-        best = np.zeros(len(names))
-        np.maximum.at(best, pair_column[c.pair], c.depth - zero[f, c.pair])
-        for k, i in column.items():
-            out[k][f] = best[i]
+    beyond = np.maximum(pair_depths(model, seg) - zero, 0.0)  # (F, n_pairs)
+    for k, i in column.items():
+        out[k] = beyond[:, pair_column == i].max(axis=1, initial=0.0)
     for field in fields:
-        depth = np.maximum(-_field_clearance(kin, field, base_positions, base_rotations), 0.0)
+        depth = np.maximum(-field_clearance(kin, field, base_positions, base), 0.0)
         for a, b, start, stop, level in intended:
             mine = _samples_of(field, a, b)
             if mine is not None:
@@ -364,24 +362,29 @@ def _samples_of(field, a, b):
     return (field.bones == a) if h == b else (field.bones == b) if h == a else None
 
 
+def intended_mask(model, fields, a, b):
+    """(n_pairs + S,) bool: the capsule pair of bones a and b (model.pairs), then the
+    samples of every field (in order, S in all) that measure a against b (_samples_of)."""
+    pairs = np.asarray(model.pairs, dtype=np.intp).reshape(-1, 2)
+    return np.concatenate([_pair_of(pairs, a, b)] + [
+        np.zeros(len(f.bones), bool) if _samples_of(f, a, b) is None else _samples_of(f, a, b) for f in fields])
+
+
 def pair_depth(model, rotations, base_positions, base_rotations, fields, a, b):
     """(F,) m, ≥ 0: the deepest penetration between bones a and b per frame: their capsule
     pair, and a's samples in b's field (or b's in a's); arguments as in contact_depths."""
-    from .contacts import capsule_contacts
+    from .contacts import pair_depths
     from .kinematics import capsule_segments, forward_kinematics
-    kin = forward_kinematics(model, rotations, quat.to_matrix(base_rotations), base_positions)
+    base = quat.to_matrix(base_rotations)
+    kin = forward_kinematics(model, rotations, base, base_positions)
     seg = capsule_segments(model, kin)
     pairs = np.asarray(model.pairs, dtype=np.intp).reshape(-1, 2)
     hit = _pair_of(pairs, a, b)
-    out = np.zeros(len(seg))
-    for f in range(len(seg)):
-        c = capsule_contacts(model, seg[f])
-        d = c.depth[hit[c.pair]]
-        out[f] = max(float(d.max(initial=0.0)), 0.0)
+    out = np.maximum(pair_depths(model, seg)[:, hit].max(axis=1, initial=0.0), 0.0)
     for field in fields:
         mine = _samples_of(field, a, b)
         if mine is not None and np.count_nonzero(mine):
-            clear = _field_clearance(kin, field, base_positions, base_rotations)[:, mine]
+            clear = field_clearance(kin, field, base_positions, base)[:, mine]
             out = np.maximum(out, -clear.min(axis=1))
     return out
 
@@ -410,17 +413,16 @@ def region_owner(n_vertices, vertex_indices, group_indices, weights, group_regio
 def bone_contacts(model, rotations, base_positions, base_rotations, fields=(), tolerance=1e-3):
     """(F, n) bool: the bone is within `tolerance` m of touching something at that frame
     (a capsule pair or a field sample of it); arguments as in contact_depths."""
-    from .contacts import capsule_contacts
+    from .contacts import pair_depths
     from .kinematics import capsule_segments, forward_kinematics
-    kin = forward_kinematics(model, rotations, quat.to_matrix(base_rotations), base_positions)
+    base = quat.to_matrix(base_rotations)
+    kin = forward_kinematics(model, rotations, base, base_positions)
     seg = capsule_segments(model, kin)
     out = np.zeros((len(seg), model.n_bones), bool)
-    for f in range(len(seg)):
-        c = capsule_contacts(model, seg[f])
-        near = c.depth > -tolerance
-        out[f, c.bone1[near]] = out[f, c.bone2[near]] = True
+    frames, pair = np.nonzero(pair_depths(model, seg) > -tolerance)
+    out[frames, model.pair_i[pair]] = out[frames, model.pair_j[pair]] = True
     for field in fields:
-        near = _field_clearance(kin, field, base_positions, base_rotations) < tolerance
+        near = field_clearance(kin, field, base_positions, base) < tolerance
         h = field.grid.bone
         for k, b in enumerate(field.bones):
             out[:, b] |= near[:, k]
@@ -429,11 +431,14 @@ def bone_contacts(model, rotations, base_positions, base_rotations, fields=(), t
     return out
 
 
-def _field_clearance(kin, field, base_positions, base_rotations):
-    """φ − r (F, k) m of a field's sample spheres over F frames (kin: batched Kinematics)."""
+def field_clearance(kin, field, base_positions, base):
+    """φ − r (F, k) m of a field's sample spheres (field: grid, bones (k,), local (k, 3) m,
+    radius (k,) m, as BodyField or integrator.FaceSamples) over F frames; kin: batched
+    Kinematics of the frames, base_positions (F, 3) m and base (F, 3, 3) the base's
+    rotation matrices (the frame of a field attached to bone −1)."""
     h = field.grid.bone
     if h < 0:
-        Rh, ph = quat.to_matrix(base_rotations), np.asarray(base_positions)
+        Rh, ph = base, np.asarray(base_positions)
     else:
         Rh, ph = kin.rotations[:, h], kin.positions[:, h]
     world = kin.positions[:, field.bones] + (kin.rotations[:, field.bones] @ field.local[..., None])[..., 0]

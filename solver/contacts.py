@@ -95,6 +95,17 @@ def capsule_contacts(model, seg):
     return CapsuleContacts(pair, model.pair_i.take(pair), model.pair_j.take(pair), point, normal, depth, gap)
 
 
+def pair_depths(model, seg):
+    """(F, n_pairs) m: r₁ + r₂ − axis distance of every capsule pair (model.pairs, zero
+    levels included) for axis segments seg (F, n_bones, 2, 3) m over F poses; −inf for
+    pairs that are no candidates (capsule_contacts: farther apart than the smaller radius)."""
+    out = np.full((len(seg), len(model.pair_i)), -np.inf)
+    for f in range(len(seg)):
+        c = capsule_contacts(model, seg[f])
+        out[f, c.pair] = c.depth
+    return out
+
+
 def capsule_tunnelling(model, seg0, seg1, contacts0):
     """True when a step from seg0 to seg1 (n_bones, 2, 3) moves contact points too far.
 

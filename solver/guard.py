@@ -69,23 +69,30 @@ def near_contact(model, touching, frame_time, window_s=CONTACT_WINDOW_S, before=
     before=True also before, the frame). touching (F, n) bool (body.bone_contacts);
     frame_time s; levels: how many parents up a contact reaches (None: all ancestors).
     A contact on a fingertip deflects the finger and the bones carrying it."""
-    if levels is None:
-        carried = touching.astype(float) @ model.ancestors > 0
-    else:
-        parents = np.asarray(model.parents)
-        carried, reach = touching.copy(), touching.copy()
-        for _ in range(levels):
-            up = np.zeros_like(reach)
-            for b in np.nonzero(parents >= 0)[0]:
-                up[:, parents[b]] |= reach[:, b]
-            carried |= up
-            reach = up
+    carried = touching.astype(float) @ _reach(model, levels) > 0
     out = carried.copy()
     for k in range(1, int(round(window_s / frame_time)) + 1):
         out[k:] |= carried[:-k]
         if before:
             out[:-k] |= carried[k:]
     return out
+
+
+def _reach(model, levels):
+    """(n, n) float: [b, a] = 1 where bone a is b or carries it at most `levels` parents
+    up (None: any number), model.ancestors' convention."""
+    if levels is None:
+        return model.ancestors
+    n = model.n_bones
+    parents = np.asarray(model.parents)
+    child = np.flatnonzero(parents >= 0)
+    up = np.zeros((n, n))
+    up[child, parents[child]] = 1.0  # [b, parent of b]
+    out, step = np.eye(n), np.eye(n)
+    for _ in range(levels):
+        step = step @ up
+        out = out + step
+    return (out > 0).astype(float)
 
 
 def guard(model, reference_rotations, rotations, base_positions, base_rotations, reference_touching,
@@ -128,9 +135,7 @@ def towards_reference(rotations, reference_rotations, weight):
     """slerp(rotations, reference_rotations, weight) (F, n, 4) per bone and frame
     (rotations, reference_rotations (F, n, 4) local quaternions; weight (F, n) in [0, 1]),
     hemisphere-continuous from the reference's first frame."""
-    delta = quat.log(quat.conj_mul(rotations, reference_rotations))
-    out = quat.normalize(quat.mul(rotations, quat.exp(weight[..., None] * delta)))
-    return quat.make_continuous(out, reference_rotations[0])
+    return quat.make_continuous(quat.slerp(rotations, reference_rotations, weight), reference_rotations[0])
 
 
 def contact_hold(model, reference_rotations, contacts, frame_time, ramp_s=RAMP_S):
@@ -142,9 +147,12 @@ def contact_hold(model, reference_rotations, contacts, frame_time, ramp_s=RAMP_S
     On those frames these bones and every bone carrying them (their chains up to the
     kinematic base) keep the reference (weight 1), so the pair stays at the distance
     the reference has: its resting contact is neither pushed apart nor pressed in.
-    Over ramp_s before and after, the weight ramps (ramped) towards the contact's first
-    and last pose rather than the reference there: the approach into the contact is
-    the simulation's, which stops where the reference dives through the skin.
+    Over ramp_s before, the weight ramps (ramped) towards the contact's first pose
+    rather than the reference there: the approach into the contact is the
+    simulation's, which stops where the reference dives through the skin. Over ramp_s
+    after, it ramps towards the reference itself, which leaves the touch: a held last
+    pose would stop the fingertip and then throw it after the departing reference
+    (fingertip jerk).
     """
     n_frames = len(reference_rotations)
     core = np.zeros((n_frames, model.n_bones), bool)
@@ -154,9 +162,8 @@ def contact_hold(model, reference_rotations, contacts, frame_time, ramp_s=RAMP_S
         start, stop = max(start, 0), min(stop, n_frames)
         chain = model.ancestors[np.asarray(bones, dtype=np.intp)].max(axis=0) > 0  # (n,): the bones and their parents
         core[start:stop] |= chain
-        lo, hi = max(start - ramp, 0), min(stop + ramp, n_frames)
+        lo = max(start - ramp, 0)
         target[lo:start, chain] = reference_rotations[start, chain]
-        target[stop:hi, chain] = reference_rotations[stop - 1, chain]
     target[core] = reference_rotations[core]  # inside another contact: the reference itself
     return ramped(core, frame_time, ramp_s), target
 

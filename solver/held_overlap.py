@@ -16,7 +16,7 @@ import copy
 import numpy as np
 
 from . import quat
-from .contacts import capsule_contacts
+from .contacts import pair_depths
 from .kinematics import capsule_segments, forward_kinematics
 
 HOLD_S = 0.25  # s: an overlap kept this long is the pose's, not a collision
@@ -38,12 +38,7 @@ def held_overlaps(model, rotations, base_positions, base_rotations, frame_time, 
     distance) over the reference pose rotations (F, n, 4), base_positions (F, 3) m,
     base_rotations (F, 4); frame_time s."""
     kin = forward_kinematics(model, rotations, quat.to_matrix(base_rotations), base_positions)
-    seg = capsule_segments(model, kin)
-    depth = np.full((len(seg), len(model.pairs)), -np.inf)
-    for f in range(len(seg)):
-        c = capsule_contacts(model, seg[f])
-        depth[f, c.pair] = c.depth
-    return held_depth(depth, int(round(hold_s / frame_time)) + 1)
+    return held_depth(pair_depths(model, capsule_segments(model, kin)), int(round(hold_s / frame_time)) + 1)
 
 
 def without_held_overlaps(model, pairs):

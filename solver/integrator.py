@@ -51,7 +51,11 @@ def make_state(model, rotations, velocity):
 class Target:
     """Reference at one time: rotations (n_bones, 4), qd (n_dof,) rad/s, base pose
     (base_rotation (3, 3), base_position (3,) m) and base spatial velocity/acceleration
-    (6,) at the world origin (dynamics.base_motion)."""
+    (6,) at the world origin (dynamics.base_motion); allowance (n_pairs + S,) m or None
+    (none): the depth each capsule pair (model.pairs) and then each field sample
+    (Physics.fields, in order) may reach at this time without a contact force (the
+    reference's own path between two clear keys). A step asks for the allowance at its
+    end (implicit_step), as backward Euler does of every term."""
 
     rotations: np.ndarray
     qd: np.ndarray
@@ -59,6 +63,7 @@ class Target:
     base_position: np.ndarray
     base_velocity: np.ndarray
     base_acceleration: np.ndarray
+    allowance: np.ndarray = None
 
 
 @dataclass(frozen=True, eq=False)
@@ -86,6 +91,7 @@ class Physics:
         object.__setattr__(self, "field_radius", np.concatenate([f.radius for f in fields]) if fields
                            else np.zeros(0))
         object.__setattr__(self, "field_arguments", _field_arguments(fields))
+        object.__setattr__(self, "no_allowance", np.zeros(len(self.field_radius)))
 
 
 def _field_arguments(fields):
@@ -164,7 +170,8 @@ class Evaluation:
     radius of the face, which is when normals are read, the raw grid gradient, zero
     outside the grid unless FaceSamples.outside_normals) and clearances (m), and the
     deepest penetration (m, ≥ 0); gravity_velocity = K q̇ (n_dof,) and normal_velocity
-    = G q̇ (k,), shared by every step from this state.
+    = G q̇ (k,), shared by every step from this state; allowance: the target's
+    (Target.allowance), which the field depths are counted beyond.
     """
 
     state: State
@@ -186,6 +193,7 @@ class Evaluation:
     gravity_velocity: np.ndarray
     normal_velocity: np.ndarray
     momentum: np.ndarray = None
+    allowance: np.ndarray = None
 
     def energy(self, model, gravity):
         """Total mechanical energy (J) at this state (dynamics.energy)."""
@@ -199,14 +207,20 @@ def evaluate(model, physics, state, target):
     """Evaluation of `state` with the base placed as in `target` (same time), in one
     compiled call (kernels.evaluate_state)."""
     limit_g, limit_depth = limit_rows(model, state.limit_x)  # solved with the contacts (limits.limit_rows)
+    if target.allowance is None:
+        radius_sum, samples = model.pair_radius_sum, physics.no_allowance
+    else:  # the pairs' allowance lowers their zero level, the samples' is the kernel's
+        n_pairs = len(model.pair_radius_sum)
+        radius_sum = model.pair_radius_sum - target.allowance[:n_pairs]
+        samples = kernels.argument(target.allowance[n_pairs:], physics.no_allowance.shape)
     n = model.n_bones
     (R, P, motion, origins, com, spatial, M, bias, velocities, momentum, kg, seg, gap, pair, bone1, bone2,
      cap_point, cap_normal, cap_depth, face_points, face_normals, face_clear, rows, depth, penetration,
      gravity_velocity, normal_velocity) = kernels.evaluate_state(
         model.parents, model.rest_matrices, model.rest_offsets, model.dof_bone, model.dof_axis, model.dof_start,
         model.dof_count, model.mass, model.com_y, model.inertia_perp, model.inertia_axial, model.capsule_length,
-        model.pair_i, model.pair_j, model.pair_reach, model.pair_min_radius, model.pair_radius_sum,
-        model.pair_radius_diff, *physics.field_arguments, kernels.argument(state.rotations, (n, 4)),
+        model.pair_i, model.pair_j, model.pair_reach, model.pair_min_radius, radius_sum,
+        model.pair_radius_diff, *physics.field_arguments, samples, kernels.argument(state.rotations, (n, 4)),
         kernels.argument(state.velocity, (model.n_dof,)), kernels.argument(target.base_rotation, (3, 3)),
         kernels.argument(target.base_position, (3,)), kernels.argument(target.base_velocity, (6,)),
         kernels.argument(target.base_acceleration, (6,)), float(physics.gravity),
@@ -214,7 +228,23 @@ def evaluate(model, physics, state, target):
     kin = Kinematics(R, P, motion[:, :3], origins, motion)
     cap = CapsuleContacts(pair, bone1, bone2, cap_point, cap_normal, cap_depth, gap)
     return Evaluation(state, kin, seg, com, spatial, M, bias, velocities, kg, rows, depth, cap, face_points,
-                      face_normals, face_clear, penetration, gravity_velocity, normal_velocity, momentum)
+                      face_normals, face_clear, penetration, gravity_velocity, normal_velocity, momentum,
+                      target.allowance)
+
+
+def _step_depth(physics, ev, end):
+    """ev.depth (k,) m with the contact rows counted beyond the allowance at the step's
+    end (Target `end`) instead of the one at its start."""
+    if ev.allowance is None and end.allowance is None:
+        return ev.depth
+    change = (0.0 if end.allowance is None else end.allowance) - (0.0 if ev.allowance is None else ev.allowance)
+    n_pairs, cap = len(ev.capsules.gap_bound), ev.capsules.pair
+    # Rows: the capsule candidates, then one per field sample nearer than its radius, in order.
+    samples = np.flatnonzero(ev.face_clearance < physics.field_radius)
+    depth = ev.depth.copy()
+    depth[:len(cap)] -= change[cap]
+    depth[len(cap):len(cap) + len(samples)] -= change[n_pairs + samples]
+    return depth
 
 
 def implicit_step(model, physics, ev, tau_ff, mid, end, h, contact_stiffness, contact_damping,
@@ -239,7 +269,7 @@ def implicit_step(model, physics, ev, tau_ff, mid, end, h, contact_stiffness, co
         model.dof_flat, model.dof_bone, model.dof_parent, model.dof_upper, model.dof_lower, model.limit_lower, model.limit_upper,
         kernels.argument(state.rotations, (model.n_bones, 4)), kernels.argument(state.velocity, (n_dof,)),
         kernels.argument(state.limit_x, (n_dof,)), ev.mass_matrix, ev.bias, ev.gravity_stiffness,
-        ev.gravity_velocity, ev.rows, ev.depth, ev.normal_velocity,
+        ev.gravity_velocity, ev.rows, _step_depth(physics, ev, end), ev.normal_velocity,
         np.zeros(n_dof) if tau_ff is None else kernels.argument(tau_ff, (n_dof,)),
         kernels.argument(end.rotations, (model.n_bones, 4)), kernels.argument(mid.qd, (n_dof,)), float(h),
         physics.omega_sq, physics.kd_factor, float(physics.limit_omega), float(physics.limit_zeta),
@@ -261,4 +291,5 @@ def face_tunnelling(physics, ev0, ev1):
     if len(physics.field_radius) == 0:
         return False
     return kernels.field_tunnelling(ev0.face_points, ev1.face_points, ev0.face_normals, ev0.face_clearance,
+                                    ev1.face_clearance,
                                     physics.field_radius)

@@ -524,10 +524,14 @@ def capsule_tunnelling(seg0, seg1, pair_i, pair_j, pair_half_min_radius, gap_bou
 
 
 @_jit
-def field_tunnelling(points0, points1, normals0, clearance0, radius):
+def field_tunnelling(points0, points1, normals0, clearance0, clearance1, radius):
     """True when a field sample (k,) moves from points0 to points1 (k, 3) m (its field's
-    frame) by more than half its radius and more than its clearance0 (k,) m, the move
-    measured along −normals0 (k, 3) for samples within their radius of the field."""
+    frame) by more than half its radius and more than its clearance0 (k,) m, or by more
+    than a quarter of its radius ending within its radius of the field (clearance1 (k,)
+    m): the move measured along −normals0 (k, 3) for samples within their radius of the
+    field. The second rule refines a step in which a contact engages: its row is the
+    linearised distance, whose error grows with the square of the step's turn (a
+    fingertip curling onto the palm is pushed back along the tangent of its arc)."""
     for m in range(points0.shape[0]):
         d0 = points1[m, 0] - points0[m, 0]
         d1 = points1[m, 1] - points0[m, 1]
@@ -537,6 +541,8 @@ def field_tunnelling(points0, points1, normals0, clearance0, radius):
         else:
             reach = np.sqrt(d0 * d0 + d1 * d1 + d2 * d2)
         if reach > 0.5 * radius[m] and reach > clearance0[m]:
+            return True
+        if reach > 0.25 * radius[m] and clearance1[m] < radius[m]:
             return True
     return False
 
@@ -780,8 +786,8 @@ def evaluate_state(parents, rest_matrices, rest_offsets, dof_bone, dof_axis, dof
                    inertia_perp, inertia_axial, capsule_length, pair_i, pair_j, pair_reach, pair_min_radius,
                    pair_radius_sum, pair_radius_diff, field_values, field_start, field_shape, field_origin,
                    field_spacing, field_margin, field_bone, field_outside, sample_start, sample_bone, sample_local,
-                   sample_radius, q, qd, base_r, base_p, base_velocity, base_acceleration, gravity, limit_rows,
-                   limit_depth):
+                   sample_radius, sample_allowance, q, qd, base_r, base_p, base_velocity, base_acceleration, gravity,
+                   limit_rows, limit_depth):
     """Everything about one state that a step needs, in one call (integrator.evaluate).
 
     Rigid-body terms (rigid_terms) for q (n, 4), qd (n_dof,) and the base pose and motion
@@ -791,7 +797,8 @@ def evaluate_state(parents, rest_matrices, rest_offsets, dof_bone, dof_axis, dof
     (3,) m, radius m) in the frame of field_bone[f] (−1: the base), looked up in its grid
     (node values field_values[field_start[f]:field_start[f + 1]] of shape field_shape[f],
     origin, spacing, margin; outside gradients when field_outside[f]), a contact where
-    the clearance φ − r is below r; the contact rows n·(J₁ − J₂) with depths (capsule
+    the clearance φ − r + a is below r (a = sample_allowance (S,) m, the depth this state
+    may have without a force); the contact rows n·(J₁ − J₂) with depths (capsule
     pairs, then field samples, then the given joint-limit rows (k_l, n_dof) and depths),
     K q̇ and G q̇. Field normals are unit where any sample of the field is near it (the
     raw gradient otherwise).
@@ -862,7 +869,7 @@ def evaluate_state(parents, rest_matrices, rest_offsets, dof_bone, dof_axis, dof
                 points[m, c] = Rh[0, c] * world[0] + Rh[1, c] * world[1] + Rh[2, c] * world[2]
             phi[m] = _grid_point(values, nx, ny, nz, field_origin[f], field_spacing[f], field_margin[f], points[m],
                                  field_outside[f], normals[m])
-            clear[m] = phi[m] - sample_radius[m]
+            clear[m] = phi[m] - sample_radius[m] + sample_allowance[m]
             any_near = any_near or clear[m] < sample_radius[m]
         if not any_near:
             continue
@@ -982,10 +989,14 @@ def implicit_step(dof_flat, dof_bone, dof_parent, dof_upper, dof_lower, limit_lo
     PD (Kp = I ω², Kd = 2 ζ I ω · damping_scale with I = diag(M)) and limit penalties
     active where x + h q̇ leaves the limits give A = M + h D + h² K, which has the DOF
     tree's sparsity (dof_parent) and is factorised once (_ltl_factor); the active
-    contacts add w GᵀG (w = h c_d + h² k_c), solved by the Sherman–Morrison–Woodbury
-    identity (A + w GᵀG)⁻¹ = A⁻¹ − A⁻¹Gᵀ (I/w + G A⁻¹ Gᵀ)⁻¹ G A⁻¹ with a small dense
+    contacts add GᵀWG (w_j = h c_j + h² k_c), solved by the Sherman–Morrison–Woodbury
+    identity (A + GᵀWG)⁻¹ = A⁻¹ − A⁻¹Gᵀ (W⁻¹ + G A⁻¹ Gᵀ)⁻¹ G A⁻¹ with a small dense
     Cholesky; the active set is iterated at most max_iterations times (join when the
-    end depth would be positive, leave when the force would pull). Then q ⊗ exp(h v⁺)
+    end depth would be positive, leave when the force would pull). A row's damper c_j
+    is c_d where the contact already penetrates at the step start and 0 where it is
+    still clear (the step it touches in is a spring's; damping proportional to contact,
+    as in Hunt & Crossley, "Coefficient of restitution interpreted as damping in
+    vibroimpact", 1975). Then q ⊗ exp(h v⁺)
     per bone and the joint limits projected (limits.project_limits). Returns
     (rotations, velocity, limit coordinates, status): status 0, 1 when a matrix is not
     positive definite, 2 when the result is not finite.
@@ -1023,17 +1034,24 @@ def implicit_step(dof_flat, dof_bone, dof_parent, dof_upper, dof_lower, limit_lo
     free = np.empty(n_dof)  # A⁻¹ b: the step without contacts
     _ltl_solve(A, dof_parent, b, free)
     n_rows = depth.shape[0]
-    weight = h * contact_damping + hh * contact_stiffness
+    # A row's damper acts once its contact penetrates at the step start: one that would
+    # brake an approach from outside the surface stops a fingertip curling past the palm
+    # before it gets there (and its force would disagree in sign with its depth).
+    damping = np.empty(n_rows)
+    usable = np.empty(n_rows, np.bool_)  # a row with neither spring nor damper exerts nothing
+    for j in range(n_rows):
+        damping[j] = contact_damping if depth[j] > 0.0 else 0.0
+        usable[j] = h * damping[j] + hh * contact_stiffness > 0.0
     on = np.empty(n_rows, np.bool_)
     now = np.empty(n_rows, np.bool_)
     for j in range(n_rows):
-        on[j] = depth[j] - h * normal_velocity[j] > 0.0
+        on[j] = usable[j] and depth[j] - h * normal_velocity[j] > 0.0
     Z = np.empty((n_rows, n_dof))  # A⁻¹ g_j, solved when row j first becomes active
     solved = np.zeros(n_rows, np.bool_)
     v_new = np.empty(n_dof)
     y = np.empty(n_dof)
     for _ in range(max_iterations):
-        active = np.flatnonzero(on) if weight > 0.0 else np.zeros(0, np.intp)
+        active = np.flatnonzero(on)
         k = active.shape[0]
         y[:] = free
         for a in range(k):
@@ -1041,7 +1059,7 @@ def implicit_step(dof_flat, dof_bone, dof_parent, dof_upper, dof_lower, limit_lo
             if not solved[j]:
                 _ltl_solve(A, dof_parent, rows[j], Z[j])
                 solved[j] = True
-            s = h * (contact_stiffness * depth[j] - (contact_damping + h * contact_stiffness) * normal_velocity[j])
+            s = h * (contact_stiffness * depth[j] - (damping[j] + h * contact_stiffness) * normal_velocity[j])
             for d in range(n_dof):
                 y[d] += s * Z[j, d]
         if k:
@@ -1058,7 +1076,7 @@ def implicit_step(dof_flat, dof_bone, dof_parent, dof_upper, dof_lower, limit_lo
                     for d in range(n_dof):
                         acc += ga[d] * zc[d]
                     S[a, c] = acc
-                S[a, a] += 1.0 / weight
+                S[a, a] += 1.0 / (h * damping[active[a]] + hh * contact_stiffness)
             if not _dense_cholesky(S):
                 return rotations, velocity, limit_x, 1
             u = np.empty(k)
@@ -1077,9 +1095,9 @@ def implicit_step(dof_flat, dof_bone, dof_parent, dof_upper, dof_lower, limit_lo
             u = u_new[j]
             end_depth = depth[j] - h * u
             if k and on[j]:
-                now[j] = contact_stiffness * end_depth - contact_damping * u > 0.0
+                now[j] = contact_stiffness * end_depth - damping[j] * u > 0.0
             else:
-                now[j] = end_depth > 0.0
+                now[j] = usable[j] and end_depth > 0.0
             changed = changed or now[j] != on[j]
         if not changed:
             break

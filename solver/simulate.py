@@ -21,10 +21,11 @@ import numpy as np
 
 from . import dynamics, quat
 from . import settings as table
-from .body import bone_contacts
-from .contacts import capsule_tunnelling
+from .body import bone_contacts, field_clearance, intended_mask
 from .integrator import (Physics, State, StepFailure, Target, evaluate, face_samples, face_tunnelling,
                          implicit_step)
+from .contacts import capsule_tunnelling, pair_depths
+from .kinematics import capsule_segments, forward_kinematics
 from .limits import project_limits
 from .reference import ReferenceSpline, fit_reference
 from .sdf import build_distance_grid
@@ -202,18 +203,40 @@ class ReferenceTrack:
     reaches them. Fractional indices (the finer anti-tunnelling steps: binary fractions
     of a grid cell) are sampled in one batch per frame interval and level of refinement
     when the first of them is asked for, with the same time arithmetic as the grid.
+
+    fields: None, or the Physics' FaceSamples: then each target carries the allowance
+    of every capsule pair and field sample (Target.allowance): how much deeper than at
+    both keys of its interval the reference's own path takes it, max(0, d(t) −
+    max(d(t_k), d(t_k+1), 0)) with d the pair's r₁ + r₂ − axis distance or the sample's
+    r − φ. A C² path through two clear keys of a fast closure (a fist in one frame) can
+    sweep a fingertip through the palm or a finger between them; that dip is the
+    interpolant's, not a contact the motion makes, and pushing a light distal phalanx
+    out of it throws the finger off its keys. The allowance is zero at every frame, so
+    every key is still resolved as before. It is measured on the chunk's grid and
+    interpolated linearly between grid points for the finer steps. intended: contacts
+    made on purpose (simulate's argument, frame indices of `reference`): from the first
+    to the last frame of each, its pair and samples are allowed at least its level.
     """
 
-    def __init__(self, model, reference, grid, chunk_frames=64):
+    def __init__(self, model, reference, grid, chunk_frames=64, fields=None, intended=()):
         self.model = model
         self.spline = ReferenceSpline(reference)
         self.times = reference.times
         self.grid = grid
         self.chunk_frames = chunk_frames
+        self.fields = fields
         self._start = self._stop = 0
         self._targets = None
         self._made = {}
         self._fine = {}
+        self._allowed = None
+        self._intended = [(intended_mask(model, fields, a, b), reference.times[max(start, 0)],
+                           reference.times[min(stop, len(reference.times)) - 1], level)
+                          for a, b, start, stop, level in intended if fields is not None and level > 0]
+        if fields is not None:
+            s = self.spline.sample(self.times)
+            self._key_depth = np.maximum(self._depths(self._target_rotations(s.rotations), s.base_position,
+                                                      s.base_rotation), 0.0)  # (F, n_pairs + S)
 
     def grid_times(self, start, stop, grid=None):
         """Times (s) of grid points range(start, stop) on a grid of `grid` points per
@@ -233,7 +256,9 @@ class ReferenceTrack:
         if not self._start <= index < self._stop:
             self._start = index - index % self.grid
             self._stop = min(self._start + self.chunk_frames * self.grid, (len(self.times) - 1) * self.grid) + 1
-            self._targets = self._sample(self.grid_times(self._start, self._stop))
+            times = self.grid_times(self._start, self._stop)
+            self._targets = self._sample(times)
+            self._allowed = self._allowance(times, *self._targets[:4])
             self._made = {}
             self._fine = {}
         return index - self._start
@@ -244,13 +269,24 @@ class ReferenceTrack:
         target = self._made.get(index)
         if target is None:
             fields, i = self._fields(index)
-            target = self._made[index] = Target(*[a[i] for a in fields[:6]])
+            target = self._made[index] = Target(*[a[i] for a in fields[:6]], allowance=self._allowance_at(index))
         return target
 
     def acceleration(self, index):
         """q̈_ref (n_dof,) rad/s² at grid point `index` (as at_index)."""
         fields, i = self._fields(index)
         return fields[6][i]
+
+    def _allowance_at(self, index):
+        """Target.allowance (n_pairs + S,) m at grid point `index` of the current chunk,
+        linear between grid points, or None where it is zero."""
+        if self._allowed is None:
+            return None
+        local = index - self._start
+        lo = int(local)
+        w = local - lo
+        a = self._allowed[lo] if w == 0 else (1.0 - w) * self._allowed[lo] + w * self._allowed[lo + 1]
+        return a if np.count_nonzero(a) else None
 
     def _fields(self, index):
         """(the _sample arrays holding grid point `index`, its row in them)."""
@@ -270,15 +306,44 @@ class ReferenceTrack:
                 self.grid_times(frame * per_frame, (frame + 1) * per_frame + 1, per_frame))
         return fields, fine - frame * per_frame
 
+    def _target_rotations(self, rotations):
+        """The spline's rotations (T, n, 4) as the model tracks them: hinges follow only
+        the twist about local X (swing-twist decomposition)."""
+        model = self.model
+        rot = rotations.copy()
+        twist = rot[:, model.hinge] * np.array([1.0, 1.0, 0.0, 0.0])
+        norm = np.linalg.norm(twist, axis=-1, keepdims=True)
+        rot[:, model.hinge] = np.where(norm > 1e-12, twist / np.maximum(norm, 1e-12), quat.IDENTITY)
+        return rot
+
+    def _depths(self, rotations, base_positions, base_matrices):
+        """Depths (T, n_pairs + S) m in the poses rotations (T, n, 4) (base_positions
+        (T, 3) m, base_matrices (T, 3, 3)): every capsule pair's (contacts.pair_depths),
+        then every field sample's r − φ."""
+        kin = forward_kinematics(self.model, rotations, base_matrices, base_positions)
+        return np.concatenate([pair_depths(self.model, capsule_segments(self.model, kin))]
+                              + [-field_clearance(kin, f, base_positions, base_matrices) for f in self.fields],
+                              axis=1)
+
+    def _allowance(self, times, rotations, qd, base_matrices, base_positions):
+        """The allowance (T, n_pairs + S) m at times (T,) s of the poses rotations
+        (T, n, 4) (see the class docstring), or None without fields or where it is
+        zero throughout; qd is not used (the _sample arrays in their order)."""
+        if self.fields is None:
+            return None
+        k = np.clip(np.searchsorted(self.times, times, side="right") - 1, 0, len(self.times) - 2)
+        keys = np.maximum(self._key_depth[k], self._key_depth[k + 1])
+        allowance = np.maximum(self._depths(rotations, base_positions, base_matrices) - keys, 0.0)
+        for mask, t0, t1, level in self._intended:
+            on = (times >= t0) & (times <= t1)
+            allowance[np.ix_(on, mask)] = np.maximum(allowance[np.ix_(on, mask)], level)
+        return allowance if np.count_nonzero(allowance) else None
+
     def _sample(self, times):
         """Target fields (batched over times) followed by q̈_ref (T, n_dof)."""
         model = self.model
         s = self.spline.sample(times)
-        rot = s.rotations.copy()
-        # Hinges follow only the twist about local X (swing-twist decomposition).
-        twist = rot[:, model.hinge] * np.array([1.0, 1.0, 0.0, 0.0])
-        norm = np.linalg.norm(twist, axis=-1, keepdims=True)
-        rot[:, model.hinge] = np.where(norm > 1e-12, twist / np.maximum(norm, 1e-12), quat.IDENTITY)
+        rot = self._target_rotations(s.rotations)
         T = len(times)
         qd = s.omega.reshape(T, -1)[:, model.dof_flat]
         qdd = s.omega_dot.reshape(T, -1)[:, model.dof_flat]
@@ -446,7 +511,7 @@ def _without_lead_in(result, lead):
                      result.energy[lead:], result.contact_stiffness[lead:])
 
 
-def simulate(model, reference, settings=None, progress=None, face_grid=None, fields=()):
+def simulate(model, reference, settings=None, progress=None, face_grid=None, fields=(), intended=()):
     """Physics pass over a reference animation.
 
     model: SkeletonModel; reference: Reference with rotations (n_frames, model.n_bones, 4);
@@ -454,7 +519,11 @@ def simulate(model, reference, settings=None, progress=None, face_grid=None, fie
     the completed fraction in [0, 1] after each frame (raise from it to abort);
     face_grid: optional prebuilt sdf.DistanceGrid of the reference's face mesh (it is
     otherwise built here, which costs about a second for a few thousand triangles);
-    fields: further integrator.FaceSamples (body volumes: torso, palms, a face from the skin).
+    fields: further integrator.FaceSamples (body volumes: torso, palms, a face from the skin);
+    intended: [(bone a, bone b, start, stop, level m)] contacts made on purpose on the
+    reference's frames [start, stop) (body.contact_depths' convention): there the pair
+    a–b and a's samples in b's field (or b's in a's) push back only beyond `level`, so
+    the simulation keeps the touch the reference makes.
     A first pose in contact is held for settings.lead_in_s before the clip starts (with_lead_in).
     With settings.contact_passes = 2 and any contact in the first pass, a second pass
     tracks contact_corrected_reference and its result is returned (substeps, fallbacks
@@ -485,8 +554,9 @@ def simulate(model, reference, settings=None, progress=None, face_grid=None, fie
     if evaluate(model, physics, _limited_state(model, first), first).penetration > 0.0:
         # Only a first pose in contact is held: a clip that starts moving keeps its start.
         tracked, multiplier, lead = with_lead_in(tracked, multiplier, settings.lead_in_s)
+    intended = [(a, b, start + lead, stop + lead, level) for a, b, start, stop, level in intended]
     share = 1.0 / settings.contact_passes
-    result = _single_pass(model, physics, tracked, settings, multiplier, lead,
+    result = _single_pass(model, physics, tracked, settings, multiplier, lead, intended,
                           None if progress is None else (lambda x: progress(share * x)))
     touching = None
     if settings.contact_passes == 2 and result.penetration_mm.max() > 0.0:
@@ -499,19 +569,19 @@ def simulate(model, reference, settings=None, progress=None, face_grid=None, fie
     if progress is not None:
         progress(share)
     corrected = contact_corrected_reference(model, tracked, result.rotations, touching, settings.anticipation_s)
-    result = _single_pass(model, physics, corrected, settings, multiplier, lead,
+    result = _single_pass(model, physics, corrected, settings, multiplier, lead, intended,
                           None if progress is None else (lambda x: progress(share + share * x)))
     if progress is not None:
         progress(1.0)
     return _without_lead_in(result, lead)
 
 
-def _single_pass(model, physics, tracked, settings, multiplier, lead, progress):
+def _single_pass(model, physics, tracked, settings, multiplier, lead, intended, progress):
     """One simulation of the whole clip tracking the Reference `tracked` (see simulate);
     progress is reported for the frames after the `lead` lead-in frames but the last."""
     n = tracked.n_frames
     # Steps of H/max_substeps sample the reference at their middle: grid of 2·max_substeps.
-    track = ReferenceTrack(model, tracked, 2 * settings.max_substeps)
+    track = ReferenceTrack(model, tracked, 2 * settings.max_substeps, fields=physics.fields, intended=intended)
     first = track.at_index(0)
     ev = evaluate(model, physics, _limited_state(model, first), first)
     rotations = np.empty((n, model.n_bones, 4))

@@ -153,26 +153,34 @@ def shallow_ramps(model, reference, fields, rotations, target, hold, intended, p
     anything more than RAMP_DEPTH_M deeper than the simulation does there (contact_depths,
     the intended contacts counted beyond their level: intended_contacts) pulled back
     towards the simulation (its weight halved until not, or 0): a blend between two
-    distant arm poses swings a fingertip through the face or a finger."""
+    distant arm poses swings a fingertip through the face or a finger. Each halving
+    measures every ramp frame at once."""
     hold = hold.copy()
     ramp = (hold > 0.0) & (hold < 1.0)
-    for f in np.nonzero(ramp.any(axis=1))[0]:
-        here = [(a, b, lo - f, hi - f, level) for a, b, lo, hi, level in intended]  # frame f as frame 0
-        args = (model, reference.base_positions[f:f + 1], reference.base_rotations[f:f + 1], fields, pair_kinds, here)
-        allowed = _deepest(rotations[f:f + 1], *args) + RAMP_DEPTH_M
-        for _ in range(_RAMP_HALVINGS):
-            if _deepest(towards_reference(rotations[f:f + 1], target[f:f + 1], hold[f:f + 1]), *args) <= allowed:
-                break
-            hold[f, ramp[f]] *= 0.5
-        else:
-            hold[f, ramp[f]] = 0.0
+    frames = np.flatnonzero(ramp.any(axis=1))
+    if not len(frames):
+        return hold
+    lo, hi = int(frames[0]), int(frames[-1]) + 1  # one contiguous span: the intended contacts' frame ranges apply
+    here = [(a, b, start - lo, stop - lo, level) for a, b, start, stop, level in intended]
+    args = (model, reference.base_positions[lo:hi], reference.base_rotations[lo:hi], fields, pair_kinds, here)
+    allowed = _deepest(rotations[lo:hi], *args) + RAMP_DEPTH_M
+    pending = ramp[lo:hi].any(axis=1)
+    for _ in range(_RAMP_HALVINGS):
+        pending &= _deepest(towards_reference(rotations[lo:hi], target[lo:hi], hold[lo:hi]), *args) > allowed
+        if not np.count_nonzero(pending):
+            break
+        rows = lo + np.flatnonzero(pending)
+        hold[rows] = np.where(ramp[rows], 0.5 * hold[rows], hold[rows])
+    else:
+        rows = lo + np.flatnonzero(pending)
+        hold[rows] = np.where(ramp[rows], 0.0, hold[rows])
     return hold
 
 
 def _deepest(pose, model, base_positions, base_rotations, fields, pair_kinds, intended):
-    """m: the deepest penetration of one frame's pose (1, n, 4) over every contact kind."""
+    """(F,) m: the deepest penetration of each frame of pose (F, n, 4) over every contact kind."""
     depth = contact_depths(model, pose, base_positions, base_rotations, fields, pair_kinds, intended)
-    return max(float(d[0]) for d in depth.values())
+    return np.max(np.stack(list(depth.values())), axis=0)
 
 
 def intended_contacts(model, reference, fields, contacts, frame_time):
@@ -233,11 +241,12 @@ def solve(job: BakeJob, progress=None) -> Solved:
     held_record, held_warnings = held_overlap_record(job.rig.model, kinds, held)
     model = without_held_overlaps(job.rig.model, held)
     samples = tuple(FaceSamples(f.grid, f.bones, f.local, f.radius) for f in fields)
+    intended = intended_contacts(model, ref, fields, job.contacts, frame_time)
     # The solver's matrices are small (n_dof ≈ 100): BLAS threads only add synchronisation
     # (2× slower measured on 2 cores), and batch workers already use one core each.
     try:
         with threadpool_limits(1, user_api="blas"):
-            result = simulate(model, ref, job.settings, progress=progress, fields=samples)
+            result = simulate(model, ref, job.settings, progress=progress, fields=samples, intended=intended)
     except ValueError as ex:  # the solver's checks, reported at the add-on boundary
         raise SignSimError(f"invalid physics setting: {ex}") from None
     # Only a reference pose deeper than the zero level pushes the bake off it.
@@ -246,7 +255,6 @@ def solve(job: BakeJob, progress=None) -> Solved:
     rotations, diverged = guard(model, ref.rotations, result.rotations, ref.base_positions, ref.base_rotations,
                                 reference_touching, frame_time)
     result = with_pass_through(result, rotations, diverged)
-    intended = intended_contacts(model, ref, fields, job.contacts, frame_time)
     if job.contacts:
         # A contact the retarget made is the motion's: its chains keep the reference's
         # pose there, at the distance the retarget put the parts (solver.guard.contact_hold).

@@ -3,8 +3,9 @@
 from dataclasses import replace
 
 import numpy as np
+import pytest
 
-from solver import dynamics, kernels
+from solver import dynamics, kernels, quat
 from solver.integrator import Physics, Target, evaluate, implicit_step, make_state
 
 
@@ -61,3 +62,23 @@ def test_step_with_contacts_matches_the_dense_implicit_solve(rigs, rng):
     u = G @ expected
     assert np.all(k * (depth - h * u) - c * u > 0.0)  # the active set the dense solve assumes
     np.testing.assert_allclose(state.velocity, expected, rtol=1e-9, atol=1e-9 * np.abs(expected).max())
+
+
+def test_a_contact_is_damped_only_once_it_touches(rigs):
+    """One hinge (no PD, no gravity) swinging at v towards a surface, one contact row
+    g = 5 cm. From 1 mm outside, the step it touches in is the spring's alone, so no
+    damper brakes the swing before it gets there: (I + h² k g²) Δv = h g k (d − h g v).
+    From 1 mm inside, the damper joins: (I + (h c + h² k) g²) Δv = h g (k d − (c + h k) g v)."""
+    model = rigs.pendulum(length=0.1)
+    physics = Physics(np.zeros(1), np.zeros(1), 1.0, 0.0, gravity=0.0)
+    rest = np.array([quat.IDENTITY])
+    target = Target(rest, np.zeros(1), np.eye(3), np.zeros(3), np.zeros(6), np.zeros(6))
+    h, k, c, g, v = 1.0 / 30, 3e4, 20.0, 0.05, -1.0
+    for d, damper in ((-1e-3, 0.0), (1e-3, c)):
+        ev = evaluate(model, physics, make_state(model, rest, np.array([v])), target)
+        ev = replace(ev, rows=np.array([[g]]), depth=np.array([d]), normal_velocity=np.array([g * v]))
+        inertia = ev.mass_matrix[0, 0]
+        expected = v + h * g * (k * d - (damper + h * k) * g * v) / (inertia + (h * damper + h * h * k) * g * g)
+        state = implicit_step(model, physics, ev, None, target, target, h, k, c)
+        assert state.velocity[0] == pytest.approx(expected, rel=1e-12)
+        assert d - h * g * expected > 0.0  # it ends touching: the row was active

@@ -78,3 +78,39 @@ def test_reference_must_match_the_model(rigs):
     ref = rigs.static_reference(rigs.branched_model(), np.tile(quat.IDENTITY, (8, 1)), 5, 30)
     with pytest.raises(ValueError):
         simulate(model, ref)
+
+
+def test_a_dip_of_the_reference_path_between_two_clear_keys_is_allowed_there_only():
+    """Two sibling capsules 10 cm apart (r 2 cm); the second turns 180° about Z within one
+    frame, so the C² path through its two clear keys sweeps its tip through the first
+    capsule mid-interval. The targets between those keys allow exactly the path's depth
+    beyond the keys' (measured here with contacts.capsule_contacts on the target pose);
+    at every frame and on every other interval the allowance is none."""
+    from solver.contacts import capsule_contacts
+    from solver.kinematics import capsule_segments, forward_kinematics
+    from solver.model import SkeletonModel
+    from solver.reference import Reference
+    from solver.simulate import ReferenceTrack
+    model = SkeletonModel(parents=[-1, -1], rest_offsets=[[0, 0, 0], [0.1, 0, 0]], rest_rotations=[quat.IDENTITY] * 2,
+                          joint_types=["ball"] * 2, capsule_radius=[0.02] * 2, capsule_length=[0.1] * 2,
+                          groups=["a"] * 2)
+    angle = np.radians([0.0, 0.0, 180.0, 180.0])
+    rot = np.stack([np.tile(quat.IDENTITY, (4, 1)), quat.exp(np.stack([0 * angle, 0 * angle, angle], -1))], 1)
+    ref = Reference(np.arange(4) / 30, rot, np.zeros((4, 3)), np.tile(quat.IDENTITY, (4, 1)))
+    grid = 8
+    track = ReferenceTrack(model, ref, grid, fields=())
+    allowed = []
+    for index in range(3 * grid + 1):
+        target = track.at_index(index)
+        kin = forward_kinematics(model, target.rotations[None], target.base_rotation[None],
+                                 target.base_position[None])
+        c = capsule_contacts(model, capsule_segments(model, kin)[0])
+        depth = max(c.depth.max(initial=0.0), 0.0)  # the keys are clear: all of it is the path's dip
+        if index % grid == 0 or index // grid != 1:
+            assert target.allowance is None and depth == 0.0, index
+        elif depth == 0.0:
+            assert target.allowance is None, index
+        else:
+            assert target.allowance[0] == pytest.approx(depth, rel=1e-9)
+            allowed.append(depth)
+    assert max(allowed) == pytest.approx(0.04)  # the axes cross: r₁ + r₂
