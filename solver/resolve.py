@@ -361,6 +361,10 @@ def resolve_sequence(model, fields, rotations, base_rotations, base_positions, s
 
 SMOOTH_SHARE = 0.25  # DOFs whose correction reaches this share of the run's largest are smoothed
 SIZE_COST = 1e-3  # weight of Σ‖d‖²_W beside the jerk term: of two smooth corrections, the smaller
+# frames optimised together at most: SLSQP's time grows with the cube of its variables
+# (12 frames: about 1 s; 60 frames took minutes), so a longer run is smoothed window by
+# window, each against its neighbours' corrections
+SMOOTH_WINDOW = 12
 
 
 def _runs(changed):
@@ -375,6 +379,11 @@ def _runs(changed):
     return out
 
 
+def _windows(runs, size=SMOOTH_WINDOW):
+    """The runs [(first, last)] cut into consecutive pieces of at most `size` frames."""
+    return [(a, min(a + size - 1, last)) for first, last in runs for a in range(first, last + 1, size)]
+
+
 def smooth_corrections(model, fields, rotations, base_rotations, base_positions, results, settings=ResolveSettings(),
                        extra_margins=None):
     """The per-frame corrections d_t (PoseResult.correction) of each run of changed frames
@@ -387,8 +396,9 @@ def smooth_corrections(model, fields, rotations, base_rotations, base_positions,
 
     with d = 0 on the frames clear of every part (they keep their pose exactly), by
     SLSQP from the per-frame solutions over the DOFs those move. A run whose smoothed
-    trajectory is not feasible or not smoother keeps its per-frame solutions.
-    Arguments as resolve_sequence, results its per-frame PoseResults, extra_margins
+    trajectory is not feasible or not smoother keeps its per-frame solutions. A run
+    longer than SMOOTH_WINDOW frames is smoothed window by window, each window's third
+    differences reaching into its neighbours' corrections. Arguments as resolve_sequence, results its per-frame PoseResults, extra_margins
     None or per frame resolve_pose's extra_margin; returns the list.
     """
     results = list(results)
@@ -398,15 +408,16 @@ def smooth_corrections(model, fields, rotations, base_rotations, base_positions,
     weights = subtree_weights(model).astype(float)
     fixed = quat.log(np.asarray(rotations, dtype=float))
     x0 = fixed.reshape(len(fixed), -1)[:, model.dof_flat]
-    corr = np.stack([r.correction for r in results])
-    for a, b in _runs(changed):
+    for a, b in _windows(_runs(changed)):
+        corr = np.stack([r.correction for r in results])  # the windows before smoothed
         # the DOFs that carry the correction (the others keep their per-frame values):
         # SLSQP's cost grows with the square of the variables (frames × DOFs)
         size = np.abs(corr[a:b + 1]).max(axis=0)
         scope = np.flatnonzero(size >= SMOOTH_SHARE * size.max())
         frames = np.arange(a, b + 1)
         w = weights[model.dof_bone[scope]]
-        # the third differences reach 3 frames beyond the run, where d is 0
+        # the third differences reach 3 frames beyond the window, where d is the
+        # neighbours' correction (0 on clear frames)
         lo_pad, hi_pad = min(a, 3), min(len(results) - 1 - b, 3)
         L = len(frames) + lo_pad + hi_pad
         if L < 4:  # no third difference: nothing to smooth
@@ -431,8 +442,12 @@ def smooth_corrections(model, fields, rotations, base_rotations, base_positions,
         s = np.tile(1.0 / np.sqrt(w), len(frames))
         base_r = [quat.to_matrix(base_rotations[f]) for f in frames]
 
+        around = np.zeros((L, len(scope)))
+        around[:lo_pad] = corr[a - lo_pad:a][:, scope]
+        around[lo_pad + len(frames):] = corr[b + 1:b + 1 + hi_pad][:, scope]
+
         def cost(z):
-            D = np.zeros((L, len(scope)))
+            D = around.copy()
             D[inner] = (z * s).reshape(len(frames), -1)
             J = T @ D
             f = float(np.sum(w * J * J)) + SIZE_COST * float(np.sum(w * D * D))

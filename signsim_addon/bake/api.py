@@ -76,8 +76,13 @@ def bake_file(request: BakeFileRequest, report=silent) -> dict:
     new = write(scene, job, solved, physics.output_mode, physics.key_tolerance_deg)
     soft = None
     if physics.soft_face if r.soft_face is None else r.soft_face:
-        soft = softface.soft_face(scene, ob, softface.settings_of(physics, r.face_modes), job.frames, report=report)
-        solved.metrics["warnings"].extend(soft["warnings"])
+        try:
+            soft = softface.soft_face(scene, ob, softface.settings_of(physics, r.face_modes), job.frames,
+                                      report=report)
+            solved.metrics["warnings"].extend(soft["warnings"])
+        except softface.NoFaceContact as ex:  # a clip that never touches the face bakes as it is
+            report(WARNING, str(ex))
+            solved.metrics["warnings"].append(str(ex))
     metrics = public_metrics(solved.metrics)   # the .blend and the metrics: both or neither
     files.save_atomically(r.out, texts={r.metrics: json.dumps(metrics, indent=1, sort_keys=True)}
                           if r.metrics else None)

@@ -26,6 +26,11 @@ from . import head as head_api
 PREFIX = "SoftFace."          # shape key names: SoftFace.00, SoftFace.01, …
 ACTION_SUFFIX = ".soft_face"  # the shape keys' action: <mesh>.soft_face
 FAR = 0.04                    # m: far field of a dent (locality)
+NLA_TRACK = "SignSim soft face"  # where the dent plays when the shape keys have an action already
+
+
+class NoFaceContact(SignSimError):
+    """No fingertip of the clip comes near the face: nothing dents (the bake stands)."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -43,7 +48,7 @@ class SoftFaceSettings:
 def settings_of(physics, modes=None):
     """SoftFaceSettings of an armature's Physics panel (Object.signsim.physics); modes
     overrides its number of modes."""
-    return SoftFaceSettings(modes=modes or physics.face_modes, young=physics.face_young,
+    return SoftFaceSettings(modes=physics.face_modes if modes is None else modes, young=physics.face_young,
                             thickness=physics.face_thickness_mm * 1e-3, stiffness=physics.contact_stiffness)
 
 
@@ -75,8 +80,9 @@ def soft_face(scene, armature, settings=SoftFaceSettings(), frames=None, fingert
     Returns {"modes", "mesh", "shape_keys", "action", "peak_displacement_mm",
     "far_field_ratio" (displacement beyond 4 cm of the deepest dent / its peak),
     "max_penetration_mm" (fingertip spheres into the deformed skin), "build_seconds"
-    (CPU), "warnings"}. Raises SignSimError without a head skin, with no fingertip
-    near the face, or for bad settings; the file is untouched then.
+    (CPU), "warnings"}. Raises SignSimError without a head skin or for bad settings,
+    NoFaceContact (a SignSimError) when no fingertip comes near the face; the file is
+    untouched then.
     """
     if frames is None:
         frames = np.arange(scene.frame_start, scene.frame_end + 1)
@@ -94,7 +100,11 @@ def soft_face(scene, armature, settings=SoftFaceSettings(), frames=None, fingert
     try:
         face = sf.build_face(head.vertices, head.triangles, young=settings.young, poisson=settings.poisson,
                              thickness=settings.thickness)
-        forces = sf.contact_forces(face, sf.proximity_weights(face, centres.reshape(-1, 3)))
+        weights = sf.proximity_weights(face, centres.reshape(-1, 3))
+        if not weights.any():
+            raise NoFaceContact(f"no fingertip comes near the face of '{head.mesh}' in this clip: "
+                                "no soft face written")
+        forces = sf.contact_forces(face, weights)
     except ValueError as ex:
         raise SignSimError(f"'{armature.name}': {ex}") from None
     modes = min(settings.modes, forces.shape[1])
@@ -145,6 +155,9 @@ def remove(ob):
     action = bpy.data.actions.get(ob.data.name + ACTION_SUFFIX)
     for kb in [kb for kb in key.key_blocks if kb.name.startswith(PREFIX)]:
         ob.shape_key_remove(kb)
+    track = key.animation_data.nla_tracks.get(NLA_TRACK) if key.animation_data else None
+    if track is not None:
+        key.animation_data.nla_tracks.remove(track)
     if action is not None:
         bpy.data.actions.remove(action)
 
@@ -178,5 +191,12 @@ def _write(armature, head, face, basis, frames, coords):
     action = bpy.data.actions.new(ob.data.name + ACTION_SUFFIX)
     slot = action.slots.new(id_type='KEY', name=key.name)
     keys.write_curves(action, slot, curves, frames)
-    compat.assign_action(key, action, slot)
+    own = compat.assigned_action(key)
+    if own is None:
+        compat.assign_action(key, action, slot)
+    else:  # the mesh's own shape-key animation (lip sync…) keeps playing over the dent
+        track = key.animation_data.nla_tracks.new()
+        track.name = NLA_TRACK
+        strip = track.strips.new(action.name, int(frames[0]), action)
+        strip.action_slot = slot
     return {"keys": names, "action": action.name}

@@ -127,7 +127,7 @@ def fingertip_paths(armature, frames, scene):
     sk, body = _anatomy(armature)
     tips = [sk.names[b[-1]] for b in body.fingers.values() if b]
     head = sk.names[body.head]
-    scale = rig.object_scale(armature)
+    scale = rig.object_scale(armature) * float(scene.unit_settings.scale_length)  # metres per armature unit
     bones = armature.data.bones
     radii = np.array([float(bones[n].get(rig.CAPSULE_PROP) or contact_transfer.FINGER_RADIUS / scale) * scale
                       for n in tips])

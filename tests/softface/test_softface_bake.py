@@ -58,3 +58,59 @@ def test_bake_button_with_the_physics_panels_soft_face(addon, tmp_path):
     assert [kb.name for kb in key.key_blocks][1:] == [f"SoftFace.{j:02d}" for j in range(5)]
     fcurves = key.animation_data.action.layers[0].strips[0].channelbags[0].fcurves
     assert {fc.range()[:] for fc in fcurves} == {(20.0, 70.0)}
+
+
+def _bake(cli, rig, out, *extra):
+    buf, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(buf), contextlib.redirect_stderr(err):
+        code = cli.main(["bake", "--blend", str(rig), "--armature", "Signer", "--out", str(out), "--json", *extra])
+    lines = buf.getvalue().strip().splitlines()
+    return code, (json.loads(lines[-1]) if lines else None), err.getvalue()
+
+
+@pytest.mark.slow
+def test_soft_face_keeps_the_meshs_own_animation_and_works_in_centimetres(addon, tmp_path):
+    """Found by a fresh user: the mesh's own shape-key action was replaced (and lost on
+    save), 0 modes silently became 20, a centimetre scene found no fingertip near the
+    face, and a clip that never touches the face failed the whole bake."""
+    cli = addon.signsim_addon.cli
+    rig = tmp_path / "chin.blend"
+    assert cli.main(["retarget", "--clip", str(SAMPLES / "chin_cheek.bvh"), "--rig", str(SAMPLES / "signer.blend"),
+                     "--out", str(rig)]) == 0
+    bpy.ops.wm.open_mainfile(filepath=str(rig))
+    body = bpy.data.objects["SignerBody"]
+    body.shape_key_add(name="Basis", from_mix=False)
+    smile = body.shape_key_add(name="Smile", from_mix=False)
+    for frame, value in ((1, 0.0), (30, 1.0)):
+        smile.value = value
+        smile.keyframe_insert("value", frame=frame)
+    body.data.shape_keys.animation_data.action.name = "LipSync"
+    own = tmp_path / "own.blend"
+    bpy.ops.wm.save_as_mainfile(filepath=str(own))
+    code, _, err = _bake(cli, own, tmp_path / "zero.blend", "--soft-face", "--face-modes", "0")
+    assert code == 1 and "at least 1 mode" in err
+    code, res, err = _bake(cli, own, tmp_path / "m.blend", "--soft-face", "--face-modes", "6")
+    assert code == 0, err
+    bpy.ops.wm.open_mainfile(filepath=str(tmp_path / "m.blend"))
+    ad = bpy.data.objects["SignerBody"].data.shape_keys.animation_data
+    assert ad.action.name == "LipSync"
+    (strip,) = ad.nla_tracks["SignSim soft face"].strips
+    assert strip.action.name == bpy.data.objects["SignerBody"].data.name + ".soft_face"
+    peak_m = res["soft_face"]["peak_displacement_mm"]
+    assert peak_m > 0
+    # the same character in a centimetre scene: the same dent, in millimetres
+    bpy.ops.wm.open_mainfile(filepath=str(own))
+    bpy.context.scene.unit_settings.scale_length = 0.01
+    bpy.data.objects["Signer"].scale = (100.0, 100.0, 100.0)
+    cm = tmp_path / "cm.blend"
+    bpy.ops.wm.save_as_mainfile(filepath=str(cm))
+    code, res, err = _bake(cli, cm, tmp_path / "cm_out.blend", "--soft-face", "--face-modes", "6")
+    assert code == 0, err
+    assert res["soft_face"]["peak_displacement_mm"] == pytest.approx(peak_m, rel=0.02)
+    # a clip that never comes near the face: the bake stands, the soft face says why
+    spelled = tmp_path / "spelled.blend"
+    assert cli.main(["retarget", "--clip", str(SAMPLES / "fingerspelling.bvh"), "--rig", str(SAMPLES / "signer.blend"),
+                     "--out", str(spelled)]) == 0
+    code, res, err = _bake(cli, spelled, tmp_path / "spelled_out.blend", "--soft-face")
+    assert code == 0, err
+    assert "soft_face" not in res and any("no fingertip comes near the face" in w for w in res["warnings"])

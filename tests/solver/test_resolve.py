@@ -174,3 +174,11 @@ def test_smoothing_a_sequence_lowers_the_jerk_of_its_correction_and_keeps_it_fea
         assert _gaps(model, fields, r.rotations).min() >= 0.002 - 1e-4
         if not r0.changed:
             assert not r.changed and np.array_equal(r.rotations, q)
+
+
+def test_long_runs_are_smoothed_in_windows():
+    # SLSQP over a whole 60-frame run took minutes: runs are cut into windows that tile them
+    from solver.resolve import SMOOTH_WINDOW, _windows
+    assert _windows([(0, 29), (40, 41)], 12) == [(0, 11), (12, 23), (24, 29), (40, 41)]
+    assert all(b - a + 1 <= SMOOTH_WINDOW for a, b in _windows([(3, 200)]))
+    assert sum(b - a + 1 for a, b in _windows([(3, 200)])) == 198
