@@ -90,12 +90,12 @@ def soft_face(scene, armature, settings=SoftFaceSettings(), frames=None, fingert
     if settings.modes < 1 or settings.substeps < 1:
         raise SignSimError(f"soft face needs at least 1 mode and 1 substep (got {settings.modes}, {settings.substeps})")
     warnings = []
-    head = head_api.head_skin(armature, scene.unit_settings.scale_length)
     centres, radii = fingertips or fingertip_spheres(armature, frames, scene)
     centres, radii = np.asarray(centres, float), np.asarray(radii, float)
     if centres.shape[:1] != frames.shape or centres.shape[1:] != (len(radii), 3):
         raise SignSimError(f"soft face: fingertips {centres.shape} do not match {len(frames)} frames "
                            f"and {len(radii)} radii")
+    head = head_api.head_skin(armature, scene.unit_settings.scale_length, near=centres.reshape(-1, 3))
     t0 = time.process_time()
     try:
         face = sf.build_face(head.vertices, head.triangles, young=settings.young, poisson=settings.poisson,

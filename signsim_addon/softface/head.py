@@ -44,18 +44,24 @@ def _anatomy(armature):
     return sk, body
 
 
-def head_skin(armature, unit_scale=1.0):
-    """HeadSkin of `armature` (bpy Object): the mesh deformed by it (Armature modifier)
-    with the most vertices whose vertex-group weight is mostly on the head bone and the
-    bones below it, those vertices and the triangles among them. Raises SignSimError
-    without a head bone or without such skin."""
+NEAR = 0.03  # m: a fingertip sample this close to a mesh's head skin counts as touching it
+
+
+def head_skin(armature, unit_scale=1.0, near=None):
+    """HeadSkin of `armature` (bpy Object): among the meshes deformed by it (Armature
+    modifier), the vertices whose vertex-group weight is mostly on the head bone and the
+    bones below it, and the triangles among them — on the mesh with the most such
+    vertices within NEAR of the points `near` (k, 3) m in the head bone's frame (the
+    fingertips over the clip: a face split from the rest of the head is the one they
+    touch), else with the most such vertices. Raises SignSimError without a head bone or
+    without such skin."""
     sk, body = _anatomy(armature)
     head = body.head
     below = set(sk.subtree(head))
     rest = np.array(armature.data.bones[sk.names[head]].matrix_local)
     scale = rig.object_scale(armature) * float(unit_scale)
     to_arm = np.linalg.inv(np.array(armature.matrix_world))
-    best = None
+    patches = []
     for ob in armature.children_recursive:
         if ob.type != 'MESH' or not any(m.type == 'ARMATURE' and m.object == armature for m in ob.modifiers):
             continue
@@ -64,20 +70,25 @@ def head_skin(armature, unit_scale=1.0):
             continue
         group_region = [0 if sk.index.get(g.name) in below else (1 if g.name in sk.index else -1)
                         for g in ob.vertex_groups]
-        owner = body_geom.region_owner(len(ob.data.vertices), *zip(*sparse), group_region)
-        if best is None or (owner == 0).sum() > (best[1] == 0).sum():
-            best = (ob, owner)
-    if best is None or not (best[1] == 0).any():
+        keep = body_geom.region_owner(len(ob.data.vertices), *zip(*sparse), group_region) == 0
+        if not keep.any():
+            continue
+        co, tris = body_geometry.mesh_arrays(ob.data)
+        local = np.linalg.inv(rest) @ to_arm @ np.array(ob.matrix_world)  # mesh → head frame, armature units
+        patches.append((ob, keep, co, tris, local, (co[keep] @ local[:3, :3].T + local[:3, 3]) * scale))
+    if not patches:
         raise SignSimError(f"no skin of '{armature.name}' is weighted to its head bone "
                            f"'{sk.names[head]}': no soft face")
-    ob, owner = best
-    co, tris = body_geometry.mesh_arrays(ob.data)
-    keep = owner == 0
+
+    def touched(patch):
+        if near is None or not len(near):
+            return 0
+        return int((cKDTree(np.asarray(near, float).reshape(-1, 3)).query(patch[5])[0] < NEAR).sum())
+    ob, keep, co, tris, local, _ = max(patches, key=lambda p: (touched(p), int(p[1].sum())))
     tris = tris[keep[tris].all(axis=1)]
     indices = np.unique(tris)
     if len(tris) < 4:
         raise SignSimError(f"the head skin of '{ob.name}' has {len(tris)} triangles: no soft face")
-    local = np.linalg.inv(rest) @ to_arm @ np.array(ob.matrix_world)  # mesh → head frame, armature units
     verts = (co[indices] @ local[:3, :3].T + local[:3, 3]) * scale
     remap = np.full(len(co), -1)
     remap[indices] = np.arange(len(indices))

@@ -114,3 +114,40 @@ def test_soft_face_keeps_the_meshs_own_animation_and_works_in_centimetres(addon,
     code, res, err = _bake(cli, spelled, tmp_path / "spelled_out.blend", "--soft-face")
     assert code == 0, err
     assert "soft_face" not in res and any("no fingertip comes near the face" in w for w in res["warnings"])
+
+
+@pytest.mark.slow
+def test_a_face_split_from_the_head_is_the_mesh_that_dents(addon, tmp_path):
+    """Characters often ship the face as its own skinned mesh: the dent goes on the mesh
+    the fingertips touch, not on the one with the most head skin (a fresh user got 20
+    shape keys on the back of the head that never moved)."""
+    cli = addon.signsim_addon.cli
+    rig = tmp_path / "chin.blend"
+    assert cli.main(["retarget", "--clip", str(SAMPLES / "chin_cheek.bvh"), "--rig", str(SAMPLES / "signer.blend"),
+                     "--out", str(rig)]) == 0
+    bpy.ops.wm.open_mainfile(filepath=str(rig))
+    body = bpy.data.objects["SignerBody"]
+    head = body.vertex_groups["head"].index
+    on_head = {v.index: v.co.y for v in body.data.vertices
+               if v.groups and max(v.groups, key=lambda g: g.weight).group == head}
+    front_y = float(np.percentile(list(on_head.values()), 45))  # the signer looks along −Y: the face, fewer vertices
+    for o in bpy.data.objects:
+        o.select_set(o == body)
+    bpy.context.view_layer.objects.active = body
+    for v in body.data.vertices:
+        v.select = bool(v.index in on_head and v.co.y < front_y)
+    with bpy.context.temp_override(active_object=body, object=body, selected_objects=[body]):
+        bpy.ops.object.mode_set(mode='EDIT')
+        bpy.ops.mesh.separate(type='SELECTED')
+        bpy.ops.object.mode_set(mode='OBJECT')
+    (face,) = [o.name for o in bpy.data.objects if o.type == 'MESH' and o.name.startswith("SignerBody.")]
+    split = tmp_path / "split.blend"
+    bpy.ops.wm.save_as_mainfile(filepath=str(split))
+    code, res, err = _bake(cli, split, tmp_path / "out.blend", "--soft-face", "--face-modes", "6")
+    assert code == 0, err
+    assert res["soft_face"]["peak_displacement_mm"] > 1.0
+    bpy.ops.wm.open_mainfile(filepath=str(tmp_path / "out.blend"))
+    assert bpy.data.objects[face].data.shape_keys is not None
+    assert [kb.name for kb in bpy.data.objects[face].data.shape_keys.key_blocks][1:] == \
+        [f"SoftFace.{j:02d}" for j in range(6)]
+    assert bpy.data.objects["SignerBody"].data.shape_keys is None
