@@ -6,6 +6,7 @@ vertex belongs to the region whose bones' vertex groups weigh most on it) and me
 parented to a bone (every vertex belongs to that bone's region: the robot's rigid parts).
 Vertices are the mesh data in the rest (bind) pose, in armature space and armature units.
 """
+import bpy
 import numpy as np
 
 from ...solver import body as body_geom
@@ -46,6 +47,16 @@ def bone_regions(sk, body):
     return out
 
 
+def skinned_meshes(armature):
+    """The mesh objects `armature` deforms (an Armature modifier pointing at it): its
+    children first, in the order Blender lists them, then any others (a skinned mesh
+    need not be parented to its armature)."""
+    def skinned(ob):
+        return ob.type == 'MESH' and any(m.type == 'ARMATURE' and m.object == armature for m in ob.modifiers)
+    children = [ob for ob in armature.children_recursive if skinned(ob)]
+    return children + [ob for ob in bpy.data.objects if skinned(ob) and ob not in children]
+
+
 def skin_weights(armature, sk):
     """The meshes that move with `armature` (bpy Object), read once for skin_regions:
     [(vertices (V, 3) armature units, rest pose; triangles (T, 3); sparse vertex-group
@@ -54,10 +65,10 @@ def skin_weights(armature, sk):
     index)]. Reading weights vertex by vertex is the slow part on a dense character."""
     to_arm = np.linalg.inv(np.array(armature.matrix_world))
     out = []
-    for ob in armature.children_recursive:
-        if ob.type != 'MESH':
-            continue
-        skinned = any(m.type == 'ARMATURE' and m.object == armature for m in ob.modifiers)
+    deformed = skinned_meshes(armature)
+    children = [ob for ob in armature.children_recursive if ob.type == 'MESH']
+    for ob in children + [ob for ob in deformed if ob not in children]:
+        skinned = ob in deformed
         on_bone = ob.parent == armature and ob.parent_type == 'BONE' and ob.parent_bone in sk.index
         if not (skinned or on_bone):
             continue

@@ -356,8 +356,7 @@ def _skin_radii(armature, sk, seg_length):
     """{bone index: capsule radius (armature units)} from the skinned meshes, if any
     (solver.capsules: the skin vertices each bone dominates, rest pose, about the
     capsule axis of seg_length {bone name: length, armature units})."""
-    meshes = [ob for ob in armature.children if ob.type == 'MESH'
-              and any(m.type == 'ARMATURE' and m.object == armature for m in ob.modifiers)]
+    meshes = body_geometry.skinned_meshes(armature)
     out = {}
     to_arm = np.linalg.inv(np.array(armature.matrix_world))
     for ob in meshes:

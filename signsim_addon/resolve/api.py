@@ -24,7 +24,7 @@ from ...solver.resolve import ResolveSettings, resolve_pose, resolve_sequence, s
 from .. import compat, files
 from ..bake import body_geometry, job as bake_job, rig as rig_reader
 from ..errors import INFO, WARNING, SignSimError, from_solver, silent
-from .skin import SkinTest, skinned_meshes
+from .skin import SkinTest
 
 SUFFIX = ".resolved"
 SKIN_TOLERANCE = 0.001  # m: deeper skin penetration after a solve is solved again, then reported
@@ -146,7 +146,7 @@ def _resolve_into(scene, ob, action, new, frame_range, margin, sequence, method,
         _drop_keys_at(new, pose_frame + 1.0)
     warnings = [w for w in rig.warnings]
     skin = None
-    if measure_skin and skinned_meshes(ob):
+    if measure_skin and body_geometry.skinned_meshes(ob):
         # The capsules' radii are the skin's median distance from the bone: where the skin
         # bulges further, a frame still penetrating is solved again (from its original pose,
         # warm-started from the last solution) with the clearance of the penetrating bone

@@ -26,12 +26,6 @@ UNWEIGHTED = -2  # vertices no bone moves: never tested
 REST_CLEARANCE = 0.002  # m: pairs closer than this in the rest pose count as touching there
 
 
-def skinned_meshes(ob):
-    """Mesh objects deformed by armature `ob` (an Armature modifier pointing at it)."""
-    return [m for m in bpy.data.objects if m.type == 'MESH'
-            and any(md.type == 'ARMATURE' and md.object == ob for md in m.modifiers)]
-
-
 _AXES = [Vector(d) for d in ((1, 0, 0), (-1, 0, 0), (0, 1, 0), (0, -1, 0), (0, 0, 1), (0, 0, -1))]
 
 
@@ -55,7 +49,7 @@ class SkinTest:
 
     def __init__(self, ob, rig):
         bone_names = rig.bone_names
-        meshes = skinned_meshes(ob)
+        meshes = body_geometry.skinned_meshes(ob)
         if not meshes:
             raise SignSimError(f"armature '{ob.name}' has no skinned mesh to measure penetration on")
         self.ob = ob

@@ -173,9 +173,7 @@ def _finger_skins(target, sk, body, names):
             owned[b] = f"{finger}_{side}"
     pieces = {}
     to_arm = np.linalg.inv(np.array(target.matrix_world))
-    for ob in target.children_recursive:
-        if ob.type != 'MESH' or not any(m.type == 'ARMATURE' and m.object == target for m in ob.modifiers):
-            continue
+    for ob in body_geometry.skinned_meshes(target):
         group_bone = [sk.index.get(g.name, -1) for g in ob.vertex_groups]
         n = len(ob.data.vertices)
         bones = np.zeros((n, SKIN_INFLUENCES), np.intp)

@@ -62,9 +62,7 @@ def head_skin(armature, unit_scale=1.0, near=None):
     scale = rig.object_scale(armature) * float(unit_scale)
     to_arm = np.linalg.inv(np.array(armature.matrix_world))
     patches = []
-    for ob in armature.children_recursive:
-        if ob.type != 'MESH' or not any(m.type == 'ARMATURE' and m.object == armature for m in ob.modifiers):
-            continue
+    for ob in body_geometry.skinned_meshes(armature):
         sparse = [(v.index, g.group, g.weight) for v in ob.data.vertices for g in v.groups]
         if not sparse:
             continue

@@ -60,6 +60,14 @@ def test_bake_button_with_the_physics_panels_soft_face(addon, tmp_path):
     assert {fc.range()[:] for fc in fcurves} == {(20.0, 70.0)}
 
 
+def _chin_on_signer(cli, tmp_path):
+    """chin_cheek.bvh retargeted onto the bundled signer: the written file's path."""
+    rig = tmp_path / "chin.blend"
+    assert cli.main(["retarget", "--clip", str(SAMPLES / "chin_cheek.bvh"), "--rig", str(SAMPLES / "signer.blend"),
+                     "--out", str(rig)]) == 0
+    return rig
+
+
 def _bake(cli, rig, out, *extra):
     buf, err = io.StringIO(), io.StringIO()
     with contextlib.redirect_stdout(buf), contextlib.redirect_stderr(err):
@@ -74,10 +82,7 @@ def test_soft_face_keeps_the_meshs_own_animation_and_works_in_centimetres(addon,
     save), 0 modes silently became 20, a centimetre scene found no fingertip near the
     face, and a clip that never touches the face failed the whole bake."""
     cli = addon.signsim_addon.cli
-    rig = tmp_path / "chin.blend"
-    assert cli.main(["retarget", "--clip", str(SAMPLES / "chin_cheek.bvh"), "--rig", str(SAMPLES / "signer.blend"),
-                     "--out", str(rig)]) == 0
-    bpy.ops.wm.open_mainfile(filepath=str(rig))
+    bpy.ops.wm.open_mainfile(filepath=str(_chin_on_signer(cli, tmp_path)))
     body = bpy.data.objects["SignerBody"]
     body.shape_key_add(name="Basis", from_mix=False)
     smile = body.shape_key_add(name="Smile", from_mix=False)
@@ -122,10 +127,7 @@ def test_a_face_split_from_the_head_is_the_mesh_that_dents(addon, tmp_path):
     the fingertips touch, not on the one with the most head skin (a fresh user got 20
     shape keys on the back of the head that never moved)."""
     cli = addon.signsim_addon.cli
-    rig = tmp_path / "chin.blend"
-    assert cli.main(["retarget", "--clip", str(SAMPLES / "chin_cheek.bvh"), "--rig", str(SAMPLES / "signer.blend"),
-                     "--out", str(rig)]) == 0
-    bpy.ops.wm.open_mainfile(filepath=str(rig))
+    bpy.ops.wm.open_mainfile(filepath=str(_chin_on_signer(cli, tmp_path)))
     body = bpy.data.objects["SignerBody"]
     head = body.vertex_groups["head"].index
     on_head = {v.index: v.co.y for v in body.data.vertices
