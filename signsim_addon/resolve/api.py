@@ -192,11 +192,32 @@ def _resolve_into(scene, ob, action, new, frame_range, margin, sequence, method,
                            for k, r in enumerate(results)]
             seconds += time.process_time() - start
             write()
+        deep = [k for k in range(len(idx)) if skin[float(job.frames[idx[k]])] > SKIN_TOLERANCE]
+        if deep:
+            # a pose the solves left no shallower on the skin than the input is no
+            # correction (the robot's palm in its head turned every joint 50–170°): it stays
+            # as it was, and every pose still inside the skin counts as failed
+            before = skin_penetration(scene, ob, action, action.slots[job.slot_identifier], rig,
+                                      job.frames[idx[deep]], test=test)
+            kept = [k for k in deep if skin[float(job.frames[idx[k]])] >= before[float(job.frames[idx[k]])] - 1e-4]
+            for k in kept:
+                f = idx[k]
+                skin[float(job.frames[f])] = before[float(job.frames[f])]
+                r = results[k]
+                results[k] = replace(r, rotations=ref.rotations[f], changed=False, gap_after=r.gap_before,
+                                     change=np.zeros_like(r.change), correction=np.zeros_like(r.correction))
+            if kept:
+                write()
+                warnings.append(f"{len(kept)} poses kept as they were (frames "
+                                f"{_frame_list([int(job.frames[idx[k]]) for k in kept])}): no solve left the skin "
+                                "shallower than in the input")
+            results = [replace(r, resolved=False) if k in deep else r for k, r in enumerate(results)]
     summary = resolve_summary(results, seconds)
     failed = [int(job.frames[f]) for f, r in zip(idx, results) if not r.resolved]
     if failed:
-        warnings.append(f"{len(failed)} of {len(results)} poses keep body parts closer than the margin "
-                        f"(frames {_frame_list(failed)}): no pose within the joint limits clears them")
+        warnings.append(f"{len(failed)} of {len(results)} poses keep body parts closer than the margin or "
+                        f"inside the skin (frames {_frame_list(failed)}): no pose within the joint limits "
+                        "clears them")
     summary["remaining_body_model_penetration_mm"] = summary["remaining_penetration_mm"]
     if skin is not None:
         summary["remaining_penetration_mm"] = round(max(skin.values(), default=0.0) * 1e3, 3)
@@ -297,7 +318,8 @@ def skin_penetration(scene, ob, action, slot, rig, frames, vertices=None, worst=
 def resolve_summary(results, seconds):
     """{"poses", "resolved", "failed", "mean_change_deg", "max_change_deg", "ms_per_pose",
     "remaining_penetration_mm"} of PoseResults: poses solved, those clear of every part
-    (by margin − tolerance), the mean and largest bone rotation change of the poses that
+    (by margin − tolerance; where the skin is measured, also inside it by at most
+    SKIN_TOLERANCE), the mean and largest bone rotation change of the poses that
     changed (each pose's largest bone change, degrees), CPU ms per pose that needed a
     solve, and the deepest penetration left on the body model (mm)."""
     changed = [r for r in results if r.changed]

@@ -1,6 +1,10 @@
 """`signsim resolve`: argument parsing and printing over resolve.api."""
+import sys
+
 from ..errors import cli_reporter
 from . import api
+
+EXIT_PARTIAL = 3  # the file is written, but some poses are not cleared (the JSON's "failed")
 
 
 def _frames(text):
@@ -22,6 +26,11 @@ def add_arguments(parser):
 
 
 def run(args, say) -> dict:
-    return api.resolve_file(api.ResolveFileRequest(
+    result = api.resolve_file(api.ResolveFileRequest(
         rig=args.blend, armature=args.armature, out=args.out, action=args.action,
         frames=_frames(args.frames) if args.frames else None, margin_mm=args.margin), cli_reporter(say))
+    if result["failed"]:  # written, but not clear: a script must not read it as done
+        print(f"signsim: {result['resolved']} of {result['poses']} poses resolved, {result['failed']} not "
+              f"cleared (written to {result['out']})", file=sys.stderr, flush=True)
+        result["_exit"] = EXIT_PARTIAL
+    return result

@@ -231,3 +231,18 @@ def test_operator_resolves_the_current_frame_into_a_new_action(addon):
     assert bpy.ops.signsim.resolve_collisions(mode='FRAME', margin_mm=2.0) == {'FINISHED'}
     new = ob.animation_data.action
     assert new.name == "pose.resolved" and new != original and original.use_fake_user
+
+
+def test_cli_exits_3_when_poses_are_not_cleared(retargeted, addon, tmp_path, capsys):
+    """A margin no pose can keep (4 cm between every two fingers): the file is written,
+    every pose is counted failed, and the exit status says so (a fresh user read exit 0
+    with 'failed: 0' while the skin still penetrated, or every pose failed)."""
+    out = tmp_path / "resolved.blend"
+    code = addon.signsim_addon.cli.main(["resolve", "--blend", str(retargeted), "--armature", "Signer",
+                                         "--frames", "20:21", "--margin", "40", "--out", str(out), "--json"])
+    captured = capsys.readouterr()
+    result = json.loads(captured.out.strip().splitlines()[-1])
+    assert code == 3 and out.exists()
+    assert result["failed"] == result["poses"] == 2 and result["resolved"] == 0
+    assert captured.err.strip().splitlines()[-1] == \
+        f"signsim: 0 of 2 poses resolved, 2 not cleared (written to {out})"
