@@ -94,6 +94,7 @@ STEP_STRETCH = 1.5           # a stepping lasts this many windows (while the foo
 STEP_FRAMES = 0.15           # s: the shortest step
 MAX_STEPS = 3                # steps a foot may take across one seam
 PLANT_MISS = 0.01            # m: a hold whose spot the leg misses by more is not held
+SKATE_SLACK = 0.01           # m: a foot may skate this much more inside a window than the clips do
 
 
 class Track:
@@ -348,6 +349,19 @@ def detect_plants(world, heads, rig, fps):
         floor = float(np.median(low[..., 2][mask]))
         mask = masks(floor - 0.5 * PLANT_HEIGHT * length)      # the floor is the middle of the band
     return floor, mask
+
+
+def skating(low, fps, floor, leg_length):
+    """Horizontal distance (m) the lowest point of a foot, low (F, 3) m, travels on the
+    floor faster than a shuffle: steps between two frames where it is within PLANT_HEIGHT ·
+    leg length of `floor` (z m) at more than SHUFFLE · PLANT_SPEED · leg length per second
+    (a foot moving that fast is swinging, and a swinging foot is off the floor)."""
+    if len(low) < 2:
+        return 0.0
+    step = np.linalg.norm(np.diff(low[:, :2], axis=0), axis=1)
+    near = low[:, 2] <= floor + PLANT_HEIGHT * leg_length
+    on = near[1:] & near[:-1] & (step * fps > SHUFFLE * PLANT_SPEED * leg_length)
+    return float(step[on].sum())
 
 
 def _lowest(world, heads, rig, leg):
@@ -694,21 +708,36 @@ def compose(tracks, fps, windows=None, kinds="smoothstep", rig=None, threshold=N
                "root_offset_m": float(np.linalg.norm(np.asarray(inf["offset"])[:2])),
                "D": d, "D_ends": d_ends, "match": match if plan is plans[0] and match is not None else match_ends,
                "match_ends": match_ends, "flagged": not chk["passed"], "limits": lim}
+        if rig.has_legs:  # what the clips themselves skate over the frames the window blends
+            rep["own_skate_m"] = [max(skating(_lowest(info.world, info.heads, rig, leg)[f0:f0 + w + 1], fps,
+                                                  info.floor, rig.leg_length) for info, f0 in ((ia, a0), (ib, b0)))
+                                  for leg in rig.legs]
         rep.update(chk)
         seams.append(rep)
     rot = quat.make_continuous(out.rotations)
     return Track(rot, out.positions), seams, planted
 
 
-def recheck(track, rig, fps, seams, names=None):
+def recheck(track, rig, fps, seams, names=None, floor=None):
     """The checks of every seam again on a changed composed track (after hold_feet), each
     against its own limits; updates the seam dicts in place (a seam the change made worse
-    fails from then on)."""
-    world, _heads = forward(track, rig)
+    fails from then on). With the composition's `floor` (z m), a foot that skates along it
+    inside a window more than the clips do there (skating, + SKATE_SLACK) fails the seam
+    'plant' too, listed in the seam's "skating": [{"leg", "distance_m", "own_m"}]."""
+    world, heads = forward(track, rig)
     for s in seams:
         chk = check_seam(world, track.positions[:, rig.root_position], fps, s["start"], s["window"], s["limits"],
                          names)
-        if s.get("unheld"):
+        s["skating"] = []
+        if floor is not None and rig.has_legs:
+            # a foot landing inside the window is neither planted in either clip nor held
+            # until it stops: the blend can drag it along the floor
+            for k, leg in enumerate(rig.legs):
+                low = _lowest(world, heads, rig, leg)[s["start"]:s["start"] + s["window"] + 1]
+                d, own = skating(low, fps, floor, rig.leg_length), s["own_skate_m"][k]
+                if d > own + SKATE_SLACK:
+                    s["skating"].append({"leg": k, "distance_m": d, "own_m": own})
+        if s.get("unheld") or s["skating"]:
             # a foot on the floor through the seam that could not be held slides there
             chk["failures"] = chk["failures"] + ["plant"]
             chk["passed"] = False

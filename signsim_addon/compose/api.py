@@ -315,7 +315,9 @@ def compose(target, clips, layers=(), *, library_path=None, bone_map=None, thres
                 "plants": [{"bone" (foot), "frames": [first, last], "held" (False: out of the
                             hold's reach, see solver.compose.hold_feet), "step" (it steps to
                             where the next clip has it down instead), "slides" (neither: the
-                            foot slides there and the seam fails 'plant'), "correction_m"}]}]}.
+                            foot slides there and the seam fails 'plant'), "correction_m"}],
+                            "skating": [{"bone", "distance_m", "own_m"}] (a foot the blend drags
+                            along the floor in the window beyond the clips' own: 'plant')}]}.
     threshold: rad/s for every bone's velocity jump (None: each bone's own, see
     solver/compose.py); max_window caps suggested windows (frames); search: seconds of
     each clip end the transition search may cut (0: blend at the clip ends).
@@ -365,7 +367,7 @@ def compose(target, clips, layers=(), *, library_path=None, bone_map=None, thres
     held = bool(foot_lock and rig.has_legs)
     if held:
         track, plants = sc.hold_feet(track, rig, fps, seams, planted, infos[0].floor)
-        sc.recheck(track, rig, fps, seams, names)
+        sc.recheck(track, rig, fps, seams, names, infos[0].floor)
     first_frame = float(scene.frame_start)
     frames = first_frame + np.arange(len(track), dtype=float)
     rot, loc = _from_track(track, target, channels)
@@ -398,6 +400,11 @@ def compose(target, clips, layers=(), *, library_path=None, bone_map=None, thres
                           "held": p["held"], "step": p["step"], "slides": not (p["held"] or p["step"]),
                           "correction_m": p["correction_m"]}
                          for p in plants if p["seam"] == s["index"]]
+        out["skating"] = [{"bone": names[rig.legs[k["leg"]][2]], "distance_m": k["distance_m"], "own_m": k["own_m"]}
+                          for k in s.get("skating", ())]
+        for k in out["skating"]:
+            report(WARNING, f"seam {s['index']}: {k['bone']} skates {k['distance_m'] * 100:.0f} cm along the floor "
+                   f"in the window (the clips there: {k['own_m'] * 100:.0f} cm)")
         for p in out["plants"]:
             if p["step"]:
                 report(INFO, f"seam {s['index']}: {p['bone']} stands {p['correction_m'] * 100:.0f} cm from its "
