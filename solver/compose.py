@@ -709,9 +709,9 @@ def compose(tracks, fps, windows=None, kinds="smoothstep", rig=None, threshold=N
                "D": d, "D_ends": d_ends, "match": match if plan is plans[0] and match is not None else match_ends,
                "match_ends": match_ends, "flagged": not chk["passed"], "limits": lim}
         if rig.has_legs:  # what the clips themselves skate over the frames the window blends
-            rep["own_skate_m"] = [max(skating(_lowest(info.world, info.heads, rig, leg)[f0:f0 + w + 1], fps,
-                                                  info.floor, rig.leg_length) for info, f0 in ((ia, a0), (ib, b0)))
-                                  for leg in rig.legs]
+            parts = [(info, slice(f0, f0 + w + 1)) for info, f0 in ((ia, a0), (ib, b0))]
+            rep["own_skate_m"] = [max(skating(_lowest(info.world[p], info.heads[p], rig, leg), fps, info.floor,
+                                              rig.leg_length) for info, p in parts) for leg in rig.legs]
         rep.update(chk)
         seams.append(rep)
     rot = quat.make_continuous(out.rotations)
@@ -732,8 +732,9 @@ def recheck(track, rig, fps, seams, names=None, floor=None):
         if floor is not None and rig.has_legs:
             # a foot landing inside the window is neither planted in either clip nor held
             # until it stops: the blend can drag it along the floor
+            part = slice(s["start"], s["start"] + s["window"] + 1)
             for k, leg in enumerate(rig.legs):
-                low = _lowest(world, heads, rig, leg)[s["start"]:s["start"] + s["window"] + 1]
+                low = _lowest(world[part], heads[part], rig, leg)
                 d, own = skating(low, fps, floor, rig.leg_length), s["own_skate_m"][k]
                 if d > own + SKATE_SLACK:
                     s["skating"].append({"leg": k, "distance_m": d, "own_m": own})

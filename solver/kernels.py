@@ -1014,7 +1014,7 @@ def implicit_step(dof_flat, dof_bone, dof_parent, dof_upper, dof_lower, limit_lo
     for d in range(n_dof):
         inertia = M[d, d]
         kp = inertia * omega_sq[d]
-        kd = inertia * (kd_factor[d] if damping_scale == 1.0 else damping_scale * kd_factor[d])
+        kd = inertia * (damping_scale * kd_factor[d])
         v = velocity[d]
         f = kp * err[dof_flat[d]] + kd * (mid_qd[d] - v) - bias[d]
         f += tau_ff[d]
@@ -1111,10 +1111,11 @@ def implicit_step(dof_flat, dof_bone, dof_parent, dof_upper, dof_lower, limit_lo
     moved = np.empty((n, 4))
     quat_mul(rotations, turn, False, moved)
     quat_log(moved, log)
+    moved_log = log.reshape(-1)  # the moved pose's coordinates (log, and err's view of it, overwritten)
     x_new = np.empty(n_dof)
     out = np.zeros(n, np.bool_)
     for d in range(n_dof):
-        x_new[d] = err[dof_flat[d]]
+        x_new[d] = moved_log[dof_flat[d]]
         hi, lo = x_new[d] > dof_upper[d], x_new[d] < dof_lower[d]
         if hi or lo:
             out[dof_bone[d]] = True

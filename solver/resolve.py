@@ -455,6 +455,8 @@ def smooth_corrections(model, fields, rotations, base_rotations, base_positions,
             return f, grad.reshape(-1) * s
 
         cache = {}
+        # every frame's coordinates outside the scope stay: built once, not per evaluation
+        bases = [full_coordinates(model, x0[f] + corr[f], fixed[f]) for f in frames]
 
         def constraints(z):
             key = z.tobytes()
@@ -462,7 +464,7 @@ def smooth_corrections(model, fields, rotations, base_rotations, base_positions,
                 D = (z * s).reshape(len(frames), -1)
                 g, rows = [], []
                 for t, f in enumerate(frames):
-                    full = full_coordinates(model, x0[f] + corr[f], fixed[f])
+                    full = bases[t].copy()
                     full.reshape(-1)[model.dof_flat[scope]] = x0[f][scope] + D[t]
                     sep, m = seps[t]
                     gt, rt = sep(full, base_r[t], base_positions[f])

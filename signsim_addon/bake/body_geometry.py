@@ -59,7 +59,7 @@ def skinned_meshes(armature):
 
 def skin_weights(armature, sk):
     """The meshes that move with `armature` (bpy Object), read once for skin_regions:
-    [(vertices (V, 3) armature units, rest pose; triangles (T, 3); sparse vertex-group
+    [(mesh object; vertices (V, 3) armature units, rest pose; triangles (T, 3); sparse vertex-group
     weights (vertex (k,), group (k,), weight (k,)) or None; skeleton index of each vertex
     group's bone or None (G,); or, for a mesh parented to a bone, None and that bone's
     index)]. Reading weights vertex by vertex is the slow part on a dense character."""
@@ -82,7 +82,7 @@ def skin_weights(armature, sk):
         else:
             m = to_arm @ rest_world(armature, ob)
             owner = (None, sk.index[ob.parent_bone])
-        out.append((co @ m[:3, :3].T + m[:3, 3], tris) + owner)
+        out.append((ob, co @ m[:3, :3].T + m[:3, 3], tris) + owner)
     return out
 
 
@@ -91,7 +91,7 @@ def skin_regions(armature, sk, regions, weights=None):
     meshes that move with `armature` (bpy Object), rest pose; regions: {skeleton index:
     region}; weights: skin_weights(armature, sk) when already read."""
     out = []
-    for v, tris, sparse, bones in (weights if weights is not None else skin_weights(armature, sk)):
+    for _ob, v, tris, sparse, bones in (weights if weights is not None else skin_weights(armature, sk)):
         if isinstance(bones, list):
             group_region = [regions.get(b, -1) for b in bones]
             region = (body_geom.region_owner(len(v), *sparse, group_region)

@@ -140,7 +140,8 @@ def read_rig(armature, simulate_parts=GROUPS, face_object=None, report=None, uni
     defaulted = []
     palm_normals = _palm_normals(body, rest)
     seg_length = segment_lengths(arm)
-    skin = _skin_radii(armature, sk, seg_length) if any(CAPSULE_PROP not in bones[i] for i in order) else {}
+    weights = body_geometry.skin_weights(armature, sk)  # read once: the radii and the body volumes
+    skin = _skin_radii(armature, sk, seg_length, weights) if any(CAPSULE_PROP not in bones[i] for i in order) else {}
     for k, i in enumerate(order):
         p = sk.parents[i]
         parent_rest = rest[p] if p >= 0 else np.eye(4)
@@ -169,7 +170,7 @@ def read_rig(armature, simulate_parts=GROUPS, face_object=None, report=None, uni
     parts = tuple(_part(body, i, roles[i][0]) for i in order)
     meshes = body_geometry.body_meshes(armature, sk, body, order, rest, scale, chest,
                                        face_object if "neck_head" in simulate_parts else None,
-                                       palm_normals, warnings)
+                                       palm_normals, warnings, weights)
     face = next(((m.vertices, m.triangles, m.bone) for m in meshes if m.kind == "face"), None)
     # A volume's distance field is that part's surface: the neck and head capsules (fat
     # cylinders around the face) would push away fingertips that touch the chin, and the
@@ -352,23 +353,16 @@ def segment_lengths(arm):
     return out
 
 
-def _skin_radii(armature, sk, seg_length):
+def _skin_radii(armature, sk, seg_length, weights):
     """{bone index: capsule radius (armature units)} from the skinned meshes, if any
     (solver.capsules: the skin vertices each bone dominates, rest pose, about the
-    capsule axis of seg_length {bone name: length, armature units})."""
-    meshes = body_geometry.skinned_meshes(armature)
+    capsule axis of seg_length {bone name: length, armature units}); weights:
+    body_geometry.skin_weights(armature, sk)."""
     out = {}
-    to_arm = np.linalg.inv(np.array(armature.matrix_world))
-    for ob in meshes:
-        mesh = ob.data
-        co = np.empty(len(mesh.vertices) * 3)
-        mesh.vertices.foreach_get("co", co)
-        m = to_arm @ np.array(ob.matrix_world)
-        co = co.reshape(-1, 3) @ m[:3, :3].T + m[:3, 3]
-        sparse = [(v.index, g.group, g.weight) for v in mesh.vertices for g in v.groups]
-        if not sparse:
+    for ob, co, _tris, sparse, bones in weights:
+        if not isinstance(bones, list) or sparse is None:  # carried by a bone, or unweighted
             continue
-        owner = capsules.dominant_owner(len(mesh.vertices), *zip(*sparse))
+        owner = capsules.dominant_owner(len(co), *sparse)
         for g in ob.vertex_groups:
             pts = co[owner == g.index]
             if g.name in sk.index and sk.index[g.name] not in out and len(pts) >= 4:

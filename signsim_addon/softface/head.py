@@ -61,34 +61,31 @@ def head_skin(armature, unit_scale=1.0, near=None):
     rest = np.array(armature.data.bones[sk.names[head]].matrix_local)
     scale = rig.object_scale(armature) * float(unit_scale)
     to_arm = np.linalg.inv(np.array(armature.matrix_world))
+    to_head = np.linalg.inv(rest)
     patches = []
-    for ob in body_geometry.skinned_meshes(armature):
-        sparse = [(v.index, g.group, g.weight) for v in ob.data.vertices for g in v.groups]
-        if not sparse:
+    for ob, v, tris, sparse, bones in body_geometry.skin_weights(armature, sk):
+        if not isinstance(bones, list) or sparse is None:  # a mesh carried by a bone, or unweighted
             continue
-        group_region = [0 if sk.index.get(g.name) in below else (1 if g.name in sk.index else -1)
-                        for g in ob.vertex_groups]
-        keep = body_geom.region_owner(len(ob.data.vertices), *zip(*sparse), group_region) == 0
-        if not keep.any():
-            continue
-        co, tris = body_geometry.mesh_arrays(ob.data)
-        local = np.linalg.inv(rest) @ to_arm @ np.array(ob.matrix_world)  # mesh → head frame, armature units
-        patches.append((ob, keep, co, tris, local, (co[keep] @ local[:3, :3].T + local[:3, 3]) * scale))
+        group_region = [0 if b in below else (1 if b is not None else -1) for b in bones]
+        keep = body_geom.region_owner(len(v), *sparse, group_region) == 0
+        if keep.any():
+            head_v = (v @ to_head[:3, :3].T + to_head[:3, 3]) * scale  # head frame, metres
+            patches.append((ob, keep, tris, head_v))
     if not patches:
         raise SignSimError(f"no skin of '{armature.name}' is weighted to its head bone "
                            f"'{sk.names[head]}': no soft face")
+    tree = cKDTree(np.asarray(near, float).reshape(-1, 3)) if near is not None and len(near) else None
 
     def touched(patch):
-        if near is None or not len(near):
-            return 0
-        return int((cKDTree(np.asarray(near, float).reshape(-1, 3)).query(patch[5])[0] < NEAR).sum())
-    ob, keep, co, tris, local, _ = max(patches, key=lambda p: (touched(p), int(p[1].sum())))
+        return 0 if tree is None else int((tree.query(patch[3][patch[1]])[0] < NEAR).sum())
+    ob, keep, tris, head_v = max(patches, key=lambda p: (touched(p), int(p[1].sum())))
     tris = tris[keep[tris].all(axis=1)]
     indices = np.unique(tris)
     if len(tris) < 4:
         raise SignSimError(f"the head skin of '{ob.name}' has {len(tris)} triangles: no soft face")
-    verts = (co[indices] @ local[:3, :3].T + local[:3, 3]) * scale
-    remap = np.full(len(co), -1)
+    local = to_head @ to_arm @ np.array(ob.matrix_world)  # mesh → head frame, armature units
+    verts = head_v[indices]
+    remap = np.full(len(head_v), -1)
     remap[indices] = np.arange(len(indices))
     an = body.anatomy
     axes = rest[:3, :3].T @ np.stack([an.left, an.forward, an.up], 1)
