@@ -138,14 +138,19 @@ def _rot(m):
 # ---------------------------------------------------------------------------------------
 # body axes (reference directions for the alignment frames)
 
-def _axes(body, heads):
-    """(forward, lateral, up) unit vectors (3,) of a body in a pose given by heads (N, 3)."""
+PELVIS_LATERAL = ("thigh", "upper_arm", "shoulder")
+
+
+def _axes(body, heads, lateral_from=("upper_arm", "thigh", "shoulder")):
+    """(forward, lateral, up) unit vectors (3,) of a body in a pose given by heads (N, 3);
+    lateral from the first pair of limbs in lateral_from (right → left head) both sides
+    have."""
     up = None
     top = body.head if body.head is not None else (body.spine[-1] if body.spine else None)
     if top is not None:
         up = heads[top] - heads[body.hips]
     lat = None
-    for part in ("upper_arm", "thigh", "shoulder"):
+    for part in lateral_from:
         left, right = body.limbs.get(("L", part)), body.limbs.get(("R", part))
         if left and right:
             lat = heads[left[0]] - heads[right[0]]
@@ -159,6 +164,21 @@ def _axes(body, heads):
         up = np.array([0.0, 0.0, 1.0])
     lat = _unit(lat - np.dot(lat, up) * up)
     return np.cross(lat, up), lat, up
+
+
+def _facing_turn(body_t, rest_t):
+    """(3, 3) rotation about the world's Z (up) axis taking the world's -Y (the forward
+    Blender's importers give a capture) to the target's forward in its rest pose, from the
+    hip line of its rest heads rest_t (Nt, 3); the identity without a body analysis or
+    when that rest is no standing pose (its up over 25° from Z)."""
+    if body_t is None:
+        return np.eye(3)
+    fwd, _lat, up = _axes(body_t, rest_t, PELVIS_LATERAL)
+    if up[2] < 0.9:
+        return np.eye(3)
+    angle = np.arctan2(fwd[1], fwd[0]) + 0.5 * np.pi
+    c, s = np.cos(angle), np.sin(angle)
+    return np.array([[c, -s, 0.0], [s, c, 0.0], [0.0, 0.0, 1.0]])
 
 
 def _reference_kind(body):
@@ -255,22 +275,28 @@ def solve(sk_s, rest_s_world, mats, tails, sk_t, mo_t, rest_t_arm, tails_t, pair
     Raises RetargetError when the hips (or, without legs, the chest) are not mapped or no
     hips height can be measured, and for an impossible result (_refuse).
     """
-    P = mats[..., :3, 3]
     t_of = {sk_t.index[t]: sk_s.index[s] for t, s in pairs}
     n_frames = mats.shape[0]
 
     rest_t = mo_t @ rest_t_arm                            # (Nt, 4, 4) world rest
     T = _rot(rest_t)
     h_t = rest_t[:, :3, 3]
-    S = _rot(mats)
 
     try:
         body_t = bonemap.analyse(sk_t)
         body_s = bonemap.analyse(sk_s)
     except bonemap.BoneMapError:
         body_t = body_s = None
-    rest_tails_s = sk_s.tails
-    if body_s is not None and _usable_rest(body_s, rest_s_world[:, :3, 3]):
+    usable = body_s is not None and _usable_rest(body_s, rest_s_world[:, :3, 3])
+    # the source's world turned so that its forward is the target's: a character turned in
+    # the scene keeps facing where it was turned
+    turn = np.eye(4)
+    turn[:3, :3] = _facing_turn(body_t, h_t)
+    mats, rest_s_world = turn @ mats, turn @ rest_s_world
+    tails, rest_tails_s = tails @ turn[:3, :3].T, sk_s.tails @ turn[:3, :3].T
+    P = mats[..., :3, 3]
+    S = _rot(mats)
+    if usable:
         S_ref, P_ref, tails_ref = _rot(rest_s_world), rest_s_world[:, :3, 3], rest_tails_s
     else:
         S_ref, P_ref, tails_ref = S[0], P[0], tails[0]
@@ -335,7 +361,11 @@ def solve(sk_s, rest_s_world, mats, tails, sk_t, mo_t, rest_t_arm, tails_t, pair
             # spine joint sits on the pelvis differs between skeletons (MakeHuman's root
             # lies behind the spine, 8 cm from it) and forcing that line would tilt the
             # pelvis and lift or sink the hip joints
-            A[b] = _body_frame(ax_t) @ _body_frame(ax_s).T
+            # by the hip line: a reference pose (the first frame, when the source's rest is
+            # no standing pose) may twist the shoulders against the hips, and that twist
+            # would turn the whole clip (a dance: 23 deg)
+            A[b] = np.stack(_axes(body_t, h_t, PELVIS_LATERAL), axis=-1) @ \
+                np.stack(_axes(body_s, P_ref, PELVIS_LATERAL), axis=-1).T
             Q[b] = S[:, s] @ S_ref[s].T @ A[b].T
             continue
         if b in tips:

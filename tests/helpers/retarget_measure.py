@@ -5,7 +5,9 @@ geometry with names ignored, so a measurement can never agree with a wrong bone 
 sharing its names. Values are in metres and degrees.
 
 `Poses(ob, frames)` samples world heads, tails and rotations once; the functions below
-compare a source's and a target's Poses over the same clip.
+compare a source's and a target's Poses over the same clip. A target is measured in its
+own facing frame (`facing_turn`): the retarget moves it as the capture moves in front of
+its camera, facing where the character faces in its rest pose.
 """
 import math
 
@@ -51,6 +53,36 @@ class Poses:
         poses = self.heads[np.linspace(0, len(frames) - 1, min(16, len(frames))).astype(int)] \
             if from_motion else None
         self.body = skeleton.analyse([f"n{k}" for k in range(n)], parents, rest_h, rest_t, poses)
+        if not from_motion:
+            turn = facing_turn(self.body, rest_h)
+            self.mats = np.concatenate([turn @ self.mats[..., :3, :], self.mats[..., 3:, :]], axis=-2)
+            self.rot = turn @ self.rot
+            self.heads, self.tails = self.heads @ turn.T, self.tails @ turn.T
+            self.rest_heads, self.rest_tails = rest_h @ turn.T, rest_t @ turn.T
+
+
+def facing_turn(body, rest_heads):
+    """(3, 3) rotation about Z that turns a standing body whose rest heads (N, 3) face
+    along its hip line's forward (left thigh − right thigh, × up; the upper arms without
+    legs) to face -Y."""
+    part = "thigh" if ("L", "thigh") in body.limbs else "upper_arm"
+    lat = rest_heads[body.limbs[("L", part)][0]] - rest_heads[body.limbs[("R", part)][0]]
+    fwd = np.cross(lat, [0.0, 0.0, 1.0])
+    angle = -0.5 * np.pi - math.atan2(fwd[1], fwd[0])
+    c, s = math.cos(angle), math.sin(angle)
+    return np.array([[c, -s, 0.0], [s, c, 0.0], [0.0, 0.0, 1.0]])
+
+
+def rig_turn(ob):
+    """facing_turn of an armature object's rest pose (its body read without names)."""
+    bones = ob.data.bones
+    names = [b.name for b in bones]
+    mw = ob.matrix_world
+    rest_h = np.array([mw @ b.head_local for b in bones])
+    rest_t = np.array([mw @ b.tail_local for b in bones])
+    body = skeleton.analyse([f"n{k}" for k in range(len(names))],
+                            [names.index(b.parent.name) if b.parent else -1 for b in bones], rest_h, rest_t)
+    return facing_turn(body, rest_h)
 
 
 def _unit(v):

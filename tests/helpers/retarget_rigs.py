@@ -120,8 +120,10 @@ def direction_cosines(source, target, bone_map, result, pairs):
     constant in the body, not drift): the mean cosine of the angle between each frame's
     offset and the mean offset. Pairs whose source joints coincide (< 1 mm) are left out.
     """
+    import retarget_measure
     hs, _ = posed_heads(source, result.source_frames)
     ht, _ = posed_heads(target, result.frames)
+    ht = ht @ retarget_measure.rig_turn(target).T      # the target in its own facing frame
     si = {b.name: i for i, b in enumerate(source.data.bones)}
     ti = {b.name: i for i, b in enumerate(target.data.bones)}
     mapped = bone_map.as_dict()

@@ -43,3 +43,59 @@ def test_a_centimetre_rig_gets_the_same_motion(addon, variant):
     print(f"\nworst bone rotation difference {angle.max():.3f}°")
     assert angle.max() < 0.5          # was 10–14° at the feet with the scene's unit scale
     np.testing.assert_allclose(root_c, 100.0 * root_m, atol=1e-3 * 100 * np.abs(root_m).max())
+
+
+def _world_heads(rt, ob, placement):
+    """World heads (F, N, 3) of ob's bones retargeted from CMU with ob's object at
+    placement (a 4x4 Matrix, or None for as imported)."""
+    if placement is not None:
+        ob.matrix_world = placement @ ob.matrix_world
+        bpy.context.view_layer.update()
+    bpy.context.scene.render.fps = 30
+    with rt.source_clip(str(CMU)) as src:
+        res = rt.retarget(src.armature, ob, rt.auto_map(src.armature, ob), source_fps=src.fps,
+                          frame_range=(200, 320), action_name="placed")
+    heads = []
+    for f in res.frames:
+        bpy.context.scene.frame_set(int(f))
+        heads.append([np.array(ob.matrix_world @ pb.head) for pb in ob.pose.bones])
+    return np.array(heads)
+
+
+def test_a_turned_and_moved_rig_gets_the_motion_in_its_own_frame(addon):
+    """A character the animator turned to face the camera and moved keeps its placement:
+    the motion is the as-imported one carried by the object's turn and offset, bone for
+    bone (was: the hips keys turned it back to face world -Y, 0.54 m off)."""
+    from mathutils import Matrix
+    rt = addon.signsim_addon.retarget.api
+    plain = _world_heads(rt, centimetre_rig(DATA, "metres"), None)
+    placement = Matrix.Translation((2.0, -1.0, 0.25)) @ Matrix.Rotation(np.radians(90.0), 4, 'Z')
+    placed = _world_heads(rt, centimetre_rig(DATA, "metres"), placement)
+    m = np.array(placement)
+    expected = plain @ m[:3, :3].T + m[:3, 3]
+    err = np.linalg.norm(placed - expected, axis=-1)
+    print(f"\nlargest bone head difference {1000 * err.max():.4f} mm")
+    assert err.max() < 1e-4
+
+
+def test_the_hip_line_keeps_the_sources_heading(addon):
+    """Rokoko's dance (its rest is no standing pose, so its first frame is the reference,
+    with the shoulders twisted against the hips) onto the base mesh: the target's hip line,
+    measured in the target's own facing frame, turns with the source's on every frame (was a
+    constant 23° off: the pelvis was aligned by the shoulder line)."""
+    import retarget_measure as rm
+    rt = addon.signsim_addon.retarget.api
+    ob = centimetre_rig(DATA, "metres")
+    bpy.context.scene.render.fps = 24
+    with rt.source_clip(str(DATA / "mocap" / "animdrawings_rokoko_jesse_dance.bvh")) as src:
+        res = rt.retarget(src.armature, ob, rt.auto_map(src.armature, ob), source_fps=src.fps,
+                          frame_range=(1, 1000))
+        poses_s = rm.Poses(src.armature, res.source_frames, from_motion=True)
+    poses_t = rm.Poses(ob, res.frames)
+
+    def heading(p):
+        lat = (p.heads[:, p.body.limbs[("L", "thigh")][0]] - p.heads[:, p.body.limbs[("R", "thigh")][0]])
+        return np.degrees(np.arctan2(lat[:, 1], lat[:, 0]))
+    diff = (heading(poses_t) - heading(poses_s) + 180.0) % 360.0 - 180.0
+    print(f"\nhip-line heading target - source: {diff.min():.2f} .. {diff.max():.2f}°")
+    assert np.abs(diff).max() < 3.0
