@@ -346,7 +346,7 @@ def solve(sk_s, rest_s_world, mats, tails, sk_t, mo_t, rest_t_arm, tails_t, pair
     # pelvis level, the feet flat): a rest that is no human pose keeps direction transfer
     standing = body_s is not None and _usable_rest(body_t, h_t)
     tips = _foot_tips(body_t, body_s, t_of, tails_t) if standing else {}
-    feet_s = source_feet(body_s, P, tails, fps) if legs else {}
+    feet_s = source_feet(body_s, P, tails, fps, detached_feet(sk_s, body_s, P[0])) if legs else {}
     Q, A = {}, {}
     for b in order:
         if b not in t_of:
@@ -614,15 +614,18 @@ PLANT_TURN = np.radians(4.5)   # the hold's turn of a leg bone changes this much
 FOOT_FLOOR_SPREAD = 0.06  # m: a foot whose lowest points stay this close to the floor has its own
 
 
-def _leg_ends(body, side, heads, tails):
-    """(thigh bone, ankle points) of one leg: the foot's head, or the shin's tail without a
-    foot bone (the robot's IK feet hang outside the leg); heads/tails (F, N, 3) or (N, 3)."""
+def _leg_ends(body, side, heads, tails, ik_feet=None):
+    """(thigh bone, ankle points) of one leg: the foot's head, an IK foot's head
+    (ik_feet: {side: bone}, detached_feet: the robot's hang outside the leg), or the shin's
+    tail; heads/tails (F, N, 3) or (N, 3)."""
     th, sh = body.limbs[(side, "thigh")][0], body.limbs[(side, "shin")][0]
     ft = body.limbs.get((side, "foot"), [None])[0]
+    if ft is None:
+        ft = (ik_feet or {}).get(side)
     return th, (heads[..., ft, :] if ft is not None else tails[..., sh, :])
 
 
-def source_feet(body, P, tails, fps):
+def source_feet(body, P, tails, fps, ik_feet=None):
     """Where each source foot stands: {side: {"planted": bool (F,), "floor": the height it
     stands on (m), "lift": (F,) its lowest point's height above that floor (m), "leg": the
     standing leg length: thigh + shin (medians over the frames) + the ankle's height above
@@ -637,14 +640,17 @@ def source_feet(body, P, tails, fps):
     over the planted frames of both feet (median): a foot on its toes puts the ankle 7 cm
     higher above its lowest point, which is no longer leg (Rokoko's dance: 16 cm over all
     frames, 9.7 cm planted). Without any planted frame, the medians over all frames are
-    used. P (F, N, 3) posed heads, tails (F, N, 3), fps: frames per second."""
+    used. P (F, N, 3) posed heads, tails (F, N, 3), fps: frames per second; ik_feet
+    {side: bone}: IK feet outside the legs (detached_feet), which stand for those feet (a
+    leg ending at its shin high above the floor is no standing leg: the robot's clips
+    lifted a character 1.3 m)."""
     lowest = np.minimum(P[..., 2].min(axis=1), tails[..., 2].min(axis=1))
     floor_all = float(np.percentile(lowest, 5))
     out, low_of = {}, {}
     for side in bonemap.SIDES:
         bones = [body.limbs[(side, p)][0] for p in ("foot", "toe") if (side, p) in body.limbs]
         if not bones:
-            bones = body.limbs[(side, "shin")][:1]
+            bones = [ik_feet[side]] if side in (ik_feet or {}) else body.limbs[(side, "shin")][:1]
         pts = np.concatenate([P[:, bones], tails[:, bones]], axis=1)             # (F, k, 3)
         low = low_of[side] = pts[np.arange(len(pts)), np.argmin(pts[..., 2], axis=1)]
         own = float(np.percentile(low[:, 2], 5))
@@ -657,7 +663,7 @@ def source_feet(body, P, tails, fps):
             out[side]["planted"] = posing.planted(low_of[side], fps, out[side]["floor"], PLANT_SPEED, PLANT_HEIGHT)
     above = {}
     for side in out:
-        th, ankle = _leg_ends(body, side, P, tails)
+        th, ankle = _leg_ends(body, side, P, tails, ik_feet)
         sh = body.limbs[(side, "shin")][0]
         out[side]["lift"] = low_of[side][:, 2] - out[side]["floor"]
         out[side]["bones"] = float(np.median(np.linalg.norm(P[:, sh] - P[:, th], axis=1)
