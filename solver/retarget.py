@@ -490,6 +490,7 @@ def solve(sk_s, rest_s_world, mats, tails, sk_t, mo_t, rest_t_arm, tails_t, pair
     rot.update({sk_t.names[b]: quat.make_continuous(quat.from_matrix(basis_of[b])) for b in loc})
     if body_t is not None and body_s is not None:
         _refuse(target_name, sk_t, sk_s, body_t, body_s, t_of, basis_of, loc, P, mo_t, rest_t_arm)
+        notes += _lying_source(body_s, P, target_name)
     return {"rot": rot, "loc": {sk_t.names[b]: v for b, v in loc.items()}, "root_path": root,
             "scale": k, "warnings": notes}
 
@@ -518,6 +519,22 @@ def _refuse(target_name, sk_t, sk_s, body_t, body_s, t_of, basis_of, loc, P, mo,
         raise RetargetError(f"'{target_name}' would hold its head below its hips on {len(bad)} "
                             f"frame(s) (first: {int(bad[0])}) where the source stands upright: "
                             f"refused, nothing written (check the bone map and the up axis)")
+
+
+def _lying_source(body_s, P, target_name):
+    """[warning] when the source's head is not above its hips on most frames (P (F, N, 3)
+    world heads; the median hips → head direction more than 60° from world Z): a capture
+    imported with the wrong up axis lies on its back, and the target copies it."""
+    if body_s.head is None:
+        return []
+    rise = P[:, body_s.head] - P[:, body_s.hips]
+    upright = rise[:, 2] / np.maximum(np.linalg.norm(rise, axis=1), 1e-12)
+    tilt = float(np.degrees(np.arccos(np.clip(np.median(upright), -1.0, 1.0))))
+    if tilt <= 60.0:
+        return []
+    return [f"the source's head is not above its hips (hips → head {tilt:.0f}° from up, median over "
+            f"the frames): it lies on its side or back, and so does '{target_name}' — import the "
+            f"clip with SignSim's importer (it finds the up axis) or stand the source up"]
 
 
 LIMB_PARTS = ("upper_arm", "forearm", "thigh", "shin")

@@ -9,6 +9,7 @@ compose`, batch, the demo and the tests call.
 A bone map preset naming bones the target lacks is refused with one clear error, by the
 CLI and the operator alike.
 """
+import contextlib
 import os
 from dataclasses import dataclass
 
@@ -102,12 +103,37 @@ def retarget_source(source, target, report=silent, contacts=True):
     if bone_map is None:
         bone_map = auto_map(source, target)
         store_map(target, bone_map)
-    res = retarget(source, target, bone_map, report=report)
+    with _previewed_clip(source) as fps:
+        res = retarget(source, target, bone_map, source_fps=fps, report=report)
+        if contacts:
+            res.contacts = contact_pass.preserve(source, target, res, report=report,
+                                                 **contact_pass.animator_choices(target))
     if contacts:
-        res.contacts = contact_pass.preserve(source, target, res, report=report,
-                                             **contact_pass.animator_choices(target))
         contact_pass.mark_timeline(bpy.context.scene, res.action)
     return res
+
+
+@contextlib.contextmanager
+def _previewed_clip(source):
+    """Yields the frame rate of source's clip (None: the scene's). A library preview plays
+    its clip from an NLA strip (library.ui.preview_clip) with no action assigned; while the
+    retarget reads it, the strip's action is assigned and the tracks muted, then all is
+    put back as it was."""
+    ad = source.animation_data
+    strips = [st for t in ad.nla_tracks for st in t.strips if st.action] if ad is not None else []
+    if ad is None or ad.action is not None or not source.signsim.is_preview or not strips:
+        yield None
+        return
+    muted = [(t, t.mute) for t in ad.nla_tracks]
+    for t, _m in muted:
+        t.mute = True
+    compat.assign_action(source, strips[0].action, strips[0].action_slot)
+    try:
+        yield strips[0].action.signsim.fps or None
+    finally:
+        ad.action = None
+        for t, m in muted:
+            t.mute = m
 
 
 def retarget_files(request: RetargetRequest, report=silent) -> dict:

@@ -32,3 +32,25 @@ def test_robot_clip_keeps_the_signer_on_its_floor(addon, tmp_path):
     lift = np.array(lowest) - rest_floor
     print(f"\nfeet above the rest floor: {100 * lift.min():.2f} .. {100 * lift.max():.2f} cm")
     assert np.abs(lift).max() < 0.02
+
+
+def test_a_lying_source_is_said(addon):
+    """The bundled fingerspelling clip is Z-up; Blender's own BVH importer with its default
+    Y-up axes lays the skeleton on its back. Retargeting that source (the operator's path:
+    a source the animator imported) says the source lies, in the warnings; the same clip
+    imported through SignSim stands and says nothing of the kind."""
+    api = addon.signsim_addon
+    clip = ROOT / "sample_blends" / "fingerspelling.bvh"
+    bpy.ops.wm.open_mainfile(filepath=str(ROOT / "sample_blends" / "signer.blend"))
+    target = bpy.data.objects["Signer"]
+    bpy.ops.import_anim.bvh(filepath=str(clip))
+    lying = bpy.context.view_layer.objects.active
+    rt = api.retarget.api
+    warned = []
+    rt.retarget(lying, target, rt.auto_map(lying, target), report=lambda level, m: warned.append(m))
+    assert any("lies on its side or back" in m for m in warned)
+    warned.clear()
+    with rt.source_clip(str(clip)) as src:
+        rt.retarget(src.armature, target, rt.auto_map(src.armature, target), source_fps=src.fps,
+                    report=lambda level, m: warned.append(m))
+    assert not any("lies on its side or back" in m for m in warned)
