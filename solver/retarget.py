@@ -296,8 +296,16 @@ def solve(sk_s, rest_s_world, mats, tails, sk_t, mo_t, rest_t_arm, tails_t, pair
     tails, rest_tails_s = tails @ turn[:3, :3].T, sk_s.tails @ turn[:3, :3].T
     P = mats[..., :3, 3]
     S = _rot(mats)
+    notes = []
     if usable:
         S_ref, P_ref, tails_ref = _rot(rest_s_world), rest_s_world[:, :3, 3], rest_tails_s
+        bent = _bent_rest(body_s, P_ref)
+        if bent:
+            # a posed rest (an FBX written without a bind pose keeps the pose it was
+            # exported in) turns every bone by its rest's roll: twists cannot be known
+            notes.append(f"the source's rest pose is no neutral pose ({', '.join(f'{j} bent {d:.0f}°' for j, d in bent)}): "
+                         f"the twist of arm, leg and finger bones about their length is taken relative to it "
+                         f"and may be off by a constant — a clip whose rest is a T- or A-pose retargets exactly")
     else:
         S_ref, P_ref, tails_ref = S[0], P[0], tails[0]
     if body_t is not None:
@@ -450,7 +458,6 @@ def solve(sk_s, rest_s_world, mats, tails, sk_t, mo_t, rest_t_arm, tails_t, pair
     zero = {mover: np.zeros((n_frames, 3))}
     posed = pose_matrices(sk_t, rest_t_arm, basis_of, zero)       # the root at its rest spot
     world = {b: mo_t @ m for b, m in posed.items()}
-    notes = []
     if legs:
         # the hip joints (the thigh heads' midpoint) follow the source's, scaled by the
         # ratio of the standing leg lengths, each skeleton on the floor its planted feet
@@ -479,8 +486,9 @@ def solve(sk_s, rest_s_world, mats, tails, sk_t, mo_t, rest_t_arm, tails_t, pair
     loc = {mover: shift @ _rot(rest_local)}
     root = world[hips_t][:, :3, 3] + (goal - now)                        # (F, 3) world
     if plant_feet and legs:
-        notes, drop = _plant_feet(target_name, sk_t, body_t, T, W, basis_of, loc, mover, feet_s,
-                                  feet_t, k, fps, mo_t, rest_t_arm, tails_t, ik_feet)
+        plant_notes, drop = _plant_feet(target_name, sk_t, body_t, T, W, basis_of, loc, mover, feet_s,
+                                        feet_t, k, fps, mo_t, rest_t_arm, tails_t, ik_feet)
+        notes += plant_notes
         root = root - np.outer(drop, [0.0, 0.0, 1.0])
         rot.update({sk_t.names[b]: quat.make_continuous(quat.from_matrix(basis_of[b]))
                     for side in bonemap.SIDES for part in ("thigh", "shin", "foot")
@@ -519,6 +527,29 @@ def _refuse(target_name, sk_t, sk_s, body_t, body_s, t_of, basis_of, loc, P, mo,
         raise RetargetError(f"'{target_name}' would hold its head below its hips on {len(bad)} "
                             f"frame(s) (first: {int(bad[0])}) where the source stands upright: "
                             f"refused, nothing written (check the bone map and the up axis)")
+
+
+BENT_REST = 30.0   # degrees an elbow or knee may bend in a rest pose taken as neutral
+
+
+def _bent_rest(body, heads):
+    """[(joint name, bend in degrees)] of the elbows and knees that bend more than
+    BENT_REST in a pose given by heads (N, 3): upper arm → forearm and forearm → hand
+    directions (thigh → shin → ankle)."""
+    out = []
+    for side in bonemap.SIDES:
+        for joint, chain in (("elbow", ("upper_arm", "forearm", "hand")), ("knee", ("thigh", "shin", "foot"))):
+            bones = [body.limbs.get((side, part), [None])[0] for part in chain]
+            if None in bones:
+                continue
+            a, b, c = (heads[i] for i in bones)
+            u, v = b - a, c - b
+            if min(np.linalg.norm(u), np.linalg.norm(v)) < 1e-6:
+                continue
+            bend = float(np.degrees(np.arccos(np.clip(_unit(u) @ _unit(v), -1.0, 1.0))))
+            if bend > BENT_REST:
+                out.append((f"{joint}.{side}", bend))
+    return out
 
 
 def _lying_source(body_s, P, target_name):

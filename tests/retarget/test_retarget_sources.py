@@ -54,3 +54,27 @@ def test_a_lying_source_is_said(addon):
         rt.retarget(src.armature, target, rt.auto_map(src.armature, target), source_fps=src.fps,
                     report=lambda level, m: warned.append(m))
     assert not any("lies on its side or back" in m for m in warned)
+
+
+def test_a_posed_rest_is_said(addon, retargeted, tmp_path):
+    """Blender's FBX exporter, armature only (no skin, so no bind pose), writes the pose it
+    exports in as the rest: the signer's own motion read back from that file has a signing
+    pose for its rest, so the twist of its bones about their length is unknown (it came
+    back 38-155° off, exit 0). The retarget says so; the signer's BVH rest does not."""
+    fbx = tmp_path / "signer_motion.fbx"
+    bpy.ops.wm.open_mainfile(filepath=str(retargeted))
+    bpy.context.scene.frame_set(40)
+    for ob in bpy.data.objects:
+        ob.select_set(ob.type == 'ARMATURE')
+    bpy.ops.export_scene.fbx(filepath=str(fbx), use_selection=True, object_types={'ARMATURE'},
+                             bake_anim=True, add_leaf_bones=False)
+    rt = addon.signsim_addon.retarget.api
+    bpy.ops.wm.open_mainfile(filepath=str(ROOT / "sample_blends" / "signer.blend"))
+    target = bpy.data.objects["Signer"]
+    for clip, posed in ((fbx, True), (ROOT / "sample_blends" / "fingerspelling.bvh", False)):
+        warned = []
+        with rt.source_clip(str(clip)) as src:
+            first = src.armature.animation_data.action.frame_range[0]
+            rt.retarget(src.armature, target, rt.auto_map(src.armature, target), source_fps=src.fps,
+                        frame_range=(first, first + 10), report=lambda level, m: warned.append(m))
+        assert any("rest pose is no neutral pose" in m for m in warned) == posed, (clip, warned)
