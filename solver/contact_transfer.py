@@ -876,6 +876,64 @@ def enforce(target, body, contacts, fps):
     return out.basis
 
 
+INSIDE_WARN_MM = 5.0   # mm (reference adult): a hand deeper than this in the target's own head is reported
+
+
+NEAR_FACE = 0.05   # m (reference adult): a rigid palm farther than this from the face's box is not inside
+CHUNK = 32         # frames of deformed skin evaluated at once
+CHECK_VERTICES = 200   # at most this many of a palm's skin vertices are checked
+
+
+def hands_in_face(target, body):
+    """{"L"/"R": depth (F,) m ≥ 0}: per frame of target (Target, world metres) how deep the
+    skin of each palm is inside the face skin: the palm's deforming skin (body.skins
+    "palm_<side>", linear blend skinning) where the target has one, else its rigid part
+    ("palm_<side>"); the depth is the least signed distance of its vertices to the face
+    (Part.closest), for the sides whose palm and face the target has. A retarget whose
+    proportions put the hand through the character's own head (a large head, short
+    arms) shows here; no contact of the source puts it there."""
+    face = body.parts.get("face")
+    out = {}
+    if face is None:
+        return out
+    for side in ("L", "R"):
+        palm, skin = body.parts.get(f"palm_{side}"), body.skins.get(f"palm_{side}")
+        if palm is None:
+            continue
+        M = target.pose([palm.bone, face.bone])
+        if skin is None:
+            out[side] = -_clearance(M, palm, face, depth_only=True)[0]
+            continue
+        # the deforming skin only where the rigid palm comes near the face's box
+        world = np.einsum("fij,vj->fvi", M[:, palm.bone, :3, :3], palm.vertices) + M[:, palm.bone, None, :3, 3]
+        local = np.einsum("fij,fvj->fvi", (inv := _affine_inverse(M[:, face.bone]))[:, :3, :3], world) \
+            + inv[:, None, :3, 3]
+        lo, hi = face.box
+        box = np.linalg.norm(np.maximum(np.maximum(lo - local, local - hi), 0.0), axis=-1).min(axis=1)
+        near = np.flatnonzero(box * _scale(M, face.bone) < NEAR_FACE * body.size / REFERENCE_SHOULDERS)
+        depth = np.zeros(len(M))
+        bones = sorted(set(skin.bones.ravel().tolist()) | {face.bone})
+        # every few of a dense palm's vertices: the depths worth a warning are far larger
+        # than their spacing
+        every = slice(None, None, -(-len(skin.vertices) // CHECK_VERTICES))
+        part = Skin(skin.vertices[every], skin.bones[every], skin.weights[every], skin.triangles[:0])
+        for k in range(0, len(near), CHUNK):
+            frames = near[k:k + CHUNK]
+            Mc = target.at(frames).pose(bones)
+            inv = _affine_inverse(Mc[:, face.bone])
+            q = np.einsum("fij,fvj->fvi", inv[:, :3, :3], part.deformed(Mc, target.rest)) + inv[:, None, :3, 3]
+            q = q.reshape(-1, 3)
+            # no point outside the face's bounding box is inside it (away from the skin
+            # the sign of the nearest candidate triangle is not to be trusted)
+            sd = np.zeros(len(q))
+            inside = np.flatnonzero(np.all((q >= lo) & (q <= hi), axis=1))
+            sd[inside] = face.closest(q[inside])[2]
+            sd = sd.reshape(len(frames), -1) * _scale(Mc, face.bone)[:, None]
+            depth[frames] = np.maximum(-sd.min(axis=1), 0.0)
+        out[side] = depth
+    return out
+
+
 def _skip_reason(m, k):
     """Why a contact with measures m (world mm; k: the body's size over the reference
     adult's) is not kept, and where the plain retarget leaves it."""

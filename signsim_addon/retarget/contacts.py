@@ -147,25 +147,24 @@ def target_body(target, warnings, contacts=()):
     ua = [body.limbs.get((s, "upper_arm")) for s in bonemap.SIDES]
     size = float(np.linalg.norm(mo[:3, :3] @ (rest[ua[0][0]][:3, 3] - rest[ua[1][0]][:3, 3]))) if all(ua) else 0.3
     touching = {p for c in on if c.kind == "finger" for p in (c.part_a, c.part_b)}
+    # a finger's last two phalanges (two fingers touching are measured on them), and each
+    # palm (the hand bones' skin: whether the retarget leaves a hand inside the head)
+    owned = {b: f"palm_{side}" for side in bonemap.SIDES for b in body.limbs.get((side, "hand"), [])}
+    for (side, finger), bones in _fingers(body).items():
+        if f"{finger}_{side}" in touching:
+            owned.update({b: f"{finger}_{side}" for b in bones[-2:]})
     return ct.TargetBody(parts, face_box, face_axes, palms, arms, fingers, weights, size,
-                         _finger_skins(skin, body, touching) if touching else {}), sk
+                         _owned_skins(skin, owned)), sk
 
 
 SKIN_INFLUENCES = 4   # bone weights kept per vertex (the largest)
 
 
-def _finger_skins(skin, body, names):
-    """{"<finger>_<side>": ct.Skin} for the fingers `names` (set of "<finger>_<side>") of
-    the skin (the meshes the Armature modifier of the target deforms; skin: their
-    body_geometry.skin_weights) whose vertices are owned (largest weight) by a finger's
-    last two bones, with the SKIN_INFLUENCES largest bone weights of those vertices
-    (normalised over the bones; equal weights: the later bone first)."""
-    owned = {}
-    for (side, finger), bones in _fingers(body).items():
-        if f"{finger}_{side}" not in names:
-            continue
-        for b in bones[-2:]:
-            owned[b] = f"{finger}_{side}"
+def _owned_skins(skin, owned):
+    """{name: ct.Skin} of the skin (the meshes the Armature modifier of the target deforms;
+    skin: their body_geometry.skin_weights) whose vertices are owned (largest weight) by
+    the bones of owned ({bone: name}), with the SKIN_INFLUENCES largest bone weights of
+    those vertices (normalised over the bones; equal weights: the later bone first)."""
     pieces = {}
     for _ob, co, tris, sparse, group_bone in skin:
         if sparse is None or not isinstance(group_bone, list):
@@ -224,6 +223,23 @@ def _target_pose(target, sk, keys):
                      basis, loc)
 
 
+def _hands_in_face(target, body, pose, frames):
+    """Warnings for the palms the retarget leaves inside the target's own face skin, more
+    than ct.INSIDE_WARN_MM (reference adult) deep: pose (ct.Target) at scene frames (F,)."""
+    out = []
+    k = body.size / ct.REFERENCE_SHOULDERS
+    for side, depth in ct.hands_in_face(pose, body).items():
+        inside = np.flatnonzero(depth > 1e-3 * ct.INSIDE_WARN_MM * k)
+        if len(inside):
+            worst = int(np.argmax(depth))
+            out.append(f"the {'left' if side == 'L' else 'right'} palm ends inside the head of "
+                       f"'{target.name}' on {len(inside)} of {len(frames)} frames ({frames[inside[0]]:g}–"
+                       f"{frames[inside[-1]]:g}), up to {1e3 * depth[worst]:.0f} mm deep at frame "
+                       f"{frames[worst]:g}: the character's proportions put the hand through its own "
+                       "face; the pose needs fixing before a bake")
+    return out
+
+
 def preserve(source, target, result, *, forced=(), disabled=(), report=silent):
     """Keep the source's contacts on the target: detect them, correct the arm and finger
     chains of result.action where they touch, store them (CONTACTS_PROP on the action,
@@ -245,11 +261,14 @@ def preserve(source, target, result, *, forced=(), disabled=(), report=silent):
         fps = bpy.context.scene.render.fps / bpy.context.scene.render.fps_base
         found = ct.detect(src, fps, forced=to_index(forced), disabled=to_index(disabled))
         changed = []
-        if found:    # the target's skin is read only for contacts to keep
-            tgt, sk = target_body(target, warnings, found)
-            pose = _target_pose(target, sk, result.keys)
+        # the target's skin is read for the contacts to keep and to check where the hands end
+        tgt, sk = target_body(target, warnings if found else [], found)
+        pose = _target_pose(target, sk, result.keys)
+        if found:
             basis = ct.enforce(pose, tgt, found, fps)
             changed = [b for b in range(basis.shape[1]) if not np.array_equal(basis[:, b], pose.basis[:, b])]
+            pose.basis = basis
+        warnings += _hands_in_face(target, tgt, pose, frames)
     if changed:
         bag = compat.get_channelbag(result.action, result.action.slots[0])
         for b in changed:
