@@ -28,19 +28,6 @@ FPS = 30
 WARN_M = 0.005   # the warning's depth for an adult's size
 
 
-def _owner(ob):
-    """Per vertex of a mesh the name of the bone owning it (largest weight; the parent bone
-    of a mesh parented to a bone)."""
-    if ob.parent_type == 'BONE':
-        return [ob.parent_bone] * len(ob.data.vertices)
-    names = [g.name for g in ob.vertex_groups]
-    out = []
-    for v in ob.data.vertices:
-        best = max(v.groups, key=lambda g: g.weight, default=None)
-        out.append(names[best.group] if best is not None and best.weight > 0 else None)
-    return out
-
-
 def palm_depth(target, hand, head_bones, frame):
     """How deep (m, ≥ 0) the skin the bones `hand` (names) own is inside the head's skin
     at a frame."""
@@ -48,7 +35,7 @@ def palm_depth(target, hand, head_bones, frame):
     meshes = [o for o in bpy.data.objects if o.type == 'MESH' and o.parent == target]
     palm, verts, polys = [], [], []
     for ob in meshes:
-        owner = _owner(ob)
+        owner = rm.owning_bones(ob)
         world = evaluated_world_vertices(ob)
         palm.extend(world[i] for i, b in enumerate(owner) if b in hand)
         keep = {i for i, b in enumerate(owner) if b in head_bones}
