@@ -1001,7 +1001,6 @@ def _solve_contacts(out, body, group):
         for j, q in solved.items():
             trial[:, j] = q
         Mt = out.at(frames, trial).pose(bones)
-        sd, _p, _deepest = _clearance(Mt, pa, pb, coarse=True)
         # a's skin lowest along b's normal goes to the spot (on a plane there, no other
         # point of a is then inside b), then a is lifted along the normal until none is
         # inside b's curved skin either
@@ -1012,6 +1011,7 @@ def _solve_contacts(out, body, group):
             goal.local_a = low if c0.part_a.startswith("palm") else \
                 np.concatenate([_held_point(low[piece]) for piece in pieces])
         else:
+            sd = _clearance(Mt, pa, pb, coarse=True)[0]
             offset = offset - (sd - keep)[:, None] * n_world
         # the arm is redundant: frames solved apart may settle on different elbows;
         # the corrections are smoothed over the run and solved again from there, so
