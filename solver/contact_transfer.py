@@ -564,12 +564,15 @@ def _world_point(M, rest_inv, bone, local):
     return np.einsum("fij,fj->fi", M[:, bone, :3, :3], local) + M[:, bone, :3, 3]
 
 
-def solve_goal(target, frames, goal, offset, size, start=None):
+def solve_goal(target, frames, goal, offset, size, start=None, runs=None):
     """Rotation deltas that make the goal's two points meet on `frames` (k,) indices.
 
     offset (k, 3) world m: point a must reach point b + offset. Damped least squares on
     the joints' world rotation vectors, weighted per joint; size (m) scales the damping.
     start (k, N, 4): the basis to start from (default: the target's on those frames).
+    runs: lengths (r,) of consecutive pieces of `frames` solved as one problem each (a
+    piece stops iterating once all its frames meet the goal; default: one piece), so
+    that several contacts' frames are solved in one pass exactly as one by one.
     Returns {bone: (k, 4) new local quaternions} for the goal's joints.
     """
     sub = target.at(frames, start)
@@ -583,12 +586,16 @@ def solve_goal(target, frames, goal, offset, size, start=None):
     w = np.repeat([goal.weights.get(j, 1.0) for j in joints], 3)
     lam2 = (DAMPING * size) ** 2
     bones = joints + [goal.bone_a, goal.bone_b]
+    lengths = np.array([len(frames)] if runs is None else runs)
+    starts = np.concatenate([[0], np.cumsum(lengths)[:-1]])
     for _ in range(ITERATIONS):
         M = sub.pose(bones)
         pa = _world_point(M, None, goal.bone_a, goal.local_a)
         pb = _world_point(M, None, goal.bone_b, goal.local_b)
         e = pb + offset - pa                                           # (k, 3)
-        if np.abs(e).max() < 1e-5 * size:
+        # a piece that meets the goal is left as it is (its error no longer changes)
+        active = np.repeat(np.maximum.reduceat(np.abs(e).max(axis=1), starts) >= 1e-5 * size, lengths)
+        if not active.any():
             break
         # at most STEP · size per iteration: far goals are approached along the way
         # instead of by one linearised jump (Buss 2004, clamping the target distance)
@@ -609,7 +616,7 @@ def solve_goal(target, frames, goal, offset, size, start=None):
         # turns at most MAX_TURN per iteration, all joints applied on one linearisation
         big = np.linalg.norm(dw, axis=-1, keepdims=True)
         dw = dw * np.minimum(1.0, MAX_TURN / np.maximum(big, 1e-12))
-        _turn(sub, M, joints, dw)
+        _turn(sub, M, joints, dw, active)
     return {j: sub.basis[:, j] for j in joints}
 
 
@@ -631,17 +638,19 @@ def _skew(r):
     return out
 
 
-def _turn(target, M, joints, omega):
+def _turn(target, M, joints, omega, rows):
     """Turn bones `joints` (n,) (each with its subtree) by the world rotation vectors omega
     (k, n, 3) about their heads, all on the one pose M: R(q') = A⁻¹ · Rot(ω) · A · R(q),
-    with A a bone's posed world rotation without its own basis rotation."""
+    with A a bone's posed world rotation without its own basis rotation; on the frames
+    where rows (k,) bool is True only."""
     Rq = quat.to_matrix(target.basis[:, joints])                       # (k, n, 3, 3)
     A = _rot(M[:, joints]) @ np.swapaxes(Rq, -1, -2)
     rot = quat.to_matrix(quat.exp(omega))
     new = np.swapaxes(A, -1, -2) @ rot @ A @ Rq
     q = quat.normalize(quat.from_matrix(new))
     old = target.basis[:, joints]
-    target.basis[:, joints] = np.where(np.sum(q * old, -1, keepdims=True) < 0, -q, q)
+    q = np.where(np.sum(q * old, -1, keepdims=True) < 0, -q, q)
+    target.basis[:, joints] = np.where(rows[:, None, None], q, old)
 
 
 @dataclass
@@ -834,11 +843,12 @@ def enforce(target, body, contacts, fps):
         if c.enabled:
             groups.setdefault(c.name, []).append(c)
     for group in groups.values():
-        solved = [_solve_contact(out, body, c) for c in group]
+        solved = _solve_contacts(out, body, group)
         runs = [(c, sol) for c, sol in zip(group, solved) if sol]
         if not runs:
             continue
         plain = out.basis.copy()
+        measures = {}
         # a run not reachable on this body (out of reach, or only through its own skin)
         # is left as retargeted, and says why; the others are blended again without it
         while runs:
@@ -847,9 +857,10 @@ def enforce(target, body, contacts, fps):
             weights = _blend_weights(len(plain), [(c.start, c.stop) for c, _s in runs], ramp)
             for c, _sol in runs:
                 c.weights = weights
-                _measure(out, body, plain, c, ramp)
+            _measure(out, body, plain, [c for c, _sol in runs], ramp, measures)
             missed = [(c, sol) for c, sol in runs if _miss(c.measured)]
             if not missed:
+                _measure(out, body, plain, [c for c, _sol in runs], ramp, measures, eased=True)
                 break
             out.basis[:] = plain
             for c, _sol in missed:
@@ -859,10 +870,68 @@ def enforce(target, body, contacts, fps):
     for c in contacts:
         if "skipped" not in c.measured:
             c.measured = {key: k * v for key, v in c.measured.items()}
-        for scratch in ("parts_", "plain_", "measured_at_"):
+        for scratch in ("parts_",):
             if hasattr(c, scratch):
                 delattr(c, scratch)
     return out.basis
+
+
+INSIDE_WARN_MM = 5.0   # mm (reference adult): a hand deeper than this in the target's own head is reported
+
+
+NEAR_FACE = 0.05   # m (reference adult): a rigid palm farther than this from the face's box is not inside
+CHUNK = 32         # frames of deformed skin evaluated at once
+CHECK_VERTICES = 200   # at most this many of a palm's skin vertices are checked
+
+
+def hands_in_face(target, body):
+    """{"L"/"R": depth (F,) m ≥ 0}: per frame of target (Target, world metres) how deep the
+    skin of each palm is inside the face skin: the palm's deforming skin (body.skins
+    "palm_<side>", linear blend skinning) where the target has one, else its rigid part
+    ("palm_<side>"); the depth is the least signed distance of its vertices to the face
+    (Part.closest), for the sides whose palm and face the target has. A retarget whose
+    proportions put the hand through the character's own head (a large head, short
+    arms) shows here; no contact of the source puts it there."""
+    face = body.parts.get("face")
+    out = {}
+    if face is None:
+        return out
+    for side in ("L", "R"):
+        palm, skin = body.parts.get(f"palm_{side}"), body.skins.get(f"palm_{side}")
+        if palm is None:
+            continue
+        M = target.pose([palm.bone, face.bone])
+        if skin is None:
+            out[side] = -_clearance(M, palm, face, depth_only=True)[0]
+            continue
+        # the deforming skin only where the rigid palm comes near the face's box
+        world = np.einsum("fij,vj->fvi", M[:, palm.bone, :3, :3], palm.vertices) + M[:, palm.bone, None, :3, 3]
+        local = np.einsum("fij,fvj->fvi", (inv := _affine_inverse(M[:, face.bone]))[:, :3, :3], world) \
+            + inv[:, None, :3, 3]
+        lo, hi = face.box
+        box = np.linalg.norm(np.maximum(np.maximum(lo - local, local - hi), 0.0), axis=-1).min(axis=1)
+        near = np.flatnonzero(box * _scale(M, face.bone) < NEAR_FACE * body.size / REFERENCE_SHOULDERS)
+        depth = np.zeros(len(M))
+        bones = sorted(set(skin.bones.ravel().tolist()) | {face.bone})
+        # every few of a dense palm's vertices: the depths worth a warning are far larger
+        # than their spacing
+        every = slice(None, None, -(-len(skin.vertices) // CHECK_VERTICES))
+        part = Skin(skin.vertices[every], skin.bones[every], skin.weights[every], skin.triangles[:0])
+        for k in range(0, len(near), CHUNK):
+            frames = near[k:k + CHUNK]
+            Mc = target.at(frames).pose(bones)
+            inv = _affine_inverse(Mc[:, face.bone])
+            q = np.einsum("fij,fvj->fvi", inv[:, :3, :3], part.deformed(Mc, target.rest)) + inv[:, None, :3, 3]
+            q = q.reshape(-1, 3)
+            # no point outside the face's bounding box is inside it (away from the skin
+            # the sign of the nearest candidate triangle is not to be trusted)
+            sd = np.zeros(len(q))
+            inside = np.flatnonzero(np.all((q >= lo) & (q <= hi), axis=1))
+            sd[inside] = face.closest(q[inside])[2]
+            sd = sd.reshape(len(frames), -1) * _scale(Mc, face.bone)[:, None]
+            depth[frames] = np.maximum(-sd.min(axis=1), 0.0)
+        out[side] = depth
+    return out
 
 
 def _skip_reason(m, k):
@@ -900,33 +969,38 @@ def _miss(measured):
     return measured["gap_mm"] > MISS["gap_mm"] or deeper_than_plain(measured)
 
 
-def _solve_contact(out, body, c):
-    """{joint: (stop − start, 4) basis quaternions} meeting contact c on its run, or {}
-    (c.measured says why)."""
-    part_b_name = "face" if c.kind == "face" else c.part_b
-    pa, pb = body.parts.get(c.part_a), body.parts.get(part_b_name)
-    ja, jb = _joints(body, c.kind, c.part_a, part_b_name)
+def _solve_contacts(out, body, group):
+    """[{joint: (stop − start, 4) basis quaternions} meeting each contact of group (one
+    pair's contacts) on its run, or {} (its measured says why)], all runs solved in one
+    pass: each run is its own problem (its own held point, smoothing and convergence)."""
+    c0 = group[0]
+    part_b_name = "face" if c0.kind == "face" else c0.part_b
+    pa, pb = body.parts.get(c0.part_a), body.parts.get(part_b_name)
+    ja, jb = _joints(body, c0.kind, c0.part_a, part_b_name)
     if pa is None or pb is None or not (ja or jb):
-        c.measured = {"skipped": f"the target has no skin or chain for {c.part_a} or {part_b_name}"}
-        return {}
-    frames = np.arange(c.start, c.stop)
+        for c in group:
+            c.measured = {"skipped": f"the target has no skin or chain for {c0.part_a} or {part_b_name}"}
+        return [{} for _c in group]
+    lengths = [c.stop - c.start for c in group]
+    pieces = [slice(s0, s0 + n) for s0, n in zip(np.cumsum([0] + lengths[:-1]), lengths)]
+    frames = np.concatenate([np.arange(c.start, c.stop) for c in group])
     bones = [pa.bone, pb.bone] + ja + jb
     M = out.at(frames).pose(bones)
-    spot_b, normal_b = _spots_b(body, c, pb, M, pa)
+    spots = [_spots_b(body, c, pb, M[piece], pa) for c, piece in zip(group, pieces)]
+    spot_b, normal_b = (np.concatenate([sp[i] for sp in spots]) for i in (0, 1))
     n_world = _unit(np.einsum("fij,fj->fi", _rot(M[:, pb.bone]), normal_b))
     goal = Goal(pa.bone, _lowest(pa, M, n_world), ja, pb.bone, spot_b, jb, body.weights)
     # the source's own approach: a fingertip still arriving stays as far from the skin
     # as it is in the source (at most KEEP_GAP), so it settles as the source's does
-    keep = np.minimum(getattr(c, "gap", np.zeros(len(frames))), KEEP_GAP)
+    keep = np.minimum(np.concatenate([getattr(c, "gap", np.zeros(n)) for c, n in zip(group, lengths)]), KEEP_GAP)
     offset = keep[:, None] * n_world
     trial = None
     for k in range(CLEARANCE_PASSES):
-        solved = solve_goal(out, frames, goal, offset, body.size, trial)
+        solved = solve_goal(out, frames, goal, offset, body.size, trial, lengths)
         trial = out.basis[frames].copy()
         for j, q in solved.items():
             trial[:, j] = q
         Mt = out.at(frames, trial).pose(bones)
-        sd, _p, _deepest = _clearance(Mt, pa, pb, coarse=True)
         # a's skin lowest along b's normal goes to the spot (on a plane there, no other
         # point of a is then inside b), then a is lifted along the normal until none is
         # inside b's curved skin either
@@ -934,16 +1008,20 @@ def _solve_contact(out, body, c):
             low = _lowest(pa, Mt, n_world)
             # a fingertip touches with one spot of its pad; a palm meets the other hand
             # wherever it is lowest at that frame
-            goal.local_a = low if c.part_a.startswith("palm") else _held_point(low)
+            goal.local_a = low if c0.part_a.startswith("palm") else \
+                np.concatenate([_held_point(low[piece]) for piece in pieces])
         else:
+            sd = _clearance(Mt, pa, pb, coarse=True)[0]
             offset = offset - (sd - keep)[:, None] * n_world
         # the arm is redundant: frames solved apart may settle on different elbows;
         # the corrections are smoothed over the run and solved again from there, so
         # neighbouring frames take neighbouring solutions
-        trial = _smoothed(out.basis[frames], trial, list(solved))
-    solved = solve_goal(out, frames, goal, offset, body.size, trial)
-    c.target_spots, c.bones, c.parts_ = (pb.bone, spot_b), (pa.bone, pb.bone), (pa, pb, bones)
-    return solved
+        plain = out.basis[frames]
+        trial = np.concatenate([_smoothed(plain[piece], trial[piece], list(solved)) for piece in pieces])
+    solved = solve_goal(out, frames, goal, offset, body.size, trial, lengths)
+    for c, piece in zip(group, pieces):
+        c.target_spots, c.bones, c.parts_ = (pb.bone, spot_b[piece]), (pa.bone, pb.bone), (pa, pb, bones)
+    return [{j: q[piece] for j, q in solved.items()} for piece in pieces]
 
 
 def _held_point(points):
@@ -968,47 +1046,60 @@ def _smoothed(plain, solved, joints):
     return out
 
 
-def _measure(out, body, plain, c, ramp):
-    """c.measured: on c's run the skin gap, the penetration and the spot error (mm), the
-    deepest penetration on every frame the correction reaches (eased_penetration_mm: its
-    ramps too), and the gap and penetrations of the plain pose (basis plain (F, N, 4))."""
-    pa, pb, bones = c.parts_
-    run = np.arange(c.start, c.stop)
-    near = np.arange(max(0, c.start - ramp), min(len(plain), c.stop + ramp))
-    near = near[c.weights[near] > 0]
-    # enforce measures again after leaving out a missed contact: where that changed
-    # nothing on this contact's frames, its measures stand
-    pose_near = out.basis[near]
-    if getattr(c, "measured_at_", (None,))[0] == tuple(near) and np.array_equal(c.measured_at_[1], pose_near):
-        return
-    M = out.at(run).pose(bones)
-    sd, patch, _i = _clearance(M, pa, pb)
-    spot = np.einsum("fij,fj->fi", M[:, pb.bone, :3, :3], c.target_spots[1]) + M[:, pb.bone, :3, 3]
-    skins = [body.skins.get(n) for n in (c.part_a, c.part_b)] if c.kind == "finger" else [None]
-    if all(sk is not None for sk in skins):
-        # two fingers: measured on their deforming skin (a rigid pad can be millimetres
-        # off where the skin bends with the middle phalanx)
-        def clearance(sub, depth_only=False):
-            return _skin_clearance(sub, *skins)
-        sd = clearance(out.at(run))
-    else:
-        def clearance(sub, depth_only=False):
-            return _clearance(sub.pose(bones), pa, pb, depth_only=depth_only)[0]
-    # on the ramps only the depth counts (eased_penetration_mm)
-    sd_near = clearance(out.at(near), depth_only=True)
-    # the plain pose is the same on every pass of enforce's loop: measured once per span
-    if getattr(c, "plain_", (None,))[0] != (c.start, c.stop, tuple(near)):
-        c.plain_ = ((c.start, c.stop, tuple(near)), clearance(out.at(run, plain[run])),
-                    clearance(out.at(near, plain[near]), depth_only=True))
-    plain_run, plain_near = c.plain_[1:]
-    c.measured = {"gap_mm": float(1e3 * max(sd.max(), 0.0)),
-                  "penetration_mm": float(1e3 * max(-sd.min(), 0.0)),
-                  "spot_error_mm": float(1e3 * np.linalg.norm(patch - spot, axis=1).max()),
-                  "plain_gap_mm": float(1e3 * max(plain_run.max(), 0.0)),
-                  "plain_penetration_mm": float(1e3 * max(-plain_run.min(), 0.0)),
-                  "eased_penetration_mm": float(1e3 * max(-sd_near.min(), 0.0)),
-                  "plain_eased_penetration_mm": float(1e3 * max(-plain_near.min(), 0.0))}
-    c.measured_at_ = (tuple(near), pose_near)
+def _measure(out, body, plain, contacts, ramp, cache, eased=False):
+    """c.measured of each contact c of one pair: on c's run the skin gap, the penetration
+    and the spot error (mm) and the gap and penetration of the plain pose (basis plain
+    (F, N, 4)); with eased, also the deepest penetration on every frame the correction
+    reaches (eased_penetration_mm: its ramps too) and the plain pose's there (only the
+    contacts kept need it: it decides a warning, not whether a contact is kept). Each
+    frame's measures are kept in cache ({}, one per pair) with the pose they were taken
+    on: a frame whose pose a later pass (or the plain pose) repeats is not measured again."""
+    pa, pb, bones = contacts[0].parts_
+    runs = [np.arange(c.start, c.stop) for c in contacts]
+    nears = []
+    for c in contacts:
+        near = np.arange(max(0, c.start - ramp), min(len(plain), c.stop + ramp))
+        nears.append(near[c.weights[near] > 0])
+    c0 = contacts[0]
+    skins = [body.skins.get(n) for n in (c0.part_a, c0.part_b)] if c0.kind == "finger" else [None]
+    on_skin = all(sk is not None for sk in skins)
+
+    def on_run(sub):
+        """(least signed distance, touching patch's middle, the spot's bone matrix) per frame."""
+        M = sub.pose(bones)
+        sd, patch, _i = _clearance(M, pa, pb)
+        if on_skin:
+            # two fingers: measured on their deforming skin (a rigid pad can be millimetres
+            # off where the skin bends with the middle phalanx)
+            sd = _skin_clearance(sub, *skins)
+        return sd, patch, M[:, pb.bone]
+
+    def on_ramp(sub):
+        # on the ramps only the depth counts (eased_penetration_mm)
+        return (_skin_clearance(sub, *skins) if on_skin else
+                _clearance(sub.pose(bones), pa, pb, depth_only=True)[0]),
+
+    def measured(kind, frames, basis):
+        keys = [(kind, f, basis[f].tobytes()) for f in frames.tolist()]
+        new = np.array([f for f, key in zip(frames.tolist(), keys) if key not in cache], dtype=int)
+        if len(new):
+            values = (on_run if kind == "run" else on_ramp)(out.at(new, basis[new]))
+            for f, v in zip(new.tolist(), zip(*values)):
+                cache[(kind, f, basis[f].tobytes())] = v
+        return [np.array(x) for x in zip(*(cache[key] for key in keys))]
+    for c, run, near in zip(contacts, runs, nears):
+        sd, patch, Mb = measured("run", run, out.basis)
+        plain_run = measured("run", run, plain)[0]
+        spot = np.einsum("fij,fj->fi", Mb[:, :3, :3], c.target_spots[1]) + Mb[:, :3, 3]
+        c.measured = {"gap_mm": float(1e3 * max(sd.max(), 0.0)),
+                      "penetration_mm": float(1e3 * max(-sd.min(), 0.0)),
+                      "spot_error_mm": float(1e3 * np.linalg.norm(patch - spot, axis=1).max()),
+                      "plain_gap_mm": float(1e3 * max(plain_run.max(), 0.0)),
+                      "plain_penetration_mm": float(1e3 * max(-plain_run.min(), 0.0))}
+        if eased:
+            (sd_near,), (plain_near,) = measured("near", near, out.basis), measured("near", near, plain)
+            c.measured.update(eased_penetration_mm=float(1e3 * max(-sd_near.min(), 0.0)),
+                              plain_eased_penetration_mm=float(1e3 * max(-plain_near.min(), 0.0)))
 
 
 def _smootherstep(t):

@@ -18,7 +18,7 @@ import json
 import bpy
 import numpy as np
 
-from ...solver import armature, bonemap
+from ...solver import bonemap
 from ...solver import contact_transfer as ct
 from .. import compat
 from .. import keys as key_io
@@ -47,14 +47,9 @@ def _palm_bases(body, side):
 def source_body(source, result):
     """ct.SourceBody of source's motion at result.source_frames (world, m), and the
     source's bonemap.Body."""
-    # the F-curves evaluated directly: a scene update per frame would also deform the
-    # target's skin, now animated, many times slower
-    ad = source.animation_data
-    names = [b.name for b in source.data.bones]
-    ch = key_io.sample_pose(source, ad.action, ad.action_slot, names, result.source_frames)
-    parents = [names.index(b.parent.name) if b.parent else -1 for b in source.data.bones]
-    mats = np.array(source.matrix_world) @ armature.pose_matrices(parents, transfer.rest_matrices(source),
-                                                                  ch.locations, ch.rotations, ch.scales)
+    # the poses the retarget sampled (sampling again would update the scene per frame,
+    # deforming the target's skin, now animated)
+    mats = result.source_matrices
     lengths = np.array([b.length for b in source.data.bones])
     tails = mats[..., :3, 3] + mats[..., :3, 1] * lengths[None, :, None]
     heads = mats[..., :3, 3]
@@ -84,8 +79,7 @@ def target_body(target, warnings, contacts=()):
     """ct.TargetBody of the target armature (rest pose, armature units) and its Skeleton,
     with the skin the enabled `contacts` ([ct.Contact]) touch with: a finger's distal
     part where a contact uses that finger, the deforming finger skins where two fingers
-    touch (reading a rig's skin weights vertex by vertex is most of the pass's time on a
-    dense character, and a chin or clap contact needs none of it)."""
+    touch (all from the skin's vertex-group weights, read once)."""
     on = [c for c in contacts if c.enabled]
     needed = {p for c in on for p in (c.part_a, c.part_b)}
     sk = transfer.skeleton(target)
@@ -95,9 +89,9 @@ def target_body(target, warnings, contacts=()):
     scale = float(np.linalg.norm(mo[:3, 0]))
     parts = ct.Parts()
     chest = body.spine[-1] if body.spine else body.hips
-    weights = body_geometry.skin_weights(target, sk)
+    skin = body_geometry.skin_weights(target, sk)
     meshes = body_geometry.body_meshes(target, sk, body, set(range(len(sk.names))), rest, 1.0, chest,
-                                       None, {}, [], weights)
+                                       None, {}, [], skin)
     for m in meshes:
         if m.kind == "face":
             parts.add("face", m.bone, m.vertices, m.triangles)
@@ -109,7 +103,7 @@ def target_body(target, warnings, contacts=()):
         if f"{finger}_{side}" in needed:
             distal[bones[-1]] = f"{finger}_{side}"
             regions[bones[-1]] = len(body_geometry.REGIONS) + len(distal)
-    skins = body_geometry.skin_regions(target, sk, regions, weights) if distal else []
+    skins = body_geometry.skin_regions(target, sk, regions, skin) if distal else []
     for bone, name in distal.items():
         v, t = body_geometry.region_points(skins, regions[bone])
         if len(t) >= 4:
@@ -153,43 +147,46 @@ def target_body(target, warnings, contacts=()):
     ua = [body.limbs.get((s, "upper_arm")) for s in bonemap.SIDES]
     size = float(np.linalg.norm(mo[:3, :3] @ (rest[ua[0][0]][:3, 3] - rest[ua[1][0]][:3, 3]))) if all(ua) else 0.3
     touching = {p for c in on if c.kind == "finger" for p in (c.part_a, c.part_b)}
+    # a finger's last two phalanges (two fingers touching are measured on them), and each
+    # palm (the hand bones' skin: whether the retarget leaves a hand inside the head)
+    owned = {b: f"palm_{side}" for side in bonemap.SIDES for b in body.limbs.get((side, "hand"), [])}
+    for (side, finger), bones in _fingers(body).items():
+        if f"{finger}_{side}" in touching:
+            owned.update({b: f"{finger}_{side}" for b in bones[-2:]})
     return ct.TargetBody(parts, face_box, face_axes, palms, arms, fingers, weights, size,
-                         _finger_skins(target, sk, body, touching) if touching else {}), sk
+                         _owned_skins(skin, owned)), sk
 
 
 SKIN_INFLUENCES = 4   # bone weights kept per vertex (the largest)
 
 
-def _finger_skins(target, sk, body, names):
-    """{"<finger>_<side>": ct.Skin} for the fingers `names` (set of "<finger>_<side>") of
-    the skin (the meshes the Armature modifier of target deforms) whose vertices are owned
-    (largest weight) by a finger's last two bones, with the bone weights of those vertices
-    (normalised over the bones)."""
-    owned = {}
-    for (side, finger), bones in _fingers(body).items():
-        if f"{finger}_{side}" not in names:
-            continue
-        for b in bones[-2:]:
-            owned[b] = f"{finger}_{side}"
+def _owned_skins(skin, owned):
+    """{name: ct.Skin} of the skin (the meshes the Armature modifier of the target deforms;
+    skin: their body_geometry.skin_weights) whose vertices are owned (largest weight) by
+    the bones of owned ({bone: name}), with the SKIN_INFLUENCES largest bone weights of
+    those vertices (normalised over the bones; equal weights: the later bone first)."""
     pieces = {}
-    to_arm = np.linalg.inv(np.array(target.matrix_world))
-    for ob in body_geometry.skinned_meshes(target):
-        group_bone = [sk.index.get(g.name, -1) for g in ob.vertex_groups]
-        n = len(ob.data.vertices)
+    for _ob, co, tris, sparse, group_bone in skin:
+        if sparse is None or not isinstance(group_bone, list):
+            continue     # unweighted, or a mesh parented to a bone
+        vertex, group, weight = sparse
+        bone = np.array([-1 if b is None else b for b in group_bone], np.intp)[group]
+        use = (bone >= 0) & (weight > 0)
+        vertex, bone, weight = vertex[use], bone[use], weight[use]
+        order = np.lexsort((-bone, -weight, vertex))
+        vertex, bone, weight = vertex[order], bone[order], weight[order]
+        first = np.searchsorted(vertex, vertex)
+        rank = np.arange(len(vertex)) - first
+        top = rank < SKIN_INFLUENCES
+        n = len(co)
         bones = np.zeros((n, SKIN_INFLUENCES), np.intp)
-        weights = np.zeros((n, SKIN_INFLUENCES))
-        for v in ob.data.vertices:
-            gw = sorted(((g.weight, group_bone[g.group]) for g in v.groups
-                         if group_bone[g.group] >= 0 and g.weight > 0), reverse=True)[:SKIN_INFLUENCES]
-            for k, (w, b) in enumerate(gw):
-                bones[v.index, k], weights[v.index, k] = b, w
-        total = weights.sum(axis=1)
+        influence = np.zeros((n, SKIN_INFLUENCES))
+        bones[vertex[top], rank[top]] = bone[top]
+        influence[vertex[top], rank[top]] = weight[top]
+        total = influence.sum(axis=1)
         if not total.any():
             continue
-        co, tris = body_geometry.mesh_arrays(ob.data)
-        m = to_arm @ np.array(ob.matrix_world)
-        co = co @ m[:3, :3].T + m[:3, 3]
-        owner = np.array([owned.get(int(b)) if w > 0 else None for b, w in zip(bones[:, 0], weights[:, 0])],
+        owner = np.array([owned.get(int(b)) if w > 0 else None for b, w in zip(bones[:, 0], influence[:, 0])],
                          dtype=object)
         for name in set(owned.values()):
             keep = owner == name
@@ -197,7 +194,7 @@ def _finger_skins(target, sk, body, names):
             if not len(t):
                 continue
             used, inverse = np.unique(t, return_inverse=True)
-            pieces.setdefault(name, []).append((co[used], bones[used], weights[used] / total[used, None],
+            pieces.setdefault(name, []).append((co[used], bones[used], influence[used] / total[used, None],
                                                 inverse.reshape(-1, 3)))
     out = {}
     for name, parts in pieces.items():
@@ -226,6 +223,23 @@ def _target_pose(target, sk, keys):
                      basis, loc)
 
 
+def _hands_in_face(target, body, pose, frames):
+    """Warnings for the palms the retarget leaves inside the target's own face skin, more
+    than ct.INSIDE_WARN_MM (reference adult) deep: pose (ct.Target) at scene frames (F,)."""
+    out = []
+    k = body.size / ct.REFERENCE_SHOULDERS
+    for side, depth in ct.hands_in_face(pose, body).items():
+        inside = np.flatnonzero(depth > 1e-3 * ct.INSIDE_WARN_MM * k)
+        if len(inside):
+            worst = int(np.argmax(depth))
+            out.append(f"the {'left' if side == 'L' else 'right'} palm ends inside the head of "
+                       f"'{target.name}' on {len(inside)} of {len(frames)} frames ({frames[inside[0]]:g}–"
+                       f"{frames[inside[-1]]:g}), up to {1e3 * depth[worst]:.0f} mm deep at frame "
+                       f"{frames[worst]:g}: the character's proportions put the hand through its own "
+                       "face; the pose needs fixing before a bake")
+    return out
+
+
 def preserve(source, target, result, *, forced=(), disabled=(), report=silent):
     """Keep the source's contacts on the target: detect them, correct the arm and finger
     chains of result.action where they touch, store them (CONTACTS_PROP on the action,
@@ -247,11 +261,14 @@ def preserve(source, target, result, *, forced=(), disabled=(), report=silent):
         fps = bpy.context.scene.render.fps / bpy.context.scene.render.fps_base
         found = ct.detect(src, fps, forced=to_index(forced), disabled=to_index(disabled))
         changed = []
-        if found:    # the target's skin is read only for contacts to keep
-            tgt, sk = target_body(target, warnings, found)
-            pose = _target_pose(target, sk, result.keys)
+        # the target's skin is read for the contacts to keep and to check where the hands end
+        tgt, sk = target_body(target, warnings if found else [], found)
+        pose = _target_pose(target, sk, result.keys)
+        if found:
             basis = ct.enforce(pose, tgt, found, fps)
             changed = [b for b in range(basis.shape[1]) if not np.array_equal(basis[:, b], pose.basis[:, b])]
+            pose.basis = basis
+        warnings += _hands_in_face(target, tgt, pose, frames)
     if changed:
         bag = compat.get_channelbag(result.action, result.action.slots[0])
         for b in changed:

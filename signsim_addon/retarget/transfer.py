@@ -89,7 +89,8 @@ class Result:
 
     action: the new bpy Action (None from `transfer`); keys: {"rot", "loc"} arrays (see
     `transfer`); frames: (F,) target frames keyed; source_frames: (F,) source
-    frames sampled (floats); root_path: (F, 3) target hips head in world space (m);
+    frames sampled (floats); source_matrices: (F, N, 4, 4) the source's posed world bone
+    matrices there; root_path: (F, 3) target hips head in world space (m);
     scale: k = L_t / L_s; bone_map: the bonemap.BoneMap used.
     """
 
@@ -186,7 +187,7 @@ def transfer(source, target, bone_map, *, source_fps=None, frame_range=None,
         if target.data.bones[bone].use_connect:
             report(WARNING, f"'{bone}' is connected to its parent, so Blender ignores its "
                    f"location keys: the root motion will not show")
-    return Result(action=None, keys=keys, frames=out_frames, source_frames=src_frames,
+    return Result(action=None, keys=keys, frames=out_frames, source_frames=src_frames, source_matrices=mats,
                   root_path=keys["root_path"], scale=keys["scale"], bone_map=bone_map)
 
 

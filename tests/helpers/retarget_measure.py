@@ -478,3 +478,17 @@ def clavicle_rhythm(p, side, chest, threshold=30.0):
     if m.sum() < 5 or np.ptp(arm[m]) < 10.0:
         return None
     return float(np.polyfit(arm[m], girdle[m], 1)[0])
+
+
+def owning_bones(mesh_ob, least=0.0):
+    """Per vertex of a mesh that moves with an armature the name of the bone that owns it:
+    the vertex group of largest weight above `least` (None where there is none), or the
+    parent bone of a bone-parented mesh."""
+    if mesh_ob.parent_type == 'BONE':
+        return [mesh_ob.parent_bone] * len(mesh_ob.data.vertices)
+    names = [g.name for g in mesh_ob.vertex_groups]
+    out = []
+    for v in mesh_ob.data.vertices:
+        best = max(v.groups, key=lambda g: g.weight, default=None)
+        out.append(names[best.group] if best is not None and best.weight > least else None)
+    return out

@@ -127,19 +127,6 @@ def pinch_clip(tmp_path_factory, addon):
     return out
 
 
-def _dominant(mesh_ob, armature):
-    """Per vertex of a mesh that moves with `armature`: the bone name that owns it (the
-    vertex group of largest weight above 0.5; the parent bone of a bone-parented mesh)."""
-    if mesh_ob.parent_type == 'BONE':
-        return [mesh_ob.parent_bone] * len(mesh_ob.data.vertices)
-    names = [g.name for g in mesh_ob.vertex_groups]
-    out = []
-    for v in mesh_ob.data.vertices:
-        best = max(v.groups, key=lambda g: g.weight, default=None)
-        out.append(names[best.group] if best is not None and best.weight > 0.5 else None)
-    return out
-
-
 def _skins(armature):
     return [o for o in bpy.data.objects if o.type == 'MESH' and o.parent == armature and
             (o.parent_type == 'BONE' or any(m.type == 'ARMATURE' and m.object == armature for m in o.modifiers))]
@@ -150,7 +137,7 @@ class Skin:
 
     def __init__(self, armature):
         self.armature = armature
-        self.meshes = [(o, _dominant(o, armature)) for o in _skins(armature)]
+        self.meshes = [(o, rm.owning_bones(o, 0.5)) for o in _skins(armature)]
 
     def part(self, bone, whole_mesh_on_bone=False):
         """[(mesh, vertex indices, polygons as index lists)] of the skin owned by `bone`; with
