@@ -192,6 +192,10 @@ def retarget_files(request: RetargetRequest, report=silent) -> dict:
             contact_pass.store_list(target, first, **choices)
     bone_map = results[0].bone_map
     store_map(target, bone_map)
+    # the file opens on the clip it was made for, as Blender's BVH importer sets the range
+    scene = bpy.context.scene
+    scene.frame_start, scene.frame_end = int(results[0].frames[0]), int(results[0].frames[-1])
+    scene.frame_current = scene.frame_start
 
     out = files.save_atomically(r.out)
     sk_t = skeleton(target)

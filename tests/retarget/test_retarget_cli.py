@@ -77,6 +77,9 @@ def test_two_clips_one_call(cli, rig, shared_data, tmp_path, capsys):
         assert list(bpy.data.actions[c["action"]].frame_range) == c["frames"]
     signer = armatures[0]
     assert signer.animation_data.action.name == result["action"]
+    # the file opens on the assigned clip's frames (was the rig file's 1-250)
+    scene = bpy.context.scene
+    assert [scene.frame_start, scene.frame_end] == [int(f) for f in result["frames"]]
     assert set(result["actions"]) <= {a.name for a in bpy.data.actions}
     stored = {i.target: i.source for i in signer.signsim.bone_map if i.source}
     assert stored == result["bone_map"]
