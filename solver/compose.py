@@ -55,8 +55,9 @@ matched frames together (A's frames from end on with B's from start on).
 
 Feet (`detect_plants`, `hold_feet`): a foot is planted where its lowest point is within
 PLANT_HEIGHT·leg length of the clip's floor and slower than PLANT_SPEED·leg length per
-second (solver.posing.planted); across a seam each planted run is held at one spot by a
-two-bone IK of thigh and shin (solver.posing.two_bone_ik), blended out at lift-off
+second (solver.posing.planted); across a seam each planted run is held at one spot (from
+where the foot touches down, in the pose it settles into) by a two-bone IK of thigh and
+shin (solver.posing.two_bone_ik), blended out at lift-off
 (solver.posing.plant_weights); a foot the next clip stands out of the hold's reach steps
 there, lifted, in as many steps as the leg's reach needs.
 """
@@ -95,6 +96,8 @@ STEP_FRAMES = 0.15           # s: the shortest step
 MAX_STEPS = 3                # steps a foot may take across one seam
 PLANT_MISS = 0.01            # m: a hold whose spot the leg misses by more is not held
 SKATE_SLACK = 0.01           # m: a foot may skate this much more inside a window than the clips do
+SETTLE_SPEED = 0.05          # × leg length per second: an ankle sinking faster has not settled on the floor
+SETTLE_TURN = 0.5            # rad/s: nor has a foot turning faster
 
 
 class Track:
@@ -351,23 +354,32 @@ def detect_plants(world, heads, rig, fps):
     return floor, mask
 
 
-def skating(low, fps, floor, leg_length):
-    """Horizontal distance (m) the lowest point of a foot, low (F, 3) m, travels on the
-    floor faster than a shuffle: steps between two frames where it is within PLANT_HEIGHT ·
-    leg length of `floor` (z m) at more than SHUFFLE · PLANT_SPEED · leg length per second
-    (a foot moving that fast is swinging, and a swinging foot is off the floor)."""
-    if len(low) < 2:
+def skating(points, fps, floor, leg_length):
+    """Horizontal distance (m) a foot travels on the floor faster than a shuffle: its
+    points (F, P, 3) m (`_foot_points`), over the steps between two frames where some of
+    them lie within PLANT_HEIGHT · leg length of `floor` (z m) at both, the smallest step
+    of those points, counted where it exceeds SHUFFLE · PLANT_SPEED · leg length per
+    second (a foot moving that fast is swinging, and a swinging foot is off the floor). A
+    foot rolling about its heel or ball keeps that point still and does not skate."""
+    if len(points) < 2:
         return 0.0
-    step = np.linalg.norm(np.diff(low[:, :2], axis=0), axis=1)
-    near = low[:, 2] <= floor + PLANT_HEIGHT * leg_length
-    on = near[1:] & near[:-1] & (step * fps > SHUFFLE * PLANT_SPEED * leg_length)
-    return float(step[on].sum())
+    step = np.linalg.norm(np.diff(points[..., :2], axis=0), axis=-1)                 # (F−1, P)
+    near = points[..., 2] <= floor + PLANT_HEIGHT * leg_length
+    both = near[1:] & near[:-1]
+    least = np.where(both, step, np.inf).min(axis=1)
+    on = np.isfinite(least) & (least * fps > SHUFFLE * PLANT_SPEED * leg_length)
+    return float(least[on].sum())
+
+
+def _foot_points(world, heads, rig, leg):
+    """The points (F, P, 3) m of a foot: the heads and tails of its foot and toe bones."""
+    _thigh, _shin, foot, toes = leg
+    bones = np.array((foot,) + toes)
+    return np.concatenate([heads[:, bones], _tails(world, heads, rig, bones)], axis=1)
 
 
 def _lowest(world, heads, rig, leg):
-    _thigh, _shin, foot, toes = leg
-    bones = np.array((foot,) + toes)
-    pts = np.concatenate([heads[:, bones], _tails(world, heads, rig, bones)], axis=1)
+    pts = _foot_points(world, heads, rig, leg)
     return pts[np.arange(len(pts)), np.argmin(pts[..., 2], axis=1)]
 
 
@@ -710,7 +722,7 @@ def compose(tracks, fps, windows=None, kinds="smoothstep", rig=None, threshold=N
                "match_ends": match_ends, "flagged": not chk["passed"], "limits": lim}
         if rig.has_legs:  # what the clips themselves skate over the frames the window blends
             parts = [(info, slice(f0, f0 + w + 1)) for info, f0 in ((ia, a0), (ib, b0))]
-            rep["own_skate_m"] = [max(skating(_lowest(info.world[p], info.heads[p], rig, leg), fps, info.floor,
+            rep["own_skate_m"] = [max(skating(_foot_points(info.world[p], info.heads[p], rig, leg), fps, info.floor,
                                               rig.leg_length) for info, p in parts) for leg in rig.legs]
         rep.update(chk)
         seams.append(rep)
@@ -734,8 +746,8 @@ def recheck(track, rig, fps, seams, names=None, floor=None):
             # until it stops: the blend can drag it along the floor
             part = slice(s["start"], s["start"] + s["window"] + 1)
             for k, leg in enumerate(rig.legs):
-                low = _lowest(world[part], heads[part], rig, leg)
-                d, own = skating(low, fps, floor, rig.leg_length), s["own_skate_m"][k]
+                pts = _foot_points(world[part], heads[part], rig, leg)
+                d, own = skating(pts, fps, floor, rig.leg_length), s["own_skate_m"][k]
                 if d > own + SKATE_SLACK:
                     s["skating"].append({"leg": k, "distance_m": d, "own_m": own})
         if s.get("unheld") or s["skating"]:
@@ -864,10 +876,23 @@ def _held_rotations(foot, segments, hold, nearest, ramp):
     return quat.mul(quat.slerp(ident, change[nearest], w), foot)
 
 
+def _landing(touch, still, first, last):
+    """(touchdown, still) of a foot around a seam window of frames first … last: of the
+    runs of frames where it touches the floor (touch (F,) bool) that reach into the window,
+    the first one in which it is still (still (F,) bool) from some frame on; touchdown its
+    first frame (the window's first if the foot stands there as the window begins), still
+    the first still frame from there (perhaps after the window). None without such a run."""
+    for a, b in posing.runs(touch):
+        if a <= last and b > first and still[max(a, first):b].any():
+            t0 = max(a, first)
+            return t0, t0 + int(np.argmax(still[t0:b]))
+    return None
+
+
 def _spot(ankle, foot, offset, lo, floor):
-    """Where a hold from frame lo keeps the foot: the ankle's horizontal position at lo at
-    the height that puts the foot's lowest point (ankle z + offset (F,)) on floor, and the
-    foot's world rotation (4,) at lo."""
+    """Where a hold keeps the foot, in its pose at frame lo: the ankle's horizontal
+    position at lo at the height that puts the foot's lowest point (ankle z + offset (F,))
+    on floor, and the foot's world rotation (4,) at lo."""
     return np.array([ankle[lo, 0], ankle[lo, 1], floor - offset[lo]]), foot[lo]
 
 
@@ -942,26 +967,87 @@ def _steps(ankle, down, start, spot, window_end, stop, fps, leg_length):
     return [int(x) for x in np.round(np.linspace(start, end, k + 1))]
 
 
+def _step_path(goal, landings, ground, height):
+    """Ankle path (n, 3) m over the frames landings[0] … landings[-1] of steps landing at
+    those frames (`_swing`), from the goal (F, 3) at the first landing to the goal at the
+    last in equal parts; ground (F,) the ankle height that puts the foot on the floor."""
+    first, last = goal[landings[0]].copy(), goal[landings[-1]].copy()
+    lo = landings[0]
+    path = goal[lo:landings[-1] + 1].copy()
+    k = len(landings) - 1
+    for j, (a, b) in enumerate(zip(landings, landings[1:])):
+        path[a - lo:b - lo + 1] = _swing(first + j / k * (last - first), first + (j + 1) / k * (last - first),
+                                         goal[a:b + 1, 2], ground[a:b + 1], height)
+    return path
+
+
+def _paced(landings, hip, fps):
+    """Landing frames (tuples, the given ones first) of the same steps as `landings`, moved
+    step by step towards the body's pace: there step j of k lands when the hip (F, 3) m
+    has covered j/k of its horizontal way from the first landing to the last (each step at
+    least STEP_FRAMES s long), so a foot can keep up with a body that moves early or late
+    in the stepping (landings equal in time can leave it out of the leg's reach). Eleven
+    candidates, from equal times to the hip's pace."""
+    lo, hi, k = landings[0], landings[-1], len(landings) - 1
+    way = hip[hi, :2] - hip[lo, :2]
+    if k < 2 or not way @ way > 0.0:
+        return [tuple(landings)]
+    done = np.maximum.accumulate((hip[lo:hi + 1, :2] - hip[lo, :2]) @ way / (way @ way))
+    shortest = int(STEP_FRAMES * fps)
+    paced = [lo]
+    for j in range(1, k):
+        at = lo + int(np.argmax(done >= j / k))
+        paced.append(min(max(at, paced[-1] + shortest), hi - (k - j) * shortest))
+    paced.append(hi)
+    even = np.asarray(landings, dtype=float)
+    return list(dict.fromkeys(tuple(int(x) for x in np.round(even + lam * (np.asarray(paced) - even)))
+                              for lam in np.linspace(0.0, 1.0, 11)))
+
+
+def _leg_miss(points, hip, longest, shortest):
+    """How far (m) ankle points (n, 3) lie beyond the leg's reach from the hip (n, 3)
+    (longest (n,): thigh + shin) or closer to it than the knee can fold (shortest (n,):
+    |thigh − shin|), at most (≤ 0: the leg reaches every one without straightening)."""
+    reach = np.linalg.norm(points - hip, axis=1)
+    return float(np.maximum(reach - longest, shortest - reach).max())
+
+
+def _step_miss(goal, landings, ground, height, hip, longest, shortest):
+    """(`_leg_miss` m, path (n, 3)) of steps landing at frames `landings` (`_step_path`,
+    lifted by height m) for a hip (F, 3) and leg lengths longest, shortest (F,)."""
+    lo, hi = landings[0], landings[-1] + 1
+    path = _step_path(goal, landings, ground, height)
+    return _leg_miss(path, hip[lo:hi], longest[lo:hi], shortest[lo:hi]), path
+
+
 def hold_feet(track, rig, fps, seams, planted, floor):
     """Planted feet held still across the seams. A foot is down where it is planted
     (planted (F, legs) bool from compose: in either clip inside a window) or no faster
     than SHUFFLE · PLANT_SPEED, and low as composed (its lowest point within PLANT_HEIGHT ·
-    leg length of `floor`, z m), gaps of PLANT_GAP frames joined. From the first frame of
-    a seam's window where the foot is down and still (a foot the window begins in the air
-    is taken where it lands), it is held at one spot until it lifts off (as composed: the
+    leg length of `floor`, z m), gaps of PLANT_GAP frames joined. A foot on the floor in a
+    seam's window (standing as it begins, or landing in it, `_landing`) that is down and
+    still from some frame on is held at one spot until it lifts off (as composed: the
     blend lifting it towards the next clip's swing lets it go) or the next seam's hold
-    takes over (keeping the spot): the ankle's horizontal position at that frame, at the
-    height that puts the foot's lowest point on the floor, reached by a two-bone IK of
-    thigh and shin (`_leg_ik`) blended in and out over PLANT_RAMP s (solver.posing.plant_weights); the foot
-    keeps its world rotation of that frame (blended back the same way after lift-off).
+    takes over (keeping the spot). The spot is the foot as it settles (the first frame
+    from the still one where its ankle sinks no faster than SETTLE_SPEED · leg length per
+    second and it turns no faster than SETTLE_TURN: a foot landing from a jump stops
+    moving along the floor before it has rolled flat): the ankle's horizontal position
+    there, at the height that puts the foot's lowest point on the floor, and the foot's
+    world rotation there. It is held from the touchdown (so the blend cannot drag a
+    landing foot along the floor), else from the still frame, else at the still frame's
+    own spot: the first of these the leg reaches without straightening, else the last
+    within PLANT_MISS; reached by a two-bone IK of thigh and shin (`_leg_ik`) blended in
+    and out over PLANT_RAMP s (solver.posing.plant_weights), the foot's rotation blended
+    back the same way after lift-off.
 
     A hold the leg cannot reach within PLANT_MISS, or needing more than HOLD_REACH · leg
     length, is not made; the foot steps instead (`_steps`, `_swing`): to where it is down
     next from the window's end on (waiting up to STEP_WAIT s for a foot in the air to
     land), over STEP_STRETCH windows, in as many steps of at most STEP_REACH · leg length
     as that distance needs (at most MAX_STEPS), each lifted STEP_HEIGHT · leg length and
-    moving across only while lifted. A stepping the leg cannot reach within PLANT_MISS, or
-    that turns the thigh or shin faster in a frame than a seam may, is not made either:
+    moving across only while lifted, landing at equal times or, where the leg cannot follow
+    those, paced by the hip (`_paced`). A stepping the leg cannot reach within PLANT_MISS,
+    or that turns the thigh or shin faster in a frame than a seam may, is not made either:
     then the foot slides and its seam fails 'plant' (in recheck).
 
     Returns (track, plants): plants a list of {"seam" (index), "leg" (0 left, 1 right),
@@ -988,28 +1074,46 @@ def hold_feet(track, rig, fps, seams, planted, floor):
         down = posing.joined((planted[:, k] | (speed <= SHUFFLE * PLANT_SPEED * rig.leg_length)) & low, PLANT_GAP)
         upper = np.linalg.norm(heads[:, shin] - heads[:, thigh], axis=1)
         lower = np.linalg.norm(ankle - heads[:, shin], axis=1)
+        longest, shortest = upper + lower, np.abs(upper - lower)
+        touch = posing.joined(low, PLANT_GAP) | mask
+        # a landing foot has settled once its ankle no longer sinks and it no longer turns
+        # (rolling onto its heel, or off its toes after a jump)
+        turn = quat.angle_between(world[2:, foot], world[:-2, foot]) * fps / 2.0
+        unsettled = (np.gradient(ankle[:, 2]) * fps < -SETTLE_SPEED * rig.leg_length) \
+            | (np.r_[turn[0], turn, turn[-1]] > SETTLE_TURN)
         for i, seam in enumerate(seams):
-            # from the first frame of the window where the foot is on the floor and still (a
-            # foot that the window starts in the air is held from where it lands)
+            # the foot lands (touches the floor) in the window, or stands there as it begins,
+            # and is still there from some frame on (h0, perhaps after the window)
             s0, w = seam["start"], max(int(seam["window"]), 0)
-            still = mask[s0:s0 + w + 1] & (speed[s0:s0 + w + 1] <= SHUFFLE * PLANT_SPEED * rig.leg_length)
-            if not still.any():
+            found = _landing(touch, mask & (speed <= SHUFFLE * PLANT_SPEED * rig.leg_length), s0, s0 + w)
+            if found is None:
                 continue       # the foot is not on the floor in the window: nothing to keep
-            h0 = s0 + int(np.argmax(still))
-            # held from the seam's first frame at the spot where the foot stands then (where
-            # clip A put it) until it lifts off the floor, or the next seam takes over: a
-            # hold released while the foot is still down would slide it back to its own spot
+            t0, h0 = found
+            # held until it lifts off the floor, or the next seam takes over: a hold released
+            # while the foot is still down would slide it back to its own spot
             hi = h0 + int(np.argmin(down[h0:])) if not down[h0:].all() else len(down)
             if i + 1 < len(seams):
                 hi = min(hi, seams[i + 1]["start"])
-            # a hold that continues the previous one keeps its spot
-            spot, q = segments[-1][2:] if segments and segments[-1][1] == h0 else \
-                _spot(ankle, world[:, foot], offset, h0, floor)
-            need = float(np.linalg.norm(spot - ankle[h0:hi], axis=1).max())
-            # and the leg reaches the spot (a straight leg cannot move its foot sideways)
-            reach = np.linalg.norm(spot - heads[h0:hi, thigh], axis=1)
-            miss = np.maximum(reach - (upper + lower)[h0:hi], np.abs(upper - lower)[h0:hi] - reach).max()
+            # at the spot where it settles, from where it touches down, so the blend cannot drag
+            # it along the floor before it stops nor freeze it mid-landing, on tiptoe (a foot
+            # already settled as it stops, e.g. standing as the window begins, settles there);
+            # else from where it stops, at its settled spot or where it stops
+            settle = h0 + int(np.argmin(unsettled[h0:hi])) if unsettled[h0] and not unsettled[h0:hi].all() else h0
+            tries = []
+            for start, at in dict.fromkeys(((t0, settle), (h0, settle), (h0, h0))):
+                # a hold that continues the previous one keeps its spot
+                spot, q = segments[-1][2:] if segments and segments[-1][1] == start else \
+                    _spot(ankle, world[:, foot], offset, at, floor)
+                need = float(np.linalg.norm(spot - ankle[start:hi], axis=1).max())
+                # and the leg reaches the spot (a straight leg cannot move its foot sideways)
+                miss = _leg_miss(spot[None], heads[start:hi, thigh], longest[start:hi], shortest[start:hi])
+                tries.append((start, spot, q, need, miss))
+            # the first the leg reaches without straightening (a knee that straightens
+            # mid-hold jumps), else the hold from where it stops, within PLANT_MISS
+            start, spot, q, need, miss = next((t for t in tries if t[3] <= HOLD_REACH * rig.leg_length and t[4] <= 0.0),
+                                              tries[-1])
             ok = bool(need <= HOLD_REACH * rig.leg_length and miss <= PLANT_MISS)
+            h0 = start
             nxt = seams[i + 1]["start"] if i + 1 < len(seams) else len(down)
             # the next clip stands this foot elsewhere: rather than sliding it there, the
             # foot steps (`_steps`), landing where that clip has it down next
@@ -1030,19 +1134,16 @@ def hold_feet(track, rig, fps, seams, planted, floor):
         goal = ankle + correction
         w_foot = _held_rotations(world[:, foot], segments, hold, nearest, ramp) if segments else world[:, foot]
         blended = w_foot.copy()
-        for landings, seam, plant in steps:
-            first, last = goal[landings[0]].copy(), goal[landings[-1]].copy()
+        for n, (landings, seam, plant) in enumerate(steps):
+            # landings evenly spaced in time first; where the leg cannot follow them (the
+            # body gets there sooner or later than the feet), the first ones nearer to the
+            # hip's pace that it reaches without straightening (`_step_miss`), else the
+            # equal times, within PLANT_MISS
+            tries = [(_step_miss(goal, c, floor - offset, STEP_HEIGHT * rig.leg_length, heads[:, thigh], longest,
+                                 shortest), c) for c in _paced(landings, heads[:, thigh], fps)]
+            (miss, path), landings = next((t for t in tries if t[0][0] <= 0.0), tries[0])
             lo, hi = landings[0], landings[-1] + 1
-            path = goal[lo:hi].copy()
-            for j, (a, b) in enumerate(zip(landings, landings[1:])):
-                f = np.array([j, j + 1]) / (len(landings) - 1)
-                path[a - lo:b - lo + 1] = _swing(first + f[0] * (last - first), first + f[1] * (last - first),
-                                                 goal[a:b + 1, 2], floor - offset[a:b + 1],
-                                                 STEP_HEIGHT * rig.leg_length)
-            # a step the leg cannot follow (too far from the hip, or closer than the knee
-            # can fold) is not made: the seam fails 'plant' instead
-            reach = np.linalg.norm(path - heads[lo:hi, thigh], axis=1)
-            miss = np.maximum(reach - (upper + lower)[lo:hi], np.abs(upper - lower)[lo:hi] - reach).max()
+            steps[n] = (list(landings), seam, plant)
             if miss > PLANT_MISS:
                 plant["step"], seam["unheld"] = False, True
             else:

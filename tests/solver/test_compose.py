@@ -355,6 +355,40 @@ def test_steps_wait_for_a_landing_and_split_a_long_way():
     assert compose._steps(ankle, down, 20, np.zeros(3), 40, n, fps, leg) is None
 
 
+def test_landings_paced_by_the_body_keep_step_times_and_move_towards_the_hip():
+    """Two steps over frames 0 … 40 while the hip covers its whole way in the first 10:
+    the candidates run from equal times (landing at 20) to the hip's pace (landing when it
+    is half way, frame 5), each step at least STEP_FRAMES long; one step has nothing to pace."""
+    fps = 30.0
+    hip = np.zeros((41, 3))
+    hip[:, 1] = np.minimum(np.arange(41) / 10.0, 1.0) * 0.4
+    tries = compose._paced([0, 20, 40], hip, fps)
+    shortest = int(compose.STEP_FRAMES * fps)
+    assert tries[0] == (0, 20, 40) and tries[-1] == (0, max(5, shortest), 40)
+    assert all(t[0] == 0 and t[-1] == 40 and np.all(np.diff(t) >= shortest) for t in tries)
+    assert [t[1] for t in tries] == sorted((t[1] for t in tries), reverse=True)      # nearer the hip's pace in turn
+    assert compose._paced([0, 40], hip, fps) == [(0, 40)]
+
+
+def test_a_foot_rolling_on_the_floor_does_not_skate_a_dragged_one_does():
+    """Skating counts the foot's least moving point on the floor: a flat foot whose ball
+    and toe tip (5.8 cm apart, both on the floor) take turns being lowest travels nothing
+    (the lowest point alone would jump 5.8 cm at each turn); the same foot dragged 3 cm a
+    frame travels every step."""
+    fps, leg, n = 30.0, 0.9, 12
+    pts = np.zeros((n, 2, 3))
+    pts[:, 1, 0] = 0.058
+    pts[:, 1, 2] = np.where(np.arange(n) % 2, -1e-4, 1e-4)          # the tip lowest every other frame
+    assert compose.skating(pts, fps, 0.0, leg) == 0.0
+    low = pts[np.arange(n), np.argmin(pts[..., 2], axis=1)]
+    assert np.linalg.norm(np.diff(low[:, :2], axis=0), axis=1).sum() == pytest.approx(0.058 * (n - 1))
+    dragged = pts.copy()
+    dragged[..., 0] += 0.03 * np.arange(n)[:, None]
+    assert compose.skating(dragged, fps, 0.0, leg) == pytest.approx(0.03 * (n - 1))
+    dragged[..., 2] += 0.2                                              # in the air: a swing, not skating
+    assert compose.skating(dragged, fps, 0.0, leg) == 0.0
+
+
 def test_additive_layer_identity_delta_and_mask():
     rng = np.random.default_rng(4)
     base = quat.normalize(rng.normal(size=(20, 6, 4)))
