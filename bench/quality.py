@@ -14,12 +14,10 @@ For every rig and clip: retarget with the product, bake with the product (preset
 - jerk: Σ‖Δ³p‖² of the fingertip tails, baked vs reference (%);
 - lag: the time shift (ms, sub-frame) that best aligns the baked fingertip trajectories
   with the reference's (least squares);
-- penetration by pair kind with an exact mesh test: points of one skin region against the
-  triangles of another (mathutils.bvhtree.BVHTree.find_nearest on the evaluated mesh; a
-  point is inside when it lies behind the nearest triangle's normal); peak and p95 (mm),
-  with the rest pose's own value subtracted per point (skin regions that touch at rest);
-  the summary prints a reading at the 30 mm search radius as ">=30": the probe's
-  limit (often a point behind an open skin region's edge), not a measured depth;
+- penetration by contact kind with the exact mesh test the bake reports (bake.skin_metrics:
+  region against region of the evaluated skin with mathutils.bvhtree, frame by frame,
+  written into the action's metrics by the product's own write), for the reference and
+  each written motion; peak and p95 (mm);
 - fallbacks, NaN, real-time factor (clip duration / solve time), and with --repeat
   whether a second bake is bit-identical;
 - the same columns for a causal 2nd-order Butterworth filter (scipy.signal.butter +
@@ -48,10 +46,7 @@ import devenv  # noqa: E402
 TMP = devenv.isolate_user_resources("signsim-quality-")
 import bpy  # noqa: E402
 import numpy as np  # noqa: E402
-from mathutils import Vector  # noqa: E402
-from mathutils.bvhtree import BVHTree  # noqa: E402
 from scipy.signal import butter, lfilter  # noqa: E402
-from skin import evaluated_world_vertices  # noqa: E402
 
 ADDON = devenv.enable_from_source(TMP)
 DATA = ROOT.parent / "shared" / "data"
@@ -60,7 +55,6 @@ RIGS = {"signer": ROOT / "sample_blends" / "signer.blend",
 MOVING_HANDS = ("animdrawings_rokoko_jesse_dance.bvh", "bandai_dataset-1_bye_active_001.bvh",
                 "pybvh_bvh_test3_fingers.bvh", "cmu_01_01_cgspeed__fairmotion.bvh")
 CONTACT_DILATION = 3  # frames on each side of a contact counted as contact frames
-SEARCH = 0.03  # m: points farther than this from a region cannot penetrate it
 
 
 class Product:
@@ -84,10 +78,12 @@ class Product:
         return self.bake.solve(job)
 
     def write(self, job, rotations, name):
+        """(action, metrics): the keys written and the skin penetration the product
+        measured on them and on the reference ({"reference": {...}, "baked": {...}})."""
         solved = self.bake.Solved(rotations, {})
         action = self.bake.write(bpy.context.scene, job, solved)
         action.name = name
-        return action
+        return action, solved.metrics
 
     def assign(self, armature, action):
         slot = action.slots[0]
@@ -110,157 +106,6 @@ def rig_blend(name, tmp):
     out = pathlib.Path(tmp) / (path.stem + ".blend")
     bpy.ops.wm.save_as_mainfile(filepath=str(out))
     return out
-
-
-# ---------------------------------------------------------------------------------------
-# skin regions and the exact mesh test
-
-def skin_regions(armature):
-    """(skinned mesh object, {region: vertex indices}, face object or None).
-
-    Regions by the bone dominating each vertex: ("finger", side, name, phalanx ≥ 1 only:
-    the distal two), ("hand", side) for the palm and all fingers, "head", "torso".
-    """
-    body = P.body(armature)
-    names = [b.name for b in armature.data.bones]
-    role = {}
-    for (side, finger), bones in body.fingers.items():
-        for k, i in enumerate(bones):
-            role[names[i]] = ("finger", side, finger, k)
-    for (side, part), bones in body.limbs.items():
-        if part == "hand":
-            for i in bones:
-                role[names[i]] = ("palm", side)
-    if body.head is not None:
-        role[names[body.head]] = ("head",)
-    for i in body.spine:
-        role[names[i]] = ("torso",)
-    if body.hips is not None:
-        role[names[body.hips]] = ("torso",)
-    mesh_ob = max((o for o in armature.children if o.type == 'MESH'
-                   and any(m.type == 'ARMATURE' for m in o.modifiers)), key=lambda o: len(o.data.vertices))
-    face_ob = next((o for o in armature.children if o.type == 'MESH' and o.parent_type == 'BONE'
-                    and body.head is not None and o.parent_bone == names[body.head]), None)
-    me = mesh_ob.data
-    n = len(me.vertices)
-    owner = np.full(n, -1)
-    best = np.zeros(n)
-    gname = {g.index: g.name for g in mesh_ob.vertex_groups}
-    for v in me.vertices:
-        for g in v.groups:
-            if g.weight > best[v.index]:
-                best[v.index], owner[v.index] = g.weight, g.group
-    regions = {}
-    for vi in range(n):
-        r = role.get(gname.get(owner[vi]))
-        if r is None:
-            continue
-        if r[0] == "finger":
-            regions.setdefault(("hand", r[1]), []).append(vi)
-            regions.setdefault(("finger", r[1], r[2]), []).append(vi)
-            if r[3] >= 1:
-                regions.setdefault(("tip", r[1], r[2]), []).append(vi)
-        elif r[0] == "palm":
-            regions.setdefault(("hand", r[1]), []).append(vi)
-            regions.setdefault(("palm", r[1]), []).append(vi)
-        else:
-            regions.setdefault(r, []).append(vi)
-    return mesh_ob, {k: np.array(v) for k, v in regions.items()}, face_ob
-
-
-def pair_tests(regions, has_face):
-    """[(kind, point region, surface region)] of the exact test."""
-    tests = []
-    hands = [k for k in regions if k[0] == "hand"]
-    for h in hands:
-        side = h[1]
-        if has_face or ("head",) in regions:
-            tests.append(("finger-face", h, "face"))
-        if ("torso",) in regions:
-            tests.append(("hand-torso", h, ("torso",)))
-        other = ("hand", "R" if side == "L" else "L")
-        if other in regions:
-            tests.append(("hand-hand", h, other))
-        tips = [k for k in regions if k[0] == "tip" and k[1] == side]
-        for t in tips:
-            for f in regions:
-                if f[0] == "finger" and f[1] == side and f[2] != t[2]:
-                    tests.append(("finger-finger", t, f))
-            if ("palm", side) in regions:
-                tests.append(("finger-palm", t, ("palm", side)))
-    return tests
-
-
-class MeshProbe:
-    """Exact point-to-mesh penetration of skin regions on the evaluated mesh (m)."""
-
-    def __init__(self, armature):
-        self.arm = armature
-        self.mesh_ob, self.regions, self.face_ob = skin_regions(armature)
-        me = self.mesh_ob.data
-        me.calc_loop_triangles()
-        tris = np.empty(len(me.loop_triangles) * 3, dtype=np.int64)
-        me.loop_triangles.foreach_get("vertices", tris)
-        tris = tris.reshape(-1, 3)
-        self.region_tris = {}
-        for key, verts in self.regions.items():
-            mask = np.zeros(len(me.vertices), bool)
-            mask[verts] = True
-            self.region_tris[key] = tris[mask[tris].all(axis=1)].tolist()
-        self.face_tris = None
-        if self.face_ob is not None:
-            fm = self.face_ob.data
-            fm.calc_loop_triangles()
-            ft = np.empty(len(fm.loop_triangles) * 3, dtype=np.int64)
-            fm.loop_triangles.foreach_get("vertices", ft)
-            self.face_tris = ft.reshape(-1, 3).tolist()
-        self.tests = pair_tests(self.regions, self.face_ob is not None)
-        self.rest = None
-
-    def _tree(self, co, key):
-        if key == "face":
-            if self.face_tris is not None:
-                return BVHTree.FromPolygons(evaluated_world_vertices(self.face_ob).tolist(), self.face_tris)
-            key = ("head",)
-        return BVHTree.FromPolygons(co.tolist(), self.region_tris[key])
-
-    def depths(self):
-        """Per test the penetration (k points,) m at the current frame (0 outside)."""
-        co = evaluated_world_vertices(self.mesh_ob)
-        trees = {}
-        out = []
-        for kind, pts, surf in self.tests:
-            if surf not in trees:
-                trees[surf] = self._tree(co, surf)
-            tree = trees[surf]
-            d = np.zeros(len(self.regions[pts]))
-            for j, vi in enumerate(self.regions[pts]):
-                p = Vector(co[vi])
-                loc, normal, _i, dist = tree.find_nearest(p, SEARCH)
-                # Inside: behind the nearest triangle, seen along its normal. An
-                # off-normal offset means the nearest point is on an edge of the
-                # region's open boundary (a finger's cut end), not a penetration.
-                if loc is not None and (p - loc).dot(normal) < -0.7 * dist:
-                    d[j] = dist
-            out.append(d)
-        return out
-
-    def measure(self, scene, frames):
-        """{kind: (F,) peak penetration m per frame}, rest-pose contact removed per point."""
-        if self.rest is None:
-            saved = self.arm.data.pose_position
-            self.arm.data.pose_position = 'REST'
-            bpy.context.view_layer.update()
-            self.rest = self.depths()
-            self.arm.data.pose_position = saved
-            bpy.context.view_layer.update()
-        kinds = sorted({t[0] for t in self.tests})
-        out = {k: np.zeros(len(frames)) for k in kinds}
-        for f, frame in enumerate(frames):
-            scene.frame_set(int(frame))
-            for (kind, _p, _s), d, r in zip(self.tests, self.depths(), self.rest):
-                out[kind][f] = max(out[kind][f], float(np.max(np.maximum(d - r, 0.0), initial=0.0)))
-        return out
 
 
 # ---------------------------------------------------------------------------------------
@@ -318,13 +163,18 @@ def angles_deg(a, b):
 def measure_motion(ctx, rotations, label):
     """Columns of one motion (baked or baseline) against the reference in ctx."""
     job, scene, arm = ctx["job"], ctx["scene"], ctx["arm"]
-    action = P.write(job, rotations, f"quality.{label}")
+    action, metrics = P.write(job, rotations, f"quality.{label}")
     P.assign(arm, action)
     tips = tip_tracks(scene, arm, ctx["tip_names"], job.frames)
-    pen = ctx["probe"].measure(scene, job.frames)
     P.assign(arm, ctx["ref_action"])
     ang = angles_deg(job.reference.rotations, rotations)  # (F, n)
-    return {"rotations": rotations, "tips": tips, "pen": pen, "angle": ang}
+    ctx["ref_pen"] = skin_by_kind(metrics["reference"])
+    return {"rotations": rotations, "tips": tips, "pen": skin_by_kind(metrics["baked"]), "angle": ang}
+
+
+def skin_by_kind(side):
+    """{kind: (F,) m} of one side of the product's skin metrics."""
+    return {k: 1e-3 * np.asarray(v) for k, v in side.get("per_frame_skin_penetration_mm_by_kind", {}).items()}
 
 
 def summarise(ctx, m, contact):
@@ -370,12 +220,10 @@ def run_clip(rig_path, clip, tmp, repeat, clean_cache):
         again = P.solve(job)
         identical = bool(np.array_equal(again.rotations, solved.rotations))
     tip_names = [job.rig.bone_names[i] for i in job.rig.fingertips]
-    probe = MeshProbe(arm)
-    ctx = {"job": job, "scene": scene, "arm": arm, "ref_action": ref_action, "tip_names": tip_names,
-           "probe": probe}
+    ctx = {"job": job, "scene": scene, "arm": arm, "ref_action": ref_action, "tip_names": tip_names}
     ctx["ref_tips"] = tip_tracks(scene, arm, tip_names, job.frames)
-    ref_pen = probe.measure(scene, job.frames)
     baked = measure_motion(ctx, solved.rotations, "baked")
+    ref_pen = ctx["ref_pen"]
     lag = best_shift(ctx["ref_tips"], baked["tips"])
     bw = measure_motion(ctx, butterworth(job.reference.rotations, max(lag, 1.0)), "butterworth")
     solver_contact = (np.asarray(baked_m["per_frame_penetration_mm"]) > 0) | (
@@ -410,7 +258,7 @@ def run_clip(rig_path, clip, tmp, repeat, clean_cache):
             # The clean clip baked too: its own contacts resolved (fists in the palm), so the
             # bake of the noisy clip can be judged on denoising alone.
             crot_baked = P.solve(cjob).rotations
-            P.assign(carm, P.write(cjob, crot_baked, "quality.clean_baked"))
+            P.assign(carm, P.write(cjob, crot_baked, "quality.clean_baked")[0])
             clean_cache[key + ("baked",)] = (crot_baked, tip_tracks(bpy.context.scene, carm, tip_names,
                                                                       cjob.frames))
         if key in clean_cache:
@@ -456,11 +304,10 @@ def fmt_row(r):
 
 
 def _mm(v):
-    # A reading at the search radius is the probe's limit, not a measured depth.
-    return f">={1e3 * SEARCH:.0f}" if v >= 0.99e3 * SEARCH else f"{v:.1f}"
+    return f"{v:.1f}"
 
 
-KINDS = ("finger-face", "hand-hand", "finger-finger", "finger-palm", "hand-torso")
+KINDS = ("hand–face", "hand–hand", "finger–finger", "hand–torso")
 
 
 def summary(rows):

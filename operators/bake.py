@@ -54,7 +54,7 @@ class SIGNSIM_OT_bake(bpy.types.Operator):
             self.report({'WARNING'}, w)
         m = solved.metrics["baked"]
         self.report({'INFO'}, rpt_("Baked '{}': tracking {:.2f}° RMS, penetration max {:.2f} mm").format(
-            new.name, m['tracking_rms_deg'], m['penetration_max_mm']))
+            new.name, m['tracking_rms_deg'], m.get('skin_penetration_max_mm', m['penetration_max_mm'])))
         if physics.soft_face:
             try:
                 res = softface.soft_face(context.scene, context.active_object, softface.settings_of(physics),

@@ -205,15 +205,20 @@ def capsule_pair_kinds(model, parts):
     """Contact kind (n_pairs,) of each capsule pair of model.pairs from the bones' part
     labels (n,): "finger–finger" within one hand, "hand–hand" between the hands, else
     the two categories joined ("arm–hand", "arm–arm", …)."""
-    kinds = []
-    for i, j in model.pairs:
-        a, b = parts[i], parts[j]
-        ca, cb = part_category(a), part_category(b)
-        if ca == cb == "hand":
-            kinds.append("finger–finger" if part_side(a) == part_side(b) else "hand–hand")
-        else:
-            kinds.append("–".join(sorted((ca, cb))))
-    return tuple(kinds)
+    return tuple(pair_kind(parts[i], parts[j]) for i, j in model.pairs)
+
+
+def pair_kind(a, b):
+    """Contact kind of two parts labelled like "finger.L", "head" or "torso": "finger–finger"
+    within one hand, "hand–hand" between the hands, "hand–face" between a hand part and the
+    head or neck, else the two categories joined in alphabetical order ("arm–hand",
+    "hand–torso", …)."""
+    ca, cb = part_category(a), part_category(b)
+    if ca == cb == "hand":
+        return "finger–finger" if part_side(a) == part_side(b) else "hand–hand"
+    if "hand" in (ca, cb) and {ca, cb} & {"head", "neck"}:
+        return "hand–face"
+    return "–".join(sorted((ca, cb)))
 
 
 @dataclass(frozen=True, eq=False)

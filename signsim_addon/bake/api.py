@@ -70,10 +70,10 @@ def bake_file(request: BakeFileRequest, report=silent) -> dict:
     if compiled:
         report(INFO, f"compiling the solver (once): {seconds:.1f} s")
     solved = solve(job)
+    physics = ob.signsim.physics
+    new = write(scene, job, solved, physics.output_mode, physics.key_tolerance_deg)  # adds the skin's warnings
     for w in solved.metrics["warnings"][len(job.rig.warnings):]:
         report(WARNING, w)
-    physics = ob.signsim.physics
-    new = write(scene, job, solved, physics.output_mode, physics.key_tolerance_deg)
     soft = None
     if physics.soft_face if r.soft_face is None else r.soft_face:
         try:
@@ -90,7 +90,13 @@ def bake_file(request: BakeFileRequest, report=silent) -> dict:
         m = metrics[side]
         report(INFO, f"{side:>9}: tracking {m['tracking_rms_deg']:.2f}° RMS, lag {m['lag_ms']:.1f} ms, "
                      f"jerk {m['jerk_cost']:.3g} m²/s⁵, penetration max {m['penetration_max_mm']:.2f} mm "
-                     f"(p95 {m['penetration_p95_mm']:.2f}), limit excess {m['joint_limit_excess_deg']:.2f}°")
+                     f"(p95 {m['penetration_p95_mm']:.2f}) on the body model, limit excess "
+                     f"{m['joint_limit_excess_deg']:.2f}°")
+        if "skin_penetration_max_mm" in m:
+            by_kind = ", ".join(f"{k} {v:.2f}" for k, v in m["skin_penetration_max_mm_by_kind"].items() if v > 0)
+            report(INFO, f"{side:>9}: on the skin: penetration max {m['skin_penetration_max_mm']:.2f} mm, "
+                         f"intersecting on {m['skin_frames_penetrating']} of {len(job.frames)} frames"
+                         + (f" ({by_kind} mm)" if by_kind else ""))
     report(INFO, f"wrote action '{new.name}' to {r.out}")
     result = {"action": new.name, "metrics": metrics, "out": os.path.abspath(r.out),
               "warnings": solved.metrics["warnings"]}

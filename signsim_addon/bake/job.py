@@ -24,7 +24,7 @@ from ...solver import armature as armature_fk
 from ...solver import kernels, keyreduce, quat
 from ...solver.body import bone_contacts, build_field, capsule_pair_kinds, contact_depths, hand_plates, pair_depth
 from ...solver.guard import (CONTACT_MAX_DEG, DIVERGED_DEG, RAMP_S, contact_hold, guard, near_contact,
-                             towards_reference, with_pass_through)
+                             towards_reference, with_pass_through, world_error_deg)
 from ...solver.held_overlap import HOLD_S, held_overlaps, without_held_overlaps
 from ...solver.integrator import FaceSamples
 from ...solver.metrics import compare
@@ -278,7 +278,10 @@ def solve(job: BakeJob, progress=None) -> Solved:
     record["limits_widened"] = list(job.rig.limits_widened)
     record["hinges_freed"] = list(job.rig.hinges_freed)
     touching = bone_contacts(model, result.rotations, ref.base_positions, ref.base_rotations, fields)
+    world = world_error_deg(model, ref.rotations, result.rotations, ref.base_positions, ref.base_rotations)
+    record["baked"].update(world_error_record(world))
     record["warnings"] = (list(job.rig.warnings) + held_warnings + divergence_warnings(job.rig, diverged)
+                          + world_error_warnings(job.rig, world, job.frames)
                           + deviation_warnings(job.rig, result, err, touching, frame_time)
                           + outcome_warnings(record))
     return Solved(result.rotations, record)
@@ -445,6 +448,31 @@ def divergence_warnings(rig, diverged):
     return out
 
 
+def world_error_record(error_deg):
+    """{"world_error_max_deg", "frames_world_error_above_30_deg", "frames_world_error_above_90_deg"}
+    of the baked bones' world-orientation error (F, n) deg against the reference, on every
+    frame, contacts included (DIVERGED_DEG and CONTACT_MAX_DEG are 30° and 90°)."""
+    worst = error_deg.max(axis=1, initial=0.0)
+    return {"world_error_max_deg": float(worst.max(initial=0.0)),
+            f"frames_world_error_above_{DIVERGED_DEG:.0f}_deg": int(np.count_nonzero(worst > DIVERGED_DEG)),
+            f"frames_world_error_above_{CONTACT_MAX_DEG:.0f}_deg": int(np.count_nonzero(worst > CONTACT_MAX_DEG))}
+
+
+def world_error_warnings(rig, error_deg, frames):
+    """[str]: how many frames the bake leaves some bone more than DIVERGED_DEG (and more
+    than CONTACT_MAX_DEG) from the reference's world orientation, contacts included, and
+    the worst bone and scene frame; error_deg (F, n) deg of the final keys; frames (F,)."""
+    worst = error_deg.max(axis=1, initial=0.0)
+    far = int(np.count_nonzero(worst > DIVERGED_DEG))
+    if not far:
+        return []
+    f, b = np.unravel_index(np.argmax(error_deg), error_deg.shape)
+    return [f"in world orientation the bake is more than {DIVERGED_DEG:.0f}° from the reference on {far} of "
+            f"{len(worst)} frames ({int(np.count_nonzero(worst > CONTACT_MAX_DEG))} frames more than "
+            f"{CONTACT_MAX_DEG:.0f}°), contacts included: worst '{rig.bone_names[b]}' {error_deg[f, b]:.0f}° at "
+            f"frame {frames[f]:.0f}"]
+
+
 def _chains(rig, off, error_deg):
     """'bone' on k frames (worst x°), … for the first bone of each chain that is `off`
     (F, n) bool, worst first (SHOWN_BONES of them); error_deg (F, n)."""
@@ -507,15 +535,20 @@ def metrics_record(cmp, result, reference, seconds, tracking_rms_deg) -> dict:
     return {"reference": side(cmp["reference"], 0.0, 0.0, none), "baked": baked}
 
 
-def write(scene, job: BakeJob, solved: Solved, output="ASSIGN", key_tolerance_deg=0.0):
+def write(scene, job: BakeJob, solved: Solved, output="ASSIGN", key_tolerance_deg=0.0, measure_skin=True):
     """Write the baked action and hook it up to the armature; returns the new Action.
 
     output: 'ASSIGN' (the new action becomes the armature's action) or 'NLA' (reference
     and baked actions stacked as NLA tracks, baked on top). key_tolerance_deg > 0 thins
     the keys while staying within that angle of the every-frame bake (exactly so for
     bones in quaternion mode; Euler curves interpolate their angles instead).
+    measure_skin: measure the penetration of the reference and of the written keys on
+    the evaluated skin (skin_metrics.measure) into solved.metrics' sides, its warnings
+    appended to solved.metrics["warnings"].
     """
     import bpy
+
+    from . import skin_metrics
     ob = bpy.data.objects[job.armature_name]
     ref = bpy.data.actions[job.action_name]
     new = ref.copy()
@@ -532,6 +565,11 @@ def write(scene, job: BakeJob, solved: Solved, output="ASSIGN", key_tolerance_de
             bag.fcurves.remove(fc)
         rotations = quat.make_continuous(solved.rotations)
         write_rotations(ob, new, slot, job.frames, job.rig.bone_names, rotations, key_tolerance_deg)
+        if measure_skin:
+            skin, warnings = skin_metrics.measure(scene, ob, job, ref, new, job.slot_identifier)
+            for side in (skin or {}):
+                solved.metrics.setdefault(side, {}).update(skin[side])
+            solved.metrics.setdefault("warnings", []).extend(warnings)
         new.signsim.reference_action = ref
         new.signsim.bake_metrics = json.dumps(solved.metrics, sort_keys=True)
         new.signsim.bake_settings = json.dumps(job.settings_record, sort_keys=True)
@@ -573,7 +611,9 @@ def write_rotations(ob, action, slot, frames, bone_names, rotations, tolerance_d
 # Graph Editor plots them against the timeline: (property, metrics side, per-frame key).
 METRIC_CURVES = (("signsim_penetration_mm", "baked", "per_frame_penetration_mm"),
                  ("signsim_reference_penetration_mm", "reference", "per_frame_penetration_mm"),
-                 ("signsim_tracking_deg", "baked", "per_frame_tracking_deg"))
+                 ("signsim_tracking_deg", "baked", "per_frame_tracking_deg"),
+                 ("signsim_skin_penetration_mm", "baked", "per_frame_skin_penetration_mm"),
+                 ("signsim_reference_skin_penetration_mm", "reference", "per_frame_skin_penetration_mm"))
 
 
 def _write_metric_curves(ob, action, slot, frames, metrics):

@@ -22,6 +22,9 @@ SUMMARY = (
     ("penetration_max_mm", "Penetration Max", "mm", True),
     ("penetration_p95_mm", "Penetration 95th %", "mm", True),
     ("frames_penetrating", "Frames Penetrating", "frames", True),
+    ("skin_penetration_max_mm", "Skin Penetration Max", "mm", True),
+    ("skin_penetration_p95_mm", "Skin Penetration 95th %", "mm", True),
+    ("skin_frames_penetrating", "Frames Skin Intersects", "frames", True),
     ("joint_limit_excess_deg", "Joint-Limit Excess", "°", True),
     ("substeps_mean", "Substeps per Frame", "", None),
     ("fallbacks", "Fallbacks", "", None),
@@ -32,7 +35,9 @@ GROUP_KEY = "tracking_rms_deg_per_group"
 # per-frame lists: (side, key, label, unit)
 PER_FRAME = (("reference", "per_frame_penetration_mm", "Penetration", "mm"),
              ("baked", "per_frame_penetration_mm", "Penetration", "mm"),
-             ("baked", "per_frame_tracking_deg", "Tracking Error", "°"))
+             ("baked", "per_frame_tracking_deg", "Tracking Error", "°"),
+             ("reference", "per_frame_skin_penetration_mm", "Skin Penetration", "mm"),
+             ("baked", "per_frame_skin_penetration_mm", "Skin Penetration", "mm"))
 _TOL = 1e-9
 
 
@@ -133,7 +138,8 @@ def to_csv(metrics, frames=None) -> str:
     for group, value in group_rows(metrics):
         w.writerow(["tracking_rms_deg", "°", group, "", "", _csv(value)])
     series = per_frame(metrics, frames)
-    for key, unit in (("per_frame_penetration_mm", "mm"), ("per_frame_tracking_deg", "°")):
+    for key, unit in (("per_frame_penetration_mm", "mm"), ("per_frame_tracking_deg", "°"),
+                      ("per_frame_skin_penetration_mm", "mm")):
         ref, baked = series.get(("reference", key)), series.get(("baked", key))
         base = baked or ref
         if base is None:
