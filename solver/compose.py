@@ -300,7 +300,9 @@ class ClipInfo:
         # clean frames, per bone: more than 2 frames away from that bone's own flips (a
         # one-frame turn of its local rotation by more than FLIP_STEP)
         flip = (quat.angle_between(track.rotations[1:], track.rotations[:-1]) > FLIP_STEP).astype(float)
-        near = np.apply_along_axis(lambda f: np.convolve(f, np.ones(5), mode="same"), 0, flip) > 0
+        # np.convolve's "same" is as long as the longer input: cut the full one to the clip
+        # (a clip of 4 or 5 frames has fewer steps than the kernel)
+        near = np.apply_along_axis(lambda f: np.convolve(f, np.ones(5))[2:2 + len(f)], 0, flip) > 0
         clean = ~(near[:-1] | near[1:])                                          # (F−2, B)
         self.jump_limit = np.maximum(robust_limit(jumps, clean), JUMP_FLOOR)
         p = track.positions[:, rig.root_position] if track.positions.shape[1] else np.zeros((len(track), 3))

@@ -195,6 +195,18 @@ def test_errors_leave_nothing_behind(cm, signer, shared_data, tmp_path):
         assert (set(bpy.data.objects), set(bpy.data.actions), set(bpy.data.armatures)) == before
 
 
+def test_clips_of_a_few_frames_compose(cm, signer, shared_data):
+    """Clips trimmed to 3-6 frames (shorter than the flip detector's 5-frame kernel) compose
+    into as many frames as they have, minus the seam's blend (4 and 5 frames failed with
+    numpy's "operands could not be broadcast together")."""
+    clip = str(shared_data / "mocap" / BYE)
+    for n in (3, 4, 5, 6):
+        result = cm.compose(signer, [cm.ClipSpec(clip, trim_in=10, trim_out=10 + n - 1),
+                                     cm.ClipSpec(clip, trim_in=60, trim_out=60 + n - 1)])
+        frames = result["frames"][1] - result["frames"][0] + 1
+        assert 2 * n - result["seams"][0]["window"] - 1 <= frames <= 2 * n, (n, frames)
+
+
 def test_cli_compose_json_and_written_file(addon, shared_data, tmp_path, capsys):
     cli = addon.signsim_addon.cli.main
     out = tmp_path / "out.blend"
