@@ -36,7 +36,7 @@ class NoFaceContact(SignSimError):
 @dataclass(frozen=True, kw_only=True)
 class SoftFaceSettings:
     """modes: reduced coordinates; young Pa; poisson; thickness m of tissue over the
-    skull; stiffness N/m of a fingertip pad's penalty; substeps per frame."""
+    skull; stiffness N/m of a fingertip pad's penalty; substeps per frame (at least)."""
     modes: int = sf.MODES
     young: float = sf.YOUNG
     poisson: float = sf.POISSON
@@ -116,7 +116,8 @@ def soft_face(scene, armature, settings=SoftFaceSettings(), frames=None, fingert
     build = time.process_time() - t0
     report(INFO, f"soft face of '{head.mesh}': {len(face.vertices)} vertices, {face.tet_count} tetrahedra, "
                  f"{modes} force-dual modes in {build:.2f} s")
-    coords, depth = _simulate(reduced, centres, radii, scene.render.fps / scene.render.fps_base, settings)
+    coords, depth = sf.simulate(reduced, centres, radii, scene.render.fps / scene.render.fps_base,
+                                settings.substeps, settings.stiffness)
     disp = np.stack([np.linalg.norm(face.displacement(basis @ c), axis=1) for c in coords])
     worst = int(np.argmax(disp.max(axis=1)))
     peak = float(disp[worst].max())
@@ -128,22 +129,6 @@ def soft_face(scene, armature, settings=SoftFaceSettings(), frames=None, fingert
             "peak_displacement_mm": 1e3 * peak, "far_field_ratio": far,
             "max_penetration_mm": 1e3 * float(depth.max(initial=0.0)), "build_seconds": build,
             "warnings": warnings}
-
-
-def _simulate(reduced, centres, radii, fps, settings):
-    """(coordinates (F, m) at each frame, penetration (F,) m: the deepest fingertip) with
-    the fingertips moving linearly between frames, settings.substeps steps per frame."""
-    F = len(centres)
-    h = 1.0 / (fps * settings.substeps)
-    q, v = np.zeros(reduced.m), np.zeros(reduced.m)
-    coords, depth = np.zeros((F, reduced.m)), np.zeros(F)
-    for f in range(F):
-        for s in range(settings.substeps if f else 1):
-            t = (s + 1) / settings.substeps
-            c = centres[f] if f == 0 else (1 - t) * centres[f - 1] + t * centres[f]
-            q, v, contact = sf.step(reduced, q, v, h, c, radii, settings.stiffness)
-        coords[f], depth[f] = q, contact.depth.max(initial=0.0)
-    return coords, depth
 
 
 def remove(ob):

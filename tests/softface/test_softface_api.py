@@ -123,12 +123,15 @@ def test_chin_cheek_dents_the_signers_skin(mods, addon, chin_cheek_blend):
     rest_depth = np.array([_penetration(head, rest, c, radii, sdf) for c in centres])
     # The retargeted clip drives the index tip's pad up to 8.5 mm into the rigid cheek
     # (the retarget warns of it) and this pass keeps the fingertips where the animation
-    # has them: the skin gives most of the way, it cannot give all of a 10 mm layer.
+    # has them: the skin gives all the way. Twenty modes cannot take the pad's shape:
+    # to keep it out they push the skin beside it deeper than the press (12.3 mm for
+    # 8.5 mm here; press + 1 mm held only while the skin lagged a frame behind the finger).
     assert rest_depth.max() > 5e-3
-    assert 0.5 * rest_depth.max() < dent.max() < rest_depth.max() + 1e-3
+    assert 0.5 * rest_depth.max() < dent.max() < 1.5 * rest_depth.max()
     assert dent.max() == pytest.approx(res["peak_displacement_mm"] * 1e-3, rel=1e-3)
     assert depth.max() == pytest.approx(res["max_penetration_mm"] * 1e-3, rel=0.05)
     assert depth.max() < rest_depth.max()
+    assert depth.max() <= 0.5e-3                              # the finger stops at the dented skin
     touching = np.flatnonzero(rest_depth > 0)
     assert len(touching) and rest_depth.max() > depth.max()   # the rigid skin would be penetrated more
     release = touching[-1] + 1
