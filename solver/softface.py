@@ -228,6 +228,18 @@ def build_face(vertices, triangles, pinned=None, young=YOUNG, poisson=POISSON, t
     return FaceBody(v, t, normals, areas, free, dof, H, mass, index, len(tets), young, poisson, thickness)
 
 
+def weight_share(n_vertices, vertex_indices, group_indices, weights, on_head):
+    """(V,) the share of each vertex's skin weight on the vertex groups marked on_head
+    (G,) bool, from sparse weights vertex_indices, group_indices, weights (k,): 0 for
+    skin those bones do not carry, 1 for skin only they carry."""
+    vi, gi, w = (np.asarray(x) for x in (vertex_indices, group_indices, weights))
+    head, total = np.zeros(n_vertices), np.zeros(n_vertices)
+    mine = np.asarray(on_head, bool)[gi]
+    np.add.at(head, vi[mine], w[mine])
+    np.add.at(total, vi, w)
+    return head / np.maximum(total, 1e-30)
+
+
 def proximity_weights(face, points, spread=None):
     """(V,) weights in [0, 1]: at each vertex the largest exp(−½ (d/spread)²) over the
     points (k, 3) m (fingertip samples over the clip) within 3 spread; 0 on fixed vertices.

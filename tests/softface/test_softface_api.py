@@ -198,3 +198,34 @@ def test_undo_removes_the_shape_keys(chin_cheek_blend):
     body = bpy.data.objects["SignerBody"]
     assert keys_before is None and body.data.shape_keys is None
     assert sorted(a.name for a in bpy.data.actions) == actions
+
+
+def test_a_chin_blended_with_the_neck_dents(mods, addon):
+    """The signer's chin is weighted about half to the neck: skin the head carries only in
+    part is soft tissue over the jaw too (it was held fixed: a press on it never dented)."""
+    api, head_api, compat = mods
+    sf = importlib.import_module(addon.__name__ + ".solver.softface")
+    bpy.ops.wm.open_mainfile(filepath=str(SAMPLES / "signer.blend"))
+    signer = bpy.data.objects["Signer"]
+    body = bpy.data.objects["SignerBody"]
+    head = head_api.head_skin(signer)
+    share = np.zeros(len(body.data.vertices))
+    for v in body.data.vertices:
+        total = sum(g.weight for g in v.groups)
+        share[v.index] = sum(g.weight for g in v.groups if body.vertex_groups[g.group].name == "head") / total
+    blended = np.flatnonzero((share[head.indices] > 0.3) & (share[head.indices] < 0.5))
+    chin = head_api.landmark(head, "chin")
+    face = sf.build_face(head.vertices, head.triangles)
+    spot = blended[np.argmin(np.linalg.norm(head.vertices[blended] - chin, axis=1))]
+    i = int(np.argmin(np.linalg.norm(face.vertices - head.vertices[spot], axis=1)))
+    assert face.free[i] and np.linalg.norm(head.vertices[spot] - chin) < 0.02   # on the chin, not its rim
+    r = 0.0075
+    frames = np.arange(1, 21)
+    gap = np.interp(frames, [1, 8, 11, 20], [0.01, 0.0, -0.002, -0.002])
+    centres = (face.vertices[i] + (r + gap)[:, None] * face.normals[i])[:, None]
+    mesh_co = np.empty(len(body.data.vertices) * 3)
+    body.data.vertices.foreach_get("co", mesh_co)
+    res = api.soft_face(bpy.context.scene, signer, frames=frames, fingertips=(centres, np.array([r])))
+    assert res["mesh"] == "SignerBody"
+    skin = _head_frame(head, _evaluated(body, 20), mesh_co.reshape(-1, 3))
+    assert np.linalg.norm(skin[spot] - head.vertices[spot]) > 1e-3     # 2 mm pressed: the chin gives
