@@ -171,6 +171,8 @@ def test_fingertip_pressed_into_the_cc0_cheek(mods, addon, shared_data):
     assert dent[pressed].min() > 2e-3                 # 3 mm pressed: the cheek gives most of it
     assert depth.max() <= 0.5e-3
     assert dent[frames >= 29 + 6].max() < 0.02 * dent.max()   # 0.2 s after the finger left
+    # its face has triangles larger than the pad: the dent cannot be narrower, and says so
+    assert any("the dent is as wide as them" in w for w in res["warnings"])
 
 
 def test_undo_removes_the_shape_keys(chin_cheek_blend):
@@ -229,3 +231,10 @@ def test_a_chin_blended_with_the_neck_dents(mods, addon):
     assert res["mesh"] == "SignerBody"
     skin = _head_frame(head, _evaluated(body, 20), mesh_co.reshape(-1, 3))
     assert np.linalg.norm(skin[spot] - head.vertices[spot]) > 1e-3     # 2 mm pressed: the chin gives
+    assert not any("as wide as" in w for w in res["warnings"])        # the signer's skin is finer than a pad
+    # absolute shape keys play by evaluation time, not by their values: refused, file untouched
+    body.data.shape_keys.use_relative = False
+    names = [kb.name for kb in body.data.shape_keys.key_blocks]
+    with pytest.raises(api.SignSimError, match="absolute"):
+        api.soft_face(bpy.context.scene, signer, frames=frames, fingertips=(centres, np.array([r])))
+    assert [kb.name for kb in body.data.shape_keys.key_blocks] == names
