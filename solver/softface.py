@@ -413,13 +413,15 @@ def far_field_ratio(face, u, centre, distance=0.04):
 class Contact:
     """Fingertip contact after a step, per fingertip (k of them): depth (k,) m, the
     penetration of its sphere into the deformed skin (0 without contact); force (k, 3) N,
-    the skin's push on the fingertip (the skin gets the opposite)."""
+    the skin's push on the fingertip (the skin gets the opposite); level: the stiffenings
+    the step's penalty took (step's `level` for the next step of a held press)."""
     depth: np.ndarray
     force: np.ndarray
+    level: int = 0
 
 
 def step(reduced, q, v, h, centres=(), radii=(), stiffness=CONTACT_STIFFNESS, iterations=4, tolerance=TOLERANCE,
-         stiffen=STIFFEN):
+         stiffen=STIFFEN, level=0):
     """One backward Euler step of the reduced face: (q', v', Contact).
 
     q, v (m,) reduced position and velocity; h s; centres (k, 3) m and radii (k,) m:
@@ -435,7 +437,8 @@ def step(reduced, q, v, h, centres=(), radii=(), stiffness=CONTACT_STIFFNESS, it
     than `tolerance` m inside the dented skin the penalty is made 4× stiffer and the step
     solved again from there, at most `stiffen` times (penalty continuation: the limit is
     the non-penetrating step; where the subspace cannot take the finger's shape, the
-    stiffest penalty's least-squares compromise). Contact.force is the last penalty's push.
+    stiffest penalty's least-squares compromise), starting `level` stiffenings up.
+    Contact.force is the last penalty's push, Contact.level its stiffenings.
     """
     centres = np.asarray(centres, float).reshape(-1, 3)
     radii = np.broadcast_to(np.asarray(radii, float), (len(centres),))
@@ -473,8 +476,9 @@ def step(reduced, q, v, h, centres=(), radii=(), stiffness=CONTACT_STIFFNESS, it
 
     stiff = stiffness
     touch = contact(q1, stiff)
-    for level in range(stiffen + 1 if len(centres) else 0):
-        if level and touch.depth.max(initial=0.0) <= tolerance:
+    first = min(level, stiffen)
+    for level in range(first, stiffen + 1 if len(centres) else 0):
+        if level > first and touch.depth.max(initial=0.0) <= tolerance:
             break
         stiff = stiffness * 4.0 ** level
         e, g, H = linearised(q1, stiff)
@@ -494,6 +498,7 @@ def step(reduced, q, v, h, centres=(), radii=(), stiffness=CONTACT_STIFFNESS, it
             q1 = q1 + alpha * delta
             e, g, H = trial
         touch = contact(q1, stiff)
+    touch = Contact(touch.depth, touch.force, int(round(np.log(stiff / stiffness) / np.log(4.0))))
     return q1, (q1 - q) / h, touch
 
 
@@ -502,13 +507,17 @@ def simulate(reduced, centres, radii, fps, substeps=4, stiffness=CONTACT_STIFFNE
     each frame) of the reduced face starting at rest under fingertip spheres centres
     (F, k, 3) m, radii (k,) m, that move linearly between frames at fps (frames per
     second). A frame is split into at least `substeps` steps, more where a fingertip moves
-    more than half its radius in one (so no centre crosses the skin within a step).
+    more than half its radius in one (so no centre crosses the skin within a step). A
+    held press starts each step at the penalty stiffness the last one needed
+    (Contact.level), and again at the base stiffness where that leaves a pad deeper than
+    TOLERANCE (a stiff penalty from the contact-free step can lose a fast fingertip).
     """
     centres = np.asarray(centres, float)
     radii = np.asarray(radii, float)
     F = len(centres)
     q, v = np.zeros(reduced.m), np.zeros(reduced.m)
     coords, depth = np.zeros((F, reduced.m)), np.zeros(F)
+    level = 0
     for f in range(F):
         if f == 0:
             n, start = 1, centres[0]
@@ -518,7 +527,12 @@ def simulate(reduced, centres, radii, fps, substeps=4, stiffness=CONTACT_STIFFNE
             n = max(int(substeps), int(np.ceil(move.max(initial=0.0))))
         for s in range(n):
             t = (s + 1) / n
-            q, v, contact = step(reduced, q, v, 1.0 / (fps * n), (1 - t) * start + t * centres[f], radii, stiffness)
+            args = (reduced, q, v, 1.0 / (fps * n), (1 - t) * start + t * centres[f], radii, stiffness)
+            out = step(*args, level=level)
+            if level and out[2].depth.max(initial=0.0) > TOLERANCE:   # the held press's stiffness did not hold it
+                out = step(*args)
+            q, v, contact = out
+            level = contact.level if contact.depth.max(initial=0.0) > 0 else 0
         coords[f], depth[f] = q, contact.depth.max(initial=0.0)
     return coords, depth
 

@@ -230,7 +230,10 @@ def test_press_dents_and_release_returns_to_rest(fine_cap):
     held = q
     for _ in range(60):
         held, _v, kept = sf.step(reduced, held, np.zeros(20), h, [centre], [r], stiffness=3e4)
-    assert 0 < kept.depth[0] <= sf.TOLERANCE < contact.depth[0]
+    assert 0 < kept.depth[0] <= sf.TOLERANCE < contact.depth[0] and kept.level > 0
+    # a held press that starts at the stiffness it needed keeps the pad as close
+    again, _v, carried = sf.step(reduced, held, np.zeros(20), h, [centre], [r], stiffness=3e4, level=kept.level)
+    assert carried.depth[0] <= sf.TOLERANCE and np.allclose(again, held, atol=1e-3 * np.abs(held).max())
     # released: back to rest within 0.2 s (1 % of the dent), monotonically (critically damped)
     norms = []
     for _ in range(int(0.2 / h)):
