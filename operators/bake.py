@@ -55,13 +55,13 @@ class SIGNSIM_OT_bake(bpy.types.Operator):
         m = solved.metrics["baked"]
         self.report({'INFO'}, rpt_("Baked '{}': tracking {:.2f}° RMS, penetration max {:.2f} mm").format(
             new.name, m['tracking_rms_deg'], m.get('skin_penetration_max_mm', m['penetration_max_mm'])))
-        if physics.soft_face:
-            try:
-                res = softface.soft_face(context.scene, context.active_object, softface.settings_of(physics),
-                                         job.frames, report=operator_reporter(self))
-            except SignSimError as ex:  # the bake stands; only the dent is missing
-                self.report({'WARNING'}, str(ex))
-            else:
+        try:
+            res, _notes = softface.after_bake(context.scene, context.active_object, job.frames, physics.soft_face,
+                                              report=operator_reporter(self))
+        except SignSimError as ex:  # the bake stands; only the dent is missing
+            self.report({'WARNING'}, str(ex))
+        else:
+            if res is not None:
                 self.report({'INFO'}, rpt_("Soft face on '{}': {} shape keys, dent up to {:.2f} mm").format(
                     res["mesh"], res["modes"], res["peak_displacement_mm"]))
         return {'FINISHED'}

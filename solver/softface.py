@@ -61,6 +61,8 @@ DENSITY = 1050.0     # kg/m³ of soft tissue
 DAMPING_RATIO = 1.0  # every reduced mode critically damped: a released cheek does not ring
 SPREAD = 0.012       # m: fingertip proximity weight's Gaussian width (a fingertip pad's radius)
 WELD = 1e-6          # m: vertices closer than this are one (UV seams split glTF meshes)
+TOLERANCE = 1e-4     # m: a fingertip deeper than this in the dented skin gets a stiffer penalty
+STIFFEN = 3          # at most 3 stiffenings (×4 each: 64× the contact stiffness)
 
 
 @dataclass(frozen=True)
@@ -224,6 +226,18 @@ def build_face(vertices, triangles, pinned=None, young=YOUNG, poisson=POISSON, t
     tets = layer_tets(t, len(v))
     H, mass = _elastic(points, tets, young, poisson, density, free_dof)
     return FaceBody(v, t, normals, areas, free, dof, H, mass, index, len(tets), young, poisson, thickness)
+
+
+def weight_share(n_vertices, vertex_indices, group_indices, weights, on_head):
+    """(V,) the share of each vertex's skin weight on the vertex groups marked on_head
+    (G,) bool, from sparse weights vertex_indices, group_indices, weights (k,): 0 for
+    skin those bones do not carry, 1 for skin only they carry."""
+    vi, gi, w = (np.asarray(x) for x in (vertex_indices, group_indices, weights))
+    head, total = np.zeros(n_vertices), np.zeros(n_vertices)
+    mine = np.asarray(on_head, bool)[gi]
+    np.add.at(head, vi[mine], w[mine])
+    np.add.at(total, vi, w)
+    return head / np.maximum(total, 1e-30)
 
 
 def proximity_weights(face, points, spread=None):
@@ -399,12 +413,15 @@ def far_field_ratio(face, u, centre, distance=0.04):
 class Contact:
     """Fingertip contact after a step, per fingertip (k of them): depth (k,) m, the
     penetration of its sphere into the deformed skin (0 without contact); force (k, 3) N,
-    the skin's push on the fingertip (the skin gets the opposite)."""
+    the skin's push on the fingertip (the skin gets the opposite); level: the stiffenings
+    the step's penalty took (step's `level` for the next step of a held press)."""
     depth: np.ndarray
     force: np.ndarray
+    level: int = 0
 
 
-def step(reduced, q, v, h, centres=(), radii=(), stiffness=CONTACT_STIFFNESS, iterations=4):
+def step(reduced, q, v, h, centres=(), radii=(), stiffness=CONTACT_STIFFNESS, iterations=4, tolerance=TOLERANCE,
+         stiffen=STIFFEN, level=0):
     """One backward Euler step of the reduced face: (q', v', Contact).
 
     q, v (m,) reduced position and velocity; h s; centres (k, 3) m and radii (k,) m:
@@ -416,6 +433,12 @@ def step(reduced, q, v, h, centres=(), radii=(), stiffness=CONTACT_STIFFNESS, it
     whose stationarity is the backward Euler equation, by Gauss–Newton steps with a
     backtracking line search on E (the contact geometry is not linear: a plain Newton
     iteration can run away where the subspace barely reaches the finger).
+    A penalty leaves a pad inside the skin by its force over k; while a fingertip is more
+    than `tolerance` m inside the dented skin the penalty is made 4× stiffer and the step
+    solved again from there, at most `stiffen` times (penalty continuation: the limit is
+    the non-penetrating step; where the subspace cannot take the finger's shape, the
+    stiffest penalty's least-squares compromise), starting `level` stiffenings up.
+    Contact.force is the last penalty's push, Contact.level its stiffenings.
     """
     centres = np.asarray(centres, float).reshape(-1, 3)
     radii = np.broadcast_to(np.asarray(radii, float), (len(centres),))
@@ -429,21 +452,36 @@ def step(reduced, q, v, h, centres=(), radii=(), stiffness=CONTACT_STIFFNESS, it
     bound = np.abs(q) + np.abs(q1) + np.abs(q1 - q)
     near = _candidates(reduced, bound, centres, radii)
 
-    def linearised(x):
-        """E(x), its gradient, the Gauss–Newton Hessian."""
+    def linearised(x, stiff):
+        """E(x), its gradient, the Gauss–Newton Hessian with penalty stiffness `stiff`."""
         g = (x - q_pred) / h ** 2 + reduced.C @ (x - q) / h + reduced.K @ x
-        e = 0.5 * (x - q_pred) @ (x - q_pred) / h ** 2 + 0.5 * (x - q) @ reduced.C @ (x - q) / h + 0.5 * x @ reduced.K @ x
+        e = 0.5 * (x - q_pred) @ (x - q_pred) / h ** 2 + 0.5 * (x - q) @ reduced.C @ (x - q) / h \
+            + 0.5 * x @ reduced.K @ x
         H = A.copy()
         for c, r, idx in zip(centres, radii, near):
-            d, G, _, k = contact_samples(reduced, x, c, r, stiffness, candidates=idx)
+            d, G, _, k = contact_samples(reduced, x, c, r, stiff, candidates=idx)
             on = d > 0
             e += 0.5 * (k[on] * d[on] ** 2).sum()
             g += G[on].T @ (k[on] * d[on])
             H += (G[on].T * k[on]) @ G[on]
         return e, g, H
 
-    if len(centres):
-        e, g, H = linearised(q1)
+    def contact(x, stiff):
+        depth, force = np.zeros(len(centres)), np.zeros((len(centres), 3))
+        for j, (c, r, idx) in enumerate(zip(centres, radii, near)):
+            d, _, n, k = contact_samples(reduced, x, c, r, stiff, candidates=idx)
+            depth[j] = max(d.max(initial=0.0), 0.0)
+            force[j] = (k * np.maximum(d, 0.0)) @ n
+        return Contact(depth, force)
+
+    stiff = stiffness
+    touch = contact(q1, stiff)
+    first = min(level, stiffen)
+    for level in range(first, stiffen + 1 if len(centres) else 0):
+        if level > first and touch.depth.max(initial=0.0) <= tolerance:
+            break
+        stiff = stiffness * 4.0 ** level
+        e, g, H = linearised(q1, stiff)
         for _ in range(iterations):
             delta = -np.linalg.solve(H, g)
             slope = g @ delta
@@ -451,7 +489,7 @@ def step(reduced, q, v, h, centres=(), radii=(), stiffness=CONTACT_STIFFNESS, it
                 break
             alpha = 1.0
             while alpha > 1e-4:
-                trial = linearised(q1 + alpha * delta)
+                trial = linearised(q1 + alpha * delta, stiff)
                 if trial[0] <= e + 1e-4 * alpha * slope:
                     break
                 alpha *= 0.5
@@ -459,12 +497,44 @@ def step(reduced, q, v, h, centres=(), radii=(), stiffness=CONTACT_STIFFNESS, it
                 break
             q1 = q1 + alpha * delta
             e, g, H = trial
-    depth, force = np.zeros(len(centres)), np.zeros((len(centres), 3))
-    for j, (c, r, idx) in enumerate(zip(centres, radii, near)):
-        d, _, n, k = contact_samples(reduced, q1, c, r, stiffness, candidates=idx)
-        depth[j] = max(d.max(initial=0.0), 0.0)
-        force[j] = (k * np.maximum(d, 0.0)) @ n
-    return q1, (q1 - q) / h, Contact(depth, force)
+        touch = contact(q1, stiff)
+    touch = Contact(touch.depth, touch.force, int(round(np.log(stiff / stiffness) / np.log(4.0))))
+    return q1, (q1 - q) / h, touch
+
+
+def simulate(reduced, centres, radii, fps, substeps=4, stiffness=CONTACT_STIFFNESS):
+    """(coordinates (F, m) at each frame, penetration (F,) m of the deepest fingertip at
+    each frame) of the reduced face starting at rest under fingertip spheres centres
+    (F, k, 3) m, radii (k,) m, that move linearly between frames at fps (frames per
+    second). A frame is split into at least `substeps` steps, more where a fingertip moves
+    more than half its radius in one (so no centre crosses the skin within a step). A
+    held press starts each step at the penalty stiffness the last one needed
+    (Contact.level), and again at the base stiffness where that leaves a pad deeper than
+    TOLERANCE (a stiff penalty from the contact-free step can lose a fast fingertip).
+    """
+    centres = np.asarray(centres, float)
+    radii = np.asarray(radii, float)
+    F = len(centres)
+    q, v = np.zeros(reduced.m), np.zeros(reduced.m)
+    coords, depth = np.zeros((F, reduced.m)), np.zeros(F)
+    level = 0
+    for f in range(F):
+        if f == 0:
+            n, start = 1, centres[0]
+        else:
+            start = centres[f - 1]
+            move = np.linalg.norm(centres[f] - start, axis=1) / (0.5 * radii)
+            n = max(int(substeps), int(np.ceil(move.max(initial=0.0))))
+        for s in range(n):
+            t = (s + 1) / n
+            args = (reduced, q, v, 1.0 / (fps * n), (1 - t) * start + t * centres[f], radii, stiffness)
+            out = step(*args, level=level)
+            if level and out[2].depth.max(initial=0.0) > TOLERANCE:   # the held press's stiffness did not hold it
+                out = step(*args)
+            q, v, contact = out
+            level = contact.level if contact.depth.max(initial=0.0) > 0 else 0
+        coords[f], depth[f] = q, contact.depth.max(initial=0.0)
+    return coords, depth
 
 
 def contact_samples(reduced, q, centre, radius, stiffness=CONTACT_STIFFNESS, margin=0.005, candidates=None):

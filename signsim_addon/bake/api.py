@@ -74,16 +74,12 @@ def bake_file(request: BakeFileRequest, report=silent) -> dict:
     new = write(scene, job, solved, physics.output_mode, physics.key_tolerance_deg)  # adds the skin's warnings
     for w in solved.metrics["warnings"][len(job.rig.warnings):]:
         report(WARNING, w)
-    soft = None
-    if physics.soft_face if r.soft_face is None else r.soft_face:
-        try:
-            soft = softface.soft_face(scene, ob, softface.settings_of(physics, r.face_modes), job.frames,
-                                      report=report)
-            solved.metrics["warnings"].extend(soft["warnings"])
-        except softface.NoFaceContact as ex:  # a clip that never touches the face bakes as it is
-            report(WARNING, str(ex))
-            solved.metrics["warnings"].append(str(ex))
+    soft, notes = softface.after_bake(scene, ob, job.frames, physics.soft_face if r.soft_face is None else r.soft_face,
+                                      r.face_modes, report)
+    solved.metrics["warnings"].extend(notes)
     metrics = public_metrics(solved.metrics)   # the .blend and the metrics: both or neither
+    if soft is not None:
+        metrics["soft_face"] = softface.summary(soft)
     files.save_atomically(r.out, texts={r.metrics: json.dumps(metrics, indent=1, sort_keys=True)}
                           if r.metrics else None)
     for side in ("reference", "baked"):

@@ -6,6 +6,9 @@
   fingertips over `frames`, written as one shape key per mode on the character's mesh
   (relative to its basis; only head vertices move) with its coordinate keyed per frame
   on the shape key's value.
+- after_bake(scene, armature, frames, on, modes, report) -> (result or None, warnings):
+  the bake's soft-face step (a failure there warns, the bake stands; a stale dent of an
+  earlier bake is removed);
 - remove(mesh object): the soft-face shape keys and their action gone again.
 
 The fingertips are kinematic here (they follow the armature's current animation, the
@@ -20,6 +23,7 @@ import numpy as np
 
 from ...solver import softface as sf
 from .. import compat, keys
+from ..bake import body_geometry
 from ..errors import INFO, WARNING, SignSimError, silent
 from . import head as head_api
 
@@ -29,14 +33,10 @@ FAR = 0.04                    # m: far field of a dent (locality)
 NLA_TRACK = "SignSim soft face"  # where the dent plays when the shape keys have an action already
 
 
-class NoFaceContact(SignSimError):
-    """No fingertip of the clip comes near the face: nothing dents (the bake stands)."""
-
-
 @dataclass(frozen=True, kw_only=True)
 class SoftFaceSettings:
     """modes: reduced coordinates; young Pa; poisson; thickness m of tissue over the
-    skull; stiffness N/m of a fingertip pad's penalty; substeps per frame."""
+    skull; stiffness N/m of a fingertip pad's penalty; substeps per frame (at least)."""
     modes: int = sf.MODES
     young: float = sf.YOUNG
     poisson: float = sf.POISSON
@@ -54,8 +54,53 @@ def settings_of(physics, modes=None):
 
 def summary(result):
     """The bake report's entry of a soft_face result: modes, peak_displacement_mm,
-    far_field_ratio, build_seconds."""
-    return {k: result[k] for k in ("modes", "peak_displacement_mm", "far_field_ratio", "build_seconds")}
+    far_field_ratio, max_penetration_mm, build_seconds."""
+    return {k: result[k] for k in ("modes", "peak_displacement_mm", "far_field_ratio", "max_penetration_mm",
+                                   "build_seconds")}
+
+
+def check(settings):
+    """Raise SignSimError for SoftFaceSettings no soft face can be built with."""
+    s = settings
+    if s.modes < 1:
+        raise SignSimError(f"soft face needs at least 1 mode (got {s.modes})")
+    if not (s.substeps >= 1 and s.young > 0 and 0 < s.poisson < 0.5 and s.thickness > 0 and s.stiffness > 0):
+        raise SignSimError(f"soft face needs Young's modulus > 0 Pa, 0 < Poisson ratio < 0.5, thickness > 0 m, "
+                           f"contact stiffness > 0 N/m and a substep (got {s.young} Pa, {s.poisson}, "
+                           f"{s.thickness} m, {s.stiffness} N/m, {s.substeps})")
+
+
+def after_bake(scene, armature, frames, on, modes=None, report=silent):
+    """The bake's soft-face step (the Bake operator and bake_file both call it): with `on`,
+    soft_face over `frames` under the baked fingertips, with the Physics panel's settings
+    and `modes` (None: the panel's). A rig without head skin, a clip that never touches
+    the face or shape keys the dent cannot play on give a warning and no dent (the bake
+    stands). Any soft face an earlier bake left on the armature's meshes is removed
+    unless this one replaces it: its dent followed other fingertips.
+
+    Returns (soft_face result or None, warnings [str], also reported). Raises
+    SignSimError for settings no soft face can be built with (check).
+    """
+    notes, res = [], None
+    if on:
+        settings = settings_of(armature.signsim.physics, modes)
+        check(settings)
+        try:
+            res = soft_face(scene, armature, settings, frames, report=report)
+        except SignSimError as ex:
+            notes.append(str(ex))
+    elif modes is not None:
+        notes.append(f"{modes} face modes asked but the soft face is off: no dent")
+    for ob in body_geometry.skinned_meshes(armature):
+        key = ob.data.shape_keys
+        stale = key is not None and any(kb.name.startswith(PREFIX) for kb in key.key_blocks)
+        if stale and (res is None or ob.name != res["mesh"]):
+            remove(ob)
+            notes.append(f"removed the soft face an earlier bake left on '{ob.name}': it dented under other "
+                         "fingertips")
+    for n in notes:
+        report(WARNING, n)
+    return res, (res["warnings"] if res else []) + notes
 
 
 def fingertip_spheres(armature, frames, scene):
@@ -80,15 +125,14 @@ def soft_face(scene, armature, settings=SoftFaceSettings(), frames=None, fingert
     Returns {"modes", "mesh", "shape_keys", "action", "peak_displacement_mm",
     "far_field_ratio" (displacement beyond 4 cm of the deepest dent / its peak),
     "max_penetration_mm" (fingertip spheres into the deformed skin), "build_seconds"
-    (CPU), "warnings"}. Raises SignSimError without a head skin or for bad settings,
-    NoFaceContact (a SignSimError) when no fingertip comes near the face; the file is
-    untouched then.
+    (CPU), "warnings"}. Raises SignSimError without a head skin, for bad settings, when
+    no fingertip comes near the face or the mesh's shape keys are absolute (Blender plays
+    those by evaluation time, not by key values); the file is untouched then.
     """
     if frames is None:
         frames = np.arange(scene.frame_start, scene.frame_end + 1)
     frames = np.asarray(frames, int)
-    if settings.modes < 1 or settings.substeps < 1:
-        raise SignSimError(f"soft face needs at least 1 mode and 1 substep (got {settings.modes}, {settings.substeps})")
+    check(settings)
     warnings = []
     centres, radii = fingertips or fingertip_spheres(armature, frames, scene)
     centres, radii = np.asarray(centres, float), np.asarray(radii, float)
@@ -96,17 +140,27 @@ def soft_face(scene, armature, settings=SoftFaceSettings(), frames=None, fingert
         raise SignSimError(f"soft face: fingertips {centres.shape} do not match {len(frames)} frames "
                            f"and {len(radii)} radii")
     head = head_api.head_skin(armature, scene.unit_settings.scale_length, near=centres.reshape(-1, 3))
+    own = bpy.data.objects[head.mesh].data.shape_keys
+    if own is not None and not own.use_relative:
+        raise SignSimError(f"the shape keys of '{head.mesh}' are absolute (Relative off): a dent keyed on their "
+                           "values cannot play: no soft face written")
     t0 = time.process_time()
     try:
         face = sf.build_face(head.vertices, head.triangles, young=settings.young, poisson=settings.poisson,
                              thickness=settings.thickness)
         weights = sf.proximity_weights(face, centres.reshape(-1, 3))
         if not weights.any():
-            raise NoFaceContact(f"no fingertip comes near the face of '{head.mesh}' in this clip: "
-                                "no soft face written")
+            raise SignSimError(f"no fingertip comes near the face of '{head.mesh}' in this clip: "
+                               "no soft face written")
         forces = sf.contact_forces(face, weights)
     except ValueError as ex:
         raise SignSimError(f"'{armature.name}': {ex}") from None
+    touched = face.triangles[(weights[face.triangles] > 0.5 * weights.max()).any(axis=1)]
+    edge = float(np.median(np.linalg.norm(face.vertices[touched] - face.vertices[np.roll(touched, 1, axis=1)],
+                                          axis=2)))
+    if edge > radii.max():   # a fingertip covers less than a triangle: the dent takes the triangles' size
+        warnings.append(f"the skin of '{head.mesh}' where the fingertips touch has {1e3 * edge:.0f} mm edges, "
+                        f"more than a fingertip pad ({1e3 * radii.max():.0f} mm): the dent is as wide as them")
     modes = min(settings.modes, forces.shape[1])
     if modes < settings.modes:
         warnings.append(f"the fingertips come near {forces.shape[1]} skin vertices of '{head.mesh}': "
@@ -116,7 +170,8 @@ def soft_face(scene, armature, settings=SoftFaceSettings(), frames=None, fingert
     build = time.process_time() - t0
     report(INFO, f"soft face of '{head.mesh}': {len(face.vertices)} vertices, {face.tet_count} tetrahedra, "
                  f"{modes} force-dual modes in {build:.2f} s")
-    coords, depth = _simulate(reduced, centres, radii, scene.render.fps / scene.render.fps_base, settings)
+    coords, depth = sf.simulate(reduced, centres, radii, scene.render.fps / scene.render.fps_base,
+                                settings.substeps, settings.stiffness)
     disp = np.stack([np.linalg.norm(face.displacement(basis @ c), axis=1) for c in coords])
     worst = int(np.argmax(disp.max(axis=1)))
     peak = float(disp[worst].max())
@@ -128,22 +183,6 @@ def soft_face(scene, armature, settings=SoftFaceSettings(), frames=None, fingert
             "peak_displacement_mm": 1e3 * peak, "far_field_ratio": far,
             "max_penetration_mm": 1e3 * float(depth.max(initial=0.0)), "build_seconds": build,
             "warnings": warnings}
-
-
-def _simulate(reduced, centres, radii, fps, settings):
-    """(coordinates (F, m) at each frame, penetration (F,) m: the deepest fingertip) with
-    the fingertips moving linearly between frames, settings.substeps steps per frame."""
-    F = len(centres)
-    h = 1.0 / (fps * settings.substeps)
-    q, v = np.zeros(reduced.m), np.zeros(reduced.m)
-    coords, depth = np.zeros((F, reduced.m)), np.zeros(F)
-    for f in range(F):
-        for s in range(settings.substeps if f else 1):
-            t = (s + 1) / settings.substeps
-            c = centres[f] if f == 0 else (1 - t) * centres[f - 1] + t * centres[f]
-            q, v, contact = sf.step(reduced, q, v, h, c, radii, settings.stiffness)
-        coords[f], depth[f] = q, contact.depth.max(initial=0.0)
-    return coords, depth
 
 
 def remove(ob):

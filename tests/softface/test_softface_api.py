@@ -123,12 +123,15 @@ def test_chin_cheek_dents_the_signers_skin(mods, addon, chin_cheek_blend):
     rest_depth = np.array([_penetration(head, rest, c, radii, sdf) for c in centres])
     # The retargeted clip drives the index tip's pad up to 8.5 mm into the rigid cheek
     # (the retarget warns of it) and this pass keeps the fingertips where the animation
-    # has them: the skin gives most of the way, it cannot give all of a 10 mm layer.
+    # has them: the skin gives all the way. Twenty modes cannot take the pad's shape:
+    # to keep it out they push the skin beside it deeper than the press (12.3 mm for
+    # 8.5 mm here; press + 1 mm held only while the skin lagged a frame behind the finger).
     assert rest_depth.max() > 5e-3
-    assert 0.5 * rest_depth.max() < dent.max() < rest_depth.max() + 1e-3
+    assert 0.5 * rest_depth.max() < dent.max() < 1.5 * rest_depth.max()
     assert dent.max() == pytest.approx(res["peak_displacement_mm"] * 1e-3, rel=1e-3)
     assert depth.max() == pytest.approx(res["max_penetration_mm"] * 1e-3, rel=0.05)
     assert depth.max() < rest_depth.max()
+    assert depth.max() <= 0.5e-3                              # the finger stops at the dented skin
     touching = np.flatnonzero(rest_depth > 0)
     assert len(touching) and rest_depth.max() > depth.max()   # the rigid skin would be penetrated more
     release = touching[-1] + 1
@@ -168,6 +171,8 @@ def test_fingertip_pressed_into_the_cc0_cheek(mods, addon, shared_data):
     assert dent[pressed].min() > 2e-3                 # 3 mm pressed: the cheek gives most of it
     assert depth.max() <= 0.5e-3
     assert dent[frames >= 29 + 6].max() < 0.02 * dent.max()   # 0.2 s after the finger left
+    # its face has triangles larger than the pad: the dent cannot be narrower, and says so
+    assert any("the dent is as wide as them" in w for w in res["warnings"])
 
 
 def test_undo_removes_the_shape_keys(chin_cheek_blend):
@@ -195,3 +200,41 @@ def test_undo_removes_the_shape_keys(chin_cheek_blend):
     body = bpy.data.objects["SignerBody"]
     assert keys_before is None and body.data.shape_keys is None
     assert sorted(a.name for a in bpy.data.actions) == actions
+
+
+def test_a_chin_blended_with_the_neck_dents(mods, addon):
+    """The signer's chin is weighted about half to the neck: skin the head carries only in
+    part is soft tissue over the jaw too (it was held fixed: a press on it never dented)."""
+    api, head_api, compat = mods
+    sf = importlib.import_module(addon.__name__ + ".solver.softface")
+    bpy.ops.wm.open_mainfile(filepath=str(SAMPLES / "signer.blend"))
+    signer = bpy.data.objects["Signer"]
+    body = bpy.data.objects["SignerBody"]
+    head = head_api.head_skin(signer)
+    share = np.zeros(len(body.data.vertices))
+    for v in body.data.vertices:
+        total = sum(g.weight for g in v.groups)
+        share[v.index] = sum(g.weight for g in v.groups if body.vertex_groups[g.group].name == "head") / total
+    blended = np.flatnonzero((share[head.indices] > 0.3) & (share[head.indices] < 0.5))
+    chin = head_api.landmark(head, "chin")
+    face = sf.build_face(head.vertices, head.triangles)
+    spot = blended[np.argmin(np.linalg.norm(head.vertices[blended] - chin, axis=1))]
+    i = int(np.argmin(np.linalg.norm(face.vertices - head.vertices[spot], axis=1)))
+    assert face.free[i] and np.linalg.norm(head.vertices[spot] - chin) < 0.02   # on the chin, not its rim
+    r = 0.0075
+    frames = np.arange(1, 21)
+    gap = np.interp(frames, [1, 8, 11, 20], [0.01, 0.0, -0.002, -0.002])
+    centres = (face.vertices[i] + (r + gap)[:, None] * face.normals[i])[:, None]
+    mesh_co = np.empty(len(body.data.vertices) * 3)
+    body.data.vertices.foreach_get("co", mesh_co)
+    res = api.soft_face(bpy.context.scene, signer, frames=frames, fingertips=(centres, np.array([r])))
+    assert res["mesh"] == "SignerBody"
+    skin = _head_frame(head, _evaluated(body, 20), mesh_co.reshape(-1, 3))
+    assert np.linalg.norm(skin[spot] - head.vertices[spot]) > 1e-3     # 2 mm pressed: the chin gives
+    assert not any("as wide as" in w for w in res["warnings"])        # the signer's skin is finer than a pad
+    # absolute shape keys play by evaluation time, not by their values: refused, file untouched
+    body.data.shape_keys.use_relative = False
+    names = [kb.name for kb in body.data.shape_keys.key_blocks]
+    with pytest.raises(api.SignSimError, match="absolute"):
+        api.soft_face(bpy.context.scene, signer, frames=frames, fingertips=(centres, np.array([r])))
+    assert [kb.name for kb in body.data.shape_keys.key_blocks] == names

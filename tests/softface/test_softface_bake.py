@@ -22,13 +22,14 @@ def test_bake_with_soft_face(addon, tmp_path):
     buf = io.StringIO()
     with contextlib.redirect_stdout(buf):
         code = cli.main(["bake", "--blend", str(rig), "--armature", "Signer", "--out", str(out),
-                         "--soft-face", "--face-modes", "8", "--json"])
+                         "--soft-face", "--face-modes", "8", "--json", "--metrics", str(tmp_path / "m.json")])
     assert code == 0
     res = json.loads(buf.getvalue().strip().splitlines()[-1])
     soft = res["soft_face"]
-    assert sorted(soft) == ["build_seconds", "far_field_ratio", "modes", "peak_displacement_mm"]
+    assert sorted(soft) == ["build_seconds", "far_field_ratio", "max_penetration_mm", "modes", "peak_displacement_mm"]
     assert soft["modes"] == 8 and soft["peak_displacement_mm"] > 0 and 0 <= soft["far_field_ratio"] < 1
-    assert soft["build_seconds"] > 0
+    assert soft["build_seconds"] > 0 and 0 <= soft["max_penetration_mm"] <= 0.5
+    assert json.loads((tmp_path / "m.json").read_text())["soft_face"] == soft
     bpy.ops.wm.open_mainfile(filepath=str(out))
     body = bpy.data.objects["SignerBody"]
     names = [kb.name for kb in body.data.shape_keys.key_blocks]
@@ -153,3 +154,35 @@ def test_a_face_split_from_the_head_is_the_mesh_that_dents(addon, tmp_path):
     assert [kb.name for kb in bpy.data.objects[face].data.shape_keys.key_blocks][1:] == \
         [f"SoftFace.{j:02d}" for j in range(6)]
     assert bpy.data.objects["SignerBody"].data.shape_keys is None
+
+
+@pytest.mark.slow
+def test_a_bake_without_the_soft_face_removes_an_earlier_dent(addon, tmp_path):
+    """Re-baking a soft-faced file without the soft face kept the old dent, now out of
+    step with the new fingers; --face-modes without the soft face was silently ignored; a
+    rig with no skin on its head refused the whole bake."""
+    cli = addon.signsim_addon.cli
+    rig = _chin_on_signer(cli, tmp_path)
+    bpy.ops.wm.open_mainfile(filepath=str(rig))
+    reference = bpy.data.objects["Signer"].animation_data.action.name
+    code, res, err = _bake(cli, rig, tmp_path / "soft.blend", "--soft-face", "--face-modes", "4")
+    assert code == 0, err
+    code, res, err = _bake(cli, tmp_path / "soft.blend", tmp_path / "again.blend", "--action", reference,
+                           "--face-modes", "3")
+    assert code == 0, err
+    assert "soft_face" not in res
+    assert any("removed the soft face an earlier bake left on 'SignerBody'" in w for w in res["warnings"])
+    assert any("3 face modes asked but the soft face is off" in w for w in res["warnings"])
+    bpy.ops.wm.open_mainfile(filepath=str(tmp_path / "again.blend"))
+    key = bpy.data.objects["SignerBody"].data.shape_keys
+    assert [kb.name for kb in key.key_blocks] == ["Basis"]
+    assert not any(a.name.endswith(".soft_face") for a in bpy.data.actions)
+    # no skin on the head: the bake stands, the soft face says why
+    bpy.ops.wm.open_mainfile(filepath=str(rig))
+    body = bpy.data.objects["SignerBody"]
+    body.vertex_groups.remove(body.vertex_groups["head"])
+    headless = tmp_path / "headless.blend"
+    bpy.ops.wm.save_as_mainfile(filepath=str(headless))
+    code, res, err = _bake(cli, headless, tmp_path / "headless_out.blend", "--soft-face")
+    assert code == 0, err
+    assert "soft_face" not in res and any("weighted to its head bone" in w for w in res["warnings"])

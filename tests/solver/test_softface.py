@@ -204,8 +204,8 @@ def test_press_dents_and_release_returns_to_rest(fine_cap):
     centre = tip * (1 + (r - 0.003) / RADIUS)           # sphere overlapping the rest skin by 3 mm
     h = 1 / 240
     q, v = np.zeros(20), np.zeros(20)
-    for _ in range(120):
-        q, v, contact = sf.step(reduced, q, v, h, [centre], [r], stiffness=3e4)
+    for _ in range(120):   # the penalty alone (no stiffening): its balance is checked below
+        q, v, contact = sf.step(reduced, q, v, h, [centre], [r], stiffness=3e4, stiffen=0)
     dent = cap.displacement(B @ q)
     peak = np.linalg.norm(dent, axis=1).max()
     assert 2.5e-3 < peak < 4e-3                           # the skin gives under the finger (facets: a
@@ -224,8 +224,16 @@ def test_press_dents_and_release_returns_to_rest(fine_cap):
     assert np.abs(v).max() < 1e-6 * np.abs(q).max() / h    # at rest against the finger: no chatter
     stiffer = q
     for _ in range(120):
-        stiffer, _v, harder = sf.step(reduced, stiffer, np.zeros(20), h, [centre], [r], stiffness=3e5)
+        stiffer, _v, harder = sf.step(reduced, stiffer, np.zeros(20), h, [centre], [r], stiffness=3e5, stiffen=0)
     assert harder.depth[0] < 0.25 * contact.depth[0]
+    # the default step stiffens the penalty until the pad is within the tolerance
+    held = q
+    for _ in range(60):
+        held, _v, kept = sf.step(reduced, held, np.zeros(20), h, [centre], [r], stiffness=3e4)
+    assert 0 < kept.depth[0] <= sf.TOLERANCE < contact.depth[0] and kept.level > 0
+    # a held press that starts at the stiffness it needed keeps the pad as close
+    again, _v, carried = sf.step(reduced, held, np.zeros(20), h, [centre], [r], stiffness=3e4, level=kept.level)
+    assert carried.depth[0] <= sf.TOLERANCE and np.allclose(again, held, atol=1e-3 * np.abs(held).max())
     # released: back to rest within 0.2 s (1 % of the dent), monotonically (critically damped)
     norms = []
     for _ in range(int(0.2 / h)):
