@@ -24,7 +24,13 @@ class SIGNSIM_OT_soft_face(bpy.types.Operator):
 
     @classmethod
     def poll(cls, context):
-        return active_armature(context, cls, "Select the armature whose fingertips touch its face") is not None
+        ob = active_armature(context, cls, "Select the armature whose fingertips touch its face")
+        if ob is None:
+            return False
+        if ob.animation_data is None or ob.animation_data.action is None:
+            cls.poll_message_set("The armature has no action whose fingertips could touch the face")
+            return False
+        return True
 
     def execute(self, context):
         settings = softface.SoftFaceSettings(modes=self.modes, young=self.young, thickness=self.thickness_mm * 1e-3)

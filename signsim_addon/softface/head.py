@@ -132,6 +132,8 @@ def fingertip_paths(armature, frames, scene):
     Restores the scene's frame."""
     sk, body = _anatomy(armature)
     tips = [sk.names[b[-1]] for b in body.fingers.values() if b]
+    if not tips:
+        raise SignSimError(f"armature '{armature.name}' has no finger bones: no fingertip can dent the face")
     head = sk.names[body.head]
     scale = rig.object_scale(armature) * float(scene.unit_settings.scale_length)  # metres per armature unit
     bones = armature.data.bones

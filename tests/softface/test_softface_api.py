@@ -238,3 +238,25 @@ def test_a_chin_blended_with_the_neck_dents(mods, addon):
     with pytest.raises(api.SignSimError, match="absolute"):
         api.soft_face(bpy.context.scene, signer, frames=frames, fingertips=(centres, np.array([r])))
     assert [kb.name for kb in body.data.shape_keys.key_blocks] == names
+
+
+def test_soft_face_button_greyed_without_action_and_clear_without_fingers(chin_cheek_blend):
+    """The Soft Face button is greyed out, saying why, on a rig with no action (it ran and
+    spoke of 'this clip'); on a rig whose finger bones were removed it stops with one clear
+    message (it raised a Python traceback from a matrix product)."""
+    bpy.ops.wm.open_mainfile(filepath=str(SAMPLES / "signer.blend"))
+    rig = bpy.data.objects["Signer"]
+    with bpy.context.temp_override(active_object=rig, object=rig):
+        assert not bpy.ops.signsim.soft_face.poll()
+    bpy.ops.wm.open_mainfile(filepath=str(chin_cheek_blend))
+    rig = bpy.data.objects["Signer"]
+    bpy.context.view_layer.objects.active = rig
+    bpy.ops.object.mode_set(mode='EDIT')
+    bones = rig.data.edit_bones
+    for name in [b.name for b in bones if b.name.startswith(("f_", "thumb.", "palm."))]:
+        bones.remove(bones[name])
+    bpy.ops.object.mode_set(mode='OBJECT')
+    with bpy.context.temp_override(active_object=rig, object=rig):
+        with pytest.raises(RuntimeError) as ex:
+            bpy.ops.signsim.soft_face('EXEC_DEFAULT', modes=6)
+    assert "no finger bones" in str(ex.value) and "Traceback" not in str(ex.value)
