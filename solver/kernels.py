@@ -74,7 +74,7 @@ if _RealPathLocator not in caching.CacheImpl._locator_classes:
 
 # error_model="numpy": a division by zero gives inf or NaN as numpy does (degenerate
 # triangles are rejected by the callers), not an exception from inside a loop.
-_jit = numba.njit(cache=True, fastmath=False, parallel=False, nogil=True, error_model="numpy")
+jit = numba.njit(cache=True, fastmath=False, parallel=False, nogil=True, error_model="numpy")
 
 
 def argument(a, shape, dtype=float):
@@ -89,7 +89,7 @@ def argument(a, shape, dtype=float):
 
 # ----------------------------------------------------------------------------- kinematics
 
-@_jit
+@jit
 def _quat_matrix(q, out):
     """Rotation matrix of the unit quaternion q (4,) w-first into out (3, 3)."""
     w, x, y, z = q[0], q[1], q[2], q[3]
@@ -104,7 +104,7 @@ def _quat_matrix(q, out):
     out[2, 2] = w * w - x * x - y * y + z * z
 
 
-@_jit
+@jit
 def forward_kinematics(parents, rest_matrices, rest_offsets, dof_bone, dof_axis, q, base_r, base_p,
                        R, P, motion):
     """World frames of a batch: q (B, n, 4), base_r (B, 3, 3), base_p (B, 3) → R (B, n, 3, 3),
@@ -149,7 +149,7 @@ def forward_kinematics(parents, rest_matrices, rest_offsets, dof_bone, dof_axis,
             motion[k, d, 5] = p0 * a1 - p1 * a0
 
 
-@_jit
+@jit
 def normal_rows(parents, dof_start, dof_count, motion, bones, points, normals, other, out):
     """Rows n·(J_p(bone) − J_p(other)) (k, n_dof) into out (zeroed here): the spatial
     force (p × n, n) times the motion subspace of every DOF on bone's path, minus the
@@ -178,7 +178,7 @@ def normal_rows(parents, dof_start, dof_count, motion, bones, points, normals, o
 
 # ----------------------------------------------------------------------------- dynamics
 
-@_jit
+@jit
 def body_inertias(R, P, mass, com_y, inertia_perp, inertia_axial, com, inertia, spatial):
     """Per bone of a batch (R (B, n, 3, 3), P (B, n, 3)): world centre of mass com (B, n, 3)
     on the bone's Y axis, rotational inertia about it (B, n, 3, 3) (a capsule's
@@ -196,7 +196,7 @@ def body_inertias(R, P, mass, com_y, inertia_perp, inertia_axial, com, inertia, 
     spatial_inertias(com, inertia, mass, spatial)
 
 
-@_jit
+@jit
 def spatial_inertias(com, inertia, mass, out):
     """[[Ī + m c×c×ᵀ, m c×], [m c×ᵀ, m 1]] (B, n, 6, 6) from com (B, n, 3), Ī (B, n, 3, 3)."""
     cx = np.empty((3, 3))
@@ -220,7 +220,7 @@ def spatial_inertias(com, inertia, mass, out):
                     o[3 + r, 3 + c] = m if r == c else 0.0
 
 
-@_jit
+@jit
 def composite_inertias(parents, spatial, out):
     """Subtree sums of the spatial inertias (B, n, 6, 6): in one frame, a plain inward sum."""
     out[:] = spatial
@@ -233,7 +233,7 @@ def composite_inertias(parents, spatial, out):
                         out[k, p, r, c] += out[k, i, r, c]
 
 
-@_jit
+@jit
 def mass_matrix(parents, dof_bone, dof_start, dof_count, motion, composite, out):
     """CRBA: M[d, e] = M[e, d] = S_eᵀ I^c(bone d) S_d for bone(e) on bone(d)'s path
     (n_dof, n_dof) from motion (n_dof, 6) and composite inertias (n, 6, 6)."""
@@ -260,7 +260,7 @@ def mass_matrix(parents, dof_bone, dof_start, dof_count, motion, composite, out)
             j = parents[j]
 
 
-@_jit
+@jit
 def _motion_cross(v, m, out):
     """crm(v) m: (ω × m_ω, v_O × m_ω + ω × m_v) for spatial vectors v, m (6,)."""
     w0, w1, w2, v0, v1, v2 = v[0], v[1], v[2], v[3], v[4], v[5]
@@ -273,7 +273,7 @@ def _motion_cross(v, m, out):
     out[5] = v0 * a1 - v1 * a0 + w0 * b1 - w1 * b0
 
 
-@_jit
+@jit
 def rnea(parents, dof_bone, dof_start, dof_count, motion, spatial, qd, qdd, base_velocity,
          base_acceleration, gravity, tau, V, momentum):
     """RNEA over a batch: motion (B, n_dof, 6), spatial (B, n, 6, 6), qd, qdd (B, n_dof),
@@ -333,7 +333,7 @@ def rnea(parents, dof_bone, dof_start, dof_count, motion, spatial, qd, qdd, base
                     F[p, r] += F[i, r]
 
 
-@_jit
+@jit
 def gravity_stiffness(parents, dof_bone, dof_start, dof_count, axes, origins, composite, gravity, out):
     """Symmetric part of −∂G/∂q (n_dof, n_dof) from world joint axes and origins (n_dof, 3)
     and composite inertias (n, 6, 6): with W_d = Σ_subtree m (c − o_d) (the composite's
@@ -370,7 +370,7 @@ def gravity_stiffness(parents, dof_bone, dof_start, dof_count, axes, origins, co
             j = parents[j]
 
 
-@_jit
+@jit
 def rigid_terms(parents, rest_matrices, rest_offsets, dof_bone, dof_axis, dof_start, dof_count, mass, com_y,
                 inertia_perp, inertia_axial, q, base_r, base_p, qd, base_velocity, base_acceleration, gravity,
                 R, P, motion, origins, com, spatial, M, bias, V, momentum, K):
@@ -399,12 +399,12 @@ def rigid_terms(parents, rest_matrices, rest_offsets, dof_bone, dof_axis, dof_st
 
 # ----------------------------------------------------------------------------- contacts
 
-@_jit
+@jit
 def _unit(x):
     return min(max(x, 0.0), 1.0)
 
 
-@_jit
+@jit
 def capsule_pairs(seg, pair_i, pair_j, pair_reach, pair_min_radius, pair_radius_sum, pair_radius_diff):
     """Broad and narrow phase of the capsule pairs for axis segments seg (n, 2, 3) m.
 
@@ -482,7 +482,7 @@ def capsule_pairs(seg, pair_i, pair_j, pair_reach, pair_min_radius, pair_radius_
     return gap, pair[:k], depth[:k], point[:k], normal[:k]
 
 
-@_jit
+@jit
 def capsule_tunnelling(seg0, seg1, pair_i, pair_j, pair_half_min_radius, gap_bound, contact_pair, contact_normal):
     """True when a step from seg0 to seg1 (n, 2, 3) m moves some pair too far: the
     relative displacement of two rigid segments is affine over (s, t) ∈ [0, 1]², so its
@@ -523,7 +523,7 @@ def capsule_tunnelling(seg0, seg1, pair_i, pair_j, pair_half_min_radius, gap_bou
     return False
 
 
-@_jit
+@jit
 def field_tunnelling(points0, points1, normals0, clearance0, clearance1, radius):
     """True when a field sample (k,) moves from points0 to points1 (k, 3) m (its field's
     frame) by more than half its radius and more than its clearance0 (k,) m, or by more
@@ -549,8 +549,8 @@ def field_tunnelling(points0, points1, normals0, clearance0, clearance1, radius)
 
 # ----------------------------------------------------------------------------- distance grids
 
-@_jit
-def _grid_point(values, nx, ny, nz, origin, spacing, margin, point, outside_gradient, grad):
+@jit
+def grid_point(values, nx, ny, nz, origin, spacing, margin, point, outside_gradient, grad):
     """Trilinear distance (returned, m) and its analytic gradient (into grad (3,)) at one
     point (3,) in the grid frame of the C-order node values (nx·ny·nz,) flattened;
     outside the box margin + distance to the box, gradient pointing away from it (zero
@@ -598,21 +598,21 @@ def _grid_point(values, nx, ny, nz, origin, spacing, margin, point, outside_grad
     return e0 * gz + e1 * fz
 
 
-@_jit
+@jit
 def grid_sample(values, origin, spacing, margin, points, outside_gradient):
     """Trilinear distance (k,) m and its analytic gradient (k, 3) at points (k, 3) in the
-    grid frame of the node values (nx, ny, nz) (_grid_point)."""
+    grid frame of the node values (nx, ny, nz) (grid_point)."""
     nx, ny, nz = values.shape
     flat = values.reshape(-1)
     k = points.shape[0]
     phi = np.empty(k)
     grad = np.zeros((k, 3))
     for m in range(k):
-        phi[m] = _grid_point(flat, nx, ny, nz, origin, spacing, margin, points[m], outside_gradient, grad[m])
+        phi[m] = grid_point(flat, nx, ny, nz, origin, spacing, margin, points[m], outside_gradient, grad[m])
     return phi, grad
 
 
-@_jit
+@jit
 def _triangle_distance(p, tri):
     """Distance from p (3,) to the triangle tri (3, 3): Ericson's closest point by
     Voronoi region (§5.1.5), as a + v·ab + w·ac with the region's weights."""
@@ -653,7 +653,7 @@ def _triangle_distance(p, tri):
     return np.sqrt(q0 * q0 + q1 * q1 + q2 * q2)
 
 
-@_jit
+@jit
 def nearest_triangles(points, tri, candidates, start):
     """Nearest of each point's candidate triangles: points (k, 3), triangles (T, 3, 3),
     candidates of point m at candidates[start[m]:start[m + 1]]. Returns (distance (k,),
@@ -672,7 +672,7 @@ def nearest_triangles(points, tri, candidates, start):
     return dist, best
 
 
-@_jit
+@jit
 def nearest_in_radius(points, tri, centroid, radius, fallback, fallback_dist, origin, cell, dims, cell_start, items):
     """Nearest triangle (T, 3, 3) to each point (k, 3) among those whose centroid lies
     within radius (k,) m of it, found through a uniform grid of cells of size `cell` m
@@ -710,7 +710,7 @@ def nearest_in_radius(points, tri, centroid, radius, fallback, fallback_dist, or
     return dist, best
 
 
-@_jit
+@jit
 def winding_numbers(corners, points):
     """Generalized winding numbers (k,) of points (k, 3) w.r.t. triangles given by their
     corners (T, 3, 3): Σ Ω/4π with tan(Ω/2) = a·(b×c) / (|a||b||c| + (a·b)|c| + (b·c)|a|
@@ -736,7 +736,7 @@ def winding_numbers(corners, points):
 
 # ----------------------------------------------------------------------------- quaternions
 
-@_jit
+@jit
 def quat_mul(a, b, conj_a, out):
     """Hamilton products a ⊗ b (or conj(a) ⊗ b) of quaternions w-first into out (k, 4);
     row k uses rows k mod len(a) and k mod len(b) (broadcasting by tiling)."""
@@ -752,7 +752,7 @@ def quat_mul(a, b, conj_a, out):
         out[k, 3] = aw * bz + ax * by - ay * bx + az * bw
 
 
-@_jit
+@jit
 def quat_exp(r, out):
     """Unit quaternions (k, 4) of rotation vectors r (k, 3) rad: (cos θ/2, sin(θ/2) r/θ).
     sin x = x to rounding for tiny x, so only θ = 0 needs the floored divisor (r = 0)."""
@@ -766,7 +766,7 @@ def quat_exp(r, out):
         out[k, 3] = f * r[k, 2]
 
 
-@_jit
+@jit
 def quat_log(q, out):
     """Rotation vectors (k, 3) rad of unit quaternions q (k, 4), the short arc (angle ≤ π):
     2 atan2(s, |w|)/s · v with the sign of w; atan2(s, |w|) = s/|w| to rounding for tiny s."""
@@ -781,7 +781,7 @@ def quat_log(q, out):
 
 # ----------------------------------------------------------------------------- the implicit step
 
-@_jit
+@jit
 def evaluate_state(parents, rest_matrices, rest_offsets, dof_bone, dof_axis, dof_start, dof_count, mass, com_y,
                    inertia_perp, inertia_axial, capsule_length, pair_i, pair_j, pair_reach, pair_min_radius,
                    pair_radius_sum, pair_radius_diff, field_values, field_start, field_shape, field_origin,
@@ -867,7 +867,7 @@ def evaluate_state(parents, rest_matrices, rest_offsets, dof_bone, dof_axis, dof
                                        + Rw[b, r, 2] * sample_local[m, 2]) - ph[r]
             for c in range(3):
                 points[m, c] = Rh[0, c] * world[0] + Rh[1, c] * world[1] + Rh[2, c] * world[2]
-            phi[m] = _grid_point(values, nx, ny, nz, field_origin[f], field_spacing[f], field_margin[f], points[m],
+            phi[m] = grid_point(values, nx, ny, nz, field_origin[f], field_spacing[f], field_margin[f], points[m],
                                  field_outside[f], normals[m])
             clear[m] = phi[m] - sample_radius[m] + sample_allowance[m]
             any_near = any_near or clear[m] < sample_radius[m]
@@ -901,7 +901,7 @@ def evaluate_state(parents, rest_matrices, rest_offsets, dof_bone, dof_axis, dof
             depth[:n_rows].copy(), penetration, _matvec(K, qd), _matvec(rows, qd))
 
 
-@_jit
+@jit
 def _matvec(A, x):
     """A x for A (m, n), x (n,), summed in column order."""
     out = np.empty(A.shape[0])
@@ -913,7 +913,7 @@ def _matvec(A, x):
     return out
 
 
-@_jit
+@jit
 def _ltl_factor(H, parent):
     """H = Lᵀ L in place (L lower triangular, in H's lower triangle) for a symmetric
     H (n, n) that is nonzero only between a DOF and its ancestors in the DOF tree
@@ -938,7 +938,7 @@ def _ltl_factor(H, parent):
     return True
 
 
-@_jit
+@jit
 def _ltl_solve(L, parent, b, out):
     """out = (Lᵀ L)⁻¹ b with L from _ltl_factor: Lᵀ y = b outward-in, then L x = y."""
     n = b.shape[0]
@@ -957,7 +957,7 @@ def _ltl_solve(L, parent, b, out):
         out[k] /= L[k, k]
 
 
-@_jit
+@jit
 def _dense_cholesky(S):
     """S = L Lᵀ in place (lower triangle) for a small dense symmetric S; False when S is
     not positive definite."""
@@ -975,7 +975,7 @@ def _dense_cholesky(S):
     return True
 
 
-@_jit
+@jit
 def implicit_step(dof_flat, dof_bone, dof_parent, dof_upper, dof_lower, limit_lower, limit_upper, rotations,
                   velocity, limit_x, M, bias, K, gravity_velocity, rows, depth, normal_velocity, tau_ff,
                   end_rotations, mid_qd, h, omega_sq, kd_factor, limit_omega, limit_zeta, damping_scale,
@@ -1137,7 +1137,7 @@ def implicit_step(dof_flat, dof_bone, dof_parent, dof_upper, dof_lower, limit_lo
     return moved, v_new, x_new, 0
 
 
-@_jit
+@jit
 def _cholesky_solve(L, b, out):
     """out = (L Lᵀ)⁻¹ b for a lower-triangular L (n, n): two triangular substitutions."""
     n = b.shape[0]

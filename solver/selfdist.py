@@ -23,7 +23,6 @@ crossing of two capsule axes: the constraint qualification SLSQP needs. The dist
 and their rows are one compiled kernel (numba, cached on disk like kernels.py's).
 """
 
-import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -31,10 +30,10 @@ import numpy as np
 from . import kernels, quat
 from .kinematics import forward_kinematics
 
-_jit = kernels._jit  # the package's compile settings and its disk cache
+jit = kernels.jit  # the package's compile settings and its disk cache
 
 
-@_jit
+@jit
 def _right_jacobian(r, out):
     """J_r(r) (3, 3) into out for one rotation vector r (3,) rad (right_jacobian)."""
     phi2 = r[0] * r[0] + r[1] * r[1] + r[2] * r[2]
@@ -58,7 +57,7 @@ def _right_jacobian(r, out):
     out[2, 1] = -a * x + b * y * z
 
 
-@_jit
+@jit
 def _right_jacobians(r, out):
     for k in range(r.shape[0]):
         _right_jacobian(r[k], out[k])
@@ -73,36 +72,23 @@ def right_jacobian(r):
     return out
 
 
-@_jit
-def _exp(r, q):
-    """Unit quaternion q (4,) of the rotation vector r (3,) rad (quat.exp)."""
-    theta = np.sqrt(r[0] * r[0] + r[1] * r[1] + r[2] * r[2])
-    f = np.sin(0.5 * theta) / max(theta, 1e-300)
-    q[0], q[1], q[2], q[3] = np.cos(0.5 * theta), f * r[0], f * r[1], f * r[2]
-
-
-@_jit
+@jit
 def distance_term(full, q0, weights, dof_bone, dof_axis, grad):
     """Σ_b w_b ‖log(q⁰_b⁻¹ q_b)‖² (returned, rad²) with q_b = exp(full_b), and its
     gradient with respect to the DOF components of full into grad (n_dof,):
     2 w_b J_r(full_b)ᵀ e_b, e_b = log(q⁰_b⁻¹ q_b) (the log's own Jacobian drops out because
     J_r(e)⁻ᵀ e = e). full (n, 3) rad, q0 (n, 4), weights (n,)."""
     n = full.shape[0]
-    q = np.empty(4)
+    q = np.empty((n, 4))
+    kernels.quat_exp(full, q)
+    rel = np.empty((n, 4))
+    kernels.quat_mul(q0, q, True, rel)
     J = np.empty((3, 3))
     e = np.empty((n, 3))
+    kernels.quat_log(rel, e)
     gf = np.empty((n, 3))
     f = 0.0
     for b in range(n):
-        _exp(full[b], q)
-        aw, ax, ay, az = q0[b, 0], -q0[b, 1], -q0[b, 2], -q0[b, 3]
-        w = aw * q[0] - ax * q[1] - ay * q[2] - az * q[3]
-        x = aw * q[1] + ax * q[0] + ay * q[3] - az * q[2]
-        y = aw * q[2] - ax * q[3] + ay * q[0] + az * q[1]
-        z = aw * q[3] + ax * q[2] - ay * q[1] + az * q[0]
-        s = np.sqrt(x * x + y * y + z * z)
-        c = 2.0 * math.copysign(math.atan2(s, abs(w)) / max(s, 1e-300), w)
-        e[b, 0], e[b, 1], e[b, 2] = c * x, c * y, c * z
         f += weights[b] * (e[b, 0] ** 2 + e[b, 1] ** 2 + e[b, 2] ** 2)
         _right_jacobian(full[b], J)
         for k in range(3):
@@ -112,30 +98,7 @@ def distance_term(full, q0, weights, dof_bone, dof_axis, grad):
     return f
 
 
-@_jit
-def _add_row(parents, dof_start, dof_count, motion, column, bone, other, p, nrm, row):
-    """row (n_cols,) += n·(v(bone) − v(other)) at world point p (3,) along nrm (3,): the
-    spatial force (p × n, n) times the motion subspace (a, P × a) of every DOF on the
-    path of bone, minus on other's (other = n_bones: the base); column[d] is DOF d's
-    column or −1 for DOFs not solved."""
-    n = parents.shape[0]
-    f0 = p[1] * nrm[2] - p[2] * nrm[1]
-    f1 = p[2] * nrm[0] - p[0] * nrm[2]
-    f2 = p[0] * nrm[1] - p[1] * nrm[0]
-    for side in range(2):
-        j = bone if side == 0 else other
-        sign = 1.0 if side == 0 else -1.0
-        while 0 <= j < n:
-            for d in range(dof_start[j], dof_start[j] + dof_count[j]):
-                c = column[d]
-                if c >= 0:
-                    m = motion[d]
-                    row[c] += sign * (f0 * m[0] + f1 * m[1] + f2 * m[2] + nrm[0] * m[3] + nrm[1] * m[4]
-                                      + nrm[2] * m[5])
-            j = parents[j]
-
-
-@_jit
+@jit
 def _separations(parents, rest_matrices, rest_offsets, dof_bone, dof_axis, dof_start, dof_count, capsule_length,
                  full, base_r, base_p, pair_i, pair_j, radius_sum, s_bone, s_local, s_radius, s_frame, s_grid,
                  grid_values, grid_dims, grid_start, grid_origin, grid_spacing, grid_margin, column, gradient,
@@ -149,8 +112,7 @@ def _separations(parents, rest_matrices, rest_offsets, dof_bone, dof_axis, dof_s
     n = parents.shape[0]
     n_dof = dof_bone.shape[0]
     q = np.empty((1, n, 4))
-    for i in range(n):
-        _exp(full[i], q[0, i])
+    kernels.quat_exp(full, q[0])
     frames = np.empty((1, n, 3, 3))
     heads = np.empty((1, n, 3))
     body_motion = np.empty((1, n_dof, 6))  # along the bone axes: not the θ coordinates' (below)
@@ -159,8 +121,11 @@ def _separations(parents, rest_matrices, rest_offsets, dof_bone, dof_axis, dof_s
     R, P = frames[0], heads[0]
     J = np.empty((3, 3))
     motion = np.empty((n_dof, 6))
+    n_parts = g.shape[0]
+    # each part's row: n·(v(bone) − v(other)) at world point p along the normal n
+    p_bone, p_other = np.empty(n_parts, np.intp), np.empty(n_parts, np.intp)
+    p_point, p_normal = np.empty((n_parts, 3)), np.empty((n_parts, 3))
     if gradient:
-        rows[:] = 0.0
         for b in range(n):
             if dof_count[b] == 0:
                 continue
@@ -179,7 +144,6 @@ def _separations(parents, rest_matrices, rest_offsets, dof_bone, dof_axis, dof_s
     c1 = np.empty(3)
     c2 = np.empty(3)
     nrm = np.empty(3)
-    mid = np.empty(3)
     n_pairs = pair_i.shape[0]
     for k in range(n_pairs):
         i, j = pair_i[k], pair_j[k]
@@ -223,9 +187,10 @@ def _separations(parents, rest_matrices, rest_offsets, dof_bone, dof_axis, dof_s
                     nrm[r] /= norm
             else:
                 nrm[0], nrm[1], nrm[2] = 0.0, 0.0, 1.0
+        p_bone[k], p_other[k] = i, j
         for r in range(3):
-            mid[r] = 0.5 * (c1[r] + c2[r])
-        _add_row(parents, dof_start, dof_count, motion, column, i, j, mid, nrm, rows[k])
+            p_point[k, r] = 0.5 * (c1[r] + c2[r])
+            p_normal[k, r] = nrm[r]
     world = np.empty(3)
     x = np.empty(3)
     grad = np.empty(3)
@@ -240,16 +205,25 @@ def _separations(parents, rest_matrices, rest_offsets, dof_bone, dof_axis, dof_s
             x[r] = acc
         nx, ny, nz = grid_dims[k, 0], grid_dims[k, 1], grid_dims[k, 2]
         start = grid_start[k]
-        phi = kernels._grid_point(grid_values[start:start + nx * ny * nz], nx, ny, nz, grid_origin[k],
+        phi = kernels.grid_point(grid_values[start:start + nx * ny * nz], nx, ny, nz, grid_origin[k],
                                   grid_spacing[k], grid_margin[k], x, True, grad)
         g[n_pairs + m] = phi - s_radius[m]
         if not gradient:
             continue
+        p_bone[n_pairs + m], p_other[n_pairs + m] = b, h
         for r in range(3):
-            nrm[r] = 0.0
+            p_point[n_pairs + m, r] = world[r]
+            acc = 0.0
             for c in range(3):
-                nrm[r] += (R[h, r, c] if h < n else base_r[r, c]) * grad[c]
-        _add_row(parents, dof_start, dof_count, motion, column, b, h, world, nrm, rows[n_pairs + m])
+                acc += (R[h, r, c] if h < n else base_r[r, c]) * grad[c]
+            p_normal[n_pairs + m, r] = acc
+    if gradient:
+        every = np.empty((n_parts, n_dof))
+        kernels.normal_rows(parents, dof_start, dof_count, motion, p_bone, p_point, p_normal, p_other, every)
+        for d in range(n_dof):
+            if column[d] >= 0:
+                for k in range(n_parts):
+                    rows[k, column[d]] = every[k, d]
 
 
 @dataclass(frozen=True, eq=False)
