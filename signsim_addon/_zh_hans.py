@@ -267,6 +267,7 @@ ZH_HANS = {
     "Keys go on the reference '{}'": "关键帧将写入参考动作“{}”",
     "No schedule: the multiplier is constant": "无时间表：倍数保持不变",
     "The armature has no action to bake": "骨架没有可烘焙的动作",
+    "The armature has no action whose fingertips could touch the face": "骨架没有动作，指尖无法触及面部",
     "Showing the bake '{}': switch to the reference to bake again": "正在显示烘焙结果“{}”：请切换到参考动作再烘焙",
     "Reference: {}": "参考：{}",
     "Key Reduction (°)": "关键帧精简（°）",
