@@ -96,8 +96,6 @@ STEP_FRAMES = 0.15           # s: the shortest step
 MAX_STEPS = 3                # steps a foot may take across one seam
 PLANT_MISS = 0.01            # m: a hold whose spot the leg misses by more is not held
 SKATE_SLACK = 0.01           # m: a foot may skate this much more inside a window than the clips do
-AIR_SLACK = 0.02             # m: both feet may be this much higher off the floor at a seam than in the clips
-AIR_AFTER = 1.0              # s after a window in which the seam's steps may still lift both feet
 SETTLE_SPEED = 0.05          # × leg length per second: an ankle sinking faster has not settled on the floor
 SETTLE_TURN = 0.5            # rad/s: nor has a foot turning faster
 
@@ -380,12 +378,6 @@ def _foot_points(world, heads, rig, leg):
     _thigh, _shin, foot, toes = leg
     bones = np.array((foot,) + toes)
     return np.concatenate([heads[:, bones], _tails(world, heads, rig, bones)], axis=1)
-
-
-def airborne(world, heads, rig, floor):
-    """(F,) m: how high the lower of the two feet is above the floor (z m) at each frame
-    (both feet in the air: the body hops)."""
-    return np.min([_foot_points(world, heads, rig, leg)[..., 2].min(axis=1) for leg in rig.legs], axis=0) - floor
 
 
 def _lowest(world, heads, rig, leg):
@@ -734,10 +726,6 @@ def compose(tracks, fps, windows=None, kinds="smoothstep", rig=None, threshold=N
             parts = [(info, slice(f0, f0 + w + 1)) for info, f0 in ((ia, a0), (ib, b0))]
             rep["own_skate_m"] = [max(skating(_foot_points(info.world[p], info.heads[p], rig, leg), fps, info.floor,
                                               rig.leg_length) for info, p in parts) for leg in rig.legs]
-            # steps toward the next clip's stance run on after the window (AIR_AFTER)
-            after = slice(b0, b0 + w + 1 + int(round(AIR_AFTER * fps)))
-            rep["own_air_m"] = max(float(airborne(info.world[p], info.heads[p], rig, info.floor).max())
-                                   for info, p in (parts[0], (ib, after)))
         rep.update(chk)
         seams.append(rep)
     rot = quat.make_continuous(out.rotations)
@@ -749,10 +737,7 @@ def recheck(track, rig, fps, seams, names=None, floor=None):
     against its own limits; updates the seam dicts in place (a seam the change made worse
     fails from then on). With the composition's `floor` (z m), a foot that skates along it
     inside a window more than the clips do there (skating, + SKATE_SLACK) fails the seam
-    'plant' too, listed in the seam's "skating": [{"leg", "distance_m", "own_m"}], and so do
-    both feet higher off the floor than in the clips there (+ AIR_SLACK) in the window or
-    AIR_AFTER after it: the seam's
-    "airborne" {"height_m", "own_m", "frames": [first, last] composed frames} (else None)."""
+    'plant' too, listed in the seam's "skating": [{"leg", "distance_m", "own_m"}]."""
     world, heads = forward(track, rig)
     for s in seams:
         chk = check_seam(world, track.positions[:, rig.root_position], fps, s["start"], s["window"], s["limits"],
@@ -767,13 +752,7 @@ def recheck(track, rig, fps, seams, names=None, floor=None):
                 d, own = skating(pts, fps, floor, rig.leg_length), s["own_skate_m"][k]
                 if d > own + SKATE_SLACK:
                     s["skating"].append({"leg": k, "distance_m": d, "own_m": own})
-            # both feet stepping over the same frames lift a standing body off the floor
-            part = slice(s["start"], s["start"] + s["window"] + 1 + int(round(AIR_AFTER * fps)))
-            air = airborne(world[part], heads[part], rig, floor)
-            s["airborne"] = ({"height_m": float(air.max()), "own_m": s["own_air_m"],
-                              "frames": [int(s["start"] + f) for f in np.nonzero(air > s["own_air_m"] + AIR_SLACK)[0][[0, -1]]]}
-                             if air.max() > s["own_air_m"] + AIR_SLACK else None)
-        if s.get("unheld") or s["skating"] or s.get("airborne"):
+        if s.get("unheld") or s["skating"]:
             # a foot on the floor through the seam that could not be held slides there
             chk["failures"] = chk["failures"] + ["plant"]
             chk["passed"] = False
