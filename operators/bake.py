@@ -4,22 +4,12 @@ import bpy
 from ..signsim_addon.bake import api as bake
 from ..signsim_addon.errors import SignSimError, operator_reporter
 from ..signsim_addon.softface import api as softface
-from .common import active_armature
+from .common import active_armature, armature_with_action
 
 rpt_ = bpy.app.translations.pgettext_rpt
 
 _PRESETS = [('SETTINGS', "Rig Settings", "Use the physics settings stored on the armature")] + [
     (p, p.title(), f"The Physics panel's {p.title()} preset") for p in bake.PRESETS]
-
-
-def _armature_with_action(cls, context):
-    ob = active_armature(context, cls, "Select the armature to bake")
-    if ob is None:
-        return None
-    if ob.animation_data is None or ob.animation_data.action is None:
-        cls.poll_message_set("The armature has no action to bake")
-        return None
-    return ob
 
 
 class SIGNSIM_OT_bake(bpy.types.Operator):
@@ -37,7 +27,8 @@ class SIGNSIM_OT_bake(bpy.types.Operator):
 
     @classmethod
     def poll(cls, context):
-        return _armature_with_action(cls, context) is not None
+        return armature_with_action(context, cls, "Select the armature to bake",
+                                    "The armature has no action to bake") is not None
 
     def _prepare(self, context):
         ob = context.active_object

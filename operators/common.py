@@ -13,3 +13,15 @@ def active_armature(context, cls=None, message="Select an armature"):
     if cls is not None:
         cls.poll_message_set(message)
     return None
+
+
+def armature_with_action(context, cls, select_message, action_message):
+    """The active armature if it has an action, else None with the poll message saying
+    why (select_message without an armature, action_message without an action)."""
+    ob = active_armature(context, cls, select_message)
+    if ob is None:
+        return None
+    if ob.animation_data is None or ob.animation_data.action is None:
+        cls.poll_message_set(action_message)
+        return None
+    return ob

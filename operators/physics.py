@@ -4,7 +4,7 @@ from bl_operators.presets import AddPresetBase
 
 from ..signsim_addon.bake import api as bake
 from ..signsim_addon.errors import SignSimError
-from .common import active_armature
+from .common import active_armature, armature_with_action
 
 rpt_ = bpy.app.translations.pgettext_rpt
 
@@ -48,13 +48,8 @@ class SIGNSIM_OT_schedule_phase(bpy.types.Operator):
 
     @classmethod
     def poll(cls, context):
-        ob = active_armature(context, cls, "Select the armature to key a schedule on")
-        if ob is None:
-            return False
-        if ob.animation_data is None or ob.animation_data.action is None:
-            cls.poll_message_set("The armature has no action to key the schedule on")
-            return False
-        return True
+        return armature_with_action(context, cls, "Select the armature to key a schedule on",
+                                    "The armature has no action to key the schedule on") is not None
 
     def execute(self, context):
         try:

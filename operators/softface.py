@@ -4,7 +4,7 @@ import bpy
 
 from ..signsim_addon.errors import SignSimError, operator_reporter
 from ..signsim_addon.softface import api as softface
-from .common import active_armature
+from .common import armature_with_action
 
 rpt_ = bpy.app.translations.pgettext_rpt
 
@@ -24,13 +24,8 @@ class SIGNSIM_OT_soft_face(bpy.types.Operator):
 
     @classmethod
     def poll(cls, context):
-        ob = active_armature(context, cls, "Select the armature whose fingertips touch its face")
-        if ob is None:
-            return False
-        if ob.animation_data is None or ob.animation_data.action is None:
-            cls.poll_message_set("The armature has no action whose fingertips could touch the face")
-            return False
-        return True
+        return armature_with_action(context, cls, "Select the armature whose fingertips touch its face",
+                                    "The armature has no action whose fingertips could touch the face") is not None
 
     def execute(self, context):
         settings = softface.SoftFaceSettings(modes=self.modes, young=self.young, thickness=self.thickness_mm * 1e-3)
