@@ -27,7 +27,7 @@ from ...solver.guard import (CONTACT_MAX_DEG, DIVERGED_DEG, RAMP_S, contact_hold
                              towards_reference, with_pass_through, world_error_deg)
 from ...solver.held_overlap import HOLD_S, held_overlaps, without_held_overlaps
 from ...solver.integrator import FaceSamples
-from ...solver.metrics import compare
+from ...solver.metrics import compare, tip_positions
 from ...solver.reference import Reference
 from ...solver import sdf
 from ...solver.sdf import build_distance_grid
@@ -144,37 +144,76 @@ def prepare(scene, armature, action=None, preset=None, frame_range=None, report=
 
 
 RAMP_DEPTH_M = 0.0005  # a hold's ramp may penetrate this much more than the simulation there
-_RAMP_HALVINGS = 6
+HOLD_RAMP_S = 0.5      # s: a contact hold's ramps, over which smooth_ramps chooses the blend
+_RAMP_LEVELS = 16      # weights tried per ramp frame for its depth bound
+_RAMP_TRIES = 4        # least-squares solves, each halving the weights of frames still too deep
 
 
-def shallow_ramps(model, reference, fields, rotations, target, hold, intended, pair_kinds):
-    """The hold weights (F, n) of solver.guard.contact_hold with every ramp frame (0 < w
-    < 1) whose blend of the simulation `rotations` (F, n, 4) towards `target` penetrates
-    anything more than RAMP_DEPTH_M deeper than the simulation does there (contact_depths,
-    the intended contacts counted beyond their level: intended_contacts) pulled back
-    towards the simulation (its weight halved until not, or 0): a blend between two
-    distant arm poses swings a fingertip through the face or a finger. Each halving
-    measures every ramp frame at once."""
-    hold = hold.copy()
+def smooth_ramps(model, reference, fields, rotations, hold, intended, pair_kinds, tips):
+    """The bake on and around contact holds: `rotations` (F, n, 4), the simulation, slerped
+    towards the reference on the hold's frames (hold (F, n), solver.guard.contact_hold's
+    weights: 1 on the contact's chains, in (0, 1) on its ramps), with one weight w_f per
+    ramp frame (the same for each bone ramping there) chosen for the least fingertip
+    jerk Σ‖Δ³p‖² of `tips` (k,) (bone indices), p linearised in w, under bounds:
+    0 ≤ w_f ≤ the largest of _RAMP_LEVELS levels whose blend penetrates nothing more than
+    RAMP_DEPTH_M deeper than the simulation does at f (contact_depths, the intended
+    contacts counted beyond their level: intended_contacts). Bounded least squares
+    (scipy.optimize.lsq_linear, BVLS: Stark & Parker, "Bounded-variable least-squares",
+    1995, deterministic); frames the blend still takes too deep get their bound halved and
+    are solved again, up to _RAMP_TRIES times, then clipped to the bound. A fixed ramp
+    into a contact whose first frame the simulation reaches elsewhere (pushed off by the
+    reference's own dive through the skin) snaps in the frames before it (chin_cheek on
+    the bundled signer: fingertip jerk +37 % over the reference with the linear ramp
+    whose deep frames were halved). Returns the rotations (F, n, 4)."""
+    from scipy.optimize import lsq_linear
     ramp = (hold > 0.0) & (hold < 1.0)
-    frames = np.flatnonzero(ramp.any(axis=1))
-    if not len(frames):
-        return hold
-    lo, hi = int(frames[0]), int(frames[-1]) + 1  # one contiguous span: the intended contacts' frame ranges apply
+    rows = np.flatnonzero(ramp.any(axis=1))
+    full = np.where(hold >= 1.0, 1.0, 0.0)
+    if not len(rows):
+        return towards_reference(rotations, reference.rotations, full)
+    lo, hi = max(int(rows[0]) - 3, 0), min(int(rows[-1]) + 4, len(hold))  # with the third differences' reach
     here = [(a, b, start - lo, stop - lo, level) for a, b, start, stop, level in intended]
-    args = (model, reference.base_positions[lo:hi], reference.base_rotations[lo:hi], fields, pair_kinds, here)
-    allowed = _deepest(rotations[lo:hi], *args) + RAMP_DEPTH_M
-    pending = ramp[lo:hi].any(axis=1)
-    for _ in range(_RAMP_HALVINGS):
-        pending &= _deepest(towards_reference(rotations[lo:hi], target[lo:hi], hold[lo:hi]), *args) > allowed
-        if not np.count_nonzero(pending):
+    span = slice(lo, hi)
+    base = (reference.base_positions[span], reference.base_rotations[span])
+    sim, ref = rotations[span], reference.rotations[span]
+    var = rows - lo
+    on = ramp[span]
+
+    def blend(w):  # w (hi − lo,) on the ramp frames
+        return towards_reference(sim, ref, np.where(on, w[:, None], full[span]))
+
+    def deepest(pose):
+        return _deepest(pose, model, *base, fields, pair_kinds, here)
+    allowed = deepest(sim) + RAMP_DEPTH_M
+    bound = np.zeros(hi - lo)
+    for level in np.arange(1, _RAMP_LEVELS + 1) / _RAMP_LEVELS:  # the largest level of an unbroken run from 0
+        w = np.zeros(hi - lo)
+        w[var] = level
+        ok = deepest(blend(w)) <= allowed
+        bound = np.where(ok & (bound == level - 1.0 / _RAMP_LEVELS), level, bound)
+    p0 = tip_positions(model, blend(np.zeros(hi - lo)), *base, tips).reshape(hi - lo, -1)
+    w1 = np.zeros(hi - lo)
+    w1[var] = 1.0
+    dp = tip_positions(model, blend(w1), *base, tips).reshape(hi - lo, -1) - p0
+    n3 = hi - lo - 3
+    diff3 = np.zeros((n3, hi - lo))
+    for k, c in enumerate((-1.0, 3.0, -3.0, 1.0)):
+        diff3[np.arange(n3), np.arange(n3) + k] = c
+    # Δ³(p0 + w·dp) = diff3 p0 + Σ_f diff3[:, f] dp_f w_f, every coordinate a row
+    A = (diff3[:, var, None] * dp[None, var]).transpose(0, 2, 1).reshape(-1, len(var))
+    b = -(diff3 @ p0).reshape(-1)
+    w = np.zeros(hi - lo)
+    for _ in range(_RAMP_TRIES):
+        w[var] = lsq_linear(A, b, bounds=(0.0, np.maximum(bound[var], 1e-12)), method="bvls").x
+        deep = deepest(blend(w))[var] > allowed[var]
+        if not np.count_nonzero(deep):
             break
-        rows = lo + np.flatnonzero(pending)
-        hold[rows] = np.where(ramp[rows], 0.5 * hold[rows], hold[rows])
+        bound[var[deep]] = 0.5 * w[var[deep]]
     else:
-        rows = lo + np.flatnonzero(pending)
-        hold[rows] = np.where(ramp[rows], 0.0, hold[rows])
-    return hold
+        w[var] = np.minimum(w[var], bound[var])
+    out = towards_reference(rotations, reference.rotations, full)
+    out[span] = blend(w)
+    return quat.make_continuous(out, reference.rotations[0])
 
 
 def _deepest(pose, model, base_positions, base_rotations, fields, pair_kinds, intended):
@@ -258,10 +297,10 @@ def solve(job: BakeJob, progress=None) -> Solved:
     if job.contacts:
         # A contact the retarget made is the motion's: its chains keep the reference's
         # pose there, at the distance the retarget put the parts (solver.guard.contact_hold).
-        hold, target = contact_hold(model, ref.rotations, [(c["index"], c["start"], c["stop"]) for c in job.contacts],
-                                    frame_time)
-        hold = shallow_ramps(model, ref, fields, result.rotations, target, hold, intended, kinds)
-        result = replace(result, rotations=towards_reference(result.rotations, target, hold))
+        hold, _first = contact_hold(model, ref.rotations, [(c["index"], c["start"], c["stop"]) for c in job.contacts],
+                                    frame_time, HOLD_RAMP_S)
+        result = replace(result, rotations=smooth_ramps(model, ref, fields, result.rotations, hold, intended, kinds,
+                                                        job.rig.fingertips))
     seconds = time.perf_counter() - start
     cmp = compare(model, ref, result, tips=job.rig.fingertips, fields=fields, pair_kinds=kinds, intended=intended)
     err = np.degrees(quat.angle_between(ref.rotations, result.rotations))  # (F, n) deg
