@@ -13,6 +13,12 @@ from skin import evaluated_world_vertices
 ROOT = pathlib.Path(__file__).resolve().parent.parent.parent
 CHIN_CHEEK = ROOT / "sample_blends" / "chin_cheek.bvh"
 GAP_TOLERANCE = 0.0005  # m: the baked skin gap stays this close to the retarget's
+# Fingertip jerk of the bake over the reference's (%, the bake's own metric) at most: the
+# CC0 base mesh none (measured -0.7 % on the evaluated tails, bench/quality.py); the
+# bundled signer, where the reference's fingertip dives 13.5 mm into the cheek in the frames
+# before the contact and the simulation bends the finger out of it, +10 (measured +6.3 %;
+# +36.7 % with the linear hold ramps before bake.job.smooth_ramps).
+JERK_LIMIT_PERCENT = {"signer": 10.0, "godot": 0.0}
 
 
 def _rig_blend(name, shared_data, tmp):
@@ -78,7 +84,8 @@ def test_a_preserved_face_contact_stays_where_the_retarget_put_it(addon, shared_
     """chin_cheek retargeted with contacts (on by default) and baked: every contact the
     retarget kept is listed in the bake's metrics, and on each of its frames the baked
     fingertip skin is within GAP_TOLERANCE of the face skin where the retarget left it
-    (the physics pass neither lifts it off nor presses it in)."""
+    (the physics pass neither lifts it off nor presses it in); getting there and leaving
+    adds at most JERK_LIMIT_PERCENT fingertip jerk."""
     api = addon.signsim_addon
     out = tmp_path / "chin_cheek.blend"
     rt = api.retarget.api.retarget_files(api.retarget.api.RetargetRequest(
@@ -92,6 +99,7 @@ def test_a_preserved_face_contact_stays_where_the_retarget_put_it(addon, shared_
     solved = api.bake.api.solve(job)
     honoured = solved.metrics["contacts_honoured"]
     assert [c["parts"] for c in honoured] == [c["parts"] for c in kept]
+    assert solved.metrics["baked"]["jerk_change_percent"] <= JERK_LIMIT_PERCENT[rig]
     reference = armature.animation_data.action
     baked = api.bake.api.write(scene, job, solved)
     for c in honoured:
