@@ -145,7 +145,7 @@ def prepare(scene, armature, action=None, preset=None, frame_range=None, report=
 
 RAMP_DEPTH_M = 0.0005  # a hold's ramp may penetrate this much more than the simulation there
 HOLD_RAMP_S = 0.5      # s: a contact hold's ramps, over which smooth_ramps chooses the blend
-_RAMP_LEVELS = 16      # weights tried per ramp frame for its depth bound
+_RAMP_LEVELS = 8       # weights tried per ramp frame for its depth bound
 _RAMP_TRIES = 4        # least-squares solves, each halving the weights of frames still too deep
 
 
