@@ -182,15 +182,17 @@ def smooth_ramps(model, reference, fields, rotations, hold, intended, pair_kinds
     def blend(w):  # w (hi − lo,) on the ramp frames
         return towards_reference(sim, ref, np.where(on, w[:, None], full[span]))
 
-    def deepest(pose):
-        return _deepest(pose, model, *base, fields, pair_kinds, here)
+    def deepest(poses):  # poses (c·(hi − lo), n, 4): c copies of the span, measured in one call
+        c = len(poses) // (hi - lo)
+        copies = [(a, b, start + i * (hi - lo), stop + i * (hi - lo), level)
+                  for i in range(c) for a, b, start, stop, level in here]
+        return _deepest(poses, model, np.tile(base[0], (c, 1)), np.tile(base[1], (c, 1)), fields, pair_kinds, copies)
     allowed = deepest(sim) + RAMP_DEPTH_M
-    bound = np.zeros(hi - lo)
-    for level in np.arange(1, _RAMP_LEVELS + 1) / _RAMP_LEVELS:  # the largest level of an unbroken run from 0
-        w = np.zeros(hi - lo)
-        w[var] = level
-        ok = deepest(blend(w)) <= allowed
-        bound = np.where(ok & (bound == level - 1.0 / _RAMP_LEVELS), level, bound)
+    levels = np.arange(1, _RAMP_LEVELS + 1) / _RAMP_LEVELS
+    w = np.zeros((_RAMP_LEVELS, hi - lo))
+    w[:, var] = levels[:, None]
+    ok = (deepest(np.concatenate([blend(x) for x in w])).reshape(_RAMP_LEVELS, hi - lo) <= allowed).astype(int)
+    bound = np.cumprod(ok, axis=0).sum(axis=0) / _RAMP_LEVELS  # the largest level of an unbroken run from 0
     p0 = tip_positions(model, blend(np.zeros(hi - lo)), *base, tips).reshape(hi - lo, -1)
     w1 = np.zeros(hi - lo)
     w1[var] = 1.0
