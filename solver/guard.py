@@ -138,34 +138,23 @@ def towards_reference(rotations, reference_rotations, weight):
     return quat.make_continuous(quat.slerp(rotations, reference_rotations, weight), reference_rotations[0])
 
 
-def contact_hold(model, reference_rotations, contacts, frame_time, ramp_s=RAMP_S):
-    """(weight (F, n) in [0, 1], target (F, n, 4)): how much each bone keeps which pose for
-    contacts the reference makes on purpose (the retarget placed a fingertip on the chin).
+def contact_hold(model, n_frames, contacts, frame_time, ramp_s=RAMP_S):
+    """(F, n) float in [0, 1]: how much each bone keeps the reference for contacts the
+    reference makes on purpose (the retarget placed a fingertip on the chin).
 
-    reference_rotations (F, n, 4); contacts: [(bones (k,) int, start, stop)]: the bones
-    touching each other and the frame indices [start, stop) of the touch; frame_time s.
-    On those frames these bones and every bone carrying them (their chains up to the
-    kinematic base) keep the reference (weight 1), so the pair stays at the distance
-    the reference has: its resting contact is neither pushed apart nor pressed in.
-    Over ramp_s before, the weight ramps (ramped) towards the contact's first pose
-    rather than the reference there: the approach into the contact is the
-    simulation's, which stops where the reference dives through the skin. Over ramp_s
-    after, it ramps towards the reference itself, which leaves the touch: a held last
-    pose would stop the fingertip and then throw it after the departing reference
-    (fingertip jerk).
+    n_frames F; contacts: [(bones (k,) int, start, stop)]: the bones touching each other
+    and the frame indices [start, stop) of the touch; frame_time s. On those frames these
+    bones and every bone carrying them (their chains up to the kinematic base) keep the
+    reference (weight 1), so the pair stays at the distance the reference has: its
+    resting contact is neither pushed apart nor pressed in. Over ramp_s before and after,
+    the weight falls linearly to 0 (`ramped`); the bake chooses its own blend on those
+    ramp frames (signsim_addon.bake.job.smooth_ramps).
     """
-    n_frames = len(reference_rotations)
     core = np.zeros((n_frames, model.n_bones), bool)
-    target = np.array(reference_rotations, dtype=float)
-    ramp = int(round(ramp_s / frame_time))
     for bones, start, stop in contacts:
         start, stop = max(start, 0), min(stop, n_frames)
-        chain = model.ancestors[np.asarray(bones, dtype=np.intp)].max(axis=0) > 0  # (n,): the bones and their parents
-        core[start:stop] |= chain
-        lo = max(start - ramp, 0)
-        target[lo:start, chain] = reference_rotations[start, chain]
-    target[core] = reference_rotations[core]  # inside another contact: the reference itself
-    return ramped(core, frame_time, ramp_s), target
+        core[start:stop] |= model.ancestors[np.asarray(bones, dtype=np.intp)].max(axis=0) > 0  # the bones and their parents
+    return ramped(core, frame_time, ramp_s)
 
 
 def with_pass_through(result, rotations, diverged):

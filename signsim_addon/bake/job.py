@@ -299,8 +299,8 @@ def solve(job: BakeJob, progress=None) -> Solved:
     if job.contacts:
         # A contact the retarget made is the motion's: its chains keep the reference's
         # pose there, at the distance the retarget put the parts (solver.guard.contact_hold).
-        hold, _first = contact_hold(model, ref.rotations, [(c["index"], c["start"], c["stop"]) for c in job.contacts],
-                                    frame_time, HOLD_RAMP_S)
+        hold = contact_hold(model, len(ref.rotations), [(c["index"], c["start"], c["stop"]) for c in job.contacts],
+                            frame_time, HOLD_RAMP_S)
         result = replace(result, rotations=smooth_ramps(model, ref, fields, result.rotations, hold, intended, kinds,
                                                         job.rig.fingertips))
     seconds = time.perf_counter() - start

@@ -124,18 +124,14 @@ def test_a_preserved_contact_holds_its_chains_on_the_reference_with_a_ramp():
                           capsule_radius=[0.02] * 4, capsule_length=[0.1] * 4, groups=["a"] * 4)
     angles = np.radians(np.arange(frames, dtype=float))  # the reference keeps turning
     ref = quat.exp(np.stack([angles, 0 * angles, 0 * angles], -1))[:, None].repeat(4, axis=1)
-    hold, target = contact_hold(model, ref, [(np.array([2]), 15, 25)], 1 / FPS)
+    hold = contact_hold(model, frames, [(np.array([2]), 15, 25)], 1 / FPS)
     np.testing.assert_array_equal(hold[15:25, :3], 1.0)  # the tip and the bones carrying it
     assert not hold[:, 3].any()                           # a sibling branch keeps the simulation
     ramp = int(round(RAMP_S * FPS))
     assert np.all(hold[15 - ramp - 1] == 0.0) and np.all(hold[25 + ramp] == 0.0)
     assert np.all(np.diff(hold[: 16, 2]) >= 0.0) and np.all(np.diff(hold[24:, 2]) <= 0.0)
-    # the ramp in leads to the contact's first pose, the ramp out to the departing reference
-    np.testing.assert_array_equal(target[15 - ramp:15, :3], np.broadcast_to(ref[15, :3], (ramp, 3, 4)))
-    np.testing.assert_array_equal(target[25:25 + ramp], ref[25:25 + ramp])
-    np.testing.assert_array_equal(target[15:25], ref[15:25])
     baked = quat.mul(ref, quat.exp(np.array([0.0, 0.0, 0.2])))
-    out = towards_reference(baked, target, hold)
+    out = towards_reference(baked, ref, hold)
     np.testing.assert_allclose(quat.angle_between(out[15:25, :3], ref[15:25, :3]), 0.0, atol=1e-9)
     np.testing.assert_allclose(quat.angle_between(out[:, 3], baked[:, 3]), 0.0, atol=1e-12)
     np.testing.assert_allclose(quat.angle_between(out[15 - ramp - 1], baked[15 - ramp - 1]), 0.0, atol=1e-12)
