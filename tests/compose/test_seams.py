@@ -295,6 +295,27 @@ def test_no_passing_seam_lifts_both_feet_off_the_floor(pairs, hops):
     assert max(worst)[0] <= 0.01, max(worst)
 
 
+def test_a_seam_that_still_lifts_both_feet_says_so(cm, hops, monkeypatch):
+    """The safety net, on the hop as it was: with the feet's turns taken away (both feet
+    stepping over the same frames, as before), fingerspelling → Mixamo lifts both feet of
+    the standing signer on Blender's evaluated feet, and the seam fails 'plant', says
+    'airborne' with the height measured here (within 1 cm) and warns that the body hops."""
+    monkeypatch.setattr(cm.sc, "_alternate", lambda plans, *_a: ({k: cm.sc._consecutive(l) for k, l in plans.items()},
+                                                                  []))
+    ob = open_signer()
+    lines = []
+    result = cm.compose(ob, [cm.ClipSpec(str(c)) for c in (BYE, FINGERS, MIXAMO, CHIN)],
+                        report=lambda level, text: lines.append(text))
+    _rot, heads, names = sample(ob, bpy.data.actions[result["action"]])
+    seam, here, clips = seam_lifts(result, heads, names, hops["hop"][2])[1]
+    print(f"\nwithout turns: both feet up {here * 100:.2f} cm (the clips {clips * 100:.2f} cm), said "
+          f"{seam['airborne']['height_m'] * 100:.2f} cm")
+    assert here > clips + 0.05
+    assert seam["flagged"] and "plant" in seam["failures"] and seam["airborne"] is not None
+    assert abs(seam["airborne"]["height_m"] - here) < 0.01
+    assert any("both feet leave the floor" in line and "hops" in line for line in lines)
+
+
 def test_plants_of_stepping_chains_slide_at_most_1_cm_beyond_the_clips_or_say_so(hops):
     """The chains where both feet step (`hops`), on Blender's evaluated feet: every plant
     found after a seam slides at most 1 cm beyond what the clips do over those frames, or
