@@ -59,8 +59,12 @@ second (solver.posing.planted); across a seam each planted run is held at one sp
 where the foot touches down, in the pose it settles into) by a two-bone IK of thigh and
 shin (solver.posing.two_bone_ik), blended out at lift-off
 (solver.posing.plant_weights); a foot the next clip stands out of the hold's reach steps
-there, lifted, in as many steps as the leg's reach needs.
+there, lifted, in as many steps as the leg's reach needs, the two feet taking turns (a
+foot lifts only while the other is on the floor); a seam that still lifts both feet higher
+than the clips there fails 'plant' ("airborne").
 """
+
+import itertools
 
 import numpy as np
 from scipy.spatial import cKDTree
@@ -96,6 +100,8 @@ STEP_FRAMES = 0.15           # s: the shortest step
 MAX_STEPS = 3                # steps a foot may take across one seam
 PLANT_MISS = 0.01            # m: a hold whose spot the leg misses by more is not held
 SKATE_SLACK = 0.01           # m: a foot may skate this much more inside a window than the clips do
+AIR_SLACK = 0.02             # m: a foot higher above the floor is off it; both feet may be this much higher at a seam than in the clips
+AIR_AFTER = 1.0              # s after a window (and STEP_STRETCH − 1 windows) in which the seam's steps may still lift both feet
 SETTLE_SPEED = 0.05          # × leg length per second: an ankle sinking faster has not settled on the floor
 SETTLE_TURN = 0.5            # rad/s: nor has a foot turning faster
 
@@ -378,6 +384,19 @@ def _foot_points(world, heads, rig, leg):
     _thigh, _shin, foot, toes = leg
     bones = np.array((foot,) + toes)
     return np.concatenate([heads[:, bones], _tails(world, heads, rig, bones)], axis=1)
+
+
+def airborne(world, heads, rig, floor):
+    """(F,) m: how high the lower of the two feet (its lowest point) is above the floor (z
+    m) at each frame of world rotations (F, B, 4) and heads (F, B, 3) (both feet in the
+    air: the body hops or jumps)."""
+    return np.min([_foot_points(world, heads, rig, leg)[..., 2].min(axis=1) for leg in rig.legs], axis=0) - floor
+
+
+def _air_frames(window, fps):
+    """Frames after a seam's window start in which its steps may lift the feet: the window,
+    the rest of a stepping (STEP_STRETCH windows) and AIR_AFTER s."""
+    return int(window) + 1 + int(np.ceil((STEP_STRETCH - 1.0) * window)) + int(round(AIR_AFTER * fps))
 
 
 def _lowest(world, heads, rig, leg):
@@ -726,6 +745,11 @@ def compose(tracks, fps, windows=None, kinds="smoothstep", rig=None, threshold=N
             parts = [(info, slice(f0, f0 + w + 1)) for info, f0 in ((ia, a0), (ib, b0))]
             rep["own_skate_m"] = [max(skating(_foot_points(info.world[p], info.heads[p], rig, leg), fps, info.floor,
                                               rig.leg_length) for info, p in parts) for leg in rig.legs]
+            # and how high both feet leave the floor there: A over the window, B from it on
+            # for as long as the seam's steps may last
+            after = slice(b0, b0 + _air_frames(w, fps))
+            rep["own_air_m"] = max([float(airborne(info.world[p], info.heads[p], rig, info.floor).max())
+                                    for info, p in (parts[0], (ib, after)) if len(info.world[p])], default=0.0)
         rep.update(chk)
         seams.append(rep)
     rot = quat.make_continuous(out.rotations)
@@ -737,7 +761,11 @@ def recheck(track, rig, fps, seams, names=None, floor=None):
     against its own limits; updates the seam dicts in place (a seam the change made worse
     fails from then on). With the composition's `floor` (z m), a foot that skates along it
     inside a window more than the clips do there (skating, + SKATE_SLACK) fails the seam
-    'plant' too, listed in the seam's "skating": [{"leg", "distance_m", "own_m"}]."""
+    'plant' too, listed in the seam's "skating": [{"leg", "distance_m", "own_m"}], and so do
+    both feet higher off the floor than the clips there have them (+ AIR_SLACK: the lower
+    foot's lowest point, over the window and the frames its steps may take, `_air_frames`):
+    the seam's "airborne" {"height_m", "own_m", "frames": [first, last] composed frames},
+    else None."""
     world, heads = forward(track, rig)
     for s in seams:
         chk = check_seam(world, track.positions[:, rig.root_position], fps, s["start"], s["window"], s["limits"],
@@ -752,7 +780,13 @@ def recheck(track, rig, fps, seams, names=None, floor=None):
                 d, own = skating(pts, fps, floor, rig.leg_length), s["own_skate_m"][k]
                 if d > own + SKATE_SLACK:
                     s["skating"].append({"leg": k, "distance_m": d, "own_m": own})
-        if s.get("unheld") or s["skating"]:
+            # both feet stepping over the same frames lift a standing body off the floor
+            part = slice(s["start"], s["start"] + _air_frames(s["window"], fps))
+            air = airborne(world[part], heads[part], rig, floor)
+            up = np.flatnonzero(air > s["own_air_m"] + AIR_SLACK)
+            s["airborne"] = {"height_m": float(air.max()), "own_m": s["own_air_m"],
+                             "frames": [int(s["start"] + up[0]), int(s["start"] + up[-1])]} if len(up) else None
+        if s.get("unheld") or s["skating"] or s.get("airborne"):
             # a foot on the floor through the seam that could not be held slides there
             chk["failures"] = chk["failures"] + ["plant"]
             chk["passed"] = False
@@ -969,18 +1003,110 @@ def _steps(ankle, down, start, spot, window_end, stop, fps, leg_length):
     return [int(x) for x in np.round(np.linspace(start, end, k + 1))]
 
 
-def _step_path(goal, landings, ground, height):
-    """Ankle path (n, 3) m over the frames landings[0] … landings[-1] of steps landing at
-    those frames (`_swing`), from the goal (F, 3) at the first landing to the goal at the
-    last in equal parts; ground (F,) the ankle height that puts the foot on the floor."""
-    first, last = goal[landings[0]].copy(), goal[landings[-1]].copy()
-    lo = landings[0]
-    path = goal[lo:landings[-1] + 1].copy()
-    k = len(landings) - 1
-    for j, (a, b) in enumerate(zip(landings, landings[1:])):
-        path[a - lo:b - lo + 1] = _swing(first + j / k * (last - first), first + (j + 1) / k * (last - first),
-                                         goal[a:b + 1, 2], ground[a:b + 1], height)
+def _step_path(goal, swings, ground, height):
+    """Ankle path (n, 3) m over the frames lo … hi of a stepping: swings [(a, b), …] in
+    time order, lo the first swing's a and hi the last's b unless given as swings[0] =
+    (lo, lo) and swings[-1] = (hi, hi) (no swing, standing). The foot stands at the goal
+    (F, 3) at lo until its first swing, each swing (`_swing`) takes it an equal part of the
+    way to the goal at hi, and it stands where it landed until the next swing (at that
+    part of the way in height too; its own path z is moved there); ground (F,) the ankle
+    height that puts the foot on the floor. Swings one after the other (no standing
+    between) follow the goal's own height, as steps landing at the given frames."""
+    lo, hi = swings[0][0], swings[-1][1]
+    swings = [(a, b) for a, b in swings if b > a]
+    first, last = goal[lo].copy(), goal[hi].copy()
+    path = goal[lo:hi + 1].copy()
+    k = len(swings)
+    at, z, prev = first, goal[lo, 2], lo
+    for j, (a, b) in enumerate(swings):
+        path[prev - lo + 1:a - lo + 1] = [at[0], at[1], z]
+        nxt = first + (j + 1) / k * (last - first)
+        # landing where it stands a while: at that part of the way in height too (both ends
+        # stand on the floor), not at the height its own path has there
+        end = nxt[2] if (swings[j + 1][0] if j + 1 < k else hi) > b else goal[b, 2]
+        t = np.linspace(0.0, 1.0, b - a + 1)
+        own = goal[a:b + 1, 2] + (1.0 - t) * (z - goal[a, 2]) + t * (end - goal[b, 2])
+        path[a - lo:b - lo + 1] = _swing(at, nxt, own, ground[a:b + 1], height)
+        at, z, prev = nxt, end, b
+    path[prev - lo + 1:] = [at[0], at[1], z]
     return path
+
+
+def _consecutive(landings):
+    """Swings [(a, b), …] of steps landing at frames `landings`, one after the other."""
+    return list(zip(landings, landings[1:]))
+
+
+def _lifted(swings, n):
+    """(n,) bool: the frames a foot is lifted by swings [(a, b), …] (a + 1 … b − 1)."""
+    mask = np.zeros(n, dtype=bool)
+    for a, b in swings:
+        mask[a + 1:b] = True
+    return mask
+
+
+def _alternate(plans, latest, air, hips, fps):
+    """Ways for one seam's steppings to take turns, so that no foot is lifted while the
+    other is off the floor (a standing body does not hop). plans: {leg: landings}
+    (`_steps`, each [lo, …, hi], steps landing at equal times); latest {leg: frame}: the
+    last frame each may land at (while it stays down there); air (legs, F) bool: where
+    each foot is off the floor as composed and held, outside its stepping; hips (legs, F,
+    3) m: each leg's hip (for `_paced`). Returns (given, candidates), each a {leg: swings
+    [(a, b), …]} (`_step_path`): given the steps as planned; candidates (best first, empty
+    where the given steps already avoid the other foot's air and swings): a foot stepping
+    alone lifts only within a stretch of its stepping where the other foot is down (the
+    longest first), in steps equal in time; two feet stepping at one seam in turns (orders
+    with fewer steps of one foot in a row first; the foot with more steps, or the one
+    that must land first, leads) from the later of their first frames, each step as long
+    as the foot's own planned ones (so no leg moves faster than planned), all shortened
+    alike where they would land later than `latest`; then each moved towards the hip's
+    pace (`_paced`), every step at least STEP_FRAMES s."""
+    n = air.shape[1]
+    shortest = int(np.ceil(STEP_FRAMES * fps))
+    given = {k: _consecutive(l) for k, l in plans.items()}
+
+    def blocked(k):
+        # the other foot's air: as composed outside its own stepping, its swings inside
+        o = 1 - k
+        mask = air[o].copy()
+        if o in plans:
+            lo, hi = plans[o][0], plans[o][-1]
+            mask[lo:hi + 1] = _lifted(given[o], n)[lo:hi + 1]
+        return mask
+    if not any((_lifted(given[k], n) & blocked(k)).any() for k in plans):
+        return given, []
+
+    def framed(k, swings):
+        end = max(plans[k][-1], swings[-1][1])
+        return [(plans[k][0], plans[k][0])] + swings + [(end, end)]
+    candidates = []
+    if len(plans) == 1:
+        (k, land), = plans.items()
+        lo, hi, steps = land[0], land[-1], len(land) - 1
+        # a swing may begin and end on a frame the other foot is still in the air (no lift)
+        spans = [(max(lo + r0 - 1, lo), min(lo + r1, hi)) for r0, r1 in posing.runs(~blocked(k)[lo:hi + 1])]
+        for a, b in sorted(spans, key=lambda sp: (sp[0] - sp[1], sp[0])):
+            if b - a >= steps * shortest:
+                even = [int(x) for x in np.round(np.linspace(a, b, steps + 1))]
+                candidates += [{k: framed(k, _consecutive(c))} for c in _paced(even, hips[k], fps)]
+        return given, candidates
+    counts = {k: len(l) - 1 for k, l in plans.items()}
+    lead = min(plans, key=lambda k: (-counts[k], plans[k][-1], k))
+    lo, room = max(l[0] for l in plans.values()), min(latest.values())
+    total = sum(counts.values())
+    duration = {k: (l[-1] - l[0]) / (len(l) - 1) for k, l in plans.items()}
+    orders = {tuple(int(j in c) for j in range(total)) for c in itertools.combinations(range(total), counts[1])}
+    orders = sorted(orders, key=lambda o: (int(np.sum(np.diff(o) == 0)), o[0] != lead, o))
+    for order in orders:
+        lengths = np.array([duration[o] for o in order])
+        lengths *= min(1.0, (room - lo) / lengths.sum())
+        if lengths.min() < shortest:
+            continue
+        bounds = [int(x) for x in np.round(lo + np.concatenate([[0.0], np.cumsum(lengths)]))]
+        for c in _paced(bounds, hips.mean(axis=0), fps):
+            candidates.append({k: framed(k, [(c[j], c[j + 1]) for j, o in enumerate(order) if o == k])
+                               for k in plans})
+    return given, candidates
 
 
 def _paced(landings, hip, fps):
@@ -1014,11 +1140,11 @@ def _leg_miss(points, hip, longest, shortest):
     return float(np.maximum(reach - longest, shortest - reach).max())
 
 
-def _step_miss(goal, landings, ground, height, hip, longest, shortest):
-    """(`_leg_miss` m, path (n, 3)) of steps landing at frames `landings` (`_step_path`,
-    lifted by height m) for a hip (F, 3) and leg lengths longest, shortest (F,)."""
-    lo, hi = landings[0], landings[-1] + 1
-    path = _step_path(goal, landings, ground, height)
+def _step_miss(goal, swings, ground, height, hip, longest, shortest):
+    """(`_leg_miss` m, path (n, 3)) of a stepping by swings (`_step_path`, lifted by
+    height m) for a hip (F, 3) and leg lengths longest, shortest (F,)."""
+    lo, hi = swings[0][0], swings[-1][1] + 1
+    path = _step_path(goal, swings, ground, height)
     return _leg_miss(path, hip[lo:hi], longest[lo:hi], shortest[lo:hi]), path
 
 
@@ -1048,7 +1174,12 @@ def hold_feet(track, rig, fps, seams, planted, floor):
     land), over STEP_STRETCH windows, in as many steps of at most STEP_REACH · leg length
     as that distance needs (at most MAX_STEPS), each lifted STEP_HEIGHT · leg length and
     moving across only while lifted, landing at equal times or, where the leg cannot follow
-    those, paced by the hip (`_paced`). A stepping the leg cannot reach within PLANT_MISS,
+    those, paced by the hip (`_paced`). The two feet take turns (`_alternate`): where a
+    foot's steps would lift it while the other is off the floor (AIR_SLACK above it, or
+    its own steps at the same seam), it steps where the other is down, or both feet step
+    one after the other, in the first such way both legs reach within PLANT_MISS (else as
+    planned: recheck then says the body hops). A stepping starts where the foot stood the
+    frame before it. A stepping the leg cannot reach within PLANT_MISS,
     or that turns the thigh or shin faster in a frame than a seam may, is not made either:
     then the foot slides and its seam fails 'plant' (in recheck).
 
@@ -1061,7 +1192,7 @@ def hold_feet(track, rig, fps, seams, planted, floor):
     world, heads = forward(track, rig)
     rot = track.rotations.copy()
     ramp = max(2, int(round(PLANT_RAMP * fps)))
-    plants = []
+    plants, legs, air, latest = [], [], [], {}
     for k, leg in enumerate(rig.legs):
         thigh, shin, foot, _toes = leg
         ankle = heads[:, foot]
@@ -1103,6 +1234,8 @@ def hold_feet(track, rig, fps, seams, planted, floor):
             settle = h0 + int(np.argmin(unsettled[h0:hi])) if unsettled[h0] and not unsettled[h0:hi].all() else h0
             tries = []
             for start, at in dict.fromkeys(((t0, settle), (h0, settle), (h0, h0))):
+                if start >= hi:
+                    continue       # the next seam comes first: its hold takes the foot from there
                 # a hold that continues the previous one keeps its spot
                 spot, q = segments[-1][2:] if segments and segments[-1][1] == start else \
                     _spot(ankle, world[:, foot], offset, at, floor)
@@ -1110,6 +1243,8 @@ def hold_feet(track, rig, fps, seams, planted, floor):
                 # and the leg reaches the spot (a straight leg cannot move its foot sideways)
                 miss = _leg_miss(spot[None], heads[start:hi, thigh], longest[start:hi], shortest[start:hi])
                 tries.append((start, spot, q, need, miss))
+            if not tries:
+                continue
             # the first the leg reaches without straightening (a knee that straightens
             # mid-hold jumps), else the hold from where it stops, within PLANT_MISS
             start, spot, q, need, miss = next((t for t in tries if t[3] <= HOLD_REACH * rig.leg_length and t[4] <= 0.0),
@@ -1127,32 +1262,82 @@ def hold_feet(track, rig, fps, seams, planted, floor):
                 segments.append((h0, hi, spot, q))
             elif step:
                 steps.append((path, seam, plants[-1]))
+                # the latest it may land: while the foot stays down where it lands
+                end = path[-1]
+                latest[k, seam["index"]] = end + (int(np.argmin(down[end:nxt])) if not down[end:nxt].all()
+                                                  else nxt - end) - 1
             else:
                 seam["unheld"] = True
-        if not segments and not steps:
-            continue
         correction, hold, nearest = _hold_correction(ankle, segments, ramp) if segments else \
             (np.zeros_like(ankle), np.zeros(len(ankle), bool), None)
-        goal = ankle + correction
         w_foot = _held_rotations(world[:, foot], segments, hold, nearest, ramp) if segments else world[:, foot]
+        goal = ankle + correction
+        for landings, _seam, _plant in steps:
+            # a stepping starts where the foot stood the frame before (the window's first
+            # frame already blends it a little towards the next clip's stance)
+            goal[landings[0]] = goal[max(landings[0] - 1, 0)]
+        legs.append({"leg": leg, "ankle": ankle, "offset": offset, "steps": steps, "correction": correction,
+                     "goal": goal, "w_foot": w_foot, "longest": longest, "shortest": shortest,
+                     "changed": bool(segments or steps)})
+        # off the floor: neither held nor down, or higher than AIR_SLACK above it
+        air.append(~hold & (~down | (ankle[:, 2] + offset > floor + AIR_SLACK)))
+    # the two feet's steppings take turns: a foot lifts only while the other is down, the
+    # first way (`_alternate`: the least hurried first) both legs reach within PLANT_MISS;
+    # else the steps as planned (and recheck says the body hops)
+    air = np.array(air)
+    hips = np.stack([heads[:, st["leg"][0]] for st in legs])
+    lift = STEP_HEIGHT * rig.leg_length
+    swings = {}
+    for seam in seams:
+        plans = {k: landings for k, st in enumerate(legs) for landings, sm, _p in st["steps"] if sm is seam}
+        if not plans:
+            continue
+        given, candidates = _alternate(plans, {k: latest[k, seam["index"]] for k in plans}, air, hips, fps)
+
+        def miss(cand):
+            return max(_step_miss(legs[k]["goal"], sw, floor - legs[k]["offset"], lift, hips[k], legs[k]["longest"],
+                                  legs[k]["shortest"])[0] for k, sw in cand.items())
+        chosen = next((c for c in candidates if miss(c) <= PLANT_MISS), None)
+        for k, sw in (chosen or given).items():
+            if chosen:
+                swings[k, seam["index"]] = sw
+            lo, hi = sw[0][0], sw[-1][1]
+            air[k, lo:hi + 1] = _lifted(sw, air.shape[1])[lo:hi + 1]
+    for k, st in enumerate(legs):
+        if not st["changed"]:
+            continue
+        leg, ankle, offset, steps, correction = st["leg"], st["ankle"], st["offset"], st["steps"], st["correction"]
+        thigh, shin, foot, _toes = leg
+        goal, w_foot, longest, shortest = st["goal"], st["w_foot"], st["longest"], st["shortest"]
         blended = w_foot.copy()
         for n, (landings, seam, plant) in enumerate(steps):
-            # landings evenly spaced in time first; where the leg cannot follow them (the
-            # body gets there sooner or later than the feet), the first ones nearer to the
-            # hip's pace that it reaches without straightening (`_step_miss`), else the
-            # equal times, within PLANT_MISS
-            tries = [(_step_miss(goal, c, floor - offset, STEP_HEIGHT * rig.leg_length, heads[:, thigh], longest,
-                                 shortest), c) for c in _paced(landings, heads[:, thigh], fps)]
-            (miss, path), landings = next((t for t in tries if t[0][0] <= 0.0), tries[0])
-            lo, hi = landings[0], landings[-1] + 1
-            steps[n] = (list(landings), seam, plant)
+            # the feet taking turns where they must (chosen above); else landings evenly
+            # spaced in time; where the leg cannot follow them (the body gets there sooner or later
+            # than the feet), the first ones nearer to the hip's pace that it reaches
+            # without straightening (`_step_miss`), else the equal times, within PLANT_MISS
+            turns = swings.get((k, seam["index"]))
+            tries = [(_step_miss(goal, sw, floor - offset, lift, heads[:, thigh], longest, shortest), sw)
+                     for sw in ([turns] if turns else [_consecutive(c) for c in _paced(landings, heads[:, thigh], fps)])]
+            (miss, path), sw = next((t for t in tries if t[0][0] <= 0.0), tries[0])
+            lo, hi = sw[0][0], sw[-1][1] + 1
+            steps[n] = (sw, seam, plant)
             if miss > PLANT_MISS:
                 plant["step"], seam["unheld"] = False, True
             else:
                 goal[lo:hi] = path
-                # and the foot turns only while lifted, too
-                for a, b in zip(landings, landings[1:]):
-                    w_foot[a:b + 1] = quat.slerp(w_foot[a], w_foot[b], _across(b - a + 1))
+                # and the foot turns only while lifted, too (standing still between steps)
+                # (steps one after the other turn it to its own rotation at each landing;
+                # steps taking turns with the other foot's, an equal part of its turn each)
+                q, prev = w_foot[lo].copy(), lo
+                lifts = [(a, b) for a, b in sw if b > a]
+                ends = [w_foot[b].copy() for _a, b in lifts] if lifts == sw else \
+                    list(quat.slerp(np.tile(q, (len(lifts), 1)), np.tile(w_foot[hi - 1], (len(lifts), 1)),
+                                    np.arange(1, len(lifts) + 1) / len(lifts)))
+                for (a, b), end in zip(lifts, ends):
+                    w_foot[prev + 1:a + 1] = q
+                    w_foot[a:b + 1] = quat.slerp(q, end, _across(b - a + 1))
+                    q, prev = w_foot[b].copy(), b
+                w_foot[prev + 1:hi] = q
 
         def solve():
             act, up, low_ = _leg_ik(world, heads, leg, ankle, goal, w_foot)
@@ -1160,14 +1345,15 @@ def hold_feet(track, rig, fps, seams, planted, floor):
             w_thigh[act], w_shin[act] = up, low_
             return act, w_thigh, w_shin
         act, w_thigh, w_shin = solve()
-        for landings, seam, plant in steps:
+        for sw, seam, plant in steps:
             # nor one whose leg turns faster than a seam may (a knee that the IK flips)
-            lo, hi = max(landings[0] - 1, 0), min(landings[-1] + 2, len(goal))
+            f0, f1 = sw[0][0], sw[-1][1] + 1
+            lo, hi = max(f0 - 1, 0), min(f1 + 1, len(goal))
             if plant["step"] and (_turns_too_fast(w_thigh, world[:, thigh], lo, hi)
                                   or _turns_too_fast(w_shin, world[:, shin], lo, hi)):
                 plant["step"], seam["unheld"] = False, True
-                goal[landings[0]:landings[-1] + 1] = (ankle + correction)[landings[0]:landings[-1] + 1]
-                w_foot[landings[0]:landings[-1] + 1] = blended[landings[0]:landings[-1] + 1]
+                goal[f0:f1] = (ankle + correction)[f0:f1]
+                w_foot[f0:f1] = blended[f0:f1]
                 act, w_thigh, w_shin = solve()
         parent = world[act, rig.parents[thigh]]
         rot[act, thigh] = quat.mul(quat.conj(quat.mul(parent, rig.rest_rotation[thigh])), w_thigh[act])

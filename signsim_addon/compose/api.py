@@ -317,7 +317,9 @@ def compose(target, clips, layers=(), *, library_path=None, bone_map=None, thres
                             where the next clip has it down instead), "slides" (neither: the
                             foot slides there and the seam fails 'plant'), "correction_m"}],
                             "skating": [{"bone", "distance_m", "own_m"}] (a foot the blend drags
-                            along the floor in the window beyond the clips' own: 'plant')}]}.
+                            along the floor in the window beyond the clips' own: 'plant'),
+                "airborne": {"height_m", "own_m", "frames"} or None (both feet off the floor
+                            higher than the clips there: 'plant')}]}.
     threshold: rad/s for every bone's velocity jump (None: each bone's own, see
     solver/compose.py); max_window caps suggested windows (frames); search: seconds of
     each clip end the transition search may cut (0: blend at the clip ends).
@@ -405,6 +407,13 @@ def compose(target, clips, layers=(), *, library_path=None, bone_map=None, thres
         for k in out["skating"]:
             report(WARNING, f"seam {s['index']}: {k['bone']} skates {k['distance_m'] * 100:.0f} cm along the floor "
                    f"in the window (the clips there: {k['own_m'] * 100:.0f} cm)")
+        air = s.get("airborne")
+        out["airborne"] = None if air is None else {
+            "height_m": air["height_m"], "own_m": air["own_m"], "frames": [first_frame + f for f in air["frames"]]}
+        if air is not None:
+            report(WARNING, f"seam {s['index']}: both feet leave the floor at frames {first_frame + air['frames'][0]:g}–"
+                   f"{first_frame + air['frames'][1]:g}, up to {air['height_m'] * 100:.1f} cm (the clips there: "
+                   f"{air['own_m'] * 100:.1f} cm): the body hops")
         for p in out["plants"]:
             if p["step"]:
                 report(INFO, f"seam {s['index']}: {p['bone']} stands {p['correction_m'] * 100:.0f} cm from its "
@@ -468,7 +477,9 @@ def store_result(target, result):
         item = items[seam["index"]]
         item.suggested_window = seam["suggested"]
         item.velocity_jump = seam["D"]
-        item.worst = ", ".join(w["bone"] for w in seam["worst"])
+        # a hop shows first: both feet in the air is a seam fault no bone's turn names
+        item.worst = ", ".join((["both feet in the air"] if seam.get("airborne") else [])
+                               + [w["bone"] for w in seam["worst"]])
         item.flagged = seam["flagged"]
 
 

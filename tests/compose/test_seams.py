@@ -26,6 +26,7 @@ CMU = DATA / "cmu_01_01_cgspeed__fairmotion.bvh"
 JESSE = DATA / "animdrawings_rokoko_jesse_dance.bvh"
 CHIN = ROOT / "sample_blends" / "chin_cheek.bvh"
 FINGERS = ROOT / "sample_blends" / "fingerspelling.bvh"
+PYFINGERS = DATA / "pybvh_bvh_test3_fingers.bvh"
 GENERATED = ROOT.parent / "shared" / "data" / "generated"
 SPELL = GENERATED / "fingerspell_80.bvh"
 NOISY = GENERATED / "fingerspell_80_noisy.bvh"
@@ -221,6 +222,122 @@ def test_no_foot_skates_inside_a_passing_seam_beyond_the_clips(pairs):
     assert flagged, "the jump-wave-dance chain drags feet inside its windows: flagged"
 
 
+@pytest.fixture(scope="module")
+def hops(cm):
+    """Chains of standing and walking clips whose seams make both feet step: a fresh user's
+    (bye → fingerspelling → Mixamo → chin_cheek, with the bundled fingerspelling and with
+    pybvh's), and walks, a dance and a wave; each clip also composed alone, sampled as
+    `pairs` does."""
+    cases = {"tester": [BYE, PYFINGERS, MIXAMO, CHIN], "hop": [BYE, FINGERS, MIXAMO, CHIN],
+             "walks": [MIXAMO, (CMU, 1600, 2000), BYE, MIXAMO, (JESSE, 1, 400), PYFINGERS, MIXAMO]}
+    ob = open_signer()
+    out, alone = {}, {}
+    for name, clips in cases.items():
+        specs = [cm.ClipSpec(str(c[0]), c[1], c[2]) if isinstance(c, tuple) else cm.ClipSpec(str(c)) for c in clips]
+        result = cm.compose(ob, specs)
+        for s in specs:
+            key = (s.clip, s.trim_in, s.trim_out)
+            if key not in alone:
+                alone[key] = sample(ob, bpy.data.actions[cm.compose(ob, [s])["action"]])
+        out[name] = (result, sample(ob, bpy.data.actions[result["action"]]),
+                     [alone[(s.clip, s.trim_in, s.trim_out)] for s in specs])
+    return out
+
+
+def seam_lifts(result, heads, names, own):
+    """Per seam (seam dict, m, m): how high the lower foot (its lowest point) is above the
+    composition's floor at most, over the seam's window and the frames its steps may
+    take after it (half a window more and 1 s), and the most the clips composed alone
+    lift both feet there (above each one's own floor: A over the frames the window
+    blends, B from its first kept frame over as many frames)."""
+    fps = result["fps"]
+    low = lowest(None, heads, names)
+    floor = float(np.percentile(low, 5))
+    first = result["frames"][0]
+    out = []
+    for seam in result["seams"]:
+        w, (cut_a, cut_b) = seam["window"], seam["cut"]
+        k, n = int(seam["frame"] - first), w + 1 + int(np.ceil(0.5 * w)) + int(round(fps))
+        here = float(low[k:k + n].min(axis=1).max() - floor)
+        clips = []
+        for h, lo, m in ((own[seam["index"] - 1][1], len(own[seam["index"] - 1][1]) - cut_a - w, w + 1),
+                         (own[seam["index"]][1], cut_b, n)):
+            o = lowest(None, h, names)
+            part = o[max(lo, 0):max(lo, 0) + m]
+            clips.append(float(part.min(axis=1).max() - np.percentile(o, 5)) if len(part) else 0.0)
+        out.append((seam, here, max(clips)))
+    return out
+
+
+def test_no_passing_seam_lifts_both_feet_off_the_floor(pairs, hops):
+    """On Blender's evaluated feet: over a seam's window and the steps after it, the
+    lower foot stays within 1 cm of the floor as high as the clips there have it, or the
+    seam fails 'plant' and says 'airborne' with about the height measured here (a fresh
+    user found both feet of the standing signer stepping over the same frames at
+    fingerspelling → Mixamo: it hopped 9.6 cm, said only as a thigh jump; the feet now take
+    turns)."""
+    worst, said = [], []
+    for name, (result, (_rot, heads, names), own) in {**pairs, **hops}.items():
+        for seam, here, clips in seam_lifts(result, heads, names, own):
+            air = seam["airborne"]
+            if air is not None:
+                assert seam["flagged"] and "plant" in seam["failures"], f"{name} seam {seam['index']}"
+                assert abs(air["height_m"] - here) < 0.01, (name, seam["index"], air, here)
+                said.append((here - clips, f"{name} seam {seam['index']}"))
+            elif not seam["flagged"]:
+                worst.append((here - clips, f"{name} seam {seam['index']}"))
+    result, (_rot, heads, names), own = hops["hop"]
+    hop = seam_lifts(result, heads, names, own)[1]
+    print(f"\nfingerspelling → Mixamo: both feet up at most {hop[1] * 100:.2f} cm (the clips there "
+          f"{hop[2] * 100:.2f} cm); largest lift of both feet at a passing seam beyond the clips "
+          f"{max(worst)[0] * 100:.2f} cm ({max(worst)[1]}); {len(said)} seams say 'airborne'")
+    assert hop[1] <= hop[2] + 0.01 and hop[0]["airborne"] is None
+    assert max(worst)[0] <= 0.01, max(worst)
+
+
+def test_a_seam_that_still_lifts_both_feet_says_so(cm, hops, monkeypatch):
+    """The safety net, on the hop as it was: with the feet's turns taken away (both feet
+    stepping over the same frames, as before), fingerspelling → Mixamo lifts both feet of
+    the standing signer on Blender's evaluated feet, and the seam fails 'plant', says
+    'airborne' with the height measured here (within 1 cm) and warns that the body hops."""
+    monkeypatch.setattr(cm.sc, "_alternate", lambda plans, *_a: ({k: cm.sc._consecutive(l) for k, l in plans.items()},
+                                                                  []))
+    ob = open_signer()
+    lines = []
+    result = cm.compose(ob, [cm.ClipSpec(str(c)) for c in (BYE, FINGERS, MIXAMO, CHIN)],
+                        report=lambda level, text: lines.append(text))
+    _rot, heads, names = sample(ob, bpy.data.actions[result["action"]])
+    seam, here, clips = seam_lifts(result, heads, names, hops["hop"][2])[1]
+    print(f"\nwithout turns: both feet up {here * 100:.2f} cm (the clips {clips * 100:.2f} cm), said "
+          f"{seam['airborne']['height_m'] * 100:.2f} cm")
+    assert here > clips + 0.05
+    assert seam["flagged"] and "plant" in seam["failures"] and seam["airborne"] is not None
+    assert abs(seam["airborne"]["height_m"] - here) < 0.01
+    assert any("both feet leave the floor" in line and "hops" in line for line in lines)
+
+
+def test_plants_of_stepping_chains_slide_at_most_1_cm_beyond_the_clips_or_say_so(hops):
+    """The chains where both feet step (`hops`), on Blender's evaluated feet: every plant
+    found after a seam slides at most 1 cm beyond what the clips do over those frames, or
+    its seam fails 'plant' and names a foot that slides (the fresh user's chain slid the
+    stepping right foot 1.16 cm at fingerspelling → Mixamo: the blend's first frame moved
+    it before its step began)."""
+    kept = []
+    for name, (result, (_rot, heads, names), own) in hops.items():
+        for slide, clips, foot, seam in plant_run_slides(result, heads, names, own):
+            if slide - clips > 0.01:
+                assert "plant" in seam["failures"] and any(p["slides"] for p in seam["plants"]), \
+                    f"{name} seam {seam['index']}: {foot} slides {slide * 100:.2f} cm (the clips {clips * 100:.2f})"
+            else:
+                kept.append((slide - clips, f"{name} seam {seam['index']} {foot}"))
+    print(f"\n{len(kept)} plants within 1 cm of the clips; largest beyond them {max(kept)[0] * 100:.2f} cm "
+          f"({max(kept)[1]})")
+    assert len(kept) >= 20
+    result, (_rot, heads, names), own = hops["hop"]
+    hop = [slide - clips for slide, clips, _f, seam in plant_run_slides(result, heads, names, own) if seam["index"] == 2]
+    assert hop and max(hop) <= 0.01
+
+
 def test_a_foot_landing_inside_a_window_is_held_from_touchdown(pairs):
     """Landing synthesis, on Blender's evaluated feet: a foot in the air as a window begins
     that lands inside it, where the next clip stands it within the hold's reach, is held
@@ -353,8 +470,12 @@ def test_every_plant_across_every_seam_stays_within_1_cm_of_the_clips(pairs, wal
                 for slide, clips, foot, seam in plant_run_slides(result, heads, names, own))
     print(f"\nlargest slide of a plant across a seam beyond the clips: {worst[0] * 100:.2f} cm ({worst[1]})")
     assert worst[0] <= 0.01, worst
-    seam = pairs["chain"][0]["seams"][8]                    # mixamo → fingerspelling
-    assert not seam["flagged"] and all(p["step"] for p in seam["plants"] if p["bone"] == "foot.R")
+    # mixamo → fingerspelling: the right foot steps, taking turns with the left (both feet
+    # stepping together lifted the body 8.3 cm here with the seam passed); the quicker
+    # steps that turns need are said as a leg's velocity jump, not as a hop
+    seam = pairs["chain"][0]["seams"][8]
+    assert seam["airborne"] is None and set(seam["failures"]) <= {"jump"}
+    assert all(p["step"] for p in seam["plants"] if p["bone"] == "foot.R")
 
 
 def test_a_foot_that_must_slide_is_said_in_the_output_and_json(addon, shared_data, tmp_path, capsys):
