@@ -28,7 +28,7 @@ from .skin import TORSO as TORSO_SKIN, SkinTest
 
 SUFFIX = ".resolved"
 SKIN_TOLERANCE = 0.001  # m: deeper skin penetration after a solve is solved again, then reported
-SKIN_ROUNDS = 2  # solves again with the margin grown by the skin's depth
+SKIN_ROUNDS = 3  # solves again with the margin grown by the skin's depth
 POSED_TORSO_REACH = 0.04  # m: the posed torso skin a solve again sees around each part inside it
 
 
