@@ -14,7 +14,9 @@ skin penetration deeper than 1 mm after the solve), the mean skin vertex displac
 of the resolved poses (m), the mean joint change (each pose's largest bone rotation
 change, and the mean over the bones that moved, degrees) and CPU ms per pose (one
 thread: time.process_time, so the other jobs of a shared machine are not counted; the
-solves only, and wall ms per pose including the skin checks).
+solves only, and wall ms per pose including the skin checks), and lists every failed pose
+(character, clip, frame, its deepest skin pair, skin depth before and after, whether it
+changed, the body model's smallest gap after).
 """
 import argparse
 import contextlib
@@ -90,8 +92,9 @@ def noisy_action(scene, ob, job, rng, sigma):
     return new
 
 
-def measure(scene, ob, noisy, frames, job, method, margin, before_vertices):
-    """Resolve `noisy` by `method`; returns per-pose records for `frames`."""
+def measure(scene, ob, noisy, frames, job, method, margin, before_vertices, before, source):
+    """Resolve `noisy` by `method`; returns per-pose records for `frames` (before: {frame:
+    skin penetration m of the noisy pose}; source: "character clip" of the pose)."""
     start = time.perf_counter()
     res = resolve_api.resolve_action(scene, ob, noisy, margin=margin, sequence=False, method=method,
                                      assign=False, only_frames=frames)
@@ -108,7 +111,9 @@ def measure(scene, ob, noisy, frames, job, method, margin, before_vertices):
         out.append({"success": after[float(f)] <= SKIN_OK, "skin_after_m": after[float(f)], "displacement_m": disp,
                     "max_change_deg": float(np.degrees(r.change.max())),
                     "mean_moved_change_deg": float(np.degrees(moved.mean())) if len(moved) else 0.0,
-                    "proxy_resolved": bool(r.resolved), "pair": worst[float(f)]})
+                    "proxy_resolved": bool(r.resolved), "pair": worst[float(f)], "pose": f"{source} {f:g}",
+                    "skin_before_m": before[float(f)], "changed": bool(r.changed),
+                    "body_model_gap_mm": round(float(r.gap_after) * 1e3, 3)})
     ms = res["summary"]["ms_per_pose"]
     bpy.data.actions.remove(res["action"])
     return out, (ms, 1e3 * wall / len(frames))
@@ -130,6 +135,9 @@ def summarise(records, ms):
             "proxy_resolved_rate": float(np.mean([r["proxy_resolved"] for r in records])),
             "remaining_skin_penetration_p95_mm": float(np.percentile([r["skin_after_m"] for r in records], 95) * 1e3),
             "failed_pairs": _counts(r["pair"] for r in records if not r["success"]),
+            "failed": [{"pose": r["pose"], "pair": r["pair"], "skin_before_mm": round(r["skin_before_m"] * 1e3, 2),
+                        "skin_after_mm": round(r["skin_after_m"] * 1e3, 2), "changed": r["changed"],
+                        "body_model_gap_mm": r["body_model_gap_mm"]} for r in records if not r["success"]],
             "ms_per_pose": float(np.average([m[0] for m, _n in ms], weights=[n for _m, n in ms])),
             "wall_ms_per_pose_with_skin_checks": float(np.average([m[1] for m, _n in ms], weights=[n for _m, n in ms]))}
 
@@ -172,7 +180,8 @@ def main():
             if not frames:
                 continue
             for method in records:
-                recs, m = measure(scene, ob, noisy, frames, job, method, args.margin_mm * 1e-3, before_v)
+                recs, m = measure(scene, ob, noisy, frames, job, method, args.margin_mm * 1e-3, before_v, before,
+                                  f"{character} {clip}")
                 records[method] += recs
                 ms[method].append((m, len(recs)))
         result = {"colliding_poses": labelled, "noisy_poses_tried": tried, "sigma_deg": args.sigma_deg,

@@ -18,17 +18,18 @@ import bpy
 import numpy as np
 from threadpoolctl import threadpool_limits
 
-from ...solver import bonemap, quat
-from ...solver.body import TORSO, BodyMesh, build_field, hand_plates
+from ...solver import bonemap, quat, sdf
+from ...solver.body import TORSO, BodyField, BodyMesh, build_field, hand_plates
 from ...solver.resolve import ResolveSettings, resolve_pose, resolve_sequence, smooth_corrections, warm_up
 from .. import compat, files
 from ..bake import body_geometry, job as bake_job, rig as rig_reader
 from ..errors import INFO, WARNING, SignSimError, from_solver, silent
-from .skin import SkinTest
+from .skin import TORSO as TORSO_SKIN, SkinTest
 
 SUFFIX = ".resolved"
 SKIN_TOLERANCE = 0.001  # m: deeper skin penetration after a solve is solved again, then reported
-SKIN_ROUNDS = 2  # solves again with the margin grown by the skin's depth
+SKIN_ROUNDS = 3  # solves again with the margin grown by the skin's depth
+POSED_TORSO_REACH = 0.04  # m: the posed torso skin a solve again sees around each part inside it
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -153,10 +154,13 @@ def _resolve_into(scene, ob, action, new, frame_range, margin, sequence, method,
         # pairs grown by the skin's depth; only the frames solved again are measured again.
         test = SkinTest(ob, rig)
         extra = [{} for _ in idx]
+        patches = [{} for _ in idx]  # posed_torso's grids of each frame
         todo = np.arange(len(idx))
         skin, pairs, best = {}, {}, {}
         for round_ in range(SKIN_ROUNDS + 1):
-            measured = skin_penetration(scene, ob, new, slot, rig, job.frames[idx[todo]], pairs=pairs, test=test)
+            posed = {}
+            measured = skin_penetration(scene, ob, new, slot, rig, job.frames[idx[todo]], posed, pairs=pairs,
+                                        test=test)
             worse = False
             for k in todo:  # a solve again that leaves the skin deeper is undone
                 frame = float(job.frames[idx[k]])
@@ -175,11 +179,15 @@ def _resolve_into(scene, ob, action, new, frame_range, margin, sequence, method,
             with threadpool_limits(1, user_api="blas"):
                 for k in todo:
                     f = idx[k]
-                    for (a, b), depth in pairs[float(job.frames[f])].items():
+                    frame = float(job.frames[f])
+                    for (a, b), depth in pairs[frame].items():
                         if depth > SKIN_TOLERANCE:
                             for pair in _skin_neighbour_pairs(rig.model.parents, a, b):
                                 extra[k][pair] = extra[k].get(pair, 0.0) + depth + SKIN_TOLERANCE
-                    results[k] = resolve_pose(rig.model, fields, ref.rotations[f], ref.base_rotations[f],
+                    results[k] = resolve_pose(rig.model, posed_torso(fields, test, posed[frame], pairs[frame],
+                                                                     ref.base_rotations[f], ref.base_positions[f],
+                                                                     job.settings.sdf_spacing, patches[k]),
+                                              ref.rotations[f], ref.base_rotations[f],
                                               ref.base_positions[f], settings,
                                               results[k].correction if results[k].changed else None, method,
                                               extra_margin=extra[k])
@@ -237,6 +245,67 @@ def _resolve_into(scene, ob, action, new, frame_range, margin, sequence, method,
     summary["warnings"] = warnings
     return {"action": new, "summary": summary, "results": results, "frames": job.frames[idx],
             "slot": job.slot_identifier, "rig": rig, "fields": fields, "reference": ref, "solved": idx}
+
+
+def posed_torso(fields, test, vertices, pairs, base_rotation, base_position, spacing, built=None):
+    """`fields` with the torso volume replaced by the frame's posed torso skin where the
+    skin shows a part inside the torso deeper than SKIN_TOLERANCE, else `fields` itself.
+
+    The rig's torso volume is the hips' and spine's skin held rigid in the chest's rest
+    frame: it has no thighs, and a bent spine moves the hips' skin away from it, so a
+    hand inside a thigh or a bent hip is clear on the body model and deep in the skin.
+    The posed volumes are the skin test's torso region (every vertex no solved bone
+    dominates: hips, spine, legs) as the frame shows it, one patch within
+    POSED_TORSO_REACH m of each part inside it (patches that overlap merged), in the
+    kinematic base's frame, signed by winding number (sdf.build_distance_grid), sampled
+    by the rig torso volume's own spheres. The rest of the torso is then not tested on
+    the body model: the skin test of the next round sees it.
+    test: SkinTest; vertices (V, 3) m: the frame's evaluated skin (world); pairs {(region
+    a, region b): depth m} of the frame (skin_penetration); base_rotation (4,),
+    base_position (3,) m: the frame's kinematic base; spacing m: the bake's sdf spacing;
+    built: a dict of this frame's earlier answers, reused for the same parts inside (the
+    torso's skin hardly moves with the solved bones, and a grid costs tens of ms).
+    """
+    inside = [b for (a, b), d in pairs.items() if a == TORSO_SKIN and d > SKIN_TOLERANCE]
+    rigid = [k for k, fl in enumerate(fields) if fl.mesh.kind == TORSO and fl.mesh.bone < 0]
+    if not inside or not rigid:
+        return fields
+    key = tuple(sorted(inside))
+    if built is not None and key in built:
+        return built[key]
+    used, tri = test.region_mesh(TORSO_SKIN)
+    v, tri = vertices[used], np.asarray(tri)
+    # one box per part inside, boxes that overlap merged: a grid over two far-apart
+    # hands would be mostly empty nodes, each costing a winding number
+    boxes = []
+    for r in inside:
+        own = vertices[test.region == r]
+        box = [own.min(axis=0) - POSED_TORSO_REACH, own.max(axis=0) + POSED_TORSO_REACH]
+        apart = []
+        for other in boxes:
+            if np.all(other[0] <= box[1]) and np.all(box[0] <= other[1]):
+                box = [np.minimum(box[0], other[0]), np.maximum(box[1], other[1])]
+            else:
+                apart.append(other)
+        boxes = apart + [box]
+    old = fields[rigid[0]]
+    reach = float(old.radius.max())
+    h = max(spacing * body_geometry.TORSO_SPACING_FACTOR, 0.5 * float(old.radius.min()))
+    base_r = quat.to_matrix(np.asarray(base_rotation, dtype=float))
+    posed = []
+    for lo, hi in boxes:
+        near = np.all((v >= lo) & (v <= hi), axis=1)
+        patch = tri[near[tri].any(axis=1)]
+        if len(patch) < 4:
+            continue
+        keep, local = np.unique(patch, return_inverse=True)
+        mesh = BodyMesh(TORSO, -1, None, (v[keep] - base_position) @ base_r, local.reshape(-1, 3))
+        grid = sdf.build_distance_grid(mesh.vertices, mesh.triangles, -1, h, reach + h, reach=reach)
+        posed.append(BodyField(mesh, grid, old.bones, old.local, old.radius, old.kinds))
+    out = fields[:rigid[0]] + tuple(posed) + fields[rigid[0] + 1:] if posed else fields
+    if built is not None:
+        built[key] = out
+    return out
 
 
 def _skin_neighbour_pairs(parents, a, b):

@@ -168,6 +168,11 @@ class SkinTest:
         d = self.depths(self.world_vertices() if vertices is None else vertices)
         return {p: x for p, x in d.items() if x is not None}
 
+    def region_mesh(self, r):
+        """(vertex indices (k,) into the skin's vertices, triangles [[i, j, l], …] as
+        indices into those k) of region r."""
+        return self._region_mesh[r]
+
     def region_name(self, r):
         """The bone name of region r, or "torso"."""
         return "torso" if r == TORSO else self.bone_names[r]

@@ -58,7 +58,7 @@ def _hand_torso(skin_mod, ob, rig):
     v = test.world_vertices()
     hand = [k for k, p in enumerate(rig.parts) if p.split(".")[0] in ("finger", "thumb", "hand") and p.endswith(".R")]
     depth = test.depths(v, [(skin_mod.TORSO, h) for h in hand])
-    used, tri = test._region_mesh[skin_mod.TORSO]
+    used, tri = test.region_mesh(skin_mod.TORSO)
     tree = BVHTree.FromPolygons(v[used].tolist(), tri, all_triangles=True)
     gap = min(tree.find_nearest(Vector(p))[3] for p in v[np.isin(test.region, hand)])
     return max((d for d in depth.values() if d is not None), default=0.0), gap
@@ -88,6 +88,32 @@ def test_hand_in_chest_keyed_pose_is_resolved_to_the_margin_on_the_skin(addon, m
     assert s["remaining_penetration_mm"] <= 1.0
     assert 0.0 < s["max_change_deg"] < 90.0
     assert _same(all_keys(original), keys_before)
+
+
+# The spine bent and the right arm hanging against the side: the fingertips are in the
+# skin of the hip, which the body model's torso (the hips' and spine's skin held rigid
+# in the chest's frame) does not have there.
+FINGERS_IN_HIP = {"spine": (0.0, 0.35, 0.0), "upper_arm.R": (0.0, 0.0, 1.0)}
+
+
+def test_fingers_in_the_hip_skin_the_body_model_misses_are_resolved_on_the_skin(addon, mods):
+    api, skin, rig_mod = mods
+    ob = _signer(addon)
+    original = _key_pose(ob, FINGERS_IN_HIP)
+    bpy.context.scene.frame_set(1)
+    rig = rig_mod.read_rig(ob)
+    inside, _gap = _hand_torso(skin, ob, rig)
+    assert inside > 0.005  # fingertips more than 5 mm inside the hip's skin
+    blind = api.resolve_action(bpy.context.scene, ob, original, (1, 1), 0.002, measure_skin=False, assign=False)
+    assert blind["summary"]["changed"] == 0  # the body model finds every part clear
+    bpy.data.actions.remove(blind["action"])
+    res = api.resolve_action(bpy.context.scene, ob, original, (1, 1), 0.002)
+    bpy.context.scene.frame_set(1)
+    inside, _gap = _hand_torso(skin, ob, rig)
+    assert inside <= 0.001, inside  # solved again against the frame's posed torso skin
+    s = res["summary"]
+    assert s["resolved"] == s["poses"] == 1 and s["remaining_penetration_mm"] <= 1.0
+    assert 0.0 < s["max_change_deg"] < 20.0
 
 
 def test_a_pose_without_collisions_gives_an_identical_action(addon, mods):
