@@ -136,15 +136,17 @@ class Rig:
     (B,) m: the skeleton for world rotations and bone heads (None: each bone's rotation is
     taken as its world rotation, no heads). legs: ((thigh, shin, foot, (toe, …)), …), left
     first; with two legs the hip line (left thigh head − right thigh head) gives the heading.
-    keep_height: for rigs without legs, B keeps its own root height."""
+    keep_height: for rigs without legs, B keeps its own root height. feet_carried: each
+    foot bone is its shin's child (False: IK feet, which hold_feet cannot move)."""
 
     def __init__(self, root=0, root_position=0, floor_bones=None, floor_positions=None, keep_height=False,
-                 located=None, parents=None, rest=None, lengths=None, legs=()):
+                 located=None, parents=None, rest=None, lengths=None, legs=(), feet_carried=True):
         self.root, self.root_position = int(root), int(root_position)
         self.floor_bones = np.asarray([root] if floor_bones is None else floor_bones, dtype=np.intp)
         self.floor_positions = np.asarray([root_position] if floor_positions is None else floor_positions,
                                           dtype=np.intp)
         self.keep_height = bool(keep_height)
+        self.feet_carried = bool(feet_carried)     # each leg's foot bone is its shin's child
         self.located = {self.root: self.root_position} if located is None else dict(located)
         self.parents = None if parents is None else np.asarray(parents, dtype=np.intp)
         self.legs = tuple((int(t), int(s), int(f), tuple(int(x) for x in toes)) for t, s, f, toes in legs)
@@ -377,6 +379,34 @@ def skating(points, fps, floor, leg_length):
     least = np.where(both, step, np.inf).min(axis=1)
     on = np.isfinite(least) & (least * fps > SHUFFLE * PLANT_SPEED * leg_length)
     return float(least[on].sum())
+
+
+def floor_slide(points, floor, leg_length):
+    """(slide m, depth m, sunk m) of a foot over some frames, its points (F, P, 3) m
+    (`_foot_points`) on a floor at z `floor` m. slide: how far (horizontal) the point of
+    the foot that moves least gets from where it is at the first frame, when the foot's
+    lowest point stays within PLANT_HEIGHT · leg length of the floor at every frame
+    (else 0: the foot leaves the floor, and a lifted foot does not slide); depth: how far
+    the lowest point goes below the floor (≥ 0); sunk: the horizontal path (m) of that
+    least-moving point over the steps between frames where the foot is below the floor."""
+    if not len(points):
+        return 0.0, 0.0, 0.0
+    reach, depth = own_slide(points, floor)
+    low = points[..., 2].min(axis=1)                                                  # (F,)
+    slide = reach if np.all(low <= floor + PLANT_HEIGHT * leg_length) else 0.0
+    step = np.linalg.norm(np.diff(points[..., :2], axis=0), axis=-1).min(axis=1)      # (F−1,)
+    below = low < floor
+    return slide, depth, float(step[below[1:] & below[:-1]].sum())
+
+
+def own_slide(points, floor):
+    """(slide m, depth m) of a foot in a clip itself over some frames (points (F, P, 3) m on
+    the clip's floor z m): how far its least-moving point gets from where it is at the
+    first frame, on the floor or not, and how far it goes below the floor (≥ 0)."""
+    if not len(points):
+        return 0.0, 0.0
+    reach = np.linalg.norm(points[..., :2] - points[:1, :, :2], axis=-1).max(axis=0)
+    return float(reach.min()), float(max(floor - points[..., 2].min(), 0.0))
 
 
 def _foot_points(world, heads, rig, leg):
@@ -750,6 +780,12 @@ def compose(tracks, fps, windows=None, kinds="smoothstep", rig=None, threshold=N
             after = slice(b0, b0 + _air_frames(w, fps))
             rep["own_air_m"] = max([float(airborne(info.world[p], info.heads[p], rig, info.floor).max())
                                     for info, p in (parts[0], (ib, after)) if len(info.world[p])], default=0.0)
+            # … and how far they move and sink the feet over the frames around it
+            near = [(info, slice(max(f0 - 2, 0), f0 + w + 3)) for info, f0 in ((ia, a0), (ib, b0))]
+            own = [[own_slide(_foot_points(info.world[p], info.heads[p], rig, leg), info.floor) for info, p in near]
+                   for leg in rig.legs]
+            rep["own_slide_m"] = [max(o[0] for o in per) for per in own]
+            rep["own_depth_m"] = [max(o[1] for o in per) for per in own]
         rep.update(chk)
         seams.append(rep)
     rot = quat.make_continuous(out.rotations)
@@ -765,7 +801,9 @@ def recheck(track, rig, fps, seams, names=None, floor=None):
     both feet higher off the floor than the clips there have them (+ AIR_SLACK: the lower
     foot's lowest point, over the window and the frames its steps may take, `_air_frames`):
     the seam's "airborne" {"height_m", "own_m", "frames": [first, last] composed frames},
-    else None."""
+    else None; and so does a foot that slides on the floor or sinks below it more than the
+    clips (_floor_faults; the sinking ones in the seam's "sinking"). Run on the output
+    whether or not the feet were held: the checks measure what the track does."""
     world, heads = forward(track, rig)
     for s in seams:
         chk = check_seam(world, track.positions[:, rig.root_position], fps, s["start"], s["window"], s["limits"],
@@ -786,12 +824,34 @@ def recheck(track, rig, fps, seams, names=None, floor=None):
             up = np.flatnonzero(air > s["own_air_m"] + AIR_SLACK)
             s["airborne"] = {"height_m": float(air.max()), "own_m": s["own_air_m"],
                              "frames": [int(s["start"] + up[0]), int(s["start"] + up[-1])]} if len(up) else None
-        if s.get("unheld") or s["skating"] or s.get("airborne"):
+            s["sinking"] = _floor_faults(world, heads, rig, s, floor)
+        if s.get("unheld") or s["skating"] or s.get("airborne") or s.get("sinking"):
             # a foot on the floor through the seam that could not be held slides there
             chk["failures"] = chk["failures"] + ["plant"]
             chk["passed"] = False
         s.update(chk)
         s["flagged"] = not chk["passed"]
+
+
+def _floor_faults(world, heads, rig, seam, floor):
+    """Feet of one seam (a compose() seam dict) that the output, world rotations (F, B, 4)
+    and heads, moves along the floor or pushes into it more than the clips do: over the
+    window and 2 frames each side, a foot on the floor throughout that slides (floor_slide)
+    more than SKATE_SLACK beyond the clips' own slide there (seam "own_slide_m") is added
+    to seam["skating"] ({"leg", "distance_m", "own_m"}); one whose lowest point goes more
+    than SKATE_SLACK deeper below `floor` (z m) than the clips there ("own_depth_m") and
+    moves more than SKATE_SLACK under it (a still foot a little low is not dragged through
+    the floor) is returned: [{"leg", "depth_m", "own_m", "slide_m" (its path below the
+    floor)}]."""
+    part = slice(max(seam["start"] - 2, 0), seam["start"] + seam["window"] + 3)
+    sinking = []
+    for k, leg in enumerate(rig.legs):
+        slide, depth, sunk = floor_slide(_foot_points(world[part], heads[part], rig, leg), floor, rig.leg_length)
+        if slide > seam["own_slide_m"][k] + SKATE_SLACK and all(x["leg"] != k for x in seam["skating"]):
+            seam["skating"].append({"leg": k, "distance_m": slide, "own_m": seam["own_slide_m"][k]})
+        if depth > seam["own_depth_m"][k] + SKATE_SLACK and sunk > SKATE_SLACK:
+            sinking.append({"leg": k, "depth_m": depth, "own_m": seam["own_depth_m"][k], "slide_m": sunk})
+    return sinking
 
 
 class _SeamPlan:

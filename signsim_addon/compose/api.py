@@ -34,6 +34,7 @@ from .. import compat, files
 from ...solver import compose as sc
 from ...solver import quat
 from ...solver import bonemap
+from ...solver import retarget as solver_retarget
 from ..library import api as library
 from ..retarget import api as retarget_api
 from ..retarget import transfer as retarget
@@ -104,8 +105,12 @@ def _clip_keys(spec, target, library_path, bone_map, maps, report):
     with retarget.source_clip(clip, library_path, report=report) as src:
         first, last = src.action.frame_range
         skel = src.armature
-        bm = bone_map if bone_map is not None and all(s in skel.data.bones for s in bone_map.as_dict().values()) \
-            else None
+        missing = [] if bone_map is None else [s for s in bone_map.as_dict().values() if s not in skel.data.bones]
+        bm = bone_map if bone_map is not None and not missing else None
+        if missing:
+            report(WARNING, f"{os.path.basename(clip)}: the bone map names source bone(s) "
+                   f"{', '.join(missing[:4])} this clip does not have: the map is not used for it (bones mapped "
+                   f"automatically)")
         if bm is None:
             key = tuple(b.name for b in skel.data.bones)
             bm = maps.get(key) or retarget.auto_map(skel, target)
@@ -251,7 +256,10 @@ def _copy_weight_curves(target, old_action, old_handle, new_action):
 def _rig(target, channels, keep_height):
     """solver Rig of target: root channels, skeleton (parents, armature-space rest matrices,
     bone lengths) and the legs (thigh, shin, foot, toes) from bonemap.analyse (none: a rig
-    without two legs, then no floor or feet)."""
+    without two legs, then no floor or feet). A foot whose bone is not the shin's child
+    (an IK foot, like the robot's Foot.L/R parented to the root) still gives the floor,
+    plants and the checks of what the feet do; such feet are not held (feet_carried False:
+    the leg IK of hold_feet moves the shin, which does not carry them)."""
     names = _bones(target)
     roots = _root_indices(target)
     main = _main_root(target)
@@ -259,11 +267,14 @@ def _rig(target, channels, keep_height):
     legs = []
     try:
         with from_solver():
-            body = bonemap.analyse(retarget.skeleton(target))
+            sk = retarget.skeleton(target)
+            body = bonemap.analyse(sk)
+            ik_feet = solver_retarget.detached_feet(sk, body, sk.heads)
         for side in bonemap.SIDES:
-            parts = [body.limbs.get((side, p), [None])[0] for p in ("thigh", "shin", "foot")]
+            parts = [body.limbs.get((side, p), [None])[0] for p in ("thigh", "shin")]
+            parts.append(ik_feet[side] if side in ik_feet else body.limbs.get((side, "foot"), [None])[0])
             toes = tuple(body.limbs.get((side, "toe"), [])[:1])
-            if None not in parts and parents[parts[1]] == parts[0] and parents[parts[2]] == parts[1]:
+            if None not in parts and parents[parts[1]] == parts[0]:
                 legs.append((*parts, toes))
     except SignSimError:
         legs = []
@@ -274,7 +285,8 @@ def _rig(target, channels, keep_height):
                   floor_positions=list(range(len(roots))), keep_height=keep_height,
                   located={names.index(n): c for c, n in enumerate(channels)}, parents=parents,
                   rest=rest, lengths=[b.length * unit for b in target.data.bones],
-                  legs=legs if len(legs) == 2 else ())
+                  legs=legs if len(legs) == 2 else (),
+                  feet_carried=all(parents[foot] == shin for _thigh, shin, foot, _toes in legs))
 
 
 MARKER = "SignSim seam "      # timeline markers of flagged seams start with this
@@ -319,7 +331,10 @@ def compose(target, clips, layers=(), *, library_path=None, bone_map=None, thres
                             "skating": [{"bone", "distance_m", "own_m"}] (a foot the blend drags
                             along the floor in the window beyond the clips' own: 'plant'),
                 "airborne": {"height_m", "own_m", "frames"} or None (both feet off the floor
-                            higher than the clips there: 'plant')}]}.
+                            higher than the clips there: 'plant'),
+                "sinking": [{"bone", "depth_m", "own_m", "slide_m"}] (a foot pushed below the
+                            floor more than the clips there: 'plant')}]}.
+    The feet are checked on the output whether or not they were held (foot_lock).
     threshold: rad/s for every bone's velocity jump (None: each bone's own, see
     solver/compose.py); max_window caps suggested windows (frames); search: seconds of
     each clip end the transition search may cut (0: blend at the clip ends).
@@ -343,6 +358,9 @@ def compose(target, clips, layers=(), *, library_path=None, bone_map=None, thres
         unknown = [b for b in layer.bones if b not in target.data.bones]
         if unknown:
             raise SignSimError(f"layer '{layer.clip}': '{target.name}' has no bone {', '.join(unknown[:4])}")
+        if layer.start < 0:
+            raise SignSimError(f"layer '{layer.clip}': its start {layer.start} is before the composition's first "
+                               f"frame (0 or more, counted from the first frame)")
     scene = bpy.context.scene
     fps = scene.render.fps / scene.render.fps_base
     maps = {}
@@ -366,10 +384,18 @@ def compose(target, clips, layers=(), *, library_path=None, bone_map=None, thres
     except ValueError as ex:
         raise SignSimError(str(ex)) from None
     plants = []
-    held = bool(foot_lock and rig.has_legs)
+    held = bool(foot_lock and rig.has_legs and rig.feet_carried)
+    if foot_lock and rig.has_legs and not rig.feet_carried:
+        report(WARNING, f"the feet of '{target.name}' are not children of its shins (IK feet): they are not held "
+               f"at seams, only checked")
     if held:
         track, plants = sc.hold_feet(track, rig, fps, seams, planted, infos[0].floor)
+    if rig.has_legs:      # what the feet do is checked on the output, the lock on or off
         sc.recheck(track, rig, fps, seams, names, infos[0].floor)
+    late = [l for l in layers if l.start >= len(track)]
+    if late:
+        raise SignSimError(f"layer '{late[0].clip}': its start {late[0].start} is past the composition's last "
+                           f"frame (it has {len(track)} frames, 0–{len(track) - 1}): the layer would never play")
     first_frame = float(scene.frame_start)
     frames = first_frame + np.arange(len(track), dtype=float)
     rot, loc = _from_track(track, target, channels)
@@ -398,12 +424,20 @@ def compose(target, clips, layers=(), *, library_path=None, bone_map=None, thres
     for s in seams:
         out = {k: s[k] for k in keep}
         out["frame"] = float(first_frame + s["start"])
+        # a plant is held only where the output keeps the foot still (measured in recheck)
+        slid = {k["leg"] for k in s.get("skating", ())} | {k["leg"] for k in s.get("sinking", ())}
         out["plants"] = [{"bone": names[rig.legs[p["leg"]][2]], "frames": [first_frame + f for f in p["frames"]],
-                          "held": p["held"], "step": p["step"], "slides": not (p["held"] or p["step"]),
+                          "held": p["held"] and p["leg"] not in slid, "step": p["step"],
+                          "slides": not ((p["held"] and p["leg"] not in slid) or p["step"]),
                           "correction_m": p["correction_m"]}
                          for p in plants if p["seam"] == s["index"]]
         out["skating"] = [{"bone": names[rig.legs[k["leg"]][2]], "distance_m": k["distance_m"], "own_m": k["own_m"]}
                           for k in s.get("skating", ())]
+        out["sinking"] = [{"bone": names[rig.legs[k["leg"]][2]], "depth_m": k["depth_m"], "own_m": k["own_m"],
+                           "slide_m": k["slide_m"]} for k in s.get("sinking", ())]
+        for k in out["sinking"]:
+            report(WARNING, f"seam {s['index']}: {k['bone']} sinks {k['depth_m'] * 100:.1f} cm below the floor "
+                   f"(the clips there: {k['own_m'] * 100:.1f} cm) and moves {k['slide_m'] * 100:.0f} cm under it")
         for k in out["skating"]:
             report(WARNING, f"seam {s['index']}: {k['bone']} skates {k['distance_m'] * 100:.0f} cm along the floor "
                    f"in the window (the clips there: {k['own_m'] * 100:.0f} cm)")

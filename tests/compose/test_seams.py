@@ -471,10 +471,11 @@ def test_every_plant_across_every_seam_stays_within_1_cm_of_the_clips(pairs, wal
     print(f"\nlargest slide of a plant across a seam beyond the clips: {worst[0] * 100:.2f} cm ({worst[1]})")
     assert worst[0] <= 0.01, worst
     # mixamo → fingerspelling: the right foot steps, taking turns with the left (both feet
-    # stepping together lifted the body 8.3 cm here with the seam passed); the quicker
-    # steps that turns need are said as a leg's velocity jump, not as a hop
+    # stepping together lifted the body 8.3 cm here with the seam passed, and pushed the
+    # right foot 3.9 cm under the floor); the quicker steps that turns need are said as a
+    # leg's velocity jump, not as a hop or a sinking foot
     seam = pairs["chain"][0]["seams"][8]
-    assert seam["airborne"] is None and set(seam["failures"]) <= {"jump"}
+    assert seam["airborne"] is None and not seam["sinking"] and set(seam["failures"]) <= {"jump"}
     assert all(p["step"] for p in seam["plants"] if p["bone"] == "foot.R")
 
 
