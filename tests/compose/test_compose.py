@@ -21,11 +21,6 @@ FINGERS = ROOT / "sample_blends" / "fingerspelling.bvh"
 
 
 @pytest.fixture
-def cm(addon):
-    return importlib.import_module(addon.__name__ + ".signsim_addon.compose.api")
-
-
-@pytest.fixture
 def quat(addon):
     return addon.solver.quat
 

@@ -3,14 +3,13 @@ frame by frame), against what the seam report says (tester7 findings F1, F3, F5,
 the checks of the feet run on the output whether or not the feet are held, a foot pushed
 through the floor at a seam is said, a plant the output lets slide is not called held,
 the robot's IK feet are checked, and layer starts outside the composition are refused."""
-import importlib
 import json
 import pathlib
 
 import bpy
 import numpy as np
 import pytest
-from compose_measure import sample
+from compose_measure import open_signer
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent.parent
 SIGNER = ROOT / "sample_blends" / "signer.blend"
@@ -23,16 +22,6 @@ ROBOT = DATA / "characters" / "threejs_RobotExpressive.glb"
 BAND = 0.04                       # × leg length above the floor: a foot this low is on it
 pytestmark = pytest.mark.skipif(not (BYE.is_file() and MIXAMO.is_file() and CMU.is_file()),
                                 reason=f"third-party test data not found at {DATA}")
-
-
-@pytest.fixture(scope="module")
-def cm(addon):
-    return importlib.import_module(addon.__name__ + ".signsim_addon.compose.api")
-
-
-def signer():
-    bpy.ops.wm.open_mainfile(filepath=str(SIGNER))
-    return bpy.data.objects["Signer"]
 
 
 def feet(ob, result, foot=("foot.L", "foot.R"), toe=("toe.L", "toe.R")):
@@ -77,7 +66,7 @@ def test_no_foot_lock_still_checks_the_feet(cm):
     feet along the floor across the window (measured > 5 cm each) and the seam fails
     'plant' with both listed in 'skating'; with the lock on they are held (≤ 1 cm) and the
     seam passes (tester: 13.5 / 11.6 cm slide, seam clean, skating [])."""
-    ob = signer()
+    ob = open_signer()
     band = leg_band(ob)
     for lock in (False, True):
         result = cm.compose(ob, [cm.ClipSpec(str(BYE)), cm.ClipSpec(str(FINGERS))], foot_lock=lock)
@@ -102,7 +91,7 @@ def test_a_foot_pushed_through_the_floor_at_a_seam_fails_it(cm):
     point the clip alone ever gives it (measured > 2 cm deeper) while it moves along;
     every such seam fails 'plant' and lists the foot in 'sinking' with its depth (tester:
     2.5 cm below the floor, 18 cm along it, skating [])."""
-    ob = signer()
+    ob = open_signer()
     alone = cm.compose(ob, [cm.ClipSpec(str(MIXAMO))])
     own_low = float(feet(ob, alone)[..., 2].min())
     result = cm.compose(ob, [cm.ClipSpec(str(MIXAMO))] * 3)
@@ -128,7 +117,7 @@ def test_a_plant_the_output_lets_slide_is_not_called_held(cm):
     """bye → fingerspelling with a 6-frame window: the feet slide along the floor over the
     window (measured > 2 cm); they are not reported held, the seam fails 'plant' and lists
     them in 'skating' (tester: 5.3 / 4.7 cm slide reported held: true, slides: false)."""
-    ob = signer()
+    ob = open_signer()
     band = leg_band(ob)
     result = cm.compose(ob, [cm.ClipSpec(str(BYE)), cm.ClipSpec(str(FINGERS), window=6)])
     pts = feet(ob, result)

@@ -8,14 +8,13 @@ The walk loop is a stretch of cmu_01_01 (CMU subject 1, trial 1: forward jumps a
 steps) whose two ends show nearly the same pose and velocities (found by the test below
 with plain numpy, frames 256–363 after resampling to 30 fps), chained ten times. Trims
 are in each clip's own frames (CMU 120 fps, Rokoko 100 fps)."""
-import importlib
 import json
 import pathlib
 
 import bpy
 import numpy as np
 import pytest
-from compose_measure import sample, steps_deg
+from compose_measure import open_signer, sample, steps_deg
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent.parent
 SIGNER = ROOT / "sample_blends" / "signer.blend"
@@ -38,16 +37,6 @@ PLANT_BAND = 0.04                 # m above the floor: a foot this low is on the
 PLANT_SPEED = 0.3                 # m/s: a foot on the floor this slow is planted
 pytestmark = pytest.mark.skipif(not (DATA.is_dir() and GENERATED.is_dir()),
                                 reason=f"third-party test data not found at {DATA.parent}")
-
-
-@pytest.fixture(scope="module")
-def cm(addon):
-    return importlib.import_module(addon.__name__ + ".signsim_addon.compose.api")
-
-
-def open_signer():
-    bpy.ops.wm.open_mainfile(filepath=str(SIGNER))
-    return bpy.data.objects["Signer"]
 
 
 def lowest(ob, heads, names):

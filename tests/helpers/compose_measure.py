@@ -1,9 +1,19 @@
 """Measuring composed actions the way Blender shows them: world rotations and heads of
 every pose bone sampled frame by frame, one-frame turns, and what two clips composed
 alone turn a bone at each frame of a seam."""
+import pathlib
+
 import bpy
 import numpy as np
 from mathutils import Matrix
+
+SIGNER = pathlib.Path(__file__).resolve().parent.parent.parent / "sample_blends" / "signer.blend"
+
+
+def open_signer():
+    """Open the bundled sample_blends/signer.blend and return its armature `Signer`."""
+    bpy.ops.wm.open_mainfile(filepath=str(SIGNER))
+    return bpy.data.objects["Signer"]
 
 
 def sample(ob, action):
