@@ -1,10 +1,20 @@
 # Two commands set everything up on a fresh machine (see README.md):
 #   make demo   — create the virtualenv if missing, then run ./signsim demo
-#   make test   — create both virtualenvs if missing, build the extension zips once
-#                 (make build), then run the whole suite on Blender 5.0.1 (.venv) and on
-#                 Blender 4.5 LTS (.venv45), both against those zips; CI (.ci/run) runs this
-#   make test50 / make test45 — the suite on one Blender version only (each builds its own zips)
+#   make test   — what CI runs (.ci/run): both virtualenvs, the extension zips once
+#                 (make build), the whole suite on Blender 5.0.1 (.venv), then the
+#                 Blender 4.5 LTS tier (tests marked `compat`, .venv45), both against those zips
+# For development:
+#   make check  — the inner loop: the solver tier plus the Blender tests not marked `slow`
+#   make test50 — the whole suite on Blender 5.0.1 only
+#   make test45 — the whole suite on Blender 4.5 LTS: run it before a change to
+#                 signsim_addon/compat.py lands
+# The Blender tier runs in WORKERS processes (pytest-xdist, one test file per worker at a
+# time: module fixtures are built once); each worker isolates its own Blender user folder
+# (tests/conftest.py). Every phase prints its time (tools/timed.sh).
 PYTHON ?= python3.11
+WORKERS ?= 2
+XDIST := -n $(WORKERS) --dist loadfile
+TIMED := tools/timed.sh
 VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.signsim-requirements
@@ -12,12 +22,13 @@ STAMP := $(VENV)/.signsim-requirements
 VENV45 := .venv45
 PY45 := $(VENV45)/bin/python
 STAMP45 := $(VENV45)/.signsim-requirements
+ZIPS := SIGNSIM_BUILT_ZIPS=$(CURDIR)/dist
 
-.PHONY: demo test test50 test45 venv45 build
+.PHONY: demo test check test50 test45 venv45 build
 
 $(STAMP): requirements-dev.txt
-	test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --quiet --disable-pip-version-check -r requirements-dev.txt
+	$(TIMED) venv sh -c '{ test -x $(PY) || $(PYTHON) -m venv $(VENV); } && \
+	  $(PY) -m pip install --quiet --disable-pip-version-check -r requirements-dev.txt'
 	cp requirements-dev.txt $(STAMP)
 
 demo: $(STAMP)
@@ -26,24 +37,27 @@ demo: $(STAMP)
 # Both runs even when the first fails (CI shows every failure); fails when either does.
 test: build $(STAMP45)
 	status=0; \
-	SIGNSIM_BUILT_ZIPS=$(CURDIR)/dist $(PY) -m pytest tests || status=1; \
-	SIGNSIM_BUILT_ZIPS=$(CURDIR)/dist $(PY45) -m pytest tests || status=1; \
+	$(ZIPS) $(TIMED) "suite on 5.0.1" $(PY) -m pytest tests $(XDIST) --durations=15 || status=1; \
+	$(ZIPS) $(TIMED) "4.5 LTS tier" $(PY45) -m pytest tests -m compat $(XDIST) --durations=15 || status=1; \
 	exit $$status
 
+check: $(STAMP)
+	$(TIMED) check $(PY) -m pytest tests -m "not slow" $(XDIST) -q
+
 test50: $(STAMP)
-	$(PY) -m pytest tests
+	$(PY) -m pytest tests $(XDIST)
 
 build: $(STAMP)
-	$(PY) tools/build.py
+	$(TIMED) build $(PY) tools/build.py
 
 # .venv45: requirements-dev.txt with bpy (and its 5.0 type stubs) replaced by requirements-45.txt
 $(STAMP45): requirements-dev.txt requirements-45.txt
-	test -x $(PY45) || $(PYTHON) -m venv $(VENV45)
-	grep -v -E '^(bpy|fake-bpy-module)' requirements-dev.txt > $(VENV45)/requirements-rest.txt
-	$(PY45) -m pip install --quiet --disable-pip-version-check -r $(VENV45)/requirements-rest.txt -r requirements-45.txt
+	$(TIMED) venv45 sh -c '{ test -x $(PY45) || $(PYTHON) -m venv $(VENV45); } && \
+	  grep -v -E "^(bpy|fake-bpy-module)" requirements-dev.txt > $(VENV45)/requirements-rest.txt && \
+	  $(PY45) -m pip install --quiet --disable-pip-version-check -r $(VENV45)/requirements-rest.txt -r requirements-45.txt'
 	cat requirements-dev.txt requirements-45.txt > $(STAMP45)
 
 venv45: $(STAMP45)
 
 test45: $(STAMP45)
-	$(PY45) -m pytest tests
+	$(PY45) -m pytest tests $(XDIST)

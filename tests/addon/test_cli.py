@@ -34,6 +34,8 @@ def test_usage_error_is_one_stderr_line_and_exit_2(cli, capsys):
     assert "invalid choice" in captured.err
 
 
+@pytest.mark.compat
+@pytest.mark.slow
 def test_demo_runs_the_main_job_and_json_is_the_last_stdout_line(cli, capsys, tmp_path):
     assert cli(["demo", "--out", str(tmp_path), "--json"]) == 0
     result = json.loads(capsys.readouterr().out.strip().splitlines()[-1])

@@ -102,6 +102,7 @@ def test_every_panel_draws_for_a_rig_without_settings(mods):
     assert drawn["SIGNSIM_PT_retarget"].operators  # the other panels still draw
 
 
+@pytest.mark.slow
 def test_panels_on_a_rig_with_its_reference_action(retargeted):
     rig = _open(retargeted)
     s = bpy.context.scene.signsim
@@ -119,6 +120,7 @@ def test_panels_on_a_rig_with_its_reference_action(retargeted):
     assert f"Reference: {rig.animation_data.action.name}" in bake.labels
 
 
+@pytest.mark.slow
 def test_every_panel_draws_after_a_bake(baked, mods):
     rig = _open(baked)
     action = rig.animation_data.action
@@ -143,6 +145,7 @@ def test_every_panel_draws_after_a_bake(baked, mods):
     assert f"Keys go on the reference '{ref.name}'" in schedule.labels
 
 
+@pytest.mark.slow
 def test_metrics_panel_reports_bad_metrics_without_raising(baked):
     rig = _open(baked)
     rig.animation_data.action.signsim.bake_metrics = "{not json"
@@ -152,6 +155,7 @@ def test_metrics_panel_reports_bad_metrics_without_raising(baked):
 
 # --- stiffness schedule ---------------------------------------------------------------
 
+@pytest.mark.slow
 def test_schedule_phases_key_the_multiplier_on_the_reference(retargeted, mods):
     sched = mods.schedule
     assert bpy.ops.signsim.schedule_phase.poll() is False
@@ -172,6 +176,7 @@ def test_schedule_phases_key_the_multiplier_on_the_reference(retargeted, mods):
     assert sched.curve(ref, rig.animation_data.action_slot) is None
 
 
+@pytest.mark.slow
 def test_schedule_from_motion_follows_the_seed_phases(retargeted, mods):
     sched = mods.schedule
     rig = _open(retargeted)
@@ -192,12 +197,14 @@ def test_schedule_from_motion_follows_the_seed_phases(retargeted, mods):
         assert fc.evaluate(first) == pytest.approx(value) and fc.evaluate(last) == pytest.approx(value)
 
 
+@pytest.mark.slow
 def test_schedule_errors_are_reports(retargeted):
     _open(retargeted)
     with pytest.raises(RuntimeError, match="empty frame range"):
         bpy.ops.signsim.schedule_phase(phase='HOLD', frame_start=9, frame_end=3)
 
 
+@pytest.mark.slow
 def test_schedule_on_a_bake_goes_to_its_reference(baked, mods):
     rig = _open(baked)
     bake_action = rig.animation_data.action
@@ -221,6 +228,7 @@ def _same(a, b):
     return a.keys() == b.keys() and all(np.array_equal(a[k], b[k]) for k in a)
 
 
+@pytest.mark.slow
 def test_gains_and_schedule_set_in_the_properties_change_the_next_bake(retargeted):
     base = _bake_with(retargeted)
     again = _bake_with(retargeted)
@@ -302,6 +310,7 @@ def test_metric_rows_mark_better_and_worse(mods):
         mr.parse('{"baked": {}}')
 
 
+@pytest.mark.slow
 def test_jump_to_worst_frame(baked, mods):
     rig = _open(baked)
     assert bpy.ops.signsim.metrics_worst_frame() == {'FINISHED'}
@@ -312,6 +321,7 @@ def test_jump_to_worst_frame(baked, mods):
     assert bpy.ops.signsim.metrics_worst_frame.poll() is False
 
 
+@pytest.mark.slow
 def test_csv_and_json_exports_agree_with_the_metrics_and_the_curves(baked, mods, tmp_path):
     rig = _open(baked)
     action = rig.animation_data.action
@@ -343,6 +353,7 @@ def test_csv_and_json_exports_agree_with_the_metrics_and_the_curves(baked, mods,
         np.testing.assert_allclose([fc.evaluate(f) for f in back["frames"]], back[side][key], atol=1e-4)
 
 
+@pytest.mark.slow
 def test_metric_curves_need_a_graph_editor(baked):
     _open(baked)  # the bpy module has no window, hence no Graph Editor
     # what show_curves sets on a Graph Editor exists in Blender's RNA
@@ -352,6 +363,7 @@ def test_metric_curves_need_a_graph_editor(baked):
         bpy.ops.signsim.metrics_show_curves()
 
 
+@pytest.mark.slow
 def test_export_to_an_unwritable_path_is_a_report(baked, tmp_path):
     _open(baked)
     with pytest.raises(RuntimeError, match="Error"):

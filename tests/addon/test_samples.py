@@ -48,6 +48,7 @@ def mesh_tree(ob):
     return BVHTree.FromPolygons([m @ v.co for v in ob.data.vertices], [tuple(p.vertices) for p in ob.data.polygons])
 
 
+@pytest.mark.slow
 def test_regenerates_identically(make_samples, tmp_path):
     make_samples.build(tmp_path)
     for clip in ("fingerspelling.bvh", "chin_cheek.bvh"):

@@ -42,6 +42,7 @@ def noisy_pair(tmp_path_factory, addon):
                  for name in ("fingerspell_80_noisy.bvh", "fingerspell_80.bvh"))
 
 
+@pytest.mark.slow
 def test_reference_fit_removes_the_capture_noise(noisy_pair, addon):
     """σ = 1.5° jitter and single-frame 25° spikes on the hand: the fitted reference is
     ≥ 40 % closer to the clean clip than the noisy keys, both in fingertip position and
@@ -68,6 +69,7 @@ def test_reference_fit_removes_the_capture_noise(noisy_pair, addon):
     assert abs(lag) <= 0.1 * 1e3 * (truth.times[1] - truth.times[0])
 
 
+@pytest.mark.slow
 def test_bake_of_the_noisy_clip_is_smoother_without_lag(noisy_pair, addon):
     """The bake of the noisy clip: fingertip jerk below the input's (measured −90 %),
     lag within one frame, no fallback."""
@@ -79,6 +81,7 @@ def test_bake_of_the_noisy_clip_is_smoother_without_lag(noisy_pair, addon):
     assert m["fallbacks"] == 0
 
 
+@pytest.mark.slow
 def test_bake_of_the_sample_clip_adds_no_jerk_or_lag(tmp_path, addon):
     """The bundled fingerspelling sample (clean keys): jerk not above the reference's
     (measured −22 %), lag within a frame, no fallback, finite keys."""
@@ -135,6 +138,7 @@ def test_clapping_hands_meet_and_stop_and_the_second_pass_removes_the_impact_jer
     assert api.solve(job).rotations.tobytes() == solved.rotations.tobytes()
 
 
+@pytest.mark.slow
 def test_a_fingertip_meeting_the_face_adds_less_jerk_with_the_second_pass(tmp_path, addon):
     """The bundled chin_cheek.bvh (fingertips touching chin and cheek, the reference
     7 mm inside the face at times): finger–face ≤ 0.5 mm, and the second pass's
@@ -153,6 +157,7 @@ def test_a_fingertip_meeting_the_face_adds_less_jerk_with_the_second_pass(tmp_pa
     assert (jerk > 0) == bool(said) and (not said or f"{jerk:.0f} %" in said[0])
 
 
+@pytest.mark.slow
 def test_the_first_pose_is_out_of_contact_from_frame_zero(tmp_path, addon):
     """Frames 1–20 of generated/fingerspell_80_noisy.bvh: its first pose already has the
     thumb ≥ 10 mm inside the index finger (solver volumes). The lead-in resolves it

@@ -28,6 +28,7 @@ def _fields(settings):
     return out
 
 
+@pytest.mark.slow
 def test_cli_preset_soft_is_the_physics_panels_soft_preset(retargeted, addon, tmp_path, capsys):
     api = addon.signsim_addon.bake.api
     out = tmp_path / "soft.blend"
@@ -77,6 +78,7 @@ def test_max_substeps_cannot_be_set_to_3(addon):
         simulate.SimSettings(max_substeps=n).validate(3)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("prop,raw", [("contact_stiffness", -5.0), ("fingers_frequency", math.nan),
                                       ("target_depth_mm", 0.0), ("max_substeps", 3)])
 def test_invalid_physics_setting_makes_the_bake_report_one_line(retargeted, prop, raw):
@@ -139,6 +141,7 @@ def _modal_bake(addon, rig):
     return op_cls, op, context, rec
 
 
+@pytest.mark.slow
 def test_cancelling_the_modal_bake_leaves_no_timer_status_or_action(retargeted, addon):
     rig = _open(retargeted)
     before = set(bpy.data.actions.keys())
@@ -151,6 +154,7 @@ def test_cancelling_the_modal_bake_leaves_no_timer_status_or_action(retargeted, 
     assert set(bpy.data.actions.keys()) == before
 
 
+@pytest.mark.slow
 def test_escape_is_consumed_and_cancels_the_modal_bake(retargeted, addon):
     rig = _open(retargeted)
     before = set(bpy.data.actions.keys())

@@ -8,6 +8,7 @@ import json
 import pathlib
 
 import bpy
+import pytest
 
 SAMPLES = pathlib.Path(__file__).resolve().parents[2] / "sample_blends"
 TIMING = {"bake_seconds", "realtime_factor"}
@@ -21,6 +22,7 @@ def _bake(cli, rig, out):
     return json.loads(buf.getvalue().strip().splitlines()[-1])
 
 
+@pytest.mark.slow
 def test_an_unparented_skin_bakes_like_a_parented_one(addon, tmp_path):
     cli = addon.signsim_addon.cli
     rig = tmp_path / "chin.blend"

@@ -31,6 +31,8 @@ def _rig_with_idle(path):
     bpy.ops.wm.save_as_mainfile(filepath=str(path))
 
 
+@pytest.mark.compat
+@pytest.mark.slow
 def test_retarget_bake_and_resolve_keep_the_assigned_action(addon, tmp_path):
     cli = addon.signsim_addon.cli.main
     rig = tmp_path / "rig.blend"
@@ -50,6 +52,7 @@ def test_retarget_bake_and_resolve_keep_the_assigned_action(addon, tmp_path):
     assert {"MyIdle", "chin_cheek_Signer"} <= _actions_in(resolved)
 
 
+@pytest.mark.slow
 def test_compose_keeps_the_assigned_action(addon, tmp_path):
     rig = tmp_path / "rig.blend"
     _rig_with_idle(rig)

@@ -64,6 +64,7 @@ def root_steps(ob, action):
     return np.linalg.norm(np.diff(hips_path(ob, keys)[:, :2], axis=0), axis=1)
 
 
+@pytest.mark.slow
 def test_seam_report_root_continuity_and_hard_cuts(cm, quat, signer, shared_data):
     mocap = shared_data / "mocap"
     clips = [cm.ClipSpec(str(mocap / BYE)), cm.ClipSpec(str(mocap / MIXAMO)),
@@ -139,6 +140,8 @@ def nod_action(ob, frames=60):
     return action
 
 
+@pytest.mark.compat
+@pytest.mark.slow
 def test_head_nod_layer_changes_only_the_masked_bones(cm, quat, signer):
     sign = str(ROOT / "sample_blends" / "fingerspelling.bvh")
     nod = nod_action(signer)
@@ -176,6 +179,7 @@ def test_head_nod_layer_changes_only_the_masked_bones(cm, quat, signer):
     assert bpy.data.actions.get("HeadNod") == nod                       # the layer's action stays
 
 
+@pytest.mark.slow
 def test_errors_leave_nothing_behind(cm, signer, shared_data, tmp_path):
     err = importlib.import_module(cm.__name__.split(".signsim_addon.")[0] + ".signsim_addon.errors").SignSimError
     mocap = shared_data / "mocap"
@@ -190,6 +194,7 @@ def test_errors_leave_nothing_behind(cm, signer, shared_data, tmp_path):
         assert (set(bpy.data.objects), set(bpy.data.actions), set(bpy.data.armatures)) == before
 
 
+@pytest.mark.slow
 def test_clips_of_a_few_frames_compose(cm, signer, shared_data):
     """Clips trimmed to 3-6 frames (shorter than the flip detector's 5-frame kernel) compose
     into as many frames as they have, minus the seam's blend (4 and 5 frames failed with
@@ -202,6 +207,8 @@ def test_clips_of_a_few_frames_compose(cm, signer, shared_data):
         assert 2 * n - result["seams"][0]["window"] - 1 <= frames <= 2 * n, (n, frames)
 
 
+@pytest.mark.compat
+@pytest.mark.slow
 def test_cli_compose_json_and_written_file(addon, shared_data, tmp_path, capsys):
     cli = addon.signsim_addon.cli.main
     out = tmp_path / "out.blend"
@@ -248,6 +255,7 @@ def test_cli_compose_json_and_written_file(addon, shared_data, tmp_path, capsys)
         assert not (tmp_path / "bad.blend").exists()
 
 
+@pytest.mark.slow
 def test_operator_stores_seams_for_the_panel(addon, signer, shared_data):
     settings = signer.signsim.compose
     bpy.context.view_layer.objects.active = signer
@@ -274,6 +282,7 @@ def test_operator_stores_seams_for_the_panel(addon, signer, shared_data):
     assert len(settings.clips) == 1
 
 
+@pytest.mark.slow
 def test_foot_lock_and_actions_of_the_file_as_clips(cm, signer, shared_data):
     """With the foot lock (the default) a foot planted across the seam keeps its floor spot
     (Blender's evaluated foot head, within 1 cm) where it slides without; an action already
@@ -309,6 +318,7 @@ def test_foot_lock_and_actions_of_the_file_as_clips(cm, signer, shared_data):
         np.testing.assert_allclose(b[bone][0][:50], a[bone][0][:50], atol=1e-6)    # windows ≤ half a clip
 
 
+@pytest.mark.slow
 def test_library_clip_and_its_file_compose_the_same(addon, cm, shared_data, tmp_path):
     """One way onto the rig: a library clip by name gives the keys its mocap file gives."""
     mocap = shared_data / "mocap"

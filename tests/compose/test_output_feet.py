@@ -61,6 +61,7 @@ def leg_band(ob):
     return BAND * float((ob.matrix_world.to_3x3() @ (thigh.head_local - foot.head_local)).length)
 
 
+@pytest.mark.slow
 def test_no_foot_lock_still_checks_the_feet(cm):
     """bye → fingerspelling stand 12 cm apart: with --no-foot-lock the blend slides both
     feet along the floor across the window (measured > 5 cm each) and the seam fails
@@ -86,6 +87,7 @@ def test_no_foot_lock_still_checks_the_feet(cm):
             assert all(abs(k["distance_m"] - s) < 0.02 for k, s in zip(seam["skating"], slides))
 
 
+@pytest.mark.slow
 def test_a_foot_pushed_through_the_floor_at_a_seam_fails_it(cm):
     """The walk repeated: at every seam the blend pushes the right foot below the lowest
     point the clip alone ever gives it (measured > 2 cm deeper) while it moves along;
@@ -113,6 +115,7 @@ def test_a_foot_pushed_through_the_floor_at_a_seam_fails_it(cm):
     assert len(deep) == 2, "both seams of the walk push the right foot through the floor"
 
 
+@pytest.mark.slow
 def test_a_plant_the_output_lets_slide_is_not_called_held(cm):
     """bye → fingerspelling with a 6-frame window: the feet slide along the floor over the
     window (measured > 2 cm); they are not reported held, the seam fails 'plant' and lists
@@ -137,6 +140,7 @@ def test_a_plant_the_output_lets_slide_is_not_called_held(cm):
     assert "plant" in seam["failures"]
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not ROBOT.is_file(), reason="RobotExpressive not found")
 def test_the_robot_ik_feet_are_checked(cm, tmp_path):
     """RobotExpressive (feet parented to the root, not the shins: IK feet) through jump →
@@ -169,6 +173,7 @@ def test_the_robot_ik_feet_are_checked(cm, tmp_path):
     assert moved, "the jump landing into the wave drags the robot's feet along the floor"
 
 
+@pytest.mark.slow
 def test_layer_starts_outside_the_composition_are_refused(addon, tmp_path, capsys):
     """--layer-start −1 or past the last frame: one line on stderr, exit 1, nothing written
     (tester: a numpy broadcast error for −1; exit 0 and a layer that never plays for

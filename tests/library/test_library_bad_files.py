@@ -104,6 +104,7 @@ def _refused(lib, path, library, words):
     return error
 
 
+@pytest.mark.compat
 @pytest.mark.parametrize("kind", BVH_KINDS)
 def test_malformed_bvh_refused_before_blenders_importer(lib, real, tmp_path, kind):
     library = tmp_path / "lib.blend"
@@ -256,6 +257,7 @@ def test_interrupted_import_leaves_no_temporary_files(shared_data, tmp_path, sig
     assert sorted(p.name for p in tmp_path.iterdir()) == ["long.bvh", "tmp"]
 
 
+@pytest.mark.slow
 def test_long_file_reports_progress_every_ten_percent(addon, shared_data, tmp_path, capsys):
     importers = addon.signsim_addon.library.importers
     real = (shared_data / "mocap" / "cmu_01_01_cgspeed__fairmotion.bvh").read_text()

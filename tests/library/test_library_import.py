@@ -42,6 +42,8 @@ def cli_library(tmp_path_factory):
     return code, lib, data
 
 
+@pytest.mark.compat
+@pytest.mark.slow
 def test_cli_imports_every_real_file(cli_library, capsys, shared_data):
     code, lib, _ = cli_library
     assert code == 0
@@ -89,6 +91,7 @@ def _sample_heights(action):
     return out
 
 
+@pytest.mark.slow
 def test_real_files_duration_upright_height_and_no_jumps(cli_library, shared_data):
     _code, lib, _ = cli_library
     check_real_clips(lib, shared_data)
@@ -127,6 +130,7 @@ def check_real_clips(lib, shared_data):
             assert step.max() <= 90.0, (path.name, bone, step.max())
 
 
+@pytest.mark.slow
 def test_operator_imports_every_real_file(addon, tmp_path, shared_data):
     lib = tmp_path / "op.blend"
     files = mocap_files(shared_data)
@@ -238,6 +242,7 @@ def test_bad_input_one_clear_error_and_nothing_changes(addon, tmp_path, kind):
     assert lib.list_clips(str(library)) == listing
 
 
+@pytest.mark.slow
 def test_folder_import_good_and_broken_files(addon, tmp_path, shared_data, capsys):
     folder = tmp_path / "in"
     (folder / "sub").mkdir(parents=True)
@@ -274,6 +279,7 @@ def test_folder_import_good_and_broken_files(addon, tmp_path, shared_data, capsy
     assert lib.list_clips(str(library)) == listing
 
 
+@pytest.mark.slow
 def test_keys_pose_the_skeleton_exactly_as_blenders_importer(addon, cli_library, shared_data):
     """The library computes the BVH keys itself (in bulk); Blender's plain importer, run
     with the same axes and scale, must pose every bone the same on every real file."""

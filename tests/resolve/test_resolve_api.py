@@ -64,6 +64,7 @@ def _hand_torso(skin_mod, ob, rig):
     return max((d for d in depth.values() if d is not None), default=0.0), gap
 
 
+@pytest.mark.slow
 def test_hand_in_chest_keyed_pose_is_resolved_to_the_margin_on_the_skin(addon, mods):
     api, skin, rig_mod = mods
     ob = _signer(addon)
@@ -96,6 +97,7 @@ def test_hand_in_chest_keyed_pose_is_resolved_to_the_margin_on_the_skin(addon, m
 FINGERS_IN_HIP = {"spine": (0.0, 0.35, 0.0), "upper_arm.R": (0.0, 0.0, 1.0)}
 
 
+@pytest.mark.slow
 def test_fingers_in_the_hip_skin_the_body_model_misses_are_resolved_on_the_skin(addon, mods):
     api, skin, rig_mod = mods
     ob = _signer(addon)
@@ -126,6 +128,7 @@ def test_a_pose_without_collisions_gives_an_identical_action(addon, mods):
     assert _same(all_keys(res["action"]), all_keys(original))
 
 
+@pytest.mark.slow
 def test_a_pose_asset_becomes_a_new_asset_with_one_key_per_curve(addon, mods):
     api, _skin, _rig = mods
     ob = _signer(addon)
@@ -141,6 +144,8 @@ def test_a_pose_asset_becomes_a_new_asset_with_one_key_per_curve(addon, mods):
     assert {float(f) for co in all_keys(new).values() for f in co[0::2]} == {5.0}
 
 
+@pytest.mark.compat
+@pytest.mark.slow
 def test_cli_resolve_prints_the_contract_and_leaves_the_input_untouched(retargeted, addon, mods, tmp_path, capsys):
     out = tmp_path / "resolved.blend"
     code = addon.signsim_addon.cli.main(["resolve", "--blend", str(retargeted), "--armature", "Signer",
@@ -161,6 +166,7 @@ def test_cli_resolve_prints_the_contract_and_leaves_the_input_untouched(retarget
     assert _same(all_keys(ref), ref_keys)
 
 
+@pytest.mark.slow
 def test_cli_resolve_bad_input_is_one_line_and_writes_nothing(retargeted, addon, tmp_path, capsys):
     out = tmp_path / "x.blend"
     for args in (["--frames", "9:3"], ["--frames", "a:b"], ["--armature", "Nobody"], ["--margin", "-1"]):
@@ -264,6 +270,7 @@ def test_operator_resolves_the_current_frame_into_a_new_action(addon):
     assert new.name == "pose.resolved" and new != original and original.use_fake_user
 
 
+@pytest.mark.slow
 def test_cli_exits_3_when_poses_are_not_cleared(retargeted, addon, tmp_path, capsys):
     """A margin no pose can keep (4 cm between every two fingers): the file is written,
     every pose is counted failed, and the exit status says so (a fresh user read exit 0

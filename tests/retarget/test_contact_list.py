@@ -11,6 +11,7 @@ import pathlib
 
 import bpy
 import numpy as np
+import pytest
 
 from retarget_rigs import character
 
@@ -54,6 +55,7 @@ def _setup(rt):
     return target, src.armature
 
 
+@pytest.mark.slow
 def test_a_contact_switched_off_in_the_list_is_not_kept(addon):
     rt = addon.signsim_addon.retarget.api
     target, source = _setup(rt)
@@ -81,6 +83,7 @@ def test_a_contact_switched_off_in_the_list_is_not_kept(addon):
     assert [c["parts"] for c in _kept(again.action, rt)] == [c["parts"] for c in others]
 
 
+@pytest.mark.slow
 def test_the_command_line_reads_the_list_saved_in_the_rig_file(addon, tmp_path):
     rt = addon.signsim_addon.retarget.api
     target, source = _setup(rt)

@@ -52,6 +52,7 @@ def palm_depth(target, hand, head_bones, frame):
     return deepest
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("rig", ("robot", "signer"))
 def test_a_palm_left_inside_the_head_is_reported(addon, rig):
     if rig == "robot" and not DATA.is_dir():

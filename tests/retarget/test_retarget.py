@@ -66,6 +66,7 @@ def _key_checksum(action):
     return total
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("rig", ["signer", "godot", "robot"])
 @pytest.mark.parametrize("clip", sorted(CLIPS))
 def test_retarget_follows_source_geometry(addon, shared_data, rig, clip):

@@ -45,6 +45,8 @@ def _last_json(capsys):
     return json.loads(captured.out.strip().splitlines()[-1]), captured.err
 
 
+@pytest.mark.compat
+@pytest.mark.slow
 def test_two_clips_one_call(cli, rig, shared_data, tmp_path, capsys):
     out = tmp_path / "out.blend"
     code = cli(["retarget", "--clip", str(shared_data / "mocap" / MIXAMO),
@@ -168,6 +170,7 @@ def test_library_clip_by_name(cli, rig, addon, shared_data, tmp_path, capsys):
     assert [a.name for a in bpy.data.actions] == [result["action"]]
 
 
+@pytest.mark.slow
 def test_gltf_clip_robot_dance_onto_the_signer(cli, rig, shared_data, tmp_path, capsys):
     """A glTF character's first animation as the clip: the robot's 4-digit hands drive the
     signer's thumb, index, middle and ring; the robot's meshes do not come along."""

@@ -63,6 +63,7 @@ def test_retarget_panel_and_operators_are_registered():
         assert hasattr(bpy.ops.signsim, op)
 
 
+@pytest.mark.compat
 def test_retarget_operator_takes_a_previewed_library_clip(addon, shared_data, tmp_path):
     """The sidebar's path: a library clip previewed (its skeleton plays it from an NLA strip,
     no action assigned) and chosen as the source retargets as the CLI does from the library

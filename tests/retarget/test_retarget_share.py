@@ -52,6 +52,7 @@ def twist(r, axis):
     return np.degrees(2 * np.arctan2(q[:, :3] @ axis, q[:, 3]))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("clip", CLIPS)
 def test_rotation_shared_over_split_bones(addon, clip):
     rt = addon.signsim_addon.retarget.api

@@ -5,11 +5,13 @@ import pathlib
 
 import bpy
 import numpy as np
+import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 DATA = ROOT.parent / "shared" / "data"
 
 
+@pytest.mark.slow
 def test_robot_clip_keeps_the_signer_on_its_floor(addon, tmp_path):
     """The robot's Wave onto the bundled signer: the lowest point of the signer's feet stays
     within 2 cm of its rest floor on every frame (was 1.26-1.36 m above it: the robot's
@@ -34,6 +36,7 @@ def test_robot_clip_keeps_the_signer_on_its_floor(addon, tmp_path):
     assert np.abs(lift).max() < 0.02
 
 
+@pytest.mark.slow
 def test_a_lying_source_is_said(addon):
     """The bundled fingerspelling clip is Z-up; Blender's own BVH importer with its default
     Y-up axes lays the skeleton on its back. Retargeting that source (the operator's path:
@@ -56,6 +59,7 @@ def test_a_lying_source_is_said(addon):
     assert not any("lies on its side or back" in m for m in warned)
 
 
+@pytest.mark.slow
 def test_a_posed_rest_is_said(addon, retargeted, tmp_path):
     """Blender's FBX exporter, armature only (no skin, so no bind pose), writes the pose it
     exports in as the rest: the signer's own motion read back from that file has a signing

@@ -32,6 +32,7 @@ def _retarget(rt, variant):
     return np.array(rot), np.array(root)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("variant", ("object", "units"))
 def test_a_centimetre_rig_gets_the_same_motion(addon, variant):
     rt = addon.signsim_addon.retarget.api
@@ -62,6 +63,7 @@ def _world_heads(rt, ob, placement):
     return np.array(heads)
 
 
+@pytest.mark.slow
 def test_a_turned_and_moved_rig_gets_the_motion_in_its_own_frame(addon):
     """A character the animator turned to face the camera and moved keeps its placement:
     the motion is the as-imported one carried by the object's turn and offset, bone for
@@ -78,6 +80,7 @@ def test_a_turned_and_moved_rig_gets_the_motion_in_its_own_frame(addon):
     assert err.max() < 1e-4
 
 
+@pytest.mark.slow
 def test_the_hip_line_keeps_the_sources_heading(addon):
     """Rokoko's dance (its rest is no standing pose, so its first frame is the reference,
     with the shoulders twisted against the hips) onto the base mesh: the target's hip line,

@@ -148,6 +148,7 @@ def test_root_motion_below_a_static_root(addon, shared_data, tmp_path):
     assert "has_root_motion" in imported.tags
 
 
+@pytest.mark.slow
 def test_guesses_are_warnings_in_human_and_json_output(addon, shared_data, tmp_path, capsys):
     """A clip whose joints carry no names (Node_<n>, made here) in decimetres: the map from
     the shape alone and the guessed unit are warnings, as 'warning:' lines and in --json."""
