@@ -185,8 +185,8 @@ def signsim_run(model, index, face_v, face_f, grid, seconds):
 
 
 def main(seconds=60.0, short=15.0, long=240.0):
-    from solver import kernels
-    compile_s, compiled = kernels.warm_up()
+    from solver.warm_up import warm_up
+    compile_s, compiled = warm_up()
     print(f"solver kernels {'compiled' if compiled else 'loaded from the cache'} in {compile_s:.2f} s CPU")
     model, index, face_v, face_f = build_rig()
     print(f"rig: {model.n_bones} bones + base, {model.n_dof} DOF, {int(model.collide.sum())} colliding capsules, "
@@ -236,8 +236,8 @@ def main(seconds=60.0, short=15.0, long=240.0):
 
 def peak_memory(seconds):
     """Print the peak resident memory of a fresh process that simulates `seconds` of motion."""
-    from solver import kernels
-    kernels.warm_up()
+    from solver.warm_up import warm_up
+    warm_up()
     base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     model, index, face_v, face_f = build_rig()
     grid = build_distance_grid(face_v, face_f, index["head"])

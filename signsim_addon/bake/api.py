@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 import bpy
 
-from ...solver import kernels
+from ...solver.warm_up import warm_up
 from ...solver.settings import GROUP_LABELS, GROUPS  # noqa: F401 (for operators and panels)
 from .. import files
 from ..errors import INFO, WARNING, SignSimError, silent
@@ -66,7 +66,7 @@ def bake_file(request: BakeFileRequest, report=silent) -> dict:
     job = prepare(scene, ob, action, preset=r.preset, report=report)
     report(INFO, f"baking {len(job.frames)} frames of '{job.action_name}' on '{ob.name}' "
                  f"({len(job.rig.bone_names)} simulated bones)")
-    seconds, compiled = kernels.warm_up()  # compiles on the first bake after install, then loads
+    seconds, compiled = warm_up()  # compiles on the first bake after install, then loads
     if compiled:
         report(INFO, f"compiling the solver (once): {seconds:.1f} s")
     solved = solve(job)

@@ -21,7 +21,8 @@ from threadpoolctl import threadpool_limits
 from .. import compat
 from ..retarget.contacts import CONTACTS_PROP
 from ...solver import armature as armature_fk
-from ...solver import kernels, keyreduce, quat
+from ...solver import keyreduce, quat
+from ...solver.warm_up import warm_up
 from ...solver.body import bone_contacts, build_field, capsule_pair_kinds, contact_depths, hand_plates, pair_depth
 from ...solver.guard import (CONTACT_MAX_DEG, DIVERGED_DEG, RAMP_S, contact_hold, guard, near_contact,
                              towards_reference, with_pass_through, world_error_deg)
@@ -272,7 +273,7 @@ def solve(job: BakeJob, progress=None) -> Solved:
     Raises SignSimError when the solver rejects the settings or the rig.
     """
     # The first bake after install compiles the solver (then cached): kept out of bake_seconds.
-    kernels.warm_up()
+    warm_up()
     start = time.perf_counter()
     ref = job.reference
     frame_time = float(ref.times[1] - ref.times[0])

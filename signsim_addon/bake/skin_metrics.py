@@ -30,7 +30,7 @@ def skin_depths(scene, ob, action, slot, rig, frames, test):
     `slot`) shown on `ob` at each of `frames` (F,) scene frames; `test`: a
     resolve.skin.SkinTest of `rig` (bake.rig.RigModel) on `ob`. Every kind any tested
     region pair has appears, 0 where that pair's skin does not intersect."""
-    from ..resolve.api import skin_penetration
+    from ..resolve.skin import skin_penetration
     from ..resolve.skin import TORSO
     pairs = {}
     skin_penetration(scene, ob, action, slot, rig, frames, pairs=pairs, test=test)

@@ -5,7 +5,7 @@ import os
 
 import bpy
 
-from . import api as library
+from . import store
 from .. import preferences
 
 
@@ -21,7 +21,7 @@ def refresh_list(context, library_file=None, select=None):
     """Mirror the library's clips into Scene.signsim.clips (empty when no library yet)."""
     settings = context.scene.signsim
     library_file = library_file or library_path(context)
-    records = library.list_clips(library_file) if os.path.isfile(library_file) else []
+    records = store.list_clips(library_file) if os.path.isfile(library_file) else []
     current = select or (settings.clips[settings.clip_index].name
                          if 0 <= settings.clip_index < len(settings.clips) else None)
     settings.clips.clear()
@@ -80,7 +80,7 @@ def preview_clip(context, library_file, name):
     Returns the preview object.
     """
     clear_preview(context)
-    action, skel = library.load_clip(library_file, name)
+    action, skel = store.load_clip(library_file, name)
     skel.signsim.is_preview = True
     skel.name = f"Preview: {name}"
     scene = context.scene

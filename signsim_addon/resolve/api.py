@@ -24,7 +24,7 @@ from ...solver.resolve import ResolveSettings, resolve_pose, resolve_sequence, s
 from .. import compat, files
 from ..bake import body_geometry, job as bake_job, rig as rig_reader
 from ..errors import INFO, WARNING, SignSimError, from_solver, silent
-from .skin import TORSO as TORSO_SKIN, SkinTest
+from .skin import TORSO as TORSO_SKIN, SkinTest, skin_penetration  # noqa: F401 (skin_penetration: benches)
 
 SUFFIX = ".resolved"
 SKIN_TOLERANCE = 0.001  # m: deeper skin penetration after a solve is solved again, then reported
@@ -351,37 +351,6 @@ def _drop_keys_at(action, frame):
             for kp in [kp for kp in fc.keyframe_points if abs(kp.co[0] - frame) < 1e-6]:
                 fc.keyframe_points.remove(kp, fast=True)
             fc.update()
-
-
-def skin_penetration(scene, ob, action, slot, rig, frames, vertices=None, worst=None, pairs=None, test=None):
-    """{frame: deepest skin penetration m} with `action` (its `slot`) shown on `ob` at
-    each of `frames` (skin.SkinTest of `rig`, or `test` when given); with a dict
-    `vertices`, also fills {frame: evaluated skin vertices (V, 3) m}, with a dict `worst`
-    {frame: "bone–bone" of the deepest pair, or None}, with a dict `pairs` {frame:
-    {(bone a, bone b): depth m}} of every penetrating pair (bone indices of rig, −1 for
-    the torso's skin). The armature's own action, slot and the scene frame are restored."""
-    ad = ob.animation_data
-    old_action, old_handle, old_frame = ad.action, compat.assigned_slot_handle(ob), scene.frame_current
-    test = test or SkinTest(ob, rig)
-    out = {}
-    try:
-        compat.assign_action(ob, action, slot)
-        for f in frames:
-            scene.frame_set(int(f))
-            v = test.world_vertices()
-            hits = test.penetrating(v)
-            deepest = max(hits, key=hits.get) if hits else None
-            out[float(f)] = hits[deepest] if hits else 0.0
-            if vertices is not None:
-                vertices[float(f)] = v
-            if worst is not None:
-                worst[float(f)] = deepest and "–".join(test.region_name(r) for r in deepest)
-            if pairs is not None:
-                pairs[float(f)] = {(int(a), int(b)): x for (a, b), x in hits.items()}
-    finally:
-        compat.restore_action(ob, old_action, old_handle)
-        scene.frame_set(old_frame)
-    return out
 
 
 def resolve_summary(results, seconds):
