@@ -14,7 +14,7 @@ import bpy
 def _solver_cache():
     """Installed, the compiled solver is cached in the extension's user folder (writable,
     kept across updates); from a source checkout (tools/ next to this file) the kernels
-    use the virtualenv's folder (solver/kernels.py). Set before the solver is imported."""
+    use the virtualenv's folder (solver/core/kernels.py). Set before the solver is imported."""
     if not os.environ.get("NUMBA_CACHE_DIR") and not (pathlib.Path(__file__).resolve().parent / "tools").is_dir():
         os.environ["NUMBA_CACHE_DIR"] = bpy.utils.extension_path_user(__package__, path="solver-cache", create=True)
 

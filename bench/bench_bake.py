@@ -55,7 +55,7 @@ def bench_bake():
                          "--rig", str(ROOT / "sample_blends" / "signer.blend"), "--out", str(out)]) == 0
         bpy.ops.wm.open_mainfile(filepath=str(out), load_ui=False)
     job = bake.prepare(bpy.context.scene, bpy.data.objects["Signer"])
-    compile_seconds, compiled = ADDON.solver.warm_up.warm_up()
+    compile_seconds, compiled = ADDON.solver.physics.warm_up.warm_up()
     t, cpu = time.perf_counter(), time.process_time()
     bake.solve(job)
     seconds, cpu = time.perf_counter() - t, time.process_time() - cpu

@@ -17,9 +17,10 @@ import time
 import mujoco
 import numpy as np
 
-from solver import dynamics, quat
-from solver.kinematics import forward_kinematics
-from solver.simulate import SimSettings, dof_gains
+from solver.core import quat
+from solver.physics import dynamics
+from solver.core.kinematics import forward_kinematics
+from solver.physics.simulate import SimSettings, dof_gains
 
 STEP = 1.0 / 120.0
 

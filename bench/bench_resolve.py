@@ -41,7 +41,7 @@ ADDON = devenv.enable_from_source(TMP)
 cli = ADDON.signsim_addon.cli
 bake_job = ADDON.signsim_addon.bake.job
 resolve_api = importlib.import_module(ADDON.__name__ + ".signsim_addon.resolve.api")
-quat = ADDON.solver.quat
+quat = ADDON.solver.core.quat
 
 CLIPS = ("generated/fingerspell_80.bvh", "generated/clap_fast.bvh", "mocap/animdrawings_rokoko_jesse_dance.bvh")
 SKIN_OK = 0.001  # m

@@ -39,7 +39,7 @@ import numpy as np  # noqa: E402
 from threadpoolctl import threadpool_limits  # noqa: E402
 
 ADDON = devenv.enable_from_source(TMP)
-sf = importlib.import_module(ADDON.__name__ + ".solver.softface")
+sf = importlib.import_module(ADDON.__name__ + ".solver.softface.tissue")
 head_api = importlib.import_module(ADDON.__name__ + ".signsim_addon.softface.head")
 SPOTS = ("chin", "cheek_R")
 FAR = 0.04  # m

@@ -34,11 +34,11 @@ import numpy as np  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from solver import quat  # noqa: E402
-from solver.model import SkeletonModel  # noqa: E402
-from solver.reference import Reference  # noqa: E402
-from solver.sdf import build_distance_grid, icosphere  # noqa: E402
-from solver.simulate import SimSettings, simulate  # noqa: E402
+from solver.core import quat  # noqa: E402
+from solver.core.model import SkeletonModel  # noqa: E402
+from solver.physics.reference import Reference  # noqa: E402
+from solver.core.sdf import build_distance_grid, icosphere  # noqa: E402
+from solver.physics.simulate import SimSettings, simulate  # noqa: E402
 
 CHEST = np.array([0.0, 0.0, 1.30])
 
@@ -185,7 +185,7 @@ def signsim_run(model, index, face_v, face_f, grid, seconds):
 
 
 def main(seconds=60.0, short=15.0, long=240.0):
-    from solver.warm_up import warm_up
+    from solver.physics.warm_up import warm_up
     compile_s, compiled = warm_up()
     print(f"solver kernels {'compiled' if compiled else 'loaded from the cache'} in {compile_s:.2f} s CPU")
     model, index, face_v, face_f = build_rig()
@@ -236,7 +236,7 @@ def main(seconds=60.0, short=15.0, long=240.0):
 
 def peak_memory(seconds):
     """Print the peak resident memory of a fresh process that simulates `seconds` of motion."""
-    from solver.warm_up import warm_up
+    from solver.physics.warm_up import warm_up
     warm_up()
     base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     model, index, face_v, face_f = build_rig()

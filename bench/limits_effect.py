@@ -33,7 +33,7 @@ ADDON = devenv.enable_from_source(TMP)
 bake = ADDON.signsim_addon.bake.api
 rig_reader = ADDON.signsim_addon.bake.rig
 cli = ADDON.signsim_addon.cli
-quat = ADDON.solver.quat
+quat = ADDON.solver.core.quat
 DATA = ROOT.parent / "shared" / "data"
 CLIPS = ("generated/fingerspell_80.bvh", "mocap/animdrawings_rokoko_jesse_dance.bvh",
          "mocap/pybvh_bvh_test3_fingers.bvh")

@@ -63,8 +63,8 @@ class Product:
     def __init__(self):
         sa = ADDON.signsim_addon
         self.cli, self.bake, self.compat = sa.cli, sa.bake.api, sa.compat
-        self.skeleton_of, self.analyse = sa.bake.rig.skeleton_of, ADDON.solver.bonemap.analyse
-        self.quat = ADDON.solver.quat
+        self.skeleton_of, self.analyse = sa.bake.rig.skeleton_of, ADDON.solver.retarget.bonemap.analyse
+        self.quat = ADDON.solver.core.quat
 
     def retarget(self, clip, rig_blend, out):
         code = self.cli.main(["retarget", "--clip", str(clip), "--rig", str(rig_blend), "--out", str(out)])

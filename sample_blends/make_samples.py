@@ -36,8 +36,8 @@ import numpy as np  # noqa: E402
 from mathutils import Matrix, Quaternion, Vector  # noqa: E402
 
 sys.path.insert(0, str(HERE.parent))  # the solver package: numpy only, shared with the add-on
-from solver.capsules import dominant_owner, radius_from_points  # noqa: E402
-from solver.contacts import segment_closest_points  # noqa: E402
+from solver.core.capsule_radii import dominant_owner, radius_from_points  # noqa: E402
+from solver.core.capsule_pairs import segment_closest_points  # noqa: E402
 from signsim_addon import compat  # noqa: E402  (bpy only: the Blender-version differences)
 
 HEIGHT = 1.70            # top of the head bone, m
@@ -739,7 +739,7 @@ def export_bvh(rig, path, frames):
 
 def capsule_radii(rig, body):
     """Per-bone capsule radius (m) from the skin vertices each bone dominates (weight > 0.5):
-    solver.capsules.radius_from_points, the same rule the bake uses for rigs without it."""
+    solver.core.capsule_radii.radius_from_points, the same rule the bake uses for rigs without it."""
     sparse = [(v.index, g.group, g.weight) for v in body.data.vertices for g in v.groups]
     owner = dominant_owner(len(body.data.vertices), *zip(*sparse))
     co = np.array([v.co for v in body.data.vertices])

@@ -11,7 +11,7 @@ import bpy
 import numpy as np
 
 from . import compat
-from ..solver import quat
+from ..solver.core import quat
 from .errors import SignSimError
 
 _INTERPOLATION = {"CONSTANT": 0, "LINEAR": 1, "BEZIER": 2}

@@ -8,9 +8,9 @@ Each capability adds its fields to these groups; nothing else is stored elsewher
 """
 import bpy
 
-from ..solver import settings as table
-from ..solver import softface
-from ..solver.settings import GROUP_LABELS, GROUPS
+from ..solver.core import settings
+from ..solver.softface import tissue
+from ..solver.core.settings import GROUP_LABELS, GROUPS
 
 
 def _physics_annotations():
@@ -18,33 +18,33 @@ def _physics_annotations():
     for g in GROUPS:
         label = GROUP_LABELS[g]
         ann[f"{g}_frequency"] = bpy.props.FloatProperty(
-            name=f"{label} Frequency", default=table.DEFAULT_FREQUENCY_HZ[g], min=0.1, soft_max=30.0, unit='NONE',
+            name=f"{label} Frequency", default=settings.DEFAULT_FREQUENCY_HZ[g], min=0.1, soft_max=30.0, unit='NONE',
             description=f"Natural frequency of the {label.lower()} PD tracking, in Hz "
                         "(Kp = I·ω², ω = 2π·f)")
         ann[f"{g}_damping"] = bpy.props.FloatProperty(
-            name=f"{label} Damping", default=table.DEFAULT_DAMPING_RATIO, min=0.05, soft_max=3.0,
+            name=f"{label} Damping", default=settings.DEFAULT_DAMPING_RATIO, min=0.05, soft_max=3.0,
             description=f"Damping ratio ζ of the {label.lower()} PD tracking (1 = critical; Kd = 2ζIω)")
     ann.update(
         feedforward=bpy.props.BoolProperty(
-            name="Feedforward", default=table.FEEDFORWARD,
+            name="Feedforward", default=settings.FEEDFORWARD,
             description="Add the inverse-dynamics torque of the reference (RNEA), so low gains track without lag"),
         contact_stiffness=bpy.props.FloatProperty(
-            name="Contact Stiffness", default=table.CONTACT_STIFFNESS, min=1.0, description="Penalty stiffness kp, in N/m"),
+            name="Contact Stiffness", default=settings.CONTACT_STIFFNESS, min=1.0, description="Penalty stiffness kp, in N/m"),
         contact_damping=bpy.props.FloatProperty(
-            name="Contact Damping", default=table.CONTACT_DAMPING, min=0.0, description="Contact damping kd, in N·s/m"),
+            name="Contact Damping", default=settings.CONTACT_DAMPING, min=0.0, description="Contact damping kd, in N·s/m"),
         target_depth_mm=bpy.props.FloatProperty(
-            name="Target Depth", default=table.TARGET_DEPTH_MM, min=0.01, soft_max=2.0,
+            name="Target Depth", default=settings.TARGET_DEPTH_MM, min=0.01, soft_max=2.0,
             description="Penetration depth the adaptive stiffness schedule aims at, in mm"),
         use_schedule=bpy.props.BoolProperty(
-            name="Adaptive Stiffness", default=table.SCHEDULE,
+            name="Adaptive Stiffness", default=settings.SCHEDULE,
             description="Adapt the contact stiffness each frame towards the target depth"),
         contact_multiplier=bpy.props.FloatProperty(
             name="Stiffness Multiplier", default=1.0, min=0.01, soft_max=10.0, options={'ANIMATABLE'},
             description="Animator's multiplier on the contact stiffness; key it to make a schedule"),
         max_substeps=bpy.props.EnumProperty(
-            name="Max Substeps", default=str(table.MAX_SUBSTEPS),
+            name="Max Substeps", default=str(settings.MAX_SUBSTEPS),
             items=[(str(n), str(n), f"At most {n} solver step{'s' if n > 1 else ''} per frame", n)
-                   for n in table.SUBSTEP_CHOICES],
+                   for n in settings.SUBSTEP_CHOICES],
             description="Most solver steps per frame chosen by the step-doubling error estimate"),
         simulate_parts=bpy.props.EnumProperty(
             name="Simulated", options={'ENUM_FLAG'}, default=set(GROUPS),
@@ -66,13 +66,13 @@ def _physics_annotations():
             description="After the bake, dent the head's skin under the fingertips: force-dual modes as shape keys "
                         "on the character's mesh, keyed per frame"),
         face_modes=bpy.props.IntProperty(
-            name="Face Modes", default=softface.MODES, min=1, max=100,
+            name="Face Modes", default=tissue.MODES, min=1, max=100,
             description="Number of force-dual modes (shape keys) of the soft face"),
         face_young=bpy.props.FloatProperty(
-            name="Tissue Stiffness", default=softface.YOUNG, min=100.0, max=1e7,
+            name="Tissue Stiffness", default=tissue.YOUNG, min=100.0, max=1e7,
             description="Young's modulus of the facial soft tissue, in Pa"),
         face_thickness_mm=bpy.props.FloatProperty(
-            name="Tissue Thickness", default=1e3 * softface.THICKNESS, min=1.0, max=50.0,
+            name="Tissue Thickness", default=1e3 * tissue.THICKNESS, min=1.0, max=50.0,
             description="Soft tissue between the skin and the skull, in mm"),
     )
     return ann

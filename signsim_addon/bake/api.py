@@ -6,7 +6,7 @@ batch`, the demo and the tests call.
   modal operator, which solves in a background thread;
 - bake_many(BatchRequest, report) -> {"clips", "out"}: retarget + bake library clips in
   child processes (batch.py).
-The settings' table (groups, defaults, presets) is solver.settings; PRESETS, GROUPS and
+The settings' table (groups, defaults, presets) is solver.core.settings; PRESETS, GROUPS and
 GROUP_LABELS are re-exported here for the operators and panels.
 """
 import json
@@ -17,8 +17,8 @@ from dataclasses import dataclass
 
 import bpy
 
-from ...solver.warm_up import warm_up
-from ...solver.settings import GROUP_LABELS, GROUPS  # noqa: F401 (for operators and panels)
+from ...solver.physics.warm_up import warm_up
+from ...solver.core.settings import GROUP_LABELS, GROUPS  # noqa: F401 (for operators and panels)
 from .. import files
 from ..errors import INFO, WARNING, SignSimError, silent
 from ..softface import api as softface

@@ -1,4 +1,4 @@
-"""The character's skin as arrays for solver.body: rest-pose vertices, triangles and the
+"""The character's skin as arrays for solver.core.body_volumes: rest-pose vertices, triangles and the
 body region (face, torso, left or right hand) each vertex belongs to.
 
 Two kinds of skin are read: meshes deformed by the armature (an Armature modifier; a
@@ -9,8 +9,8 @@ Vertices are the mesh data in the rest (bind) pose, in armature space and armatu
 import bpy
 import numpy as np
 
-from ...solver import body as body_geom
-from ...solver import bonemap
+from ...solver.core import body_volumes
+from ...solver.retarget import bonemap
 
 FACE, TORSO = "face", "torso"
 REGIONS = (FACE, TORSO, "hand.L", "hand.R")
@@ -94,7 +94,7 @@ def skin_regions(armature, sk, regions, weights=None):
     for _ob, v, tris, sparse, bones in (weights if weights is not None else skin_weights(armature, sk)):
         if isinstance(bones, list):
             group_region = [regions.get(b, -1) for b in bones]
-            region = (body_geom.region_owner(len(v), *sparse, group_region)
+            region = (body_volumes.region_owner(len(v), *sparse, group_region)
                       if sparse is not None and group_region else np.full(len(v), -1))
         else:
             region = np.full(len(v), regions.get(bones, -1))
@@ -106,7 +106,7 @@ def region_points(skins, region):
     """(vertices, triangles) of every skin's part in `region` (index into REGIONS), joined."""
     verts, tris, offset = [], [], 0
     for v, t, r in skins:
-        sv, st = body_geom.submesh(v, t, r == region)
+        sv, st = body_volumes.submesh(v, t, r == region)
         verts.append(sv)
         tris.append(st + offset)
         offset += len(sv)
@@ -153,7 +153,7 @@ TORSO_SPACING_FACTOR = 2.0   # torso fields at twice the face's grid spacing: fl
 
 def body_meshes(armature, sk, body, simulated, rest, scale, chest, face_object, palm_normals, warnings,
                 weights=None):
-    """solver.body.BodyMesh volumes of the rig, vertices in metres, bone = skeleton index
+    """solver.core.body_volumes.BodyMesh volumes of the rig, vertices in metres, bone = skeleton index
     (the caller maps it to the model's), −1 for the chest (the kinematic base).
 
     simulated: skeleton indices of the simulated bones; rest (N, 4, 4) Bone.matrix_local;
@@ -179,17 +179,17 @@ def body_meshes(armature, sk, body, simulated, rest, scale, chest, face_object, 
                                   and c.parent_bone == sk.names[head]), None)
         if ob is not None:
             v, t = _separate_face(armature, ob, rest[head])
-            out.append(body_geom.BodyMesh(FACE, head, None, v * scale, t))
+            out.append(body_volumes.BodyMesh(FACE, head, None, v * scale, t))
         else:
             v, t = region_points(skins, 0)
             if len(t) >= 4:
-                out.append(body_geom.BodyMesh(FACE, head, None, in_frame(v, head), t))
+                out.append(body_volumes.BodyMesh(FACE, head, None, in_frame(v, head), t))
             else:
                 warnings.append(f"no face on '{armature.name}': no mesh parented to bone '{sk.names[head]}' "
                                 "and no skin weighted to the head and neck: no hand–face contact")
     v, t = region_points(skins, 1)
     if len(t) >= 4:
-        out.append(body_geom.BodyMesh(TORSO, -1, None, in_frame(v, chest), t))
+        out.append(body_volumes.BodyMesh(TORSO, -1, None, in_frame(v, chest), t))
     else:
         warnings.append(f"no torso on '{armature.name}': no skin weighted to the spine bones: "
                         "no hand–torso contact")
@@ -199,7 +199,7 @@ def body_meshes(armature, sk, body, simulated, rest, scale, chest, face_object, 
             continue
         v, t = region_points(skins, 2 + bonemap.SIDES.index(side))
         if len(t) >= 4:  # the hand's own skin, open at the wrist and the knuckles
-            out.append(body_geom.BodyMesh(f"palm.{side}", hand[0], side, in_frame(v, hand[0]), t))
+            out.append(body_volumes.BodyMesh(f"palm.{side}", hand[0], side, in_frame(v, hand[0]), t))
             continue
         bases = [b[0] for (s, f), b in body.fingers.items() if s == side and b and f != "thumb"]
         normal = palm_normals.get(side)
@@ -210,7 +210,7 @@ def body_meshes(armature, sk, body, simulated, rest, scale, chest, face_object, 
         normal = np.linalg.inv(rest[hand[0]])[:3, :3] @ normal
         warnings.append(f"no skin on hand '{sk.names[hand[0]]}': its palm is a box spanning the knuckles, "
                         f"{2e3 * PALM_HALF_THICKNESS:.0f} mm thick (default)")
-        mesh = body_geom.palm_box(knuckles, normal, None, PALM_HALF_THICKNESS)
-        out.append(body_geom.BodyMesh(f"palm.{side}", hand[0], side, *mesh))
+        mesh = body_volumes.palm_box(knuckles, normal, None, PALM_HALF_THICKNESS)
+        out.append(body_volumes.BodyMesh(f"palm.{side}", hand[0], side, *mesh))
     return out
 

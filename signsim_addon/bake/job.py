@@ -4,7 +4,7 @@ Three phases so one worker serves the operator (modal, with the solve in a threa
 CLI and the tests:
 1. `prepare` (main thread, bpy): read the rig and sample the reference F-curves into
    solver arrays — no scene update per frame;
-2. `solve` (no bpy: safe in a worker thread): solver.simulate + before/after metrics;
+2. `solve` (no bpy: safe in a worker thread): solver.physics.simulate + before/after metrics;
 3. `write` (main thread, bpy): a NEW action with the baked keys, written in bulk.
 The reference action is never modified; nothing is written unless phase 3 runs.
 """
@@ -20,29 +20,30 @@ from threadpoolctl import threadpool_limits
 
 from .. import compat
 from ..retarget.contacts import CONTACTS_PROP
-from ...solver import armature as armature_fk
-from ...solver import keyreduce, quat
-from ...solver.warm_up import warm_up
-from ...solver.body import bone_contacts, build_field, capsule_pair_kinds, contact_depths, hand_plates, pair_depth
-from ...solver.guard import (CONTACT_MAX_DEG, DIVERGED_DEG, RAMP_S, contact_hold, guard, near_contact,
-                             towards_reference, with_pass_through, world_error_deg)
-from ...solver.held_overlap import HOLD_S, held_overlaps, without_held_overlaps
-from ...solver.integrator import FaceSamples
-from ...solver.metrics import compare, tip_positions
-from ...solver.reference import Reference
-from ...solver import sdf
-from ...solver.sdf import build_distance_grid
-from ...solver import settings as table
-from ...solver.simulate import SimSettings, simulate
+from ...solver.core import kinematics
+from ...solver.core import keyreduce, quat
+from ...solver.physics.warm_up import warm_up
+from ...solver.core.body_volumes import build_field, capsule_pair_kinds, hand_plates
+from ...solver.physics.contact_depths import bone_contacts, contact_depths, pair_depth
+from ...solver.physics.guard import (CONTACT_MAX_DEG, DIVERGED_DEG, RAMP_S, contact_hold, guard, near_contact,
+                                     towards_reference, with_pass_through, world_error_deg)
+from ...solver.physics.held_overlap import HOLD_S, held_overlaps, without_held_overlaps
+from ...solver.physics.integrator import FaceSamples
+from ...solver.physics.metrics import compare, tip_positions
+from ...solver.physics.reference import Reference
+from ...solver.core import sdf
+from ...solver.core.sdf import build_distance_grid
+from ...solver.core.settings import PRESETS as SETTINGS_PRESETS, preset_values
+from ...solver.physics.simulate import SimSettings, simulate
 from .. import keys
 from . import rig as rig_reader
 from ..errors import SignSimError
 
 SUFFIX = ".physics"
 TRACK_REFERENCE, TRACK_PHYSICS = "SignSim reference", "SignSim physics"
-PRESETS = tuple(table.PRESETS)  # 'soft', 'default', 'stiff'
-# the Physics settings a preset sets (solver.settings.preset_values' names)
-VALUE_NAMES = tuple(table.preset_values("default"))
+PRESETS = tuple(SETTINGS_PRESETS)  # 'soft', 'default', 'stiff'
+# the Physics settings a preset sets (solver.core.settings.preset_values' names)
+VALUE_NAMES = tuple(preset_values("default"))
 
 
 @dataclass(frozen=True)
@@ -81,14 +82,14 @@ def _as_stored(values):
 def sim_settings(physics, multiplier=None, preset=None, n_frames=None) -> tuple:
     """(SimSettings, JSON-able record) from an Object.signsim.physics PropertyGroup.
 
-    preset: optional 'soft'|'default'|'stiff': the preset's values (solver.settings, the
+    preset: optional 'soft'|'default'|'stiff': the preset's values (solver.core.settings, the
     same as the Physics panel's preset of that name) instead of the stored ones.
     multiplier: (F,) contact stiffness schedule or None. n_frames: when given, the
     settings are validated for that many frames.
     Raises SignSimError for an unknown preset or a setting the solver rejects.
     """
     try:
-        values = _as_stored(table.preset_values(preset)) if preset is not None else physics_values(physics)
+        values = _as_stored(preset_values(preset)) if preset is not None else physics_values(physics)
         s = SimSettings.from_values(values, multiplier)
         if n_frames is not None:
             s.validate(n_frames)
@@ -133,7 +134,7 @@ def prepare(scene, armature, action=None, preset=None, frame_range=None, report=
     parents = [rig.chain_to_base.index(bones[n].parent.name) if bones[n].parent else -1
                for n in rig.chain_to_base]
     rest = np.array([np.array(bones[n].matrix_local) for n in rig.chain_to_base])
-    chest = np.array(armature.matrix_world) @ armature_fk.pose_matrices(
+    chest = np.array(armature.matrix_world) @ kinematics.pose_matrices(
         parents, rest, chain.locations, chain.rotations, chain.scales)[:, -1]
     rot = chest[:, :3, :3] / np.cbrt(np.linalg.det(chest[:, :3, :3]))[:, None, None]
     reference = Reference(times=(frames - frames[0]) / fps, rotations=pose.rotations,
@@ -152,7 +153,7 @@ _RAMP_TRIES = 4        # least-squares solves, each halving the weights of frame
 
 def smooth_ramps(model, reference, fields, rotations, hold, intended, pair_kinds, tips):
     """The bake on and around contact holds: `rotations` (F, n, 4), the simulation, slerped
-    towards the reference on the hold's frames (hold (F, n), solver.guard.contact_hold's
+    towards the reference on the hold's frames (hold (F, n), solver.physics.guard.contact_hold's
     weights: 1 on the contact's chains, in (0, 1) on its ramps), with one weight w_f per
     ramp frame (the same for each bone ramping there) chosen for the least fingertip
     jerk Σ‖Δ³p‖² of `tips` (k,) (bone indices), p linearised in w, under bounds:
@@ -229,7 +230,7 @@ def intended_contacts(model, reference, fields, contacts, frame_time):
     """body.contact_depths' `intended` [(bone a, bone b, start, stop, level m)] of the
     preserved contacts (preserved_contacts) between two simulated bones (a fingertip and
     the head the face hangs from): over the contact's frames and its hold's ramps
-    (solver.guard.contact_hold), depth counts only beyond the deepest the reference has
+    (solver.physics.guard.contact_hold), depth counts only beyond the deepest the reference has
     on the contact's frames (body.pair_depth)."""
     ramp = int(round(RAMP_S / frame_time))
     out = []
@@ -299,7 +300,7 @@ def solve(job: BakeJob, progress=None) -> Solved:
     result = with_pass_through(result, rotations, diverged)
     if job.contacts:
         # A contact the retarget made is the motion's: its chains keep the reference's
-        # pose there, at the distance the retarget put the parts (solver.guard.contact_hold).
+        # pose there, at the distance the retarget put the parts (solver.physics.guard.contact_hold).
         hold = contact_hold(model, len(ref.rotations), [(c["index"], c["start"], c["stop"]) for c in job.contacts],
                             frame_time, HOLD_RAMP_S)
         result = replace(result, rotations=smooth_ramps(model, ref, fields, result.rotations, hold, intended, kinds,
@@ -364,7 +365,7 @@ def grid_cache_dir():
 
 
 def face_grid(vertices, triangles, bone, spacing, margin, reach=None, cache_dir=None):
-    """solver.sdf.build_distance_grid, remembered: re-baking the same rig reuses its body
+    """solver.core.sdf.build_distance_grid, remembered: re-baking the same rig reuses its body
     fields (seconds for a dense head mesh). Keeps the _GRIDS_KEPT most recent grids in
     memory and, with cache_dir, every grid as a .npz file there (so that batch workers,
     the CLI and the next session do not rebuild them)."""
@@ -411,7 +412,7 @@ def _store_grid(key, cache_dir, grid):
 
 
 def body_fields(rig, spacing, margin, cache_dir=None):
-    """solver.body.BodyField of every volume of `rig` (RigModel) that some sample may touch.
+    """solver.core.body_volumes.BodyField of every volume of `rig` (RigModel) that some sample may touch.
 
     The hands are sampled as plates across their palm volumes; torso fields use a
     coarser grid (body_geometry.TORSO_SPACING_FACTOR × spacing m). cache_dir: folder of
@@ -432,7 +433,7 @@ def body_fields(rig, spacing, margin, cache_dir=None):
 def held_overlap_record(model, pair_kinds, pairs):
     """({contact kind: largest held overlap (mm)} for the kinds that have one, [warnings]).
 
-    solver.held_overlap: the capsules' overlap the reference keeps still, which capsule
+    solver.physics.held_overlap: the capsules' overlap the reference keeps still, which capsule
     contacts and penetration figures start from. Two capsule axes held closer than half
     the thinner radius are no longer the capsules' excess over the skin but parts inside
     each other: kept as the reference has it, and said. model: the SkeletonModel;
@@ -469,7 +470,7 @@ SHOWN_BONES = 5  # diverged bones named in the warning, worst first
 
 
 def divergence_warnings(rig, diverged):
-    """[str]: the bones solver.guard found far from the reference (empty when none): the
+    """[str]: the bones solver.physics.guard found far from the reference (empty when none): the
     ones that strayed beyond DIVERGED_DEG without a contact (kept as simulated) and the
     ones of those beyond CONTACT_MAX_DEG (passed through), each named by the first bone of each
     chain (whose parent was not off on that frame): how many frames, and the worst
@@ -555,7 +556,7 @@ def metrics_record(cmp, result, reference, seconds, tracking_rms_deg) -> dict:
     `signsim bake --json` output (units in the key names; tracking and lag are 0 for the reference).
 
     tracking_rms_deg: RMS geodesic angle over every simulated bone and frame (deg); the
-    per-group values come from solver.metrics.compare.
+    per-group values come from solver.physics.metrics.compare.
     """
     duration = float(reference.times[-1] - reference.times[0])
 

@@ -10,7 +10,7 @@ import os
 
 import bpy
 
-from ...solver import settings as table
+from ...solver.core import settings
 from .job import VALUE_NAMES
 
 SUBDIR = "signsim/physics"
@@ -25,8 +25,8 @@ VALUES = [f"physics.{k}" for k in VALUE_NAMES]
 
 def shipped_values(name) -> dict:
     """{property: value} of a shipped preset ('soft', 'default', 'stiff'): the table's
-    values (solver.settings.preset_values) as the properties take them."""
-    v = table.preset_values(name)
+    values (solver.core.settings.preset_values) as the properties take them."""
+    v = settings.preset_values(name)
     v["max_substeps"] = str(v["max_substeps"])  # an EnumProperty of powers of two
     return v
 
@@ -40,7 +40,7 @@ def preset_text(name) -> str:
 
 def shipped_files() -> dict:
     """{file path: text} of the shipped presets."""
-    return {os.path.join(FOLDER, f"{name.title()}.py"): preset_text(name) for name in table.PRESETS}
+    return {os.path.join(FOLDER, f"{name.title()}.py"): preset_text(name) for name in settings.PRESETS}
 
 
 def write_shipped():

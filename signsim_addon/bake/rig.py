@@ -3,18 +3,19 @@
 `read_rig(armature)` turns an armature object into a `RigModel`: a solver SkeletonModel of
 the simulated bones (default: clavicles, arms, hands, fingers, neck, head) hanging
 from the chest, which follows the reference kinematically.
-Body parts are found by solver/bonemap.py (names and chain topology), so any
+Body parts are found by solver/retarget/bonemap.py (names and chain topology), so any
 humanoid convention works. Arrays leave this module; Blender objects do not.
 """
 from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from ...solver import capsules, limits, quat
-from ...solver.body import part_side as body_side
-from ...solver.model import BALL, HINGE, SkeletonModel
-from ...solver.settings import GROUPS
-from ...solver import bonemap
+from ...solver.core import capsule_radii, quat
+from ...solver.physics import joint_limits
+from ...solver.core.body_volumes import part_side as body_side
+from ...solver.core.model import BALL, HINGE, SkeletonModel
+from ...solver.core.settings import GROUPS
+from ...solver.retarget import bonemap
 from ..errors import WARNING, SignSimError, from_solver, silent
 from . import body_geometry
 
@@ -49,7 +50,7 @@ class RigModel:
     the root to the chest (posed by FK from the reference); fingertips: indices into
     bone_names of the last phalanx of every finger (tips at the capsule ends);
     face: (vertices (V,3) m in the head bone's frame, triangles (T,3), head index) or None;
-    meshes: solver.body.BodyMesh volumes (face, torso, palms) in metres; parts (n,):
+    meshes: solver.core.body_volumes.BodyMesh volumes (face, torso, palms) in metres; parts (n,):
     body part label per simulated bone ("finger.L", "hand.R", "arm.L", "neck", "head");
     world_scale: metres per armature-space unit (object scale × scene unit scale);
     limits_widened, hinges_freed: what fit_to_reference changed (JSON-able records);
@@ -198,10 +199,10 @@ def read_rig(armature, simulate_parts=GROUPS, face_object=None, report=None, uni
 
 def fit_to_reference(rig, rotations):
     """`rig` with joints that can follow the reference rotations (F, n, 4) exactly
-    (solver.limits.fit_to_reference): limits widened to the reference's range plus a
+    (solver.physics.joint_limits.fit_to_reference): limits widened to the reference's range plus a
     margin, hinges whose reference leaves their axis made balls. Each change is recorded
     (limits_widened, hinges_freed) for the metrics: an adaptation, not a fallback."""
-    model, widened, freed = limits.fit_to_reference(rig.model, rotations)
+    model, widened, freed = joint_limits.fit_to_reference(rig.model, rotations)
     names = rig.bone_names
     axes = "xyz"
     w = tuple({"bone": names[b], "axis": axes[a],
@@ -355,19 +356,19 @@ def segment_lengths(arm):
 
 def _skin_radii(armature, sk, seg_length, weights):
     """{bone index: capsule radius (armature units)} from the skinned meshes, if any
-    (solver.capsules: the skin vertices each bone dominates, rest pose, about the
+    (solver.core.capsule_radii: the skin vertices each bone dominates, rest pose, about the
     capsule axis of seg_length {bone name: length, armature units}); weights:
     body_geometry.skin_weights(armature, sk)."""
     out = {}
     for ob, co, _tris, sparse, bones in weights:
         if not isinstance(bones, list) or sparse is None:  # carried by a bone, or unweighted
             continue
-        owner = capsules.dominant_owner(len(co), *sparse)
+        owner = capsule_radii.dominant_owner(len(co), *sparse)
         for g in ob.vertex_groups:
             pts = co[owner == g.index]
             if g.name in sk.index and sk.index[g.name] not in out and len(pts) >= 4:
                 b = armature.data.bones[g.name]
                 if seg_length[g.name] > 0:
                     tail = np.array(b.head_local) + np.array(b.matrix_local)[:3, 1] * seg_length[g.name]
-                    out[sk.index[g.name]] = capsules.radius_from_points(pts, b.head_local, tail)
+                    out[sk.index[g.name]] = capsule_radii.radius_from_points(pts, b.head_local, tail)
     return out

@@ -133,9 +133,9 @@ def contact_frames(rig, reference, gap_mm=1.0):
     Neighbouring fingers of one hand always touch, so they do not count."""
     import numpy as np
 
-    from ...solver.contacts import capsule_contacts
-    from ...solver.kinematics import capsule_segments, forward_kinematics
-    from ...solver import quat
+    from ...solver.physics.capsule_contacts import capsule_contacts
+    from ...solver.core.kinematics import capsule_segments, forward_kinematics
+    from ...solver.core import quat
 
     model = rig.model
     sides = np.array([_side(n) for n in rig.bone_names])
@@ -166,7 +166,7 @@ def detect_phases(scene, ob, speed_threshold=0.5, gap_mm=1.0, min_frames=3, fram
     """
     import numpy as np
 
-    from ...solver.metrics import tip_positions
+    from ...solver.physics.metrics import tip_positions
     from . import job as bake
 
     action, _slot = target(ob)

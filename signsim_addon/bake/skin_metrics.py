@@ -6,12 +6,12 @@ the baked action is shown on the armature and its evaluated skin tested region a
 region (resolve.skin.SkinTest: BVH trees of the evaluated meshes, a vertex inside when
 it lies behind the nearest triangle and inside by ray parity; Blender API,
 mathutils.bvhtree). The depth of each penetrating region pair counts for its contact
-kind (solver.body.pair_kind: "hand–face", "finger–finger", "hand–hand", "hand–torso", …).
+kind (solver.core.body_volumes.pair_kind: "hand–face", "finger–finger", "hand–hand", "hand–torso", …).
 Main thread only (bpy).
 """
 import numpy as np
 
-from ...solver.body import pair_kind
+from ...solver.core.body_volumes import pair_kind
 from . import body_geometry
 
 # mm a contact may sink into the skin before the bake is said to leave a penetration:

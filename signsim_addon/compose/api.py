@@ -1,5 +1,5 @@
 """Compose: splice clips into ONE new action on a rig, with blend windows, root
-alignment, additive layers and a quality check of every seam (numerics: solver/compose.py).
+alignment, additive layers and a quality check of every seam (numerics: solver/compose/composition.py).
 
 Each clip (a library clip name, a mocap file, or an action of the open file that keys the
 rig's bones) is brought onto the rig first: library clips and mocap files through
@@ -31,17 +31,17 @@ import bpy
 import numpy as np
 
 from .. import compat, files
-from ...solver import compose as sc
-from ...solver import quat
-from ...solver import bonemap
-from ...solver import retarget as solver_retarget
+from ...solver.compose import composition
+from ...solver.core import quat
+from ...solver.retarget import bonemap
+from ...solver.retarget import transfer_math
 from ..library import api as library
 from ..retarget import api as retarget_api
 from ..retarget import transfer as retarget
 from .. import keys as keyio
 from ..errors import INFO, WARNING, SignSimError, from_solver, silent
 
-CURVES = sc.CURVES  # blend curve names, for the CLI's choices
+CURVES = composition.CURVES  # blend curve names, for the CLI's choices
 
 WEIGHT_PATH = "signsim.compose.layers[{}].weight"
 
@@ -178,7 +178,7 @@ def _to_track(keys, target, channels):
             pos[:, c] = t
     for b in _root_indices(target):
         rot[:, b] = quat.mul(q_rest[b], rot[:, b])
-    return sc.Track(rot, pos * _metres_per_unit(target))
+    return composition.Track(rot, pos * _metres_per_unit(target))
 
 
 def _from_track(track, target, channels):
@@ -269,7 +269,7 @@ def _rig(target, channels, keep_height):
         with from_solver():
             sk = retarget.skeleton(target)
             body = bonemap.analyse(sk)
-            ik_feet = solver_retarget.detached_feet(sk, body, sk.heads)
+            ik_feet = transfer_math.detached_feet(sk, body, sk.heads)
         for side in bonemap.SIDES:
             parts = [body.limbs.get((side, p), [None])[0] for p in ("thigh", "shin")]
             parts.append(ik_feet[side] if side in ik_feet else body.limbs.get((side, "foot"), [None])[0])
@@ -281,7 +281,7 @@ def _rig(target, channels, keep_height):
     unit = _metres_per_unit(target)
     rest = retarget.rest_matrices(target)
     rest[:, :3, 3] *= unit
-    return sc.Rig(root=main, root_position=channels.index(names[main]), floor_bones=roots,
+    return composition.Rig(root=main, root_position=channels.index(names[main]), floor_bones=roots,
                   floor_positions=list(range(len(roots))), keep_height=keep_height,
                   located={names.index(n): c for c, n in enumerate(channels)}, parents=parents,
                   rest=rest, lengths=[b.length * unit for b in target.data.bones],
@@ -305,7 +305,7 @@ def _mark_seams(scene, seams):
 # ------------------------------------------------------------------------------ compose
 
 def compose(target, clips, layers=(), *, library_path=None, bone_map=None, threshold=None,
-            max_window=None, search=sc.SEARCH_TIME, keep_height=False, foot_lock=True, action_name=None,
+            max_window=None, search=composition.SEARCH_TIME, keep_height=False, foot_lock=True, action_name=None,
             report=None):
     """Compose clips (ClipSpec, in order) and layers (LayerSpec) into one new action on
     target (an armature object), assigned with its own slot; flagged seams get timeline
@@ -325,7 +325,7 @@ def compose(target, clips, layers=(), *, library_path=None, bone_map=None, thres
                 beyond 20° and the clips' own turn at that frame), "root_step_m", "root_jump" (m/s),
                 "heading_deg", "root_offset_m",
                 "plants": [{"bone" (foot), "frames": [first, last], "held" (False: out of the
-                            hold's reach, see solver.compose.hold_feet), "step" (it steps to
+                            hold's reach, see solver.compose.composition.hold_feet), "step" (it steps to
                             where the next clip has it down instead), "slides" (neither: the
                             foot slides there and the seam fails 'plant'), "correction_m"}],
                             "skating": [{"bone", "distance_m", "own_m"}] (a foot the blend drags
@@ -336,7 +336,7 @@ def compose(target, clips, layers=(), *, library_path=None, bone_map=None, thres
                             floor more than the clips there: 'plant')}]}.
     The feet are checked on the output whether or not they were held (foot_lock).
     threshold: rad/s for every bone's velocity jump (None: each bone's own, see
-    solver/compose.py); max_window caps suggested windows (frames); search: seconds of
+    solver/compose/composition.py); max_window caps suggested windows (frames); search: seconds of
     each clip end the transition search may cut (0: blend at the clip ends).
     Raises SignSimError for unusable input (nothing is written then).
     """
@@ -347,8 +347,8 @@ def compose(target, clips, layers=(), *, library_path=None, bone_map=None, thres
     if not clips:
         raise SignSimError("no clips to compose")
     for c in clips:
-        if c.curve not in sc.CURVES:
-            raise SignSimError(f"unknown blend curve '{c.curve}' (choose {', '.join(sc.CURVES)})")
+        if c.curve not in composition.CURVES:
+            raise SignSimError(f"unknown blend curve '{c.curve}' (choose {', '.join(composition.CURVES)})")
     if threshold is not None and not threshold > 0:
         raise SignSimError(f"the threshold must be a positive velocity jump in rad/s, not {threshold}")
     if search is not None and search < 0:
@@ -377,8 +377,8 @@ def compose(target, clips, layers=(), *, library_path=None, bone_map=None, thres
                            f"at least 3")
     rig = _rig(target, channels, keep_height)
     try:
-        infos = [sc.ClipInfo(t, fps, rig) for t in tracks]
-        track, seams, planted = sc.compose(
+        infos = [composition.ClipInfo(t, fps, rig) for t in tracks]
+        track, seams, planted = composition.compose(
             tracks, fps, windows=[c.window for c in clips[1:]], kinds=[c.curve for c in clips[1:]], rig=rig,
             threshold=threshold, max_window=max_window, search=search or 0.0, names=names, infos=infos)
     except ValueError as ex:
@@ -389,9 +389,9 @@ def compose(target, clips, layers=(), *, library_path=None, bone_map=None, thres
         report(WARNING, f"the feet of '{target.name}' are not children of its shins (IK feet): they are not held "
                f"at seams, only checked")
     if held:
-        track, plants = sc.hold_feet(track, rig, fps, seams, planted, infos[0].floor)
+        track, plants = composition.hold_feet(track, rig, fps, seams, planted, infos[0].floor)
     if rig.has_legs:      # what the feet do is checked on the output, the lock on or off
-        sc.recheck(track, rig, fps, seams, names, infos[0].floor)
+        composition.recheck(track, rig, fps, seams, names, infos[0].floor)
     late = [l for l in layers if l.start >= len(track)]
     if late:
         raise SignSimError(f"layer '{late[0].clip}': its start {late[0].start} is past the composition's last "
@@ -415,7 +415,7 @@ def compose(target, clips, layers=(), *, library_path=None, bone_map=None, thres
         weight[:lo] = 0.0
         weight[hi:] = 0.0
         mask = np.array([(not layer.bones) or n_ in layer.bones for n_ in names])
-        rot = sc.apply_layer(rot, full, weight, mask=mask, reference=lrot[0])
+        rot = composition.apply_layer(rot, full, weight, mask=mask, reference=lrot[0])
 
     seam_out = []
     keep = ("index", "window", "suggested", "found", "curve", "cut", "transition", "D", "D_ends", "match",
@@ -540,7 +540,7 @@ class ComposeRequest(files.FileRequest):
     bone_map: str = None
     threshold: float = None
     max_window: int = None
-    search: float = sc.SEARCH_TIME
+    search: float = composition.SEARCH_TIME
     keep_height: bool = False
     foot_lock: bool = True
     layer: str = None

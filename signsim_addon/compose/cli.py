@@ -43,9 +43,9 @@ def add_arguments(parser):
                         help="largest velocity jump of any bone at a seam in rad/s (default, per bone: "
                         "median + 6 robust σ of its own jumps in the two clips)")
     parser.add_argument("--max-window", type=int, metavar="N", help="longest window a suggestion may use")
-    parser.add_argument("--search", type=float, default=api.sc.SEARCH_TIME, metavar="S",
+    parser.add_argument("--search", type=float, default=api.composition.SEARCH_TIME, metavar="S",
                         help=f"seconds of each clip end the transition search may cut (default "
-                        f"{api.sc.SEARCH_TIME:g}, at most a quarter of the clip; 0: blend at the clip ends)")
+                        f"{api.composition.SEARCH_TIME:g}, at most a quarter of the clip; 0: blend at the clip ends)")
     parser.add_argument("--keep-height", action="store_true",
                         help="rigs without legs: each clip keeps its root height (with legs every clip "
                         "stands on the first clip's floor)")

@@ -15,8 +15,8 @@ Public API (operators, the CLI, batch, the demo and the tests call only these):
 
 Modules: tracking (datablock snapshots and rollback), importers (Blender's importers +
 repairs), store (the library's part files, catalogs, tags, search), index (the SQLite
-index of the clips), ui (the sidebar's state); the pure parts are solver/bvh.py (BVH
-validation + numpy FK) and solver/clean.py.
+index of the clips), ui (the sidebar's state); the pure parts are solver/mocap/bvh_file.py (BVH
+validation + numpy FK) and solver/mocap/clip_checks.py.
 """
 import os
 

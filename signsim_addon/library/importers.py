@@ -36,8 +36,9 @@ import numpy as np
 from .. import compat, files
 from ..errors import INFO, WARNING, SignSimError
 from ..keys import write_curve
-from ...solver import quat
-from ...solver import bvh, clean, gltf, skeleton
+from ...solver.core import quat
+from ...solver.core import skeleton
+from ...solver.mocap import bvh_file, clip_checks, gltf_file
 from . import tracking
 
 SUPPORTED = {".bvh": "BVH", ".fbx": "FBX", ".glb": "GLTF", ".gltf": "GLTF"}
@@ -136,7 +137,7 @@ def import_file(path, report=None, sink=None, sha256=None):
 
 
 def _check_fps(path, fps):
-    lo, hi = bvh.FPS_RANGE
+    lo, hi = bvh_file.FPS_RANGE
     if not (math.isfinite(fps) and lo <= fps <= hi):
         raise SignSimError(f"{os.path.basename(path)}: the frame rate {fps:.4g} fps is outside "
                            f"{lo:g}–{hi:g} fps")
@@ -156,7 +157,7 @@ def _check_keys(path, clip):
         bad = None
         if not np.isfinite(co).all():
             bad = "a non-finite key"
-        elif "rotation_euler" in fc.data_path and np.abs(v).max(initial=0) > math.radians(bvh.ROTATION_LIMIT_DEG):
+        elif "rotation_euler" in fc.data_path and np.abs(v).max(initial=0) > math.radians(bvh_file.ROTATION_LIMIT_DEG):
             bad = f"an Euler angle of {np.degrees(np.abs(v).max()):.4g}° (beyond any plausible angle)"
         elif "rotation_quaternion" in fc.data_path and np.abs(v).max(initial=0) > 1e3:
             bad = f"a quaternion component of {np.abs(v).max():.4g} (not a rotation)"
@@ -239,14 +240,14 @@ def _import_bvh(path, scene, tr, report, finish):
     … of equal length, each on its own copy of the skeleton, made and handed to
     finish(…, to_sink=True) one after the other. Returns the finished clips."""
     try:
-        data = bvh.read(path, progress=_read_progress(path, report))
-    except bvh.BvhError as ex:  # one line naming the file
+        data = bvh_file.read(path, progress=_read_progress(path, report))
+    except bvh_file.BvhError as ex:  # one line naming the file
         raise SignSimError(str(ex)) from None
-    up, forward, scale, _height, note = bvh.detect_orientation(data)
+    up, forward, scale, _height, note = bvh_file.detect_orientation(data)
     with tempfile.TemporaryDirectory(prefix="signsim-bvh-") as tmp:
         skel_file = os.path.join(tmp, os.path.basename(path))
         with open(skel_file, "w", encoding="utf-8") as f:
-            f.write(bvh.skeleton_text(data))
+            f.write(bvh_file.skeleton_text(data))
         _run_importer(bpy.ops.import_anim.bvh, "BVH", skel_file, target='ARMATURE',
                       global_scale=scale, frame_start=1, use_fps_scale=False,
                       update_scene_fps=False, update_scene_duration=False,
@@ -265,7 +266,7 @@ def _import_bvh(path, scene, tr, report, finish):
         fps = data.fps
     name = os.path.splitext(os.path.basename(path))[0]
     curves = sum(4 * bool(rot) + 3 * bool(pos) for pos, rot, _axes in
-                 (bvh.joint_channels(data, j) for j in range(len(data.names))))
+                 (bvh_file.joint_channels(data, j) for j in range(len(data.names))))
     n_parts = max(1, math.ceil(data.rows * curves / MAX_CLIP_KEYS))
     if n_parts == 1:
         trimmed = _bvh_keys(arm, action, data, scale, forward, up, warnings)
@@ -343,13 +344,13 @@ def _bvh_keys(arm, action, data, scale, forward, up, warnings, rows=slice(None),
     bag.fcurves.clear()
     names = _bone_names(arm, data.names)
     motion = data.motion[rows]
-    q_bvh = bvh.local_rotations(data, rows)           # (F, J, 4) in the file's axes
+    q_bvh = bvh_file.local_rotations(data, rows)           # (F, J, 4) in the file's axes
     n = len(motion)
     rot_bones, rot_j, loc_bones, loc_v = [], [], [], []
     for j, bone_name in enumerate(names):
         if bone_name is None:
             continue
-        pos_cols, rot_cols, _axes = bvh.joint_channels(data, j)
+        pos_cols, rot_cols, _axes = bvh_file.joint_channels(data, j)
         if rot_cols:
             rot_bones.append(bone_name)
             rot_j.append(j)
@@ -370,7 +371,7 @@ def _bvh_keys(arm, action, data, scale, forward, up, warnings, rows=slice(None),
     q = quat.make_continuous(q)
     root = next((i for i, b in enumerate(loc_bones) if arm.data.bones[b].parent is None), None)
     loc = loc_v[root] if root is not None else None
-    trim = clean.calibration_frames(q, loc, loc_scale=0.5) if trim else 0
+    trim = clip_checks.calibration_frames(q, loc, loc_scale=0.5) if trim else 0
     if trim:
         warnings.append(f"calibration pose at the start: the first {trim} frame"
                         f"{'s' if trim > 1 else ''} (before a jump) trimmed")
@@ -392,7 +393,7 @@ def _bvh_keys(arm, action, data, scale, forward, up, warnings, rows=slice(None),
 def _report_spikes(q, names, warnings, first_frame):
     if len(q) < 3 or not names:
         return
-    spikes = clean.find_spikes(q)
+    spikes = clip_checks.find_spikes(q)
     if not spikes:
         return
     shown = ", ".join(f"{f + first_frame} ({', '.join(names[b] for b in bs[:3])}"
@@ -452,10 +453,10 @@ def _import_gltf(path, scene, tr):
     # glTF keys are in seconds; Blender's importer turns them into frames at the scene
     # rate. Use the file's own sampling rate (restored afterwards by SceneState).
     try:
-        doc = gltf.read_document(path)
-    except gltf.GltfError as ex:
+        doc = gltf_file.read_document(path)
+    except gltf_file.GltfError as ex:
         raise SignSimError(str(ex)) from None
-    fps = gltf.sample_rate(doc) or 24.0
+    fps = gltf_file.sample_rate(doc) or 24.0
     _check_fps(path, fps)
     scene.render.fps, scene.render.fps_base = int(round(fps)), round(fps) / fps
     _run_importer(bpy.ops.import_scene.gltf, "glTF", path)
@@ -812,7 +813,7 @@ def _normalise_units(arm, clips, scene):
     pos = np.array([heads[n] for n in names])
     mw = np.array(arm.matrix_world)
     rest = np.array([(mw @ np.append(np.array(arm.data.bones[n].head_local), 1.0))[:3] for n in names])
-    axis, sign, note = bvh.up_axis(names, parents, rest, pos[None])
+    axis, sign, note = bvh_file.up_axis(names, parents, rest, pos[None])
     if note:
         for c in clips:
             c.warnings.append(note)
@@ -834,12 +835,12 @@ def _normalise_units(arm, clips, scene):
     lo, hi = KEYED_HEIGHT_RANGE
     if height <= 1e-9 or lo <= height <= hi:
         return
-    for unit in bvh.UNIT_CANDIDATES[1:]:
-        if bvh.HEIGHT_RANGE[0] <= height * unit <= bvh.HEIGHT_RANGE[1]:
+    for unit in bvh_file.UNIT_CANDIDATES[1:]:
+        if bvh_file.HEIGHT_RANGE[0] <= height * unit <= bvh_file.HEIGHT_RANGE[1]:
             factor = unit
             break
     else:
-        factor = bvh.TARGET_HEIGHT / height
+        factor = bvh_file.TARGET_HEIGHT / height
     _scale_armature(arm, factor, [c.action for c in clips], scene)
     for c in clips:
         c.warnings.append(f"skeleton height {height:.3g} units scaled by {factor:.4g} to metres")

@@ -2,7 +2,7 @@
 the benchmark and the tests call.
 
 - resolve_action(scene, ob, action, frame_range, margin, …) -> {"action", "summary", "results"}:
-  the nearest poses without a body part inside another (solver.resolve) for the frames
+  the nearest poses without a body part inside another (solver.resolve.nearest_pose) for the frames
   of an action, written to a NEW action `<action>.resolved` (the original is never
   modified); a pose-library asset (an action keyed on one frame) gives a new asset;
 - resolve_file(ResolveFileRequest, report) -> summary + {"action", "out", "warnings"}.
@@ -18,9 +18,11 @@ import bpy
 import numpy as np
 from threadpoolctl import threadpool_limits
 
-from ...solver import bonemap, quat, sdf
-from ...solver.body import TORSO, BodyField, BodyMesh, build_field, hand_plates
-from ...solver.resolve import ResolveSettings, resolve_pose, resolve_sequence, smooth_corrections, warm_up
+from ...solver.core import quat, sdf
+from ...solver.retarget import bonemap
+from ...solver.core.body_volumes import TORSO, BodyField, BodyMesh, build_field, hand_plates
+from ...solver.resolve.nearest_pose import (ResolveSettings, resolve_pose, resolve_sequence, smooth_corrections,
+                                            warm_up)
 from .. import compat, files
 from ..bake import body_geometry, job as bake_job, rig as rig_reader
 from ..errors import INFO, WARNING, SignSimError, from_solver, silent
@@ -57,14 +59,14 @@ def resolve_action(scene, ob, action=None, frame_range=None, margin=0.002, seque
     frame_range: (first, last) scene frames to solve (None: all keyed frames); the other
     frames keep their poses. margin m ≥ 0. sequence: solve frames in order with the
     temporal term and smooth each run of changed frames as a trajectory
-    (solver.resolve.smooth_corrections; False: each pose alone, as for unrelated
+    (solver.resolve.nearest_pose.smooth_corrections; False: each pose alone, as for unrelated
     poses). method: "SLSQP" or
     "penalty" (the baseline). measure_skin: measure the remaining penetration on the
     evaluated skin. assign: make the new action the armature's action (the original
     keeps a fake user so it is never lost). only_frames: optional scene frames, the only
     ones solved (within frame_range).
     Returns {"action": the new Action, "summary": JSON-able (resolve_summary), "results":
-    [solver.resolve.PoseResult per solved frame], "frames": the solved scene frames}.
+    [solver.resolve.nearest_pose.PoseResult per solved frame], "frames": the solved scene frames}.
     Raises SignSimError: not an armature, no action, bad margin, a rig without fingers.
     """
     if not (np.isfinite(margin) and 0 <= margin < 0.05):
@@ -319,7 +321,7 @@ def _skin_neighbour_pairs(parents, a, b):
 
 
 def neck_fields(ob, rig, spacing, margin, cache_dir=None):
-    """The neck's skin as a body volume (solver.body.BodyField attached to the first
+    """The neck's skin as a body volume (solver.core.body_volumes.BodyField attached to the first
     neck bone), or (): the bake's face volume is the face mesh when the rig has one, and
     its neck capsules are off, so without this a hand could pass through the neck."""
     sk = rig_reader.skeleton_of(ob.data)

@@ -1,7 +1,7 @@
 """Penetration between body parts measured on the evaluated skin (not on the proxies).
 
 The skinned mesh's vertices are split into regions by the bone that dominates their
-weights (solver.capsules.dominant_owner): one region per bone the solver moves, one for
+weights (solver.core.capsule_radii.dominant_owner): one region per bone the solver moves, one for
 everything else (spine, hips, legs: the torso). Two regions are tested against each
 other unless the rest pose already makes them touch (neighbours along a limb share
 skin at the joint, webbed fingers share skin). For each tested pair whose triangles
@@ -16,8 +16,8 @@ import bpy
 from mathutils import Vector
 from mathutils.bvhtree import BVHTree
 
-from ...solver import capsules
-from ...solver.body import part_category
+from ...solver.core import capsule_radii
+from ...solver.core.body_volumes import part_category
 from .. import compat
 from ..bake import body_geometry
 from ..errors import SignSimError
@@ -62,7 +62,7 @@ class SkinTest:
             me = m.data
             sparse = [(v.index, g.group, g.weight) for v in me.vertices for g in v.groups]
             # the heaviest group owns a vertex (a joint's skin split 50/50 still has one)
-            owner = capsules.dominant_owner(len(me.vertices), *zip(*sparse), min_weight=0.0) if sparse else np.full(
+            owner = capsule_radii.dominant_owner(len(me.vertices), *zip(*sparse), min_weight=0.0) if sparse else np.full(
                 len(me.vertices), -1)
             group_region = np.array([index.get(g.name, TORSO) for g in m.vertex_groups] + [UNWEIGHTED])
             regions.append(group_region[owner])

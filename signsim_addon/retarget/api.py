@@ -19,7 +19,7 @@ import bpy
 from .. import compat, files
 from ..errors import WARNING, SignSimError, silent
 from ..library import api as library
-from ...solver import bonemap
+from ...solver.retarget import bonemap
 from . import contacts as contact_pass
 from .contacts import add_contact  # noqa: F401
 from . import transfer

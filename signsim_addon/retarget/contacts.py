@@ -1,6 +1,6 @@
 """Contact-preserving retargeting, the Blender side: after the plain retarget, the contacts
 of the source motion (fingertip on the face, thumb on a finger, palm on palm) are found
-from the source's skeleton and kept on the target's own skin (solver/contact_transfer.py).
+from the source's skeleton and kept on the target's own skin (solver/retarget/contact_transfer.py).
 
 - preserve(source, target, result, …): detect, enforce, rewrite the corrected F-curves of
   result.action, store the contacts on the action (custom property CONTACTS_PROP, JSON,
@@ -18,8 +18,8 @@ import json
 import bpy
 import numpy as np
 
-from ...solver import bonemap
-from ...solver import contact_transfer as ct
+from ...solver.retarget import bonemap
+from ...solver.retarget import contact_transfer
 from .. import compat
 from .. import keys as key_io
 from ..bake import body_geometry
@@ -41,7 +41,7 @@ def _fingers(body):
 
 
 def _palm_bases(body, side):
-    return [body.fingers[(side, f)][0] for f in ct.FINGERS[1:] if body.fingers.get((side, f))]
+    return [body.fingers[(side, f)][0] for f in contact_transfer.FINGERS[1:] if body.fingers.get((side, f))]
 
 
 def source_body(source, result):
@@ -58,11 +58,11 @@ def source_body(source, result):
     body = bonemap.analyse(sk)
     arms = [body.limbs.get((s, "upper_arm")) for s in bonemap.SIDES]
     # the shoulder joints' distance in the rest pose: the clavicles' motion does not change it
-    scale = (np.linalg.norm(sk.heads[arms[0][0]] - sk.heads[arms[1][0]]) / ct.REFERENCE_SHOULDERS
+    scale = (np.linalg.norm(sk.heads[arms[0][0]] - sk.heads[arms[1][0]]) / contact_transfer.REFERENCE_SHOULDERS
              if all(arms) else 1.0)
     origin = axes = None
     if body.head is not None:
-        origin, axes = ct.head_frames(mats, body.head, _axes(body))
+        origin, axes = contact_transfer.head_frames(mats, body.head, _axes(body))
     tips, dirs = {}, {}
     for key, bones in _fingers(body).items():
         tips[key] = tails[:, bones[-1]]
@@ -71,8 +71,8 @@ def source_body(source, result):
     for side in bonemap.SIDES:
         hand, bases = body.limbs.get((side, "hand")), _palm_bases(body, side)
         if hand and len(bases) >= 2:
-            palms[side] = ct.palm_frames(heads, hand[0], bases, side)
-    return ct.SourceBody(float(scale), origin, axes, tips, dirs, palms), body
+            palms[side] = contact_transfer.palm_frames(heads, hand[0], bases, side)
+    return contact_transfer.SourceBody(float(scale), origin, axes, tips, dirs, palms), body
 
 
 def target_body(target, warnings, contacts=()):
@@ -87,7 +87,7 @@ def target_body(target, warnings, contacts=()):
     rest = transfer.rest_matrices(target)
     mo = _world_metres(target)
     scale = float(np.linalg.norm(mo[:3, 0]))
-    parts = ct.Parts()
+    parts = contact_transfer.Parts()
     chest = body.spine[-1] if body.spine else body.hips
     skin = body_geometry.skin_weights(target, sk)
     meshes = body_geometry.body_meshes(target, sk, body, set(range(len(sk.names))), rest, 1.0, chest,
@@ -115,19 +115,19 @@ def target_body(target, warnings, contacts=()):
     if "face" in parts and body.head is not None:
         to_arm = mo[:3, :3] / scale
         face_axes = rest[body.head][:3, :3].T @ to_arm.T @ _axes(body)
-        face_box = ct.face_box_of(parts.get("face").vertices @ face_axes)
+        face_box = contact_transfer.face_box_of(parts.get("face").vertices @ face_axes)
     palms = {}
     for side in bonemap.SIDES:
         hand, bases = body.limbs.get((side, "hand")), _palm_bases(body, side)
         if hand and len(bases) >= 2:
-            c, ax, half = ct.palm_frames(rest[None, :, :3, 3], hand[0], bases, side)
+            c, ax, half = contact_transfer.palm_frames(rest[None, :, :3, 3], hand[0], bases, side)
             inv = np.linalg.inv(rest[hand[0]])
             palms[side] = (inv[:3, :3] @ c[0] + inv[:3, 3], inv[:3, :3] @ ax[0], half)
     arms, weights = {}, {}
     for side in bonemap.SIDES:
         ua, hand = body.limbs.get((side, "upper_arm")), body.limbs.get((side, "hand"))
         if ua and hand:
-            arms[side] = ct.chain(sk.parents, ua[0], hand[0])
+            arms[side] = contact_transfer.chain(sk.parents, ua[0], hand[0])
             for b in arms[side]:
                 part = next((p for p in ("upper_arm", "forearm", "hand") if b in body.limbs.get((side, p), [])),
                             "segment")
@@ -141,7 +141,7 @@ def target_body(target, warnings, contacts=()):
             top = sk.parents[top]
         if sk.parents[top] < 0:
             continue
-        fingers[f"{finger}_{side}"] = ct.chain(sk.parents, top, bones[-1])
+        fingers[f"{finger}_{side}"] = contact_transfer.chain(sk.parents, top, bones[-1])
         for b in fingers[f"{finger}_{side}"]:
             weights[b] = WEIGHTS["finger"]
     ua = [body.limbs.get((s, "upper_arm")) for s in bonemap.SIDES]
@@ -153,7 +153,7 @@ def target_body(target, warnings, contacts=()):
     for (side, finger), bones in _fingers(body).items():
         if f"{finger}_{side}" in touching:
             owned.update({b: f"{finger}_{side}" for b in bones[-2:]})
-    return ct.TargetBody(parts, face_box, face_axes, palms, arms, fingers, weights, size,
+    return contact_transfer.TargetBody(parts, face_box, face_axes, palms, arms, fingers, weights, size,
                          _owned_skins(skin, owned)), sk
 
 
@@ -199,7 +199,7 @@ def _owned_skins(skin, owned):
     out = {}
     for name, parts in pieces.items():
         offsets = np.cumsum([0] + [len(p[0]) for p in parts[:-1]])
-        out[name] = ct.Skin(np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts]),
+        out[name] = contact_transfer.Skin(np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts]),
                             np.concatenate([p[2] for p in parts]),
                             np.concatenate([p[3] + o for p, o in zip(parts, offsets)]))
     return out
@@ -219,7 +219,7 @@ def _target_pose(target, sk, keys):
     for name, q in keys["rot"].items():
         basis[:, sk.index[name]] = q
     loc = {sk.index[name]: v for name, v in keys["loc"].items()}
-    return ct.Target(np.array(sk.parents), transfer.rest_matrices(target), _world_metres(target),
+    return contact_transfer.Target(np.array(sk.parents), transfer.rest_matrices(target), _world_metres(target),
                      basis, loc)
 
 
@@ -227,9 +227,9 @@ def _hands_in_face(target, body, pose, frames):
     """Warnings for the palms the retarget leaves inside the target's own face skin, more
     than ct.INSIDE_WARN_MM (reference adult) deep: pose (ct.Target) at scene frames (F,)."""
     out = []
-    k = body.size / ct.REFERENCE_SHOULDERS
-    for side, depth in ct.hands_in_face(pose, body).items():
-        inside = np.flatnonzero(depth > 1e-3 * ct.INSIDE_WARN_MM * k)
+    k = body.size / contact_transfer.REFERENCE_SHOULDERS
+    for side, depth in contact_transfer.hands_in_face(pose, body).items():
+        inside = np.flatnonzero(depth > 1e-3 * contact_transfer.INSIDE_WARN_MM * k)
         if len(inside):
             worst = int(np.argmax(depth))
             out.append(f"the {'left' if side == 'L' else 'right'} palm ends inside the head of "
@@ -259,13 +259,13 @@ def preserve(source, target, result, *, forced=(), disabled=(), report=silent):
     with from_solver():
         src, _body = source_body(source, result)
         fps = bpy.context.scene.render.fps / bpy.context.scene.render.fps_base
-        found = ct.detect(src, fps, forced=to_index(forced), disabled=to_index(disabled))
+        found = contact_transfer.detect(src, fps, forced=to_index(forced), disabled=to_index(disabled))
         changed = []
         # the target's skin is read for the contacts to keep and to check where the hands end
         tgt, sk = target_body(target, warnings if found else [], found)
         pose = _target_pose(target, sk, result.keys)
         if found:
-            basis = ct.enforce(pose, tgt, found, fps)
+            basis = contact_transfer.enforce(pose, tgt, found, fps)
             changed = [b for b in range(basis.shape[1]) if not np.array_equal(basis[:, b], pose.basis[:, b])]
             pose.basis = basis
         warnings += _hands_in_face(target, tgt, pose, frames)
@@ -292,11 +292,11 @@ def preserve(source, target, result, *, forced=(), disabled=(), report=silent):
         if "skipped" in c.measured:
             warnings.append(f"{where} not kept on '{target.name}': {c.measured['skipped']}")
         else:
-            m, k = c.measured, tgt.size / ct.REFERENCE_SHOULDERS
-            if m["spot_error_mm"] > ct.SPOT_WARN_MM * k:
+            m, k = c.measured, tgt.size / contact_transfer.REFERENCE_SHOULDERS
+            if m["spot_error_mm"] > contact_transfer.SPOT_WARN_MM * k:
                 warnings.append(f"{where} kept touching on '{target.name}', but {m['spot_error_mm']:.0f} mm "
                                 "from the spot it touches in the source")
-            if ct.deeper_than_plain(m, k, eased=True):
+            if contact_transfer.deeper_than_plain(m, k, eased=True):
                 warnings.append(f"{where} kept on '{target.name}', but easing in and out of it the parts go "
                                 f"{m['eased_penetration_mm']:.1f} mm into each other (the plain retarget: "
                                 f"{m['plain_eased_penetration_mm']:.1f} mm)")

@@ -1,5 +1,5 @@
 """Retargeting on armatures: a source armature's motion onto a target armature, as a new
-action. The math (rest/pose matrices in, local rotations out) is solver/retarget.py; this
+action. The math (rest/pose matrices in, local rotations out) is solver/retarget/transfer_math.py; this
 module reads the armatures, samples the source pose and writes the keys.
 """
 import math
@@ -9,8 +9,8 @@ import bpy
 import numpy as np
 
 from .. import compat
-from ...solver import bonemap
-from ...solver import retarget as transfer_math
+from ...solver.retarget import bonemap
+from ...solver.retarget import transfer_math
 from ..library import api as library
 from .. import keys as key_io  # `keys` names the solved key arrays below
 from ..errors import INFO, WARNING, SignSimError, from_solver, silent

@@ -1,7 +1,7 @@
 """Soft face use cases: what the Soft Face operator, the bake and the tests call.
 
 - soft_face(scene, armature, settings, frames, report) -> result dict: the head's skin
-  of `armature` as an elastic layer (solver.softface), its force-dual modes from where
+  of `armature` as an elastic layer (solver.softface.tissue), its force-dual modes from where
   the animation's fingertips come close, the reduced face simulated under the
   fingertips over `frames`, written as one shape key per mode on the character's mesh
   (relative to its basis; only head vertices move) with its coordinate keyed per frame
@@ -21,7 +21,7 @@ from dataclasses import dataclass
 import bpy
 import numpy as np
 
-from ...solver import softface as sf
+from ...solver.softface import tissue
 from .. import compat, keys
 from ..bake import body_geometry
 from ..errors import INFO, WARNING, SignSimError, silent
@@ -37,11 +37,11 @@ NLA_TRACK = "SignSim soft face"  # where the dent plays when the shape keys have
 class SoftFaceSettings:
     """modes: reduced coordinates; young Pa; poisson; thickness m of tissue over the
     skull; stiffness N/m of a fingertip pad's penalty; substeps per frame (at least)."""
-    modes: int = sf.MODES
-    young: float = sf.YOUNG
-    poisson: float = sf.POISSON
-    thickness: float = sf.THICKNESS
-    stiffness: float = sf.CONTACT_STIFFNESS
+    modes: int = tissue.MODES
+    young: float = tissue.YOUNG
+    poisson: float = tissue.POISSON
+    thickness: float = tissue.THICKNESS
+    stiffness: float = tissue.CONTACT_STIFFNESS
     substeps: int = 4
 
 
@@ -146,13 +146,13 @@ def soft_face(scene, armature, settings=SoftFaceSettings(), frames=None, fingert
                            "values cannot play: no soft face written")
     t0 = time.process_time()
     try:
-        face = sf.build_face(head.vertices, head.triangles, young=settings.young, poisson=settings.poisson,
+        face = tissue.build_face(head.vertices, head.triangles, young=settings.young, poisson=settings.poisson,
                              thickness=settings.thickness)
-        weights = sf.proximity_weights(face, centres.reshape(-1, 3))
+        weights = tissue.proximity_weights(face, centres.reshape(-1, 3))
         if not weights.any():
             raise SignSimError(f"no fingertip comes near the face of '{head.mesh}' in this clip: "
                                "no soft face written")
-        forces = sf.contact_forces(face, weights)
+        forces = tissue.contact_forces(face, weights)
     except ValueError as ex:
         raise SignSimError(f"'{armature.name}': {ex}") from None
     touched = face.triangles[(weights[face.triangles] > 0.5 * weights.max()).any(axis=1)]
@@ -165,17 +165,17 @@ def soft_face(scene, armature, settings=SoftFaceSettings(), frames=None, fingert
     if modes < settings.modes:
         warnings.append(f"the fingertips come near {forces.shape[1]} skin vertices of '{head.mesh}': "
                         f"{modes} modes instead of {settings.modes}")
-    basis, _ = sf.force_dual_basis(face, forces, modes)
-    reduced = sf.reduce(face, basis)
+    basis, _ = tissue.force_dual_basis(face, forces, modes)
+    reduced = tissue.reduce(face, basis)
     build = time.process_time() - t0
     report(INFO, f"soft face of '{head.mesh}': {len(face.vertices)} vertices, {face.tet_count} tetrahedra, "
                  f"{modes} force-dual modes in {build:.2f} s")
-    coords, depth = sf.simulate(reduced, centres, radii, scene.render.fps / scene.render.fps_base,
+    coords, depth = tissue.simulate(reduced, centres, radii, scene.render.fps / scene.render.fps_base,
                                 settings.substeps, settings.stiffness)
     disp = np.stack([np.linalg.norm(face.displacement(basis @ c), axis=1) for c in coords])
     worst = int(np.argmax(disp.max(axis=1)))
     peak = float(disp[worst].max())
-    far = sf.far_field_ratio(face, basis @ coords[worst], face.vertices[int(np.argmax(disp[worst]))], FAR)
+    far = tissue.far_field_ratio(face, basis @ coords[worst], face.vertices[int(np.argmax(disp[worst]))], FAR)
     for w in warnings:
         report(WARNING, w)
     written = _write(armature, head, face, basis, frames, coords)

@@ -1,17 +1,17 @@
-"""The head's skin of a character as arrays for solver.softface, and fingertip paths.
+"""The head's skin of a character as arrays for solver.softface.tissue, and fingertip paths.
 
 The head is the skin the head bone and the bones below it (jaw, eyes) carry at all — a
 chin or jaw line blended half with the neck is soft tissue over the jaw bone as much as
 the cheek is — on the mesh deformed by the armature that the fingertips touch: vertices
-in the head bone's rest frame, metres. Its rim (where it joins the neck) is held by solver.softface.build_face.
+in the head bone's rest frame, metres. Its rim (where it joins the neck) is held by solver.softface.tissue.build_face.
 """
 from dataclasses import dataclass
 
 import numpy as np
 from scipy.spatial import cKDTree
 
-from ...solver import softface as sf
-from ...solver import bonemap, contact_transfer
+from ...solver.softface import tissue
+from ...solver.retarget import bonemap, contact_transfer
 from ..bake import body_geometry, rig
 from ..errors import SignSimError, from_solver
 
@@ -51,7 +51,7 @@ NEAR = 0.03  # m: a fingertip sample this close to a mesh's head skin counts as 
 def head_skin(armature, unit_scale=1.0, near=None):
     """HeadSkin of `armature` (bpy Object): among the meshes deformed by it (Armature
     modifier), the vertices with any vertex-group weight on the head bone and the bones
-    below it (solver.softface.weight_share > 0), and the triangles among them — on the mesh with the most such
+    below it (solver.softface.tissue.weight_share > 0), and the triangles among them — on the mesh with the most such
     vertices within NEAR of the points `near` (k, 3) m in the head bone's frame (the
     fingertips over the clip: a face split from the rest of the head is the one they
     touch), else with the most such vertices. Raises SignSimError without a head bone or
@@ -67,7 +67,7 @@ def head_skin(armature, unit_scale=1.0, near=None):
     for ob, v, tris, sparse, bones in body_geometry.skin_weights(armature, sk):
         if not isinstance(bones, list) or sparse is None:  # a mesh carried by a bone, or unweighted
             continue
-        keep = sf.weight_share(len(v), *sparse, [b in below for b in bones]) > 0
+        keep = tissue.weight_share(len(v), *sparse, [b in below for b in bones]) > 0
         if keep.any():
             head_v = (v @ to_head[:3, :3].T + to_head[:3, 3]) * scale  # head frame, metres
             patches.append((ob, keep, tris, head_v))
@@ -95,7 +95,7 @@ def head_skin(armature, unit_scale=1.0, near=None):
 
 def landmark(head, name):
     """The skin vertex position (3,) m (head frame) nearest the face landmark `name`
-    (chin, mouth, nose, cheek_L, cheek_R, forehead; solver.contact_transfer.LANDMARKS)
+    (chin, mouth, nose, cheek_L, cheek_R, forehead; solver.retarget.contact_transfer.LANDMARKS)
     placed in this head's box (the reference face's box mapped onto the skin above the
     chin)."""
     anat = head.vertices @ head.axes

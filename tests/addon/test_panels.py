@@ -38,7 +38,7 @@ def mods(addon):
     return types.SimpleNamespace(bake=api, schedule=api.schedule, metrics_report=api.metrics_report,
                                  physics_presets=api.physics_presets, keys=a.keys,
                                  errors=a.errors, translations=a.translations,
-                                 settings=addon.solver.settings)
+                                 settings=addon.solver.core.settings)
 
 
 def _open(path):

@@ -40,7 +40,7 @@ def test_output_equal_to_any_input_is_refused_before_work(cli, addon, shared_dat
     shutil.copy(shared_data / "mocap" / MIXAMO, clip_file)
     lib = _library(addon, clip_file, tmp_path / "lib.blend")
     preset = tmp_path / "map.json"
-    preset.write_text(addon.solver.bonemap.BoneMap([("spine", "mixamorig:Hips", 1.0)]).to_json())
+    preset.write_text(addon.solver.retarget.bonemap.BoneMap([("spine", "mixamorig:Hips", 1.0)]).to_json())
     target = {"library": lib, "rig": rig, "map": preset, "clip": clip_file}[overwritten]
     before = {p: p.read_bytes() for p in (rig, lib, preset, clip_file)}
     clip_args = (["--clip", "clip", "--clip", str(clip_file)] if command == "retarget"

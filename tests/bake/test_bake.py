@@ -111,7 +111,7 @@ def test_key_reduction_stays_within_tolerance(retargeted, mods, addon):
     tol = 0.5
     new = bake.write(bpy.context.scene, job, solved, key_tolerance_deg=tol)
     bag = keys.channelbag(new, rig.animation_data.action_slot)
-    quat = addon.solver.quat
+    quat = addon.solver.core.quat
     total = 0
     for j, name in enumerate(job.rig.bone_names):
         fcs = [bag.fcurves.find(keys.bone_path(name, "rotation_quaternion"), index=k) for k in range(4)]

@@ -52,20 +52,20 @@ def test_reference_fit_removes_the_capture_noise(noisy_pair, addon):
     model, tips = noisy.rig.model, noisy.rig.fingertips
     ref, truth = noisy.reference, clean.reference
     hand = [i for i, g in enumerate(model.groups) if g in ("fingers", "thumb", "wrist")]
-    fitted = solver.reference.fit_reference(ref).rotations
+    fitted = solver.physics.reference.fit_reference(ref).rotations
 
     def tip_positions(rotations):
-        return solver.metrics.tip_positions(model, rotations, truth.base_positions, truth.base_rotations, tips)
+        return solver.physics.metrics.tip_positions(model, rotations, truth.base_positions, truth.base_rotations, tips)
     goal = tip_positions(truth.rotations)
 
     def errors(rotations):
         pos = np.sqrt(np.mean(np.sum((tip_positions(rotations) - goal) ** 2, axis=-1)))
-        angle = np.degrees(solver.quat.angle_between(truth.rotations[:, hand], rotations[:, hand]))
+        angle = np.degrees(solver.core.quat.angle_between(truth.rotations[:, hand], rotations[:, hand]))
         return pos, np.sqrt(np.mean(angle ** 2))
     pos_noisy, angle_noisy = errors(ref.rotations)
     pos_fit, angle_fit = errors(fitted)
     assert pos_fit <= 0.6 * pos_noisy and angle_fit <= 0.6 * angle_noisy
-    lag = solver.metrics.lag_ms(truth.times, goal, tip_positions(fitted))
+    lag = solver.physics.metrics.lag_ms(truth.times, goal, tip_positions(fitted))
     assert abs(lag) <= 0.1 * 1e3 * (truth.times[1] - truth.times[0])
 
 
@@ -113,7 +113,7 @@ def _single_pass(job):
 
 def _tip_jerk(addon, job, rotations):
     ref = job.reference
-    tips = addon.solver.metrics.tip_positions(job.rig.model, rotations, ref.base_positions, ref.base_rotations,
+    tips = addon.solver.physics.metrics.tip_positions(job.rig.model, rotations, ref.base_positions, ref.base_rotations,
                                               job.rig.fingertips)
     return float(np.sum(np.diff(tips, 3, axis=0) ** 2))
 
@@ -167,8 +167,8 @@ def test_the_first_pose_is_out_of_contact_from_frame_zero(tmp_path, addon):
     m = api.solve(job).metrics
     ref = job.reference
     # the precondition on the capsules themselves (the metrics start from the overlap the
-    # reference holds, solver.held_overlap)
-    depth = addon.solver.body.contact_depths(job.rig.model, ref.rotations[:1], ref.base_positions[:1],
+    # reference holds, solver.physics.held_overlap)
+    depth = addon.solver.physics.contact_depths.contact_depths(job.rig.model, ref.rotations[:1], ref.base_positions[:1],
                                              ref.base_rotations[:1], pair_kinds=None)
     assert 1e3 * max(d[0] for d in depth.values()) >= 10.0
     assert m["baked"]["per_frame_penetration_mm"][0] <= 1.0

@@ -51,7 +51,7 @@ def reach(solver, job, ob, bones, tip_bone, target, start=None):
     idx = [names.index(b) for b in bones]
     tip = names.index(tip_bone)
     R, p = chest_frame(ob, job)
-    kinematics, quat = solver.kinematics, solver.quat
+    kinematics, quat = solver.core.kinematics, solver.core.quat
 
     def pose(x):
         q = np.tile([1.0, 0, 0, 0], (model.n_bones, 1))
@@ -125,12 +125,12 @@ def region_mask(addon, ob, mesh_ob, region_name):
     """Per vertex of mesh_ob: belongs to body region `region_name` (the add-on's own reading)."""
     geo = addon.signsim_addon.bake.body_geometry
     sk = addon.signsim_addon.bake.rig.skeleton_of(ob.data)
-    body = addon.solver.bonemap.analyse(sk)
+    body = addon.solver.retarget.bonemap.analyse(sk)
     regions = geo.bone_regions(sk, body)
     me = mesh_ob.data
     sparse = [(v.index, g.group, g.weight) for v in me.vertices for g in v.groups]
     group_region = [regions.get(sk.index.get(g.name), -1) for g in mesh_ob.vertex_groups]
-    owner = addon.solver.body.region_owner(len(me.vertices), *zip(*sparse), group_region)
+    owner = addon.solver.core.body_volumes.region_owner(len(me.vertices), *zip(*sparse), group_region)
     return owner == geo.REGIONS.index(region_name)
 
 
@@ -219,7 +219,7 @@ def _drive_and_measure(addon, bake, ob, job0, skin, region, tip, target, name):
 def _sample_penetration(addon, ob, job, skin, region, bones, frames):
     """Exact penetration (mm) per frame of the model's sample spheres of `bones` into the
     evaluated skin of `region`: finger axes as capsule samples, the hand as its palm plate."""
-    plates = addon.solver.body.hand_plates(job.rig.model, job.rig.parts, job.rig.meshes)
+    plates = addon.solver.core.body_volumes.hand_plates(job.rig.model, job.rig.parts, job.rig.meshes)
     names = list(job.rig.bone_names)
     model = job.rig.model
     out = []
@@ -269,7 +269,7 @@ def curl_axes(addon, ob, fingers, side="R"):
     towards the palm: y × n, n the palm normal (the rig reader's), y the bone's axis."""
     rig = addon.signsim_addon.bake.rig
     sk = rig.skeleton_of(ob.data)
-    body = addon.solver.bonemap.analyse(sk)
+    body = addon.solver.retarget.bonemap.analyse(sk)
     rest = np.array([np.array(b.matrix_local) for b in ob.data.bones])
     n = rig._palm_normals(body, rest)[side]
     out = {}
@@ -303,11 +303,11 @@ def test_closed_fist_rests_on_the_palm(addon, mods, godot):
     # touching: some phalanx ends within a millimetre of the palm's skin (exact point-to-mesh
     # distance to the hand's rest skin in the hand's frame)
     rot = solved.rotations[-1]
-    kin = solver.kinematics.forward_kinematics(model, rot, np.eye(3), np.zeros(3))
-    seg = solver.kinematics.capsule_segments(model, kin)
+    kin = solver.core.kinematics.forward_kinematics(model, rot, np.eye(3), np.zeros(3))
+    seg = solver.core.kinematics.capsule_segments(model, kin)
     R, p = kin.rotations[hand], kin.positions[hand]
     tips = [names.index(n) for n in fingers if n.split(".")[1] in ("02", "03")]
-    gaps = [solver.sdf.mesh_signed_distance(palm.vertices, palm.triangles, ((seg[t, 1] - p) @ R)[None])[0]
+    gaps = [solver.core.sdf.mesh_signed_distance(palm.vertices, palm.triangles, ((seg[t, 1] - p) @ R)[None])[0]
             - model.capsule_radius[t] for t in tips]
     assert min(gaps) <= 1e-3
     assert m["baked"]["penetration_max_mm_by_kind"]["finger–palm"] <= 0.5
@@ -495,7 +495,7 @@ def test_body_grids_are_cached_on_disk_and_read_back_exactly(addon, tmp_path, mo
     call with an empty memory cache reads it back bit for bit without rebuilding, and an
     unreadable file is rebuilt instead of read."""
     job_mod = addon.signsim_addon.bake.job
-    v, t = addon.solver.body.box_mesh([-0.05, -0.04, -0.03], [0.05, 0.04, 0.03])
+    v, t = addon.solver.core.body_volumes.box_mesh([-0.05, -0.04, -0.03], [0.05, 0.04, 0.03])
     built = job_mod.face_grid(v, t, -1, 0.01, 0.02, cache_dir=str(tmp_path))
     files = list(tmp_path.glob("*.npz"))
     assert len(files) == 1

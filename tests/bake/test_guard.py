@@ -19,7 +19,7 @@ def robot(shared_data):
 
 def _world_error(addon, job, rotations):
     ref = job.reference
-    return addon.solver.guard.world_error_deg(job.rig.model, ref.rotations, rotations,
+    return addon.solver.physics.guard.world_error_deg(job.rig.model, ref.rotations, rotations,
                                              ref.base_positions, ref.base_rotations)
 
 
@@ -68,7 +68,7 @@ def test_a_diverging_arm_follows_the_reference_counted_and_warned(addon, robot):
     no bone ends more than CONTACT_MAX_DEG off, and the arm's frames between
     DIVERGED_DEG and it are said."""
     bake = addon.signsim_addon.bake.job
-    guard = addon.solver.guard
+    guard = addon.solver.physics.guard
     physics = robot.signsim.physics
     for group in ("upper_arm", "forearm"):
         setattr(physics, f"{group}_frequency", 0.0)

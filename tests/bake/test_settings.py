@@ -52,7 +52,7 @@ def test_cli_preset_soft_is_the_physics_panels_soft_preset(retargeted, addon, tm
 
 
 def test_property_defaults_and_solver_defaults_come_from_one_table(addon):
-    table, simulate = addon.solver.settings, addon.solver.simulate
+    table, simulate = addon.solver.core.settings, addon.solver.physics.simulate
     arm = bpy.data.objects.new("Rig", bpy.data.armatures.new("Rig"))
     p = arm.signsim.physics
     s = simulate.SimSettings()
@@ -66,7 +66,7 @@ def test_property_defaults_and_solver_defaults_come_from_one_table(addon):
 
 
 def test_max_substeps_cannot_be_set_to_3(addon):
-    table, simulate = addon.solver.settings, addon.solver.simulate
+    table, simulate = addon.solver.core.settings, addon.solver.physics.simulate
     p = bpy.data.objects.new("Rig", bpy.data.armatures.new("Rig")).signsim.physics
     items = [i.identifier for i in p.bl_rna.properties["max_substeps"].enum_items]
     assert items == ["1", "2", "4", "8", "16", "32"]

@@ -148,7 +148,7 @@ def test_build_packs_only_the_allow_list(tmp_path):
     import build
     files = build.package_files(ROOT)
     assert "blender_manifest.toml" in files and "signsim_addon/cli.py" in files
-    assert "solver/bvh.py" in files and "sample_blends/signer.blend" in files
+    assert "solver/mocap/bvh_file.py" in files and "sample_blends/signer.blend" in files
     top = {f.split("/")[0] for f in files}
     assert top <= {"blender_manifest.toml", "__init__.py", "LICENSE", "README.md", "signsim_addon",
                    "solver", "operators", "panels", "presets", "sample_blends"}

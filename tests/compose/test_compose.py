@@ -22,7 +22,7 @@ FINGERS = ROOT / "sample_blends" / "fingerspelling.bvh"
 
 @pytest.fixture
 def quat(addon):
-    return addon.solver.quat
+    return addon.solver.core.quat
 
 
 @pytest.fixture

@@ -289,8 +289,8 @@ def test_a_seam_that_still_lifts_both_feet_says_so(cm, hops, monkeypatch):
     stepping over the same frames, as before), fingerspelling → Mixamo lifts both feet of
     the standing signer on Blender's evaluated feet, and the seam fails 'plant', says
     'airborne' with the height measured here (within 1 cm) and warns that the body hops."""
-    monkeypatch.setattr(cm.sc, "_alternate", lambda plans, *_a: ({k: cm.sc._consecutive(l) for k, l in plans.items()},
-                                                                  []))
+    monkeypatch.setattr(cm.composition, "_alternate",
+                        lambda plans, *_a: ({k: cm.composition._consecutive(l) for k, l in plans.items()}, []))
     ob = open_signer()
     lines = []
     result = cm.compose(ob, [cm.ClipSpec(str(c)) for c in (BYE, FINGERS, MIXAMO, CHIN)],

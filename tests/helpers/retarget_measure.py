@@ -1,6 +1,6 @@
 """Geometric measurements of a retarget: what a viewer sees, from Blender's evaluated poses.
 
-Each skeleton's body (hips, chains, sides, fingers) is read by solver.skeleton from its own
+Each skeleton's body (hips, chains, sides, fingers) is read by solver.core.skeleton from its own
 geometry with names ignored, so a measurement can never agree with a wrong bone map by
 sharing its names. Values are in metres and degrees.
 
@@ -14,7 +14,7 @@ import math
 import bpy
 import numpy as np
 
-from solver import posing, skeleton
+from solver.core import posing, skeleton
 
 ARM = ("upper_arm", "forearm", "hand")
 LEG = ("thigh", "shin", "foot")

@@ -1,4 +1,4 @@
-"""The cleaning helpers (solver/clean.py) and the BVH reader (solver/bvh.py) against Blender."""
+"""The cleaning helpers (solver/mocap/clip_checks.py) and the BVH reader (solver/mocap/bvh_file.py) against Blender."""
 import itertools
 import math
 
@@ -11,22 +11,22 @@ import library_samples as S
 
 @pytest.fixture
 def clean(addon):
-    return addon.solver.clean
+    return addon.solver.mocap.clip_checks
 
 
 @pytest.fixture
 def bvh(addon):
-    return addon.solver.bvh
+    return addon.solver.mocap.bvh_file
 
 
 @pytest.fixture
 def quat(addon):
-    return addon.solver.quat
+    return addon.solver.core.quat
 
 
 @pytest.mark.parametrize("order", ["".join(p) for p in itertools.permutations("XYZ")])
 def test_from_euler_matches_blender(quat, order):
-    """The library converts Euler keys with solver.quat.from_euler: Blender's convention."""
+    """The library converts Euler keys with solver.core.quat.from_euler: Blender's convention."""
     rng = np.random.default_rng(7)
     angles = rng.uniform(-math.pi, math.pi, (50, 3))
     q = quat.from_euler(angles, order)

@@ -283,7 +283,7 @@ def test_folder_import_good_and_broken_files(addon, tmp_path, shared_data, capsy
 def test_keys_pose_the_skeleton_exactly_as_blenders_importer(addon, cli_library, shared_data):
     """The library computes the BVH keys itself (in bulk); Blender's plain importer, run
     with the same axes and scale, must pose every bone the same on every real file."""
-    bvh = addon.solver.bvh
+    bvh = addon.solver.mocap.bvh_file
     _code, lib, _ = cli_library
     clips = _load_all(lib)
     scene = bpy.context.scene

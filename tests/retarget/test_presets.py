@@ -10,7 +10,7 @@ SAMPLES = pathlib.Path(__file__).resolve().parents[2] / "sample_blends"
 
 
 def test_preset_naming_missing_bones_is_the_same_error_in_cli_and_operator(addon, tmp_path, capsys):
-    bm = addon.solver.bonemap
+    bm = addon.solver.retarget.bonemap
     preset = tmp_path / "map.json"
     preset.write_text(bm.BoneMap([("spine", "Hips", 1.0), ("no_such_bone", "Spine", 1.0)]).to_json())
     target = stand_in_signer()
@@ -41,7 +41,7 @@ def test_one_preset_import_and_its_docstring_says_it_refuses_unknown_bones(addon
     api, transfer = addon.signsim_addon.retarget.api, addon.signsim_addon.retarget.transfer
     assert not hasattr(transfer, "import_map")          # no second import that drops pairs
     assert "dropped" not in api.import_map.__doc__ and "lacks" in api.import_map.__doc__
-    bm = addon.solver.bonemap
+    bm = addon.solver.retarget.bonemap
     target = stand_in_signer()
     preset = tmp_path / "map.json"
     preset.write_text(bm.BoneMap([("spine", "Hips", 1.0), ("no_such_bone", "Spine", 1.0)]).to_json())

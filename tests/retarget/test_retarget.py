@@ -72,7 +72,7 @@ def _key_checksum(action):
 def test_retarget_follows_source_geometry(addon, shared_data, rig, clip):
     source, target, bone_map, result = retarget_clip(addon, shared_data, rig, clip)
     rt = addon.signsim_addon.retarget.api
-    bm = addon.solver.bonemap
+    bm = addon.solver.retarget.bonemap
 
     assert bm.coverage(bone_map, rt.skeleton(target)) == expected_coverage(rig, clip)
 

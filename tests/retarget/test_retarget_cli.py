@@ -88,7 +88,7 @@ def test_two_clips_one_call(cli, rig, shared_data, tmp_path, capsys):
 
 
 def test_preset_map_is_used_for_the_clip(cli, rig, shared_data, tmp_path, capsys, addon):
-    bm = addon.solver.bonemap
+    bm = addon.solver.retarget.bonemap
     preset = tmp_path / "map.json"
     preset.write_text(bm.BoneMap([("spine", "mixamorig:Hips", 1.0), ("spine.001", "mixamorig:Spine", 1.0),
                                   ("thigh.L", "mixamorig:LeftUpLeg", 1.0),

@@ -12,7 +12,7 @@ import pytest
 
 from retarget_rigs import target_rig
 
-from solver import skeleton
+from solver.core import skeleton
 
 CLIPS = sorted(p.name for d in ("mocap", "generated")
                for p in (pathlib.Path(__file__).resolve().parents[3] / "shared" / "data" / d).glob("*.bvh"))
@@ -25,19 +25,19 @@ TRUTH = {"animdrawings": ("Head", "LeftFoot", "LeftHand"), "bandai": ("Head", "F
 
 
 def _classifier(addon, names):
-    from solver import bonemap as bm
-    joint_named = bm._is_joint_named(names)
-    return lambda name: bm.classify(name, joint_named)
+    from solver.retarget import bonemap
+    joint_named = bonemap._is_joint_named(names)
+    return lambda name: bonemap.classify(name, joint_named)
 
 
 def _bvh_skeleton(addon, path, frames=16):
-    from solver import bvh
-    data = bvh.read(str(path))
+    from solver.mocap import bvh_file
+    data = bvh_file.read(str(path))
     rest = np.zeros((len(data.names), 3))
     for j, p in enumerate(data.parents):
         rest[j] = data.offsets[j] + (rest[p] if p >= 0 else 0.0)
     rows = np.unique(np.linspace(0, data.rows - 1, min(frames, data.rows)).astype(int))
-    return data.names, data.parents, rest, bvh.joint_positions(data, rows)
+    return data.names, data.parents, rest, bvh_file.joint_positions(data, rows)
 
 
 @pytest.mark.parametrize("clip", CLIPS)
@@ -131,9 +131,9 @@ def test_import_stands_upright_with_its_guesses_reported(addon, shared_data, cli
 def test_root_motion_below_a_static_root(addon, shared_data, tmp_path):
     """Bandai's hierarchy has a static joint_Root above the hips: a copy whose hips walk
     3 m (made here) is tagged has_root_motion."""
-    from solver import bvh
+    from solver.mocap import bvh_file
     source = shared_data / "mocap" / "bandai_dataset-1_bye_active_001.bvh"
-    data = bvh.read(str(source))
+    data = bvh_file.read(str(source))
     hierarchy = source.read_text().split("MOTION")[0]
     hips = data.names.index("Hips")
     col = data.first_channel[hips] + data.channels[hips].index("xposition")
@@ -156,8 +156,8 @@ def test_guesses_are_warnings_in_human_and_json_output(addon, shared_data, tmp_p
 
     import bpy
     text = (shared_data / "mocap" / "makehuman_face-poseunits.bvh").read_text()
-    from solver import bvh
-    for k, name in enumerate(bvh.read(str(shared_data / "mocap" / "makehuman_face-poseunits.bvh")).names):
+    from solver.mocap import bvh_file
+    for k, name in enumerate(bvh_file.read(str(shared_data / "mocap" / "makehuman_face-poseunits.bvh")).names):
         text = text.replace(f"JOINT {name}\n", f"JOINT Node_{k}\n").replace(f"ROOT {name}\n", f"ROOT Node_{k}\n")
     clip = tmp_path / "nameless.bvh"
     clip.write_text(text)
@@ -185,12 +185,12 @@ def test_impossible_results_are_refused_and_nothing_written(addon, shared_data):
     action is made and the target keeps its own."""
     import bpy
     rt = addon.signsim_addon.retarget.api
-    from solver import bonemap as bm
+    from solver.retarget import bonemap
     target = target_rig(shared_data, "godot")
     source, _a, fps, _c = rt.source_clip(str(shared_data / "mocap" / "bvhpython_test_freebvh_mixamorig.bvh"))
     good = rt.auto_map(source, target)
     swap = {n: n.replace("Left", "#").replace("Right", "Left").replace("#", "Right") for n in good.as_dict().values()}
-    crossed = bm.BoneMap([(t, swap[s], c) for t, s, c in good.pairs])
+    crossed = bonemap.BoneMap([(t, swap[s], c) for t, s, c in good.pairs])
     actions = set(bpy.data.actions)
     before = target.animation_data.action if target.animation_data else None
     with pytest.raises(addon.signsim_addon.errors.SignSimError, match="other side of the source"):
@@ -198,7 +198,7 @@ def test_impossible_results_are_refused_and_nothing_written(addon, shared_data):
     assert set(bpy.data.actions) == actions
     assert (target.animation_data.action if target.animation_data else None) == before
     # a map that bends the spine down the legs: the head would hang below the hips
-    down = bm.BoneMap([(t, {"spine.001": "mixamorig:LeftUpLeg", "spine.002": "mixamorig:LeftLeg",
+    down = bonemap.BoneMap([(t, {"spine.001": "mixamorig:LeftUpLeg", "spine.002": "mixamorig:LeftLeg",
                             "spine.003": "mixamorig:LeftFoot"}.get(t, s), c) for t, s, c in good.pairs])
     with pytest.raises(addon.signsim_addon.errors.SignSimError, match="head below its hips"):
         rt.retarget(source, target, down, source_fps=fps, frame_range=(1, 20))

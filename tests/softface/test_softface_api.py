@@ -88,7 +88,7 @@ def _penetration(head, co, centres, radii, sdf):
 
 def test_chin_cheek_dents_the_signers_skin(mods, addon, chin_cheek_blend):
     api, head_api, compat = mods
-    sdf = importlib.import_module(addon.__name__ + ".solver.sdf")
+    sdf = importlib.import_module(addon.__name__ + ".solver.core.sdf")
     signer, action = _chin_cheek(chin_cheek_blend)
     before = all_keys(action)
     body = bpy.data.objects["SignerBody"]
@@ -154,8 +154,8 @@ def test_fingertip_pressed_into_the_cc0_cheek(mods, addon, shared_data):
     arm = next(o for o in bpy.data.objects if o.type == 'ARMATURE')
     head = head_api.head_skin(arm)
     cheek = head_api.landmark(head, "cheek_R")
-    sf = importlib.import_module(addon.__name__ + ".solver.softface")
-    sdf = importlib.import_module(addon.__name__ + ".solver.sdf")
+    sf = importlib.import_module(addon.__name__ + ".solver.softface.tissue")
+    sdf = importlib.import_module(addon.__name__ + ".solver.core.sdf")
     face = sf.build_face(head.vertices, head.triangles)
     normal = face.normals[int(np.argmin(np.linalg.norm(face.vertices - cheek, axis=1)))]
     scene = bpy.context.scene
@@ -215,7 +215,7 @@ def test_a_chin_blended_with_the_neck_dents(mods, addon):
     """The signer's chin is weighted about half to the neck: skin the head carries only in
     part is soft tissue over the jaw too (it was held fixed: a press on it never dented)."""
     api, head_api, compat = mods
-    sf = importlib.import_module(addon.__name__ + ".solver.softface")
+    sf = importlib.import_module(addon.__name__ + ".solver.softface.tissue")
     bpy.ops.wm.open_mainfile(filepath=str(SAMPLES / "signer.blend"))
     signer = bpy.data.objects["Signer"]
     body = bpy.data.objects["SignerBody"]

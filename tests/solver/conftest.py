@@ -5,9 +5,9 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from solver import quat
-from solver.model import SkeletonModel
-from solver.reference import Reference
+from solver.core import quat
+from solver.core.model import SkeletonModel
+from solver.physics.reference import Reference
 
 
 def branched_model(seed=0):

@@ -3,7 +3,7 @@ import json
 
 import pytest
 
-from solver import bonemap
+from solver.retarget import bonemap
 
 NAMES = [  # (name, joint_named skeleton, expected (part, side, number))
     # Blender / Rigify metarig, generated Rigify

@@ -1,9 +1,9 @@
-"""The BVH reader (solver/bvh.py) on its own: one-line errors naming the file, up axis
+"""The BVH reader (solver/mocap/bvh_file.py) on its own: one-line errors naming the file, up axis
 and unit detection."""
 import pytest
 
 import library_samples as S
-from solver import bvh
+from solver.mocap import bvh_file
 
 
 @pytest.mark.parametrize("text,words", [
@@ -20,8 +20,8 @@ from solver import bvh
 ])
 def test_bvh_read_errors_name_the_file(tmp_path, text, words):
     path = S.write(tmp_path / "x.bvh", text)
-    with pytest.raises(bvh.BvhError) as err:
-        bvh.read(str(path))
+    with pytest.raises(bvh_file.BvhError) as err:
+        bvh_file.read(str(path))
     assert str(err.value).startswith("x.bvh: ") and words in str(err.value)
 
 
@@ -29,7 +29,7 @@ def test_bvh_detects_up_axis_and_units(tmp_path):
     for up, unit, want_up, want_scale in (("Y", 1.0, "Y", 0.01), ("Z", 0.1, "Z", 0.1),
                                           ("Y", 1 / 2.54, "Y", 0.0254)):
         path = S.write(tmp_path / "a.bvh", S.bvh_text(S.still_rows(5), up=up, unit=unit))
-        got_up, _fwd, scale, height, _note = bvh.detect_orientation(bvh.read(str(path)))
+        got_up, _fwd, scale, height, _note = bvh_file.detect_orientation(bvh_file.read(str(path)))
         assert (got_up, scale) == (want_up, want_scale)
         # joints only: the head joint, not the end site 15 cm above it
         assert height * scale == pytest.approx((S.HEIGHT_CM - 15) / 100, abs=0.01)

@@ -3,11 +3,13 @@
 import numpy as np
 import pytest
 
-from solver import integrator, metrics, quat, sdf
-from solver.contacts import capsule_contacts, segment_closest_points
-from solver.kinematics import capsule_segments, forward_kinematics
-from solver.model import SkeletonModel
-from solver.simulate import GroupGains, SimSettings, simulate
+from solver.core import quat, sdf
+from solver.physics import integrator, metrics
+from solver.core.capsule_pairs import segment_closest_points
+from solver.physics.capsule_contacts import capsule_contacts
+from solver.core.kinematics import capsule_segments, forward_kinematics
+from solver.core.model import SkeletonModel
+from solver.physics.simulate import GroupGains, SimSettings, simulate
 
 
 @pytest.mark.slow

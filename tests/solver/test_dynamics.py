@@ -3,9 +3,10 @@
 import numpy as np
 import pytest
 
-from solver import dynamics, quat
-from solver.kinematics import capsule_segments, forward_kinematics, normal_jacobian
-from solver.model import TISSUE_DENSITY, capsule_mass_properties
+from solver.core import quat
+from solver.physics import dynamics
+from solver.core.kinematics import capsule_segments, forward_kinematics, normal_jacobian
+from solver.core.model import TISSUE_DENSITY, capsule_mass_properties
 
 BASE_R = quat.to_matrix(quat.normalize(np.array([0.9, 0.1, -0.3, 0.2])))
 BASE_P = np.array([0.1, -0.2, 1.3])
@@ -165,7 +166,7 @@ def test_model_rejects_bad_input():
     ok = dict(parents=[-1, 0], rest_offsets=np.zeros((2, 3)), rest_rotations=np.tile(quat.IDENTITY, (2, 1)),
               joint_types=["ball", "hinge"], capsule_radius=[0.01, 0.01], capsule_length=[0.1, 0.1],
               groups=["a", "a"])
-    from solver.model import SkeletonModel
+    from solver.core.model import SkeletonModel
     SkeletonModel(**ok)
     for bad in ({"parents": [0, -1]}, {"rest_offsets": np.zeros((3, 3))}, {"joint_types": ["ball", "slider"]},
                 {"capsule_radius": [0.01, np.nan]}, {"capsule_radius": [0.0, 0.01]},

@@ -2,11 +2,11 @@
 
 import numpy as np
 
-from solver import quat
-from solver.guard import (CONTACT_MAX_DEG, DIVERGED_DEG, RAMP_S, contact_hold, guard, towards_reference,
-                          world_error_deg)
-from solver.held_overlap import held_depth, held_overlaps, without_held_overlaps
-from solver.model import SkeletonModel
+from solver.core import quat
+from solver.physics.guard import (CONTACT_MAX_DEG, DIVERGED_DEG, RAMP_S, contact_hold, guard, towards_reference,
+                                  world_error_deg)
+from solver.physics.held_overlap import held_depth, held_overlaps, without_held_overlaps
+from solver.core.model import SkeletonModel
 
 FPS = 30.0
 

@@ -4,10 +4,11 @@ fallback ladder and determinism."""
 import numpy as np
 import pytest
 
-from solver import integrator, quat
-from solver.integrator import Physics, Target, evaluate, implicit_step, make_state
-from solver.limits import limit_excess
-from solver.simulate import GroupGains, SimSettings, simulate
+from solver.core import quat
+from solver.physics import integrator
+from solver.physics.integrator import Physics, Target, evaluate, implicit_step, make_state
+from solver.physics.joint_limits import limit_excess
+from solver.physics.simulate import GroupGains, SimSettings, simulate
 
 FREE = GroupGains(0.0, 0.0)
 

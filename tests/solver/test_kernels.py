@@ -5,8 +5,9 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from solver import dynamics, kernels, quat
-from solver.integrator import Physics, Target, evaluate, implicit_step, make_state
+from solver.core import kernels, quat
+from solver.physics import dynamics
+from solver.physics.integrator import Physics, Target, evaluate, implicit_step, make_state
 
 
 def _implicit_matrix(rigs, rng):

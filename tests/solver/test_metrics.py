@@ -5,8 +5,9 @@ import json
 import numpy as np
 import pytest
 
-from solver import metrics, quat
-from solver.simulate import simulate
+from solver.core import quat
+from solver.physics import metrics
+from solver.physics.simulate import simulate
 
 
 def test_lag_recovers_a_sub_frame_shift():

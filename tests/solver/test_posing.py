@@ -2,7 +2,7 @@
 import numpy as np
 from scipy.spatial.transform import Rotation
 
-from solver import posing
+from solver.core import posing
 
 
 def test_swing_is_the_smallest_rotation(rng):

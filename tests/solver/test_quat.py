@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
 
-from solver import quat
+from solver.core import quat
 
 rng = np.random.default_rng(3)
 

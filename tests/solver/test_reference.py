@@ -3,8 +3,8 @@
 import numpy as np
 import pytest
 
-from solver import quat
-from solver.reference import Reference, ReferenceSpline
+from solver.core import quat
+from solver.physics.reference import Reference, ReferenceSpline
 
 FPS = 60
 

@@ -3,9 +3,9 @@
 import numpy as np
 from scipy.interpolate import make_smoothing_spline
 
-from solver import quat
-from solver.reference import Reference, fit_reference, noise_scale, smoothing_spline, spike_frames
-from solver.simulate import GroupGains, SimSettings, simulate
+from solver.core import quat
+from solver.physics.reference import Reference, fit_reference, noise_scale, smoothing_spline, spike_frames
+from solver.physics.simulate import GroupGains, SimSettings, simulate
 
 FPS = 30
 

@@ -5,11 +5,12 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from solver import quat, sdf
-from solver.body import axis_samples
-from solver.model import SkeletonModel
-from solver.resolve import ResolveSettings, resolve_pose, resolve_sequence, smooth_corrections, subtree_weights
-from solver.selfdist import Pose, all_parts, full_coordinates, right_jacobian, separations
+from solver.core import quat, sdf
+from solver.core.body_volumes import axis_samples
+from solver.core.model import SkeletonModel
+from solver.resolve.nearest_pose import (ResolveSettings, resolve_pose, resolve_sequence, smooth_corrections,
+                                         subtree_weights)
+from solver.resolve.selfdist import Pose, all_parts, full_coordinates, right_jacobian, separations
 
 R = 0.02  # capsule radius, m
 
@@ -179,7 +180,7 @@ def test_smoothing_a_sequence_lowers_the_jerk_of_its_correction_and_keeps_it_fea
 
 def test_long_runs_are_smoothed_in_windows():
     # SLSQP over a whole 60-frame run took minutes: runs are cut into windows that tile them
-    from solver.resolve import SMOOTH_WINDOW, _windows
+    from solver.resolve.nearest_pose import SMOOTH_WINDOW, _windows
     assert _windows([(0, 29), (40, 41)], 12) == [(0, 11), (12, 23), (24, 29), (40, 41)]
     assert all(b - a + 1 <= SMOOTH_WINDOW for a, b in _windows([(3, 200)]))
     assert sum(b - a + 1 for a, b in _windows([(3, 200)])) == 198

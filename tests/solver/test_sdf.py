@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from solver import sdf
+from solver.core import sdf
 
 
 R = 0.06

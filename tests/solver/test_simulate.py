@@ -3,9 +3,9 @@
 import numpy as np
 import pytest
 
-from solver import quat
-from solver.settings import PRESETS
-from solver.simulate import GroupGains, SimSettings, dof_gains, simulate
+from solver.core import quat
+from solver.core.settings import PRESETS
+from solver.physics.simulate import GroupGains, SimSettings, dof_gains, simulate
 
 
 def _clip(rigs):
@@ -87,11 +87,11 @@ def test_a_dip_of_the_reference_path_between_two_clear_keys_is_allowed_there_onl
     capsule mid-interval. The targets between those keys allow exactly the path's depth
     beyond the keys' (measured here with contacts.capsule_contacts on the target pose);
     at every frame and on every other interval the allowance is none."""
-    from solver.contacts import capsule_contacts
-    from solver.kinematics import capsule_segments, forward_kinematics
-    from solver.model import SkeletonModel
-    from solver.reference import Reference
-    from solver.simulate import ReferenceTrack
+    from solver.physics.capsule_contacts import capsule_contacts
+    from solver.core.kinematics import capsule_segments, forward_kinematics
+    from solver.core.model import SkeletonModel
+    from solver.physics.reference import Reference
+    from solver.physics.simulate import ReferenceTrack
     model = SkeletonModel(parents=[-1, -1], rest_offsets=[[0, 0, 0], [0.1, 0, 0]], rest_rotations=[quat.IDENTITY] * 2,
                           joint_types=["ball"] * 2, capsule_radius=[0.02] * 2, capsule_length=[0.1] * 2,
                           groups=["a"] * 2)

@@ -10,7 +10,7 @@ from scipy.spatial.transform import Rotation
 
 from humanoid import Humanoid, classify, transform
 
-from solver import skeleton
+from solver.core import skeleton
 
 
 def _angle(a, b):

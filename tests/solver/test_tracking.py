@@ -2,8 +2,8 @@
 
 import numpy as np
 
-from solver import metrics
-from solver.simulate import GroupGains, SimSettings, simulate
+from solver.physics import metrics
+from solver.physics.simulate import GroupGains, SimSettings, simulate
 
 FREQUENCIES_HZ = (1.0, 1.5, 2.0, 3.0, 4.0, 6.0, 8.0, 11.0, 16.0, 24.0)
 

@@ -1,6 +1,6 @@
 """The physics settings table: joint groups, their default gains, contact defaults, presets.
 
-Everything else is derived from this table: solver.simulate.SimSettings' defaults and
+Everything else is derived from this table: solver.physics.simulate.SimSettings' defaults and
 SimSettings.preset, the add-on's Physics properties (defaults and limits), the shipped
 preset files (presets/signsim/physics/, written by signsim_addon/bake/physics_presets.py)
 and the CLI's `bake --preset`, so a preset means the same thing everywhere.

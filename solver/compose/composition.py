@@ -55,10 +55,10 @@ matched frames together (A's frames from end on with B's from start on).
 
 Feet (`detect_plants`, `hold_feet`): a foot is planted where its lowest point is within
 PLANT_HEIGHT·leg length of the clip's floor and slower than PLANT_SPEED·leg length per
-second (solver.posing.planted); across a seam each planted run is held at one spot (from
+second (solver.core.posing.planted); across a seam each planted run is held at one spot (from
 where the foot touches down, in the pose it settles into) by a two-bone IK of thigh and
-shin (solver.posing.two_bone_ik), blended out at lift-off
-(solver.posing.plant_weights); a foot the next clip stands out of the hold's reach steps
+shin (solver.core.posing.two_bone_ik), blended out at lift-off
+(solver.core.posing.plant_weights); a foot the next clip stands out of the hold's reach steps
 there, lifted, in as many steps as the leg's reach needs, the two feet taking turns (a
 foot lifts only while the other is on the floor); a seam that still lifts both feet higher
 than the clips there fails 'plant' ("airborne").
@@ -69,7 +69,7 @@ import itertools
 import numpy as np
 from scipy.spatial import cKDTree
 
-from . import posing, quat
+from ..core import posing, quat
 
 CURVES = ("linear", "smoothstep", "smootherstep")
 
@@ -348,7 +348,7 @@ def detect_plants(world, heads, rig, fps):
 
     The lowest point of a foot is the lowest of its head, its toes' heads and tails. The
     floor is first the 5th percentile of both feet's lowest points, then the median lowest
-    point over the frames found planted there (solver.posing.planted: within
+    point over the frames found planted there (solver.core.posing.planted: within
     PLANT_HEIGHT·leg length of the floor, slower than PLANT_SPEED·leg length per second)."""
     low = np.stack([_lowest(world, heads, rig, leg) for leg in rig.legs], axis=1)   # (F, 2, 3)
     length = rig.leg_length
@@ -946,7 +946,7 @@ def apply_layer(base, layer, weight, mask=None, reference=None):
 def _hold_correction(ankle, segments, ramp):
     """Ankle corrections (F, 3) m: inside each hold segment (start, stop, spot (3,), _) the
     move onto its spot; outside, the correction at the nearest segment frame faded by
-    solver.posing.plant_weights over `ramp` frames, so the hold comes and goes without a
+    solver.core.posing.plant_weights over `ramp` frames, so the hold comes and goes without a
     jump. Also returns the hold mask (F,) and each frame's nearest segment frame (F,)."""
     hold = np.zeros(len(ankle), dtype=bool)
     goal = ankle.copy()
@@ -996,8 +996,8 @@ def _leg_ik(world, heads, leg, ankle, goal, w_foot):
     """(act (F,) bool, thigh and shin world rotations (n, 4) on the act frames): the frames
     where the ankle (F, 3) m must move to goal (F, 3) or the foot turn to w_foot (F, 4),
     and there the leg that puts it there: the composed leg turned as a whole about the hip
-    towards the goal (solver.posing.swing), then bent at the knee in its own plane by
-    solver.posing.two_bone_ik; world (F, B, 4) and heads (F, B, 3) as composed."""
+    towards the goal (solver.core.posing.swing), then bent at the knee in its own plane by
+    solver.core.posing.two_bone_ik; world (F, B, 4) and heads (F, B, 3) as composed."""
     thigh, shin, foot, _toes = leg
     act = np.any(goal != ankle, axis=1) | np.any(w_foot != world[:, foot], axis=1)
     hip, knee, end = heads[act, thigh], heads[act, shin], ankle[act]
@@ -1225,7 +1225,7 @@ def hold_feet(track, rig, fps, seams, planted, floor):
     landing foot along the floor), else from the still frame, else at the still frame's
     own spot: the first of these the leg reaches without straightening, else the last
     within PLANT_MISS; reached by a two-bone IK of thigh and shin (`_leg_ik`) blended in
-    and out over PLANT_RAMP s (solver.posing.plant_weights), the foot's rotation blended
+    and out over PLANT_RAMP s (solver.core.posing.plant_weights), the foot's rotation blended
     back the same way after lift-off.
 
     A hold the leg cannot reach within PLANT_MISS, or needing more than HOLD_REACH · leg

@@ -6,7 +6,7 @@ origin, angular part first) after Featherstone, *Rigid Body Dynamics Algorithms*
 Newton–Euler algorithm (ch. 5), the composite-rigid-body algorithm (ch. 6); plus the
 capsule closest-point narrow phase (Ericson, *Real-Time Collision Detection*, 2005,
 §5.1.9) and trilinear distance-grid lookups. The public functions with array shapes and
-units are in kinematics.py, dynamics.py, contacts.py and sdf.py; these kernels take
+units are in kinematics.py, sdf.py, physics/dynamics.py and physics/capsule_contacts.py; these kernels take
 plain arrays. Every kernel is compiled once per machine and cached on disk
 (`cache=True`) in the folder configure_cache() sets (default: the virtualenv's, or
 Blender's extension user folder when the add-on sets it); no fastmath and no threads,
@@ -49,6 +49,10 @@ except OSError:  # not writable: numba's own per-user fallback applies
 
 
 
+# the solver package's folder: kernels in any of its subpackages are cached by real path
+_SOLVER_ROOT = os.path.dirname(os.path.dirname(os.path.realpath(__file__)))
+
+
 class _RealPathLocator(caching._UserProvidedCacheLocator):
     """numba's cache locator for this package's files by their real path and module name:
     the add-on run from a source checkout reaches them through a temporary folder of
@@ -63,7 +67,7 @@ class _RealPathLocator(caching._UserProvidedCacheLocator):
     @classmethod
     def from_function(cls, py_func, py_file):
         real = os.path.realpath(py_file)
-        if os.path.dirname(real) != os.path.dirname(os.path.realpath(__file__)):
+        if os.path.commonpath([real, _SOLVER_ROOT]) != _SOLVER_ROOT:
             return None
         return super().from_function(py_func, real)
 

@@ -1,11 +1,11 @@
 """Clip cleaning checks of the motion library (numpy only, no bpy).
 
 Quaternions are w-first arrays (..., 4); the rotation algebra itself (products, Euler
-angles in Blender's convention, hemisphere continuity) is solver/quat.py.
+angles in Blender's convention, hemisphere continuity) is solver/core/quat.py.
 """
 import numpy as np
 
-from . import quat
+from ..core import quat
 
 
 def step_angles(q):

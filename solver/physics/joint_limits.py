@@ -8,7 +8,7 @@ zeroes the velocity components that point further out.
 
 import numpy as np
 
-from . import quat
+from ..core import quat
 
 
 def limit_coordinates(model, rotations):
@@ -61,7 +61,7 @@ def fit_to_reference(model, rotations, margin=LIMIT_MARGIN, hinge_tolerance=HING
     (lower, upper) before, (lower, upper) after) in rad, freed the hinge bones made balls.
     """
     from dataclasses import replace
-    from .model import BALL
+    from ..core.model import BALL
     r = quat.log(np.asarray(rotations, dtype=float))  # (F, n, 3)
     lo_ref, hi_ref = r.min(axis=0) - margin, r.max(axis=0) + margin
     types = list(model.joint_types)

@@ -4,7 +4,7 @@ Pure Python + numpy (no bpy): a skeleton is given as bone names, parent indices,
 heads (and, when known, rest tails and a few posed frames of heads), so the same code
 serves armatures, BVH hierarchies and tests.
 
-How a skeleton is read (`analyse`): solver.skeleton finds the body from its geometry —
+How a skeleton is read (`analyse`): solver.core.skeleton finds the body from its geometry —
 hips where the legs and the spine meet, the chest where the arms leave, the up axis from
 the feet to the head, the facing from the feet (knees, face), anatomical left from the
 facing, chains proximal → distal with their joint counts, metacarpals, IK/pole/twist/end
@@ -16,7 +16,7 @@ metarig, generated Rigify, Mixamo, CMU/cgspeed, MotionBuilder/HumanIK, Perceptio
 Neuron/Rokoko, 3ds Max Biped, Unreal, DAZ/Poser, MakeHuman, SMPL/SMPL-X (joint-named:
 `L_Shoulder` is the upper arm when a collar exists, `L_Knee` the shin, `L_Foot` the toe).
 
-How two skeletons are paired (`auto_map`): role by role (solver.skeleton.pair): anatomical
+How two skeletons are paired (`auto_map`): role by role (solver.core.skeleton.pair): anatomical
 sides on both, chains of different length (spine 3 vs 6 bones, 2-joint vs 3-joint
 fingers) map their ends and spread the rest one-to-one; the transfer shares the rotation
 over the bones left between. Several target bones for one part (the robot's three palm
@@ -30,7 +30,7 @@ import re
 
 import numpy as np
 
-from . import skeleton as body_of
+from ..core import skeleton as body_of
 
 
 class BoneMapError(ValueError):
@@ -163,7 +163,7 @@ class Skeleton(body_of.Tree):
     """Bone names, parent indices (-1 for roots) and rest heads (N, 3) in metres (any
     frame); optionally rest tails (N, 3) and posed heads (F, N, 3) of a few frames of the
     skeleton's motion (a mocap rest may be no human pose: the frames then decide). The tree
-    walks (order, ancestors, path, subtree) are solver.skeleton.Tree's."""
+    walks (order, ancestors, path, subtree) are solver.core.skeleton.Tree's."""
 
     def __init__(self, names, parents, heads, tails=None, poses=None):
         super().__init__(parents)
@@ -181,7 +181,7 @@ class Body:
     (int or None), limbs[(side, part)] → list of bone indices (several for the robot's
     palms), fingers[(side, finger)] → list of phalanx bone indices (metacarpals excluded),
     meta[(side, finger)] → the metacarpal next to the finger, conf[bone index] →
-    confidence, anatomy: the solver.skeleton.Anatomy it came from (up, forward, left,
+    confidence, anatomy: the solver.core.skeleton.Anatomy it came from (up, forward, left,
     helpers, warnings).
     """
 
@@ -195,7 +195,7 @@ class Body:
 
 
 def analyse(skeleton):
-    """Read a Skeleton into a Body (solver.skeleton.analyse with this module's name
+    """Read a Skeleton into a Body (solver.core.skeleton.analyse with this module's name
     conventions). Raises BoneMapError when no bone joins a spine to two legs nor two arms
     to a neck (no hips: not a humanoid).
     """

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import quat
-from .contacts import rest_filtered_pairs
+from .capsule_pairs import rest_filtered_pairs
 
 BALL = "ball"
 HINGE = "hinge"

@@ -2,14 +2,14 @@
 
 Both algorithms follow Featherstone, *Rigid Body Dynamics Algorithms* (2008): the
 recursive Newton–Euler algorithm (ch. 5) and the composite-rigid-body algorithm (ch. 6),
-written in world coordinates as O(n) recursions over the tree (compiled: kernels.py).
+written in world coordinates as O(n) recursions over the tree (compiled: core/kernels.py).
 Units: SI (kg, m, s, N, N·m). Spatial vectors: angular part first, at the world origin.
 """
 
 import numpy as np
 
-from . import kernels
-from .kinematics import Kinematics, cross
+from ..core import kernels
+from ..core.kinematics import Kinematics, cross
 
 GRAVITY = 9.81  # m/s², along −Z in world
 

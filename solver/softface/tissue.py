@@ -50,8 +50,8 @@ import scipy.sparse as sp
 import scipy.sparse.linalg as spla
 from scipy.spatial import cKDTree
 
-from . import sdf
-from .settings import CONTACT_STIFFNESS
+from ..core import sdf
+from ..core.settings import CONTACT_STIFFNESS
 
 MODES = 20           # reduced coordinates of a face
 YOUNG = 2.0e4        # Pa: facial soft tissue in indentation is 10–100 kPa

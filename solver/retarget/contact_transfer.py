@@ -14,7 +14,7 @@ between performer and character, so a rotation transfer breaks them. This module
    the arm and finger chains (rotation vectors of each joint, weighted so arms move more
    than fingers) puts the part's skin spot onto the other part's skin spot, then moves
    it out along the surface normal until no skin vertex of the part is inside the other
-   part (signed distance, solver.sdf.mesh_signed_distance); the correction is faded in
+   part (signed distance, solver.core.sdf.mesh_signed_distance); the correction is faded in
    and out with a C² ramp (smootherstep) around each run and left zero elsewhere.
 
 Lengths are metres (world space); frames are output frame indices. Sources: Buss,
@@ -30,7 +30,7 @@ from scipy.sparse import coo_matrix
 from scipy.sparse.csgraph import connected_components
 from scipy.spatial import cKDTree
 
-from . import kernels, posing, quat, sdf
+from ..core import kernels, posing, quat, sdf
 
 REFERENCE_SHOULDERS = 0.335   # m between the shoulder joints of the reference adult below
 # The reference adult's face (head bone's head at the origin; axes left, forward, up; m):
@@ -482,7 +482,7 @@ class Target:
         return self._order, self._rel
 
     def pose(self, bones=None):
-        """Posed world matrices (F, N, 4, 4) (Blender's pose model, solver.armature),
+        """Posed world matrices (F, N, 4, 4) (Blender's pose model, solver.core.kinematics),
         of `bones` and their ancestors only when given (the others left zero)."""
         F, N = self.basis.shape[:2]
         order, rel = self._relations()

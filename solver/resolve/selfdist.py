@@ -2,7 +2,7 @@
 with respect to the joint rotations.
 
 Pose coordinates are the components of each bone's local rotation vector θ_b = log(q_b)
-(rad) that are joint DOFs (model.dof_flat; the limit coordinates of limits.py, so joint
+(rad) that are joint DOFs (model.dof_flat; the limit coordinates of physics/joint_limits.py, so joint
 limits are plain bounds); a hinge's off-axis components stay at their given values. A
 change of θ_b turns the bone by the body angular velocity J_r(θ_b) θ̇_b, J_r the right
 Jacobian of SO(3) (Chirikjian, *Stochastic Models, Information Theory, and Lie Groups*,
@@ -20,15 +20,15 @@ Body parts (n = n_bones, g in metres, negative = penetration depth):
 Both gradients are exact derivatives of these g (the closest-point and interpolant
 derivatives vanish by the envelope theorem / are analytic), never zero away from a
 crossing of two capsule axes: the constraint qualification SLSQP needs. The distances
-and their rows are one compiled kernel (numba, cached on disk like kernels.py's).
+and their rows are one compiled kernel (numba, cached on disk like core/kernels.py's).
 """
 
 from dataclasses import dataclass
 
 import numpy as np
 
-from . import kernels, quat
-from .kinematics import forward_kinematics
+from ..core import kernels, quat
+from ..core.kinematics import forward_kinematics
 
 jit = kernels.jit  # the package's compile settings and its disk cache
 

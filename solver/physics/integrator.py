@@ -9,7 +9,7 @@ SIGGRAPH 1998: one linearised implicit step). f = τ_pd + τ_ff + τ_contact + �
 K and D collect −∂f/∂q and −∂f/∂v of every spring-like term: PD gains, gravity,
 joint-limit penalties, capsule and face contacts, which therefore act with their
 end-of-step values, as backward Euler requires. The reference enters where each term
-lives in the step (implicit_step). Evaluation and step are compiled (kernels.py). Contacts use an active set: a contact joins when
+lives in the step (implicit_step). Evaluation and step are compiled (core/kernels.py). Contacts use an active set: a contact joins when
 its end-of-step penetration would be positive and leaves when its force would pull (no
 adhesion). After the step the joint limits are enforced by projection.
 ⊕ is q ⊗ exp(h ω) in each bone's frame.
@@ -19,10 +19,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import dynamics, kernels
-from .contacts import CapsuleContacts
-from .kinematics import Kinematics
-from .limits import limit_coordinates, limit_rows
+from ..core import kernels
+from . import dynamics
+from .capsule_contacts import CapsuleContacts
+from ..core.kinematics import Kinematics
+from .joint_limits import limit_coordinates, limit_rows
 
 _MAX_ACTIVE_SET_ITERATIONS = 8
 

@@ -15,9 +15,9 @@ import copy
 
 import numpy as np
 
-from . import quat
-from .contacts import pair_depths
-from .kinematics import capsule_segments, forward_kinematics
+from ..core import quat
+from .capsule_contacts import pair_depths
+from ..core.kinematics import capsule_segments, forward_kinematics
 
 HOLD_S = 0.25  # s: an overlap kept this long is the pose's, not a collision
 

@@ -19,16 +19,18 @@ from types import MappingProxyType
 
 import numpy as np
 
-from . import dynamics, quat
-from . import settings as table
-from .body import bone_contacts, field_clearance, intended_mask
-from .integrator import (Physics, State, StepFailure, Target, evaluate, face_samples, face_tunnelling,
-                         implicit_step)
-from .contacts import capsule_tunnelling, pair_depths
-from .kinematics import capsule_segments, forward_kinematics
-from .limits import project_limits
+from ..core import quat
+from . import dynamics
+from ..core.settings import (CONTACT_DAMPING, CONTACT_STIFFNESS, DEFAULT_DAMPING_RATIO, DEFAULT_FREQUENCY_HZ,
+                             FEEDFORWARD, GROUPS, MAX_SUBSTEPS, OTHER_FREQUENCY_HZ, PRESETS, SCHEDULE,
+                             SUBSTEP_CHOICES, TARGET_DEPTH_MM, preset_values)
+from .contact_depths import bone_contacts, field_clearance, intended_mask
+from .integrator import Physics, State, StepFailure, Target, evaluate, face_samples, face_tunnelling, implicit_step
+from .capsule_contacts import capsule_tunnelling, pair_depths
+from ..core.kinematics import capsule_segments, forward_kinematics
+from .joint_limits import project_limits
 from .reference import ReferenceSpline, fit_reference
-from .sdf import build_distance_grid
+from ..core.sdf import build_distance_grid
 
 
 @dataclass(frozen=True)
@@ -39,8 +41,8 @@ class GroupGains:
     damping_ratio: float = 1.0
 
 
-DEFAULT_GAINS = MappingProxyType({g: GroupGains(table.DEFAULT_FREQUENCY_HZ[g], table.DEFAULT_DAMPING_RATIO)
-                                  for g in table.GROUPS})
+DEFAULT_GAINS = MappingProxyType({g: GroupGains(DEFAULT_FREQUENCY_HZ[g], DEFAULT_DAMPING_RATIO)
+                                  for g in GROUPS})
 
 LEVEL_SMALLER_STEPS, LEVEL_SOFTER, LEVEL_KINEMATIC = 1, 2, 3
 
@@ -75,19 +77,19 @@ class SimSettings:
     """
 
     group_gains: object = field(default_factory=lambda: DEFAULT_GAINS)
-    default_gains: GroupGains = GroupGains(table.OTHER_FREQUENCY_HZ)
-    feedforward: bool = table.FEEDFORWARD
-    contact_stiffness: float = table.CONTACT_STIFFNESS
-    contact_damping: float = table.CONTACT_DAMPING
-    schedule: bool = table.SCHEDULE
-    d_target: float = table.TARGET_DEPTH_MM * 1e-3
+    default_gains: GroupGains = GroupGains(OTHER_FREQUENCY_HZ)
+    feedforward: bool = FEEDFORWARD
+    contact_stiffness: float = CONTACT_STIFFNESS
+    contact_damping: float = CONTACT_DAMPING
+    schedule: bool = SCHEDULE
+    d_target: float = TARGET_DEPTH_MM * 1e-3
     eta: float = 0.1
     k_min: float = 5e3
     k_max: float = 3e6
     stiffness_multiplier: np.ndarray = None
     limit_frequency_hz: float = 30.0
     limit_damping_ratio: float = 1.0
-    max_substeps: int = table.MAX_SUBSTEPS
+    max_substeps: int = MAX_SUBSTEPS
     tolerance: float = 0.02
     max_tunnel_substeps: int = 32
     gravity: float = dynamics.GRAVITY
@@ -102,15 +104,15 @@ class SimSettings:
 
     @classmethod
     def from_values(cls, values, stiffness_multiplier=None, **overrides):
-        """Settings from the table's value names (solver.settings.preset_values: per-group
+        """Settings from the table's value names (solver.core.settings.preset_values: per-group
         "<group>_frequency" Hz and "<group>_damping", contact values, "target_depth_mm" mm,
         "use_schedule", "max_substeps"), with field overrides. Raises ValueError for a
         max_substeps outside SUBSTEP_CHOICES; the rest is checked by validate."""
-        if str(values["max_substeps"]) not in {str(n) for n in table.SUBSTEP_CHOICES}:
-            raise ValueError(f"max_substeps must be one of {', '.join(map(str, table.SUBSTEP_CHOICES))}, "
+        if str(values["max_substeps"]) not in {str(n) for n in SUBSTEP_CHOICES}:
+            raise ValueError(f"max_substeps must be one of {', '.join(map(str, SUBSTEP_CHOICES))}, "
                              f"not {values['max_substeps']!r}")
         gains = MappingProxyType({g: GroupGains(float(values[f"{g}_frequency"]), float(values[f"{g}_damping"]))
-                                  for g in table.GROUPS})
+                                  for g in GROUPS})
         fields = dict(group_gains=gains, feedforward=bool(values["feedforward"]),
                       contact_stiffness=float(values["contact_stiffness"]),
                       contact_damping=float(values["contact_damping"]), schedule=bool(values["use_schedule"]),
@@ -120,14 +122,14 @@ class SimSettings:
 
     @classmethod
     def preset(cls, name, **overrides):
-        """Settings for preset "soft", "default" or "stiff" (solver.settings.PRESETS),
+        """Settings for preset "soft", "default" or "stiff" (solver.core.settings.PRESETS),
         with field overrides; bones outside the table's groups get OTHER_FREQUENCY_HZ
         scaled like the groups.
 
         Raises ValueError for an unknown preset name.
         """
-        values = table.preset_values(name)
-        default = GroupGains(table.OTHER_FREQUENCY_HZ * table.PRESETS[name].frequency_scale)
+        values = preset_values(name)
+        default = GroupGains(OTHER_FREQUENCY_HZ * PRESETS[name].frequency_scale)
         return cls.from_values(values, **{"default_gains": default, **overrides})
 
     def validate(self, n_frames):

@@ -16,7 +16,7 @@ from math import comb
 import numpy as np
 from scipy.interpolate import CubicSpline
 
-from . import quat
+from ..core import quat
 
 
 @dataclass(frozen=True, eq=False)

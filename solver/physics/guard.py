@@ -17,8 +17,8 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from . import quat
-from .kinematics import forward_kinematics
+from ..core import quat
+from ..core.kinematics import forward_kinematics
 from .simulate import LEVEL_KINEMATIC
 
 DIVERGED_DEG = 30.0     # world-orientation error (deg) no tracking error reaches without a contact

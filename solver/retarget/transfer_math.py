@@ -73,8 +73,9 @@ Units: metres, radians; frames are Blender frames (floats where subframes are sa
 import numpy as np
 from scipy.spatial.transform import Rotation
 
-from . import armature, bonemap, posing, quat
-from . import skeleton as body_of
+from ..core import kinematics, posing, quat
+from . import bonemap
+from ..core import skeleton
 
 
 class RetargetError(ValueError):
@@ -511,7 +512,7 @@ def _refuse(target_name, sk_t, sk_s, body_t, body_s, t_of, basis_of, loc, P, mo,
     above its own (world Z)."""
     a_s, a_t = body_s.anatomy, body_t.anatomy
     if "none" not in (a_s.facing_evidence, a_t.facing_evidence):
-        crossed = body_of.sides_crossed(a_s, a_t, list(t_of.items()))
+        crossed = skeleton.sides_crossed(a_s, a_t, list(t_of.items()))
         if crossed:
             shown = ", ".join(f"{sk_t.names[t]} ← {sk_s.names[s]}" for t, s in crossed[:4])
             raise RetargetError(f"the bone map drives {len(crossed)} left/right bone(s) of "
@@ -606,7 +607,7 @@ def _share(sk, body, Q, heads):
             for b, w in zip(between, share[:-1]):
                 Q[b] = fixed[a] @ Rotation.from_rotvec(np.outer(twist * w, line)).as_matrix()
             continue
-        if role.part not in ("spine", "neck", "head") + body_of.FINGERS:
+        if role.part not in ("spine", "neck", "head") + skeleton.FINGERS:
             continue
         p = next((x for x in sk.ancestors(a) if x in fixed), None)
         if p is None:
@@ -619,7 +620,7 @@ CLAVICLE_STILL = np.radians(3.0)   # a source clavicle turning less than this do
 
 
 def _girdle_rhythm(body_t, sk_s, t_of, Q, S, h_t):
-    """Raise the target's shoulder girdle with the arm (solver.posing.girdle_rise) where the
+    """Raise the target's shoulder girdle with the arm (solver.core.posing.girdle_rise) where the
     source's clavicle does not move (or the source has none): Q (target bone → (F, 3, 3)
     world rotation changes) is updated in place for the shoulder bones."""
     chest = body_t.spine[-1] if body_t.spine else None
@@ -682,7 +683,7 @@ def source_feet(body, P, tails, fps, ik_feet=None):
     A foot's lowest point (F, 3) is the lowest head or tail of its foot and toe bones; its
     floor is the 5th percentile of that point's height when within FOOT_FLOOR_SPREAD of the
     whole skeleton's (a skeleton's two feet may end at different heights), else the whole
-    skeleton's; planted: solver.posing.planted (slower than PLANT_SPEED, within
+    skeleton's; planted: solver.core.posing.planted (slower than PLANT_SPEED, within
     PLANT_HEIGHT of that floor). A foot never planted (a dancer's leg that only touches
     down on its toes) stands on the floor of a planted one, and the ankle height is taken
     over the planted frames of both feet (median): a foot on its toes puts the ankle 7 cm
@@ -835,14 +836,14 @@ def _plant_feet(target_name, sk_t, body_t, T, W, basis_of, loc, mover, feet_s, f
                 mo, rest_arm, tails_t, ik_feet):
     """Where a source foot is planted (source_feet), the target foot stands on its floor
     (target_feet): per run of planted frames the foot's point lowest on average is held at
-    one spot and its lowest point put on the floor (solver.posing.contact_holds; a source
+    one spot and its lowest point put on the floor (solver.core.posing.contact_holds; a source
     foot rising past PLANT_LIFT_FREE lifts the target's by as much, scaled by k), eased in
-    and out over PLANT_RAMP (solver.posing.plant_corrections) and reached by a two-bone IK
+    and out over PLANT_RAMP (solver.core.posing.plant_corrections) and reached by a two-bone IK
     of thigh and shin that stretches a leg no further than PLANT_BEND short of straight;
     what the legs cannot reach the hips give (at most ROOT_DROP, eased) and the foot's
     pitch about the ankle takes (at most FOOT_PITCH, where the foot stands more than
     PITCH_TOL off), after which the legs put the held point back. Each leg's hold is
-    rate-limited (solver.posing.rate_limited_weights): its turn of thigh, shin and foot
+    rate-limited (solver.core.posing.rate_limited_weights): its turn of thigh, shin and foot
     changes by at most PLANT_TURN between frames, so no leg bone turns per frame more than
     transferred plus PLANT_TURN. A run needing more than PLANT_REACH of the leg is left as
     transferred and reported.
@@ -1034,7 +1035,7 @@ def _plant_feet(target_name, sk_t, body_t, T, W, basis_of, loc, mover, feet_s, f
 
 def pose_matrices(sk, rest, basis, loc):
     """Posed armature-space matrices {bone index: (F, 4, 4)}: M_b = M_p · L_p⁻¹ · L_b · B_b
-    (solver.armature.chain, over the skeleton's parents-first order). sk: Skeleton; rest:
+    (solver.core.kinematics.chain, over the skeleton's parents-first order). sk: Skeleton; rest:
     (N, 4, 4) armature-space rest matrices L; basis: bone index → (F, 3, 3) basis
     rotations (every bone); loc: bone index → (F, 3) basis locations (bones without one sit
     at their rest offset)."""
@@ -1047,7 +1048,7 @@ def pose_matrices(sk, rest, basis, loc):
         if b in loc:
             local[:, k, :3, 3] = loc[b]
     parents = [at[sk.parents[b]] if sk.parents[b] >= 0 else -1 for b in order]
-    posed = armature.chain(parents, np.asarray(rest)[order], local)
+    posed = kinematics.chain(parents, np.asarray(rest)[order], local)
     return {b: posed[:, k] for k, b in enumerate(order)}
 
 

@@ -34,9 +34,9 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.optimize import minimize
 
-from . import quat
-from .selfdist import (Margins, Pose, PartSet, Separations, distance_term, full_coordinates, near_parts,
-                       part_bones, separations)
+from ..core import quat
+from .selfdist import (Margins, Pose, PartSet, Separations, distance_term, full_coordinates, near_parts, part_bones,
+                       separations)
 
 
 @dataclass(frozen=True)
@@ -509,8 +509,8 @@ def warm_up():
     The first call after an install compiles (tens of seconds), later ones load."""
     from types import SimpleNamespace
 
-    from . import sdf
-    from .model import SkeletonModel
+    from ..core import sdf
+    from ..core.model import SkeletonModel
     start = time.process_time()
     model = SkeletonModel(parents=[-1, -1], rest_offsets=[[0.0, 0.0, 0.0], [0.05, 0.0, 0.0]],
                           rest_rotations=np.tile([1.0, 0.0, 0.0, 0.0], (2, 1)), joint_types=["ball", "hinge"],

@@ -12,7 +12,7 @@ import re
 
 import numpy as np
 
-from . import quat, skeleton
+from ..core import quat, skeleton
 
 
 class BvhError(ValueError):
@@ -454,7 +454,7 @@ def rest_positions(data):
 
 def up_axis(names, parents, rest, poses):
     """(axis 0–2, sign ±1, note or None): the file axis nearest the body's up direction,
-    read by solver.skeleton from the geometry of rest (J, 3) and poses (F, J, 3) — the head
+    read by solver.core.skeleton from the geometry of rest (J, 3) and poses (F, J, 3) — the head
     chain above the two legs — never from joint names. The note says when it is a guess
     (no humanoid found, or a body lying between two axes)."""
     try:

@@ -7,11 +7,12 @@ penetration in mm, velocity jumps in rad/s. Motions are sampled uniformly in tim
 
 import numpy as np
 
-from . import quat
-from .body import BodyField, contact_depths
+from ..core import quat
+from ..core.body_volumes import BodyField
+from .contact_depths import contact_depths
 from .integrator import face_samples
-from .kinematics import capsule_segments, forward_kinematics
-from .limits import limit_excess
+from ..core.kinematics import capsule_segments, forward_kinematics
+from .joint_limits import limit_excess
 
 
 def _uniform_step(times):

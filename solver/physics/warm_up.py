@@ -1,12 +1,13 @@
 """Compiling the solver's kernels ahead of a bake or a resolve: one call that runs every
-compiled kernel once on a tiny model (kept out of kernels.py so that the compiled layer
+compiled kernel once on a tiny model (kept out of core/kernels.py so that the compiled layer
 imports none of the modules built on it)."""
 
 import time
 
 import numpy as np
 
-from . import contacts, dynamics, integrator, kernels, kinematics, model, quat, sdf
+from ..core import kernels, kinematics, model, quat, sdf
+from . import capsule_contacts, dynamics, integrator
 
 
 def warm_up():
@@ -27,7 +28,7 @@ def warm_up():
     dynamics.gravity_stiffness(rig, kin, composite)
     kinematics.normal_jacobian(rig, kin, np.array([2]), np.zeros((1, 3)), np.ones((1, 3)), np.array([0]))
     seg = kinematics.capsule_segments(rig, kin)
-    contacts.capsule_tunnelling(rig, seg, seg, contacts.capsule_contacts(rig, seg))
+    capsule_contacts.capsule_tunnelling(rig, seg, seg, capsule_contacts.capsule_contacts(rig, seg))
     sdf.DistanceGrid(np.zeros(3), 1.0, np.zeros((2, 2, 2)), 0, 0.1).sample(np.zeros((1, 3)))
     quat.log(quat.mul(q, quat.conj_mul(q, quat.exp(np.zeros((3, 3))))))
     vertices, triangles = sdf.icosphere(0)

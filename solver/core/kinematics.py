@@ -5,13 +5,24 @@ Spatial vectors are expressed in world coordinates at the world origin, angular 
 first (Featherstone 2008, ch. 2): a joint DOF with world axis a through the point o
 has motion subspace S = (a, o × a), and a point p on a bone moves with a × (p − o) per
 unit DOF velocity.
+
+local_matrices, pose_matrices and chain: whole-armature forward kinematics from keyed local channels (Blender's pose model).
+
+Blender poses a bone as (Blender manual, "Bone Structure"; bpy.types.PoseBone.matrix):
+
+    M_i = M_parent · (R_parent,rest⁻¹ · R_i,rest) · T(loc_i) · R(q_i) · S(scale_i)
+
+with R_rest the bone's rest matrix in armature space (Bone.matrix_local) and M the posed
+matrix in armature space (PoseBone.matrix); a root bone has M_parent = R_parent,rest = I.
+The bake uses this to place the kinematic base and the fingertips for every frame without
+a scene update per frame.
 """
 
 from dataclasses import dataclass
 
 import numpy as np
 
-from . import kernels
+from . import kernels, quat
 
 
 # skew(a).reshape(9) = a @ _SKEW, so a stack of skew matrices costs one matrix product.
@@ -94,3 +105,44 @@ def normal_jacobian(model, kin, bones, points, normals, other_bones=None):
     kernels.normal_rows(model.parents, model.dof_start, model.dof_count, kernels.argument(kin.motion, (model.n_dof, 6)),
                         bones, kernels.argument(points, (k, 3)), kernels.argument(normals, (k, 3)), other, rows)
     return rows
+
+
+def local_matrices(locations, rotations, scales):
+    """T(loc) · R(q) · S(scale) per frame and bone.
+
+    locations (F, B, 3) m, rotations (F, B, 4) w-first, scales (F, B, 3) → (F, B, 4, 4).
+    """
+    F, B = rotations.shape[:2]
+    m = np.zeros((F, B, 4, 4))
+    m[..., :3, :3] = quat.to_matrix(quat.normalize(rotations)) * scales[..., None, :]
+    m[..., :3, 3] = locations
+    m[..., 3, 3] = 1.0
+    return m
+
+
+def pose_matrices(parents, rest, locations, rotations, scales):
+    """Posed armature-space matrices of every bone for every frame.
+
+    parents (B,) int, -1 for roots, parents before children; rest (B, 4, 4) armature-space
+    rest matrices (Bone.matrix_local); locations (F, B, 3), rotations (F, B, 4) w-first,
+    scales (F, B, 3): the pose channels. Returns (F, B, 4, 4).
+    Raises ValueError when a parent comes after its child.
+    """
+    return chain(parents, rest, local_matrices(locations, rotations, scales))
+
+
+def chain(parents, rest, local):
+    """Posed armature-space matrices (F, B, 4, 4) from local pose matrices local (F, B, 4, 4)
+    (PoseBone.matrix_basis), parents (B,) ordered parents first and rest (B, 4, 4).
+    Raises ValueError when a parent comes after its child.
+    """
+    parents = np.asarray(parents)
+    if np.any(parents >= np.arange(parents.size)):
+        raise ValueError("bones must be ordered parents first")
+    out = np.empty_like(local)
+    for i, p in enumerate(parents):
+        if p < 0:
+            out[:, i] = rest[i] @ local[:, i]
+        else:
+            out[:, i] = out[:, p] @ (np.linalg.inv(rest[p]) @ rest[i]) @ local[:, i]
+    return out
