@@ -6,7 +6,7 @@ Real poses: third-party clips from ../shared/data retargeted (`signsim retarget`
 bundled signer and the CC0 Godot base mesh; each pose gets Gaussian noise of sigma-deg
 on every solved joint's rotation (q ⊗ exp(ε), ε ~ N(0, σ² I)). A noisy pose is a colliding
 pose when its evaluated skin has body parts inside each other deeper than 1 mm
-(resolve.skin.SkinTest: mathutils BVH trees on the evaluated skin). The first `count`
+(body.skin.SkinTest: mathutils BVH trees on the evaluated skin). The first `count`
 colliding poses are resolved (per pose, no sequence term, with the product's check of
 the result on the skin and its second solves) by the SLSQP solve and by the penalty
 gradient-descent baseline; for each the benchmark prints the success rate (no

@@ -68,10 +68,10 @@ def heads(modes):
     paths, radii, _ = head_api.fingertip_paths(clip, np.arange(first, last + 1), bpy.context.scene)
     out.append(("signer skin (chin_cheek clip)", skin, paths.reshape(-1, 3), float(radii[0])))
     face_ob = bpy.data.objects["SignerFace"]
-    co, tris = ADDON.signsim_addon.bake.body_geometry.mesh_arrays(face_ob.data)
+    co, tris = ADDON.signsim_addon.body.geometry.mesh_arrays(face_ob.data)
     m = np.linalg.inv(np.array(signer.data.bones[skin.head_bone].matrix_local)) @ \
         np.linalg.inv(np.array(signer.matrix_world)) @ \
-        ADDON.signsim_addon.bake.body_geometry.rest_world(signer, face_ob)
+        ADDON.signsim_addon.body.geometry.rest_world(signer, face_ob)
     dense = head_api.HeadSkin("SignerFace", np.arange(len(co)), co @ m[:3, :3].T + m[:3, 3], tris,
                               np.eye(3), skin.head_bone, skin.axes, 1.0)
     out.append(("SignerFace (closed, 20 k vertices; chin_cheek clip)", dense, paths.reshape(-1, 3),

@@ -31,7 +31,7 @@ import numpy as np  # noqa: E402
 
 ADDON = devenv.enable_from_source(TMP)
 bake = ADDON.signsim_addon.bake.api
-rig_reader = ADDON.signsim_addon.bake.rig
+rig_reader = ADDON.signsim_addon.body.rig
 cli = ADDON.signsim_addon.cli
 quat = ADDON.solver.core.quat
 DATA = ROOT.parent / "shared" / "data"

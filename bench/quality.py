@@ -63,7 +63,7 @@ class Product:
     def __init__(self):
         sa = ADDON.signsim_addon
         self.cli, self.bake, self.compat = sa.cli, sa.bake.api, sa.compat
-        self.skeleton_of, self.analyse = sa.bake.rig.skeleton_of, ADDON.solver.retarget.bonemap.analyse
+        self.skeleton_of, self.analyse = sa.body.rig.skeleton_of, ADDON.solver.retarget.bonemap.analyse
         self.quat = ADDON.solver.core.quat
 
     def retarget(self, clip, rig_blend, out):

@@ -16,6 +16,9 @@ from .errors import SignSimError
 
 _INTERPOLATION = {"CONSTANT": 0, "LINEAR": 1, "BEZIER": 2}
 
+# custom property on an action: JSON list of the contacts the retarget kept (the bake holds them)
+CONTACTS_PROP = "signsim_contacts"
+
 
 @dataclass(frozen=True)
 class PoseChannels:

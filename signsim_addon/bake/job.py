@@ -19,7 +19,7 @@ import numpy as np
 from threadpoolctl import threadpool_limits
 
 from .. import compat
-from ..retarget.contacts import CONTACTS_PROP
+from ..keys import CONTACTS_PROP
 from ...solver.core import kinematics
 from ...solver.core import keyreduce, quat
 from ...solver.physics.warm_up import warm_up
@@ -36,7 +36,7 @@ from ...solver.core.sdf import build_distance_grid
 from ...solver.core.settings import PRESETS as SETTINGS_PRESETS, preset_values
 from ...solver.physics.simulate import SimSettings, simulate
 from .. import keys
-from . import rig as rig_reader
+from ..body import rig as rig_reader
 from ..errors import SignSimError
 
 SUFFIX = ".physics"
@@ -415,10 +415,10 @@ def body_fields(rig, spacing, margin, cache_dir=None):
     """solver.core.body_volumes.BodyField of every volume of `rig` (RigModel) that some sample may touch.
 
     The hands are sampled as plates across their palm volumes; torso fields use a
-    coarser grid (body_geometry.TORSO_SPACING_FACTOR × spacing m). cache_dir: folder of
+    coarser grid (body.geometry.TORSO_SPACING_FACTOR × spacing m). cache_dir: folder of
     cached grids (face_grid), or None.
     """
-    from .body_geometry import TORSO, TORSO_SPACING_FACTOR
+    from ..body.geometry import TORSO, TORSO_SPACING_FACTOR
     plates = hand_plates(rig.model, rig.parts, rig.meshes)
     fields = []
     for mesh in rig.meshes:

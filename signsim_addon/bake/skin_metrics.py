@@ -3,7 +3,7 @@
 The solver sees the body through its model (capsules, distance fields of the rest-pose
 skin); what a viewer sees is the skin Blender deforms. Each frame of the reference and of
 the baked action is shown on the armature and its evaluated skin tested region against
-region (resolve.skin.SkinTest: BVH trees of the evaluated meshes, a vertex inside when
+region (body.skin.SkinTest: BVH trees of the evaluated meshes, a vertex inside when
 it lies behind the nearest triangle and inside by ray parity; Blender API,
 mathutils.bvhtree). The depth of each penetrating region pair counts for its contact
 kind (solver.core.body_volumes.pair_kind: "hand–face", "finger–finger", "hand–hand", "hand–torso", …).
@@ -12,7 +12,7 @@ Main thread only (bpy).
 import numpy as np
 
 from ...solver.core.body_volumes import pair_kind
-from . import body_geometry
+from ..body import geometry
 
 # mm a contact may sink into the skin before the bake is said to leave a penetration:
 # a fingertip on the face must look like a touch, hands and fingers tolerate a little more
@@ -22,16 +22,16 @@ DEFAULT_LIMIT_MM = 1.0
 
 def has_skin(ob):
     """True when the armature `ob` deforms a mesh whose skin can be measured."""
-    return bool(body_geometry.skinned_meshes(ob))
+    return bool(geometry.skinned_meshes(ob))
 
 
 def skin_depths(scene, ob, action, slot, rig, frames, test):
     """{contact kind: (F,) deepest skin penetration m per frame} with `action` (its
     `slot`) shown on `ob` at each of `frames` (F,) scene frames; `test`: a
-    resolve.skin.SkinTest of `rig` (bake.rig.RigModel) on `ob`. Every kind any tested
+    body.skin.SkinTest of `rig` (body.rig.RigModel) on `ob`. Every kind any tested
     region pair has appears, 0 where that pair's skin does not intersect."""
-    from ..resolve.skin import skin_penetration
-    from ..resolve.skin import TORSO
+    from ..body.skin import skin_penetration
+    from ..body.skin import TORSO
     pairs = {}
     skin_penetration(scene, ob, action, slot, rig, frames, pairs=pairs, test=test)
 
@@ -85,7 +85,7 @@ def measure(scene, ob, job, reference_action, baked_action, slot_identifier):
     """({"reference": side_record, "baked": side_record}, [warnings]) of the skin of
     armature `ob` under both actions at job.frames (bake.job.BakeJob), or (None,
     [a warning]) when `ob` deforms no mesh."""
-    from ..resolve.skin import SkinTest
+    from ..body.skin import SkinTest
     if not has_skin(ob):
         return None, [f"armature '{ob.name}' deforms no mesh: penetration is the body model's (capsules and "
                       "distance fields), not measured on a skin"]

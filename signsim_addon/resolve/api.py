@@ -24,9 +24,10 @@ from ...solver.core.body_volumes import TORSO, BodyField, BodyMesh, build_field,
 from ...solver.resolve.nearest_pose import (ResolveSettings, resolve_pose, resolve_sequence, smooth_corrections,
                                             warm_up)
 from .. import compat, files
-from ..bake import body_geometry, job as bake_job, rig as rig_reader
+from ..bake import job as bake_job
+from ..body import geometry, rig as rig_reader
 from ..errors import INFO, WARNING, SignSimError, from_solver, silent
-from .skin import TORSO as TORSO_SKIN, SkinTest, skin_penetration  # noqa: F401 (skin_penetration: benches)
+from ..body.skin import TORSO as TORSO_SKIN, SkinTest, skin_penetration  # noqa: F401 (skin_penetration: benches)
 
 SUFFIX = ".resolved"
 SKIN_TOLERANCE = 0.001  # m: deeper skin penetration after a solve is solved again, then reported
@@ -149,7 +150,7 @@ def _resolve_into(scene, ob, action, new, frame_range, margin, sequence, method,
         _drop_keys_at(new, pose_frame + 1.0)
     warnings = [w for w in rig.warnings]
     skin = None
-    if measure_skin and body_geometry.skinned_meshes(ob):
+    if measure_skin and geometry.skinned_meshes(ob):
         # The capsules' radii are the skin's median distance from the bone: where the skin
         # bulges further, a frame still penetrating is solved again (from its original pose,
         # warm-started from the last solution) with the clearance of the penetrating bone
@@ -292,7 +293,7 @@ def posed_torso(fields, test, vertices, pairs, base_rotation, base_position, spa
         boxes = apart + [box]
     old = fields[rigid[0]]
     reach = float(old.radius.max())
-    h = max(spacing * body_geometry.TORSO_SPACING_FACTOR, 0.5 * float(old.radius.min()))
+    h = max(spacing * geometry.TORSO_SPACING_FACTOR, 0.5 * float(old.radius.min()))
     base_r = quat.to_matrix(np.asarray(base_rotation, dtype=float))
     posed = []
     for lo, hi in boxes:
@@ -330,7 +331,7 @@ def neck_fields(ob, rig, spacing, margin, cache_dir=None):
     neck = [i for i in body.neck if sk.names[i] in rig.bone_names]
     if not neck:
         return ()
-    v, t = body_geometry.region_points(body_geometry.skin_regions(ob, sk, {i: 0 for i in neck}), 0)
+    v, t = geometry.region_points(geometry.skin_regions(ob, sk, {i: 0 for i in neck}), 0)
     if len(t) < 4:
         return ()
     to_bone = np.linalg.inv(np.array(ob.data.bones[sk.names[neck[0]]].matrix_local))
@@ -338,7 +339,7 @@ def neck_fields(ob, rig, spacing, margin, cache_dir=None):
                     (v @ to_bone[:3, :3].T + to_bone[:3, 3]) * rig.world_scale, t)
     field = build_field(rig.model, rig.parts, mesh, hand_plates(rig.model, rig.parts, rig.meshes),
                         lambda *a: bake_job.face_grid(*a, cache_dir=cache_dir),
-                        spacing * body_geometry.TORSO_SPACING_FACTOR, margin)
+                        spacing * geometry.TORSO_SPACING_FACTOR, margin)
     return () if field is None else (field,)
 
 

@@ -8,7 +8,7 @@ from the source's skeleton and kept on the target's own skin (solver/retarget/co
 - mark_timeline(scene, action): timeline markers `contact:<part>-<part>` at contact starts;
 - summary(action): the JSON-able contact list of an action.
 
-The target's skin is read as the bake reads it (bake/body_geometry.py): the face (a mesh
+The target's skin is read as the bake reads it (body/geometry.py): the face (a mesh
 parented to the head bone, else the skin the head and neck bones own), each palm (the
 skin the hand bones own) and each distal phalanx (the skin it owns) in its bone's rest
 frame; the source has no skin: its proportional body comes from its bone lengths.
@@ -22,11 +22,11 @@ from ...solver.retarget import bonemap
 from ...solver.retarget import contact_transfer
 from .. import compat
 from .. import keys as key_io
-from ..bake import body_geometry
+from ..body import geometry
+from ..keys import CONTACTS_PROP
 from ..errors import INFO, WARNING, from_solver, silent
 from . import transfer
 
-CONTACTS_PROP = "signsim_contacts"   # on the action: JSON list of the contacts kept
 MARKER_PREFIX = "contact:"
 WEIGHTS = {"upper_arm": 1.0, "forearm": 1.0, "hand": 0.5, "segment": 0.3, "finger": 0.12}
 
@@ -89,23 +89,23 @@ def target_body(target, warnings, contacts=()):
     scale = float(np.linalg.norm(mo[:3, 0]))
     parts = contact_transfer.Parts()
     chest = body.spine[-1] if body.spine else body.hips
-    skin = body_geometry.skin_weights(target, sk)
-    meshes = body_geometry.body_meshes(target, sk, body, set(range(len(sk.names))), rest, 1.0, chest,
+    skin = geometry.skin_weights(target, sk)
+    meshes = geometry.body_meshes(target, sk, body, set(range(len(sk.names))), rest, 1.0, chest,
                                        None, {}, [], skin)
     for m in meshes:
         if m.kind == "face":
             parts.add("face", m.bone, m.vertices, m.triangles)
         elif m.kind.startswith("palm"):
             parts.add(f"palm_{m.side}", m.bone, m.vertices, m.triangles)
-    regions = body_geometry.bone_regions(sk, body)
+    regions = geometry.bone_regions(sk, body)
     distal = {}
     for (side, finger), bones in _fingers(body).items():
         if f"{finger}_{side}" in needed:
             distal[bones[-1]] = f"{finger}_{side}"
-            regions[bones[-1]] = len(body_geometry.REGIONS) + len(distal)
-    skins = body_geometry.skin_regions(target, sk, regions, skin) if distal else []
+            regions[bones[-1]] = len(geometry.REGIONS) + len(distal)
+    skins = geometry.skin_regions(target, sk, regions, skin) if distal else []
     for bone, name in distal.items():
-        v, t = body_geometry.region_points(skins, regions[bone])
+        v, t = geometry.region_points(skins, regions[bone])
         if len(t) >= 4:
             inv = np.linalg.inv(rest[bone])
             parts.add(name, bone, v @ inv[:3, :3].T + inv[:3, 3], t)
@@ -162,7 +162,7 @@ SKIN_INFLUENCES = 4   # bone weights kept per vertex (the largest)
 
 def _owned_skins(skin, owned):
     """{name: ct.Skin} of the skin (the meshes the Armature modifier of the target deforms;
-    skin: their body_geometry.skin_weights) whose vertices are owned (largest weight) by
+    skin: their geometry.skin_weights) whose vertices are owned (largest weight) by
     the bones of owned ({bone: name}), with the SKIN_INFLUENCES largest bone weights of
     those vertices (normalised over the bones; equal weights: the later bone first)."""
     pieces = {}

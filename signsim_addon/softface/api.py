@@ -23,7 +23,7 @@ import numpy as np
 
 from ...solver.softface import tissue
 from .. import compat, keys
-from ..bake import body_geometry
+from ..body import geometry
 from ..errors import INFO, WARNING, SignSimError, silent
 from . import head as head_api
 
@@ -91,7 +91,7 @@ def after_bake(scene, armature, frames, on, modes=None, report=silent):
             notes.append(str(ex))
     elif modes is not None:
         notes.append(f"{modes} face modes asked but the soft face is off: no dent")
-    for ob in body_geometry.skinned_meshes(armature):
+    for ob in geometry.skinned_meshes(armature):
         key = ob.data.shape_keys
         stale = key is not None and any(kb.name.startswith(PREFIX) for kb in key.key_blocks)
         if stale and (res is None or ob.name != res["mesh"]):

@@ -12,7 +12,7 @@ from scipy.spatial import cKDTree
 
 from ...solver.softface import tissue
 from ...solver.retarget import bonemap, contact_transfer
-from ..bake import body_geometry, rig
+from ..body import geometry, rig
 from ..errors import SignSimError, from_solver
 
 
@@ -64,7 +64,7 @@ def head_skin(armature, unit_scale=1.0, near=None):
     to_arm = np.linalg.inv(np.array(armature.matrix_world))
     to_head = np.linalg.inv(rest)
     patches = []
-    for ob, v, tris, sparse, bones in body_geometry.skin_weights(armature, sk):
+    for ob, v, tris, sparse, bones in geometry.skin_weights(armature, sk):
         if not isinstance(bones, list) or sparse is None:  # a mesh carried by a bone, or unweighted
             continue
         keep = tissue.weight_share(len(v), *sparse, [b in below for b in bones]) > 0

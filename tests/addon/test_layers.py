@@ -4,7 +4,8 @@ functions included, relative imports resolved):
 - no import cycles between modules of solver/, signsim_addon/, operators/ and panels/;
 - solver/ imports nothing of the add-on; a solver subpackage imports only solver/core/
   and itself, and core/ only itself;
-- an add-on capability reaches another capability only through its api.py;
+- an add-on capability reaches another capability only through its api.py, and body/ (what
+  the capabilities share) reaches none;
 - operators and panels reach the add-on only through a capability's api.py (and
   errors.py), never solver/ or a CLI module.
 
@@ -20,24 +21,8 @@ PACKAGES = ("solver", "signsim_addon", "operators", "panels")
 # (importer, imported): a capability reaching into another one's internals. Each is to be
 # replaced by the shared body/ package or a documented api.py function (issue 33).
 CAPABILITY_EXCEPTIONS = {
-    ("signsim_addon.bake.job", "signsim_addon.retarget.contacts"):
-        "CONTACTS_PROP, the custom property both write: belongs in keys.py",
-    ("signsim_addon.bake.skin_metrics", "signsim_addon.resolve.skin"):
-        "the skin test (SkinTest, skin_penetration): belongs in body/skin.py",
     ("signsim_addon.resolve.api", "signsim_addon.bake.job"):
         "prepare and reference_of, the rig-and-reference read: belongs in body/ or bake.api",
-    ("signsim_addon.resolve.api", "signsim_addon.bake.rig"): "the rig reader: belongs in body/rig.py",
-    ("signsim_addon.resolve.api", "signsim_addon.bake.body_geometry"):
-        "the skin as arrays: belongs in body/geometry.py",
-    ("signsim_addon.resolve.skin", "signsim_addon.bake.body_geometry"):
-        "the skin as arrays: belongs in body/geometry.py",
-    ("signsim_addon.retarget.contacts", "signsim_addon.bake.body_geometry"):
-        "the skin as arrays: belongs in body/geometry.py",
-    ("signsim_addon.softface.api", "signsim_addon.bake.body_geometry"):
-        "the skin as arrays: belongs in body/geometry.py",
-    ("signsim_addon.softface.head", "signsim_addon.bake.body_geometry"):
-        "the skin as arrays: belongs in body/geometry.py",
-    ("signsim_addon.softface.head", "signsim_addon.bake.rig"): "the rig reader: belongs in body/rig.py",
     ("signsim_addon.compose.api", "signsim_addon.retarget.transfer"):
         "rig and clip reading shared with retarget: belongs in retarget/api.py or body/",
 }
@@ -180,6 +165,18 @@ def test_capabilities_reach_each_other_only_through_api():
     assert set(CAPABILITY_EXCEPTIONS) - found == set()  # fixed: remove it from the list
 
 
+def body_offenders(graph):
+    """[(importer, imported)] edges from signsim_addon/body/ up into a capability."""
+    return sorted((a, b) for a, targets in graph.items() if a.startswith("signsim_addon.body.")
+                  for b in targets if b.split(".")[:2][-1] in CAPABILITIES and b.startswith("signsim_addon."))
+
+
+def test_body_imports_no_capability():
+    graph = import_graph(ROOT)
+    assert any(a.startswith("signsim_addon.body.") for a in graph)
+    assert body_offenders(graph) == []
+
+
 def test_operators_and_panels_import_only_capability_apis():
     offenders, seen = _offenders(ROOT)
     assert seen >= 10  # the check sees the imports it is about
@@ -200,8 +197,8 @@ def test_the_check_catches_solver_cli_and_internal_imports(tmp_path):
 
 def test_the_checks_catch_a_cycle_and_layer_breaks(tmp_path):
     """A temporary tree: a cycle whose one edge is an import inside a function, a physics
-    module importing retarget, core importing physics, and a capability importing
-    another's internals."""
+    module importing retarget, core importing physics, a capability importing another's
+    internals and body/ importing a capability."""
     files = {
         "solver/__init__.py": "",
         "solver/core/__init__.py": "",
@@ -218,6 +215,8 @@ def test_the_checks_catch_a_cycle_and_layer_breaks(tmp_path):
         "signsim_addon/resolve/__init__.py": "",
         "signsim_addon/resolve/api.py": "",
         "signsim_addon/resolve/skin.py": "",
+        "signsim_addon/body/__init__.py": "",
+        "signsim_addon/body/rig.py": "from ..bake import api\n",
     }
     for name, text in files.items():
         (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
@@ -227,5 +226,6 @@ def test_the_checks_catch_a_cycle_and_layer_breaks(tmp_path):
     assert solver_offenders(graph) == [("solver.core.c", "solver.physics.p"),
                                        ("solver.physics.p", "solver.retarget.r")]
     assert capability_offenders(graph) == [("signsim_addon.bake.api", "signsim_addon.resolve.skin")]
+    assert body_offenders(graph) == [("signsim_addon.body.rig", "signsim_addon.bake.api")]
     (tmp_path / "solver/core/b.py").write_text("def f():\n    return 1\n")
     assert cycles(import_graph(tmp_path)) == []

@@ -20,7 +20,7 @@ from retarget_rigs import character
 @pytest.fixture
 def mods(addon):
     a = addon.signsim_addon
-    return a.bake.api, a.bake.body_geometry, a.errors.SignSimError
+    return a.bake.api, a.body.geometry, a.errors.SignSimError
 
 
 def key_pose(ob, poses, action_name="drive"):
@@ -123,8 +123,8 @@ def skin_of(ob):
 
 def region_mask(addon, ob, mesh_ob, region_name):
     """Per vertex of mesh_ob: belongs to body region `region_name` (the add-on's own reading)."""
-    geo = addon.signsim_addon.bake.body_geometry
-    sk = addon.signsim_addon.bake.rig.skeleton_of(ob.data)
+    geo = addon.signsim_addon.body.geometry
+    sk = addon.signsim_addon.body.rig.skeleton_of(ob.data)
     body = addon.solver.retarget.bonemap.analyse(sk)
     regions = geo.bone_regions(sk, body)
     me = mesh_ob.data
@@ -267,7 +267,7 @@ def test_hand_driven_into_the_chest_stops_at_the_chest(addon, mods, godot):
 def curl_axes(addon, ob, fingers, side="R"):
     """{finger bone: unit axis (3,) in its rest frame} about which a positive angle curls it
     towards the palm: y × n, n the palm normal (the rig reader's), y the bone's axis."""
-    rig = addon.signsim_addon.bake.rig
+    rig = addon.signsim_addon.body.rig
     sk = rig.skeleton_of(ob.data)
     body = addon.solver.retarget.bonemap.analyse(sk)
     rest = np.array([np.array(b.matrix_local) for b in ob.data.bones])

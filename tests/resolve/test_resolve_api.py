@@ -17,8 +17,8 @@ from action_keys import all_keys
 def mods(addon):
     name = addon.__name__
     return (importlib.import_module(name + ".signsim_addon.resolve.api"),
-            importlib.import_module(name + ".signsim_addon.resolve.skin"),
-            importlib.import_module(name + ".signsim_addon.bake.rig"))
+            importlib.import_module(name + ".signsim_addon.body.skin"),
+            importlib.import_module(name + ".signsim_addon.body.rig"))
 
 
 def _same(a, b):

@@ -19,7 +19,7 @@ from mathutils.bvhtree import BVHTree
 from ...solver.core import capsule_radii
 from ...solver.core.body_volumes import part_category
 from .. import compat
-from ..bake import body_geometry
+from . import geometry
 from ..errors import SignSimError
 
 TORSO = -1
@@ -44,13 +44,13 @@ def _crossings(tree, origin, direction, limit=64):
 
 class SkinTest:
     """Region-pair penetration test of the skin of armature `ob` for the bones of `rig`
-    (bake.rig.RigModel). Tested are the pairs the body model separates: a hand part
+    (body.rig.RigModel). Tested are the pairs the body model separates: a hand part
     (finger, thumb, palm) against any other region, and the capsule pairs of rig.model.
     Raises SignSimError when `ob` has no skinned mesh."""
 
     def __init__(self, ob, rig):
         bone_names = rig.bone_names
-        meshes = body_geometry.skinned_meshes(ob)
+        meshes = geometry.skinned_meshes(ob)
         if not meshes:
             raise SignSimError(f"armature '{ob.name}' has no skinned mesh to measure penetration on")
         self.ob = ob
@@ -66,7 +66,7 @@ class SkinTest:
                 len(me.vertices), -1)
             group_region = np.array([index.get(g.name, TORSO) for g in m.vertex_groups] + [UNWEIGHTED])
             regions.append(group_region[owner])
-            tris.append(body_geometry.mesh_arrays(me)[1] + offset)
+            tris.append(geometry.mesh_arrays(me)[1] + offset)
             offset += len(me.vertices)
         self.region = np.concatenate(regions)
         self.triangles = np.concatenate(tris)

@@ -17,7 +17,7 @@ from ...solver.core.model import BALL, HINGE, SkeletonModel
 from ...solver.core.settings import GROUPS
 from ...solver.retarget import bonemap
 from ..errors import WARNING, SignSimError, from_solver, silent
-from . import body_geometry
+from . import geometry
 
 CAPSULE_PROP = "signsim_capsule_radius"  # per Bone, metres (sample_blends/make_samples.py)
 
@@ -141,7 +141,7 @@ def read_rig(armature, simulate_parts=GROUPS, face_object=None, report=None, uni
     defaulted = []
     palm_normals = _palm_normals(body, rest)
     seg_length = segment_lengths(arm)
-    weights = body_geometry.skin_weights(armature, sk)  # read once: the radii and the body volumes
+    weights = geometry.skin_weights(armature, sk)  # read once: the radii and the body volumes
     skin = _skin_radii(armature, sk, seg_length, weights) if any(CAPSULE_PROP not in bones[i] for i in order) else {}
     for k, i in enumerate(order):
         p = sk.parents[i]
@@ -169,7 +169,7 @@ def read_rig(armature, simulate_parts=GROUPS, face_object=None, report=None, uni
                         f"'{armature.name}' (e.g. '{defaulted[0]}'): default radii by bone kind")
     tips = np.array([pos[b[-1]] for b in body.fingers.values() if b and b[-1] in pos], dtype=np.intp)
     parts = tuple(_part(body, i, roles[i][0]) for i in order)
-    meshes = body_geometry.body_meshes(armature, sk, body, order, rest, scale, chest,
+    meshes = geometry.body_meshes(armature, sk, body, order, rest, scale, chest,
                                        face_object if "neck_head" in simulate_parts else None,
                                        palm_normals, warnings, weights)
     face = next(((m.vertices, m.triangles, m.bone) for m in meshes if m.kind == "face"), None)
@@ -358,7 +358,7 @@ def _skin_radii(armature, sk, seg_length, weights):
     """{bone index: capsule radius (armature units)} from the skinned meshes, if any
     (solver.core.capsule_radii: the skin vertices each bone dominates, rest pose, about the
     capsule axis of seg_length {bone name: length, armature units}); weights:
-    body_geometry.skin_weights(armature, sk)."""
+    geometry.skin_weights(armature, sk)."""
     out = {}
     for ob, co, _tris, sparse, bones in weights:
         if not isinstance(bones, list) or sparse is None:  # carried by a bone, or unweighted
