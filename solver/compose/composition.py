@@ -69,7 +69,7 @@ import itertools
 import numpy as np
 from scipy.spatial import cKDTree
 
-from ..core import posing, quat
+from ..core import kinematics, posing, quat
 
 CURVES = ("linear", "smoothstep", "smootherstep")
 
@@ -238,20 +238,22 @@ def forward(track, rig):
         return rot, np.zeros((n, nb, 3))
     world = np.empty_like(rot)
     heads = np.zeros((n, nb, 3))
-    for b in rig.order:
-        p = rig.parents[b]
+
+    def root(b):
+        world[:, b] = rot[:, b]
         c = rig.located.get(b)
-        if p < 0:
-            world[:, b] = rot[:, b]
-            if c is not None:
-                heads[:, b] = track.positions[:, c]
-            continue
+        if c is not None:
+            heads[:, b] = track.positions[:, c]
+
+    def child(b, p):
+        c = rig.located.get(b)
         parent_rest = quat.mul(world[:, p], rig.rest_rotation[b])
         world[:, b] = quat.mul(parent_rest, rot[:, b])
         offset = rig.rest_offset[b]
         if c is not None:
             offset = offset + quat.rotate(rig.rest_rotation[b], track.positions[:, c])
         heads[:, b] = heads[:, p] + quat.rotate(world[:, p], np.broadcast_to(offset, (n, 3)))
+    kinematics.descend(rig.parents, rig.order, root, child)
     return world, heads
 
 

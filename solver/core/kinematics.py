@@ -131,18 +131,48 @@ def pose_matrices(parents, rest, locations, rotations, scales):
     return chain(parents, rest, local_matrices(locations, rotations, scales))
 
 
-def chain(parents, rest, local):
+def descend(parents, order, root, child):
+    """The tree walk of every forward kinematics of the solver (this module's chain,
+    retarget.contact_transfer.Target.pose, compose.composition.forward,
+    mocap.bvh_file.joint_positions; the compiled kernels.forward_kinematics loops the same
+    way): for each bone i of `order` (parents before children) root(i) when it has no parent
+    (parents[i] < 0), else child(i, parents[i]). Each caller keeps its own representation
+    and arithmetic (4×4 matrices, quaternions, 3×3 matrices), so its results stay bit for
+    bit what they were."""
+    for i in order:
+        p = parents[i]
+        if p < 0:
+            root(i)
+        else:
+            child(i, p)
+
+
+def chain(parents, rest, local, world=None, order=None, relative=None):
     """Posed armature-space matrices (F, B, 4, 4) from local pose matrices local (F, B, 4, 4)
     (PoseBone.matrix_basis), parents (B,) ordered parents first and rest (B, 4, 4).
     Raises ValueError when a parent comes after its child.
+
+    world (4, 4): the armature's world matrix, for world matrices (a root: world · rest ·
+    local). order: only these bones, parents before children but in any index order; local
+    is then (F, len(order), 4, 4) in that order and the other bones stay zero. relative
+    (B, 4, 4): rest_parent⁻¹ · rest_i (a root: rest_i) when the caller keeps them.
     """
     parents = np.asarray(parents)
-    if np.any(parents >= np.arange(parents.size)):
-        raise ValueError("bones must be ordered parents first")
-    out = np.empty_like(local)
-    for i, p in enumerate(parents):
-        if p < 0:
-            out[:, i] = rest[i] @ local[:, i]
-        else:
-            out[:, i] = out[:, p] @ (np.linalg.inv(rest[p]) @ rest[i]) @ local[:, i]
+    if order is None:
+        if np.any(parents >= np.arange(parents.size)):
+            raise ValueError("bones must be ordered parents first")
+        order = range(parents.size)
+        out = np.empty_like(local)
+    else:
+        out = np.zeros(local.shape[:1] + (parents.size, 4, 4))
+    column = {i: k for k, i in enumerate(order)}
+
+    def root(i):
+        base = rest[i] if relative is None else relative[i]
+        out[:, i] = (base if world is None else world @ base) @ local[:, column[i]]
+
+    def child(i, p):
+        rel = np.linalg.inv(rest[p]) @ rest[i] if relative is None else relative[i]
+        out[:, i] = out[:, p] @ rel @ local[:, column[i]]
+    descend(parents, order, root, child)
     return out

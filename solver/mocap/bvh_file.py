@@ -12,7 +12,7 @@ import re
 
 import numpy as np
 
-from ..core import quat, skeleton
+from ..core import kinematics, quat, skeleton
 
 
 class BvhError(ValueError):
@@ -354,18 +354,22 @@ def joint_positions(data, rows=None):
     mats = quat.to_matrix(local_rotations(data, rows))
     world_r = np.zeros((F, J, 3, 3))
     world_p = np.zeros((F, J, 3))
-    for j in range(J):
-        local = np.broadcast_to(data.offsets[j], (F, 3)).copy()
+
+    def local(j):
+        out = np.broadcast_to(data.offsets[j], (F, 3)).copy()
         for i, c in enumerate(data.channels[j]):
             if c in _POS:
-                local[:, _POS[c]] = m[:, data.first_channel[j] + i]
-        p = data.parents[j]
-        if p < 0:
-            world_r[:, j] = mats[:, j]
-            world_p[:, j] = local
-        else:
-            world_r[:, j] = world_r[:, p] @ mats[:, j]
-            world_p[:, j] = world_p[:, p] + np.einsum("fij,fj->fi", world_r[:, p], local)
+                out[:, _POS[c]] = m[:, data.first_channel[j] + i]
+        return out
+
+    def root(j):
+        world_r[:, j] = mats[:, j]
+        world_p[:, j] = local(j)
+
+    def child(j, p):
+        world_r[:, j] = world_r[:, p] @ mats[:, j]
+        world_p[:, j] = world_p[:, p] + np.einsum("fij,fj->fi", world_r[:, p], local(j))
+    kinematics.descend(data.parents, range(J), root, child)
     return world_p
 
 

@@ -30,7 +30,7 @@ from scipy.sparse import coo_matrix
 from scipy.sparse.csgraph import connected_components
 from scipy.spatial import cKDTree
 
-from ..core import kernels, posing, quat, sdf
+from ..core import kernels, kinematics, posing, quat, sdf
 
 REFERENCE_SHOULDERS = 0.335   # m between the shoulder joints of the reference adult below
 # The reference adult's face (head bone's head at the origin; axes left, forward, up; m):
@@ -500,11 +500,7 @@ class Target:
         for k, i in enumerate(order):
             if i in self.loc:
                 local[:, k, :3, 3] = self.loc[i]
-        out = np.zeros((F, N, 4, 4))
-        for k, i in enumerate(order):
-            p = self.parents[i]
-            out[:, i] = (self.world if p < 0 else out[:, p]) @ rel[i] @ local[:, k]
-        return out
+        return kinematics.chain(self.parents, self.rest, local, world=self.world, order=order, relative=rel)
 
 
 def _parents_first(parents):

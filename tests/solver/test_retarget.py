@@ -71,3 +71,21 @@ def test_detached_feet_are_found_from_geometry_not_names():
     assert {side: h.names[keep[i]] for side, i in found.items()} == {"L": "IK_foot.L", "R": "IK_foot.R"}
     full = bonemap.Skeleton(h.names, h.parents, h.heads, h.tails)
     assert transfer_math.detached_feet(full, bonemap.analyse(full), h.heads) == {}
+
+
+def test_chain_in_world_on_a_subset_or_with_kept_relatives_is_the_same_walk(rng):
+    """kinematics.chain as retarget.contact_transfer.Target.pose calls it: world matrices,
+    only some bones (the others zero), relative rest matrices the caller keeps."""
+    parents = np.array([-1, 0, 1, 0])
+    rest = _rest(rng, 4)
+    local = np.tile(np.eye(4), (3, 4, 1, 1))
+    local[..., :3, :3] = quat.to_matrix(quat.normalize(rng.normal(size=(3, 4, 4))))
+    world = _rest(rng, 1)[0]
+    plain = kinematics.chain(parents, rest, local)
+    np.testing.assert_allclose(kinematics.chain(parents, rest, local, world=world), world @ plain, atol=1e-12)
+    relative = np.array([rest[i] if p < 0 else np.linalg.inv(rest[p]) @ rest[i] for i, p in enumerate(parents)])
+    np.testing.assert_array_equal(kinematics.chain(parents, rest, local, relative=relative), plain)
+    order = [0, 3]
+    part = kinematics.chain(parents, rest, local[:, order], order=order)
+    np.testing.assert_array_equal(part[:, order], plain[:, order])
+    assert not part[:, [1, 2]].any()
