@@ -36,7 +36,7 @@ PAIR_CASES = {"bye-mixamo": [BYE, MIXAMO], "mixamo-chin": [MIXAMO, CHIN], "finge
               "jump-wave-dance": [CMU, BYE, JESSE, CMU],
               "chain": [BYE, MIXAMO, CHIN, FINGERS, (JESSE, 1, 400), (CMU, 1600, 2000), BYE, CHIN, MIXAMO, FINGERS],
               "generated chain": [SPELL, CLAP, CHIN, NOISY, BYE, CLAP, SPELL, MIXAMO, CLAP, FINGERS]}
-SUITE_PAIRS = ("bye-mixamo", "mixamo-chin", "fingers-jesse", "cmu-bye")
+SUITE_PAIRS = ("bye-mixamo", "mixamo-chin", "fingers-jesse", "cmu-bye", "clap-bye")
 
 
 @pytest.fixture(scope="module")

@@ -169,12 +169,15 @@ def runs(mask):
     return list(zip(edges[::2], edges[1::2]))
 
 
+_ALONE = {}      # (clip, trim in, trim out) -> sample of the clip composed alone (read only)
+
+
 def compose_cases(cm, cases):
     """{name: (result, sample of the output, [sample of each clip composed alone])} for
     {name: [clip path or (path, trim in, trim out), ...]} on the bundled signer, each clip
-    composed alone once."""
+    composed alone once per process (the samples are arrays nobody writes to)."""
     ob = open_signer()
-    out, alone = {}, {}
+    out, alone = {}, _ALONE
     for name, clips in cases.items():
         specs = [cm.ClipSpec(str(c[0]), c[1], c[2]) if isinstance(c, tuple) else cm.ClipSpec(str(c)) for c in clips]
         result = cm.compose(ob, specs)
