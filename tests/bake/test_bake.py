@@ -27,6 +27,7 @@ def _open(path):
     return rig
 
 
+@pytest.mark.slow
 def test_bake_writes_a_new_action_and_never_modifies_the_reference(retargeted, mods):
     bake, keys, _ = mods
     rig = _open(retargeted)
@@ -52,6 +53,7 @@ def test_bake_writes_a_new_action_and_never_modifies_the_reference(retargeted, m
     assert np.all(np.sum(q[1:] * q[:-1], axis=1) > 0)
 
 
+@pytest.mark.slow
 def test_two_bakes_are_bit_identical(retargeted, mods):
     bake, _, _ = mods
     rig = _open(retargeted)
@@ -103,6 +105,7 @@ def test_cancelled_bake_leaves_no_new_action(retargeted, mods):
     assert sorted(a.name for a in bpy.data.actions) == names
 
 
+@pytest.mark.slow
 def test_key_reduction_stays_within_tolerance(retargeted, mods, addon):
     bake, keys, _ = mods
     rig = _open(retargeted)
@@ -122,6 +125,7 @@ def test_key_reduction_stays_within_tolerance(retargeted, mods, addon):
     assert total < 0.8 * len(job.rig.bone_names) * len(job.frames)
 
 
+@pytest.mark.slow
 def test_nla_output_stacks_the_bake_over_the_reference(retargeted, mods):
     bake, _, _ = mods
     rig = _open(retargeted)
@@ -217,6 +221,8 @@ def cli_bake(retargeted, addon, tmp_path_factory, request):
     return code, result, out, metrics, png
 
 
+@pytest.mark.compat
+@pytest.mark.slow
 def test_cli_bake_prints_the_metrics_contract(cli_bake):
     code, result, out, metrics, _png = cli_bake
     assert code == 0
@@ -248,6 +254,7 @@ def test_cli_bake_errors_write_nothing(retargeted, addon, tmp_path, capsys):
     assert len(err) == 1 and "Nobody" in err[0] and "Signer" in err[0]
 
 
+@pytest.mark.slow
 def test_per_frame_metric_curves_agree_with_the_metrics_json(retargeted, mods):
     bake, keys, _ = mods
     rig = _open(retargeted)
@@ -278,6 +285,7 @@ def test_cli_bake_renders_a_before_after_contact_sheet(cli_bake, addon):
     assert rgb.std() > 0.05  # a rendered figure, not an empty frame
 
 
+@pytest.mark.slow
 def test_baking_again_starts_from_the_reference_not_the_bake(retargeted, mods):
     bake, _, _ = mods
     rig = _open(retargeted)

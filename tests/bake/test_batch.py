@@ -128,6 +128,7 @@ def _only_finished_outputs(out):
     return blends
 
 
+@pytest.mark.compat
 @pytest.mark.slow
 def test_local_cluster_batch_equals_serial_bake(cli, library, serial, tmp_path, capsys):
     out = tmp_path / "out"
@@ -243,6 +244,7 @@ def test_scheduler_address_runs_the_batch_on_that_cluster(cli, library, serial, 
     _assert_equal_runs(runs, serial)
 
 
+@pytest.mark.slow
 def test_unreachable_scheduler_is_one_clear_error(cli, library, tmp_path, capsys):
     code = cli(["batch", "--library", str(library), "--rig", RIG, "--out", str(tmp_path / "out"),
                 "--scheduler", "tcp://127.0.0.1:9"])

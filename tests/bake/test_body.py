@@ -175,6 +175,7 @@ def _bake(bake, ob, action, frames=None):
     return job, solved, new, warnings
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("spot", ["chin", "cheek"])
 def test_fingertip_driven_into_the_face_stops_at_the_skin(addon, mods, godot, spot):
     """On one skinned mesh (no face object) the index tip, keyed 1 cm into the chin or
@@ -243,6 +244,7 @@ def _sample_penetration(addon, ob, job, skin, region, bones, frames):
     return np.array(out)
 
 
+@pytest.mark.slow
 def test_hand_driven_into_the_chest_stops_at_the_chest(addon, mods, godot):
     bake, geo, _ = mods
     ob = godot
@@ -355,6 +357,7 @@ def _relative_close(a, b, rtol, atol, path=""):
         assert a == b, path
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("factor,unit", [(100.0, False), (128.0, False), (128.0, True)])
 def test_centimetre_copy_bakes_the_same_motion(addon, mods, shared_data, factor, unit):
     """Data ×100 with object scale 0.01 (an FBX centimetre import), or ×128 (exact in
@@ -464,6 +467,7 @@ def rig_files(tmp_path_factory, addon):
     return out
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("clip", HAND_CLIPS)
 @pytest.mark.parametrize("rig", ["signer", "godot", "robot"])
 def test_real_clips_bake_without_fallbacks_and_with_body_contact(addon, mods, shared_data, rig_files,

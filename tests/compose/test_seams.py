@@ -46,6 +46,7 @@ def pairs(cm):
     return compose_cases(cm, {k: v for k, v in PAIR_CASES.items() if FULL or k in SUITE_PAIRS})
 
 
+@pytest.mark.slow
 def test_passed_seams_turn_no_bone_past_20_degrees_beyond_the_clips(pairs):
     checked, worst_excess = 0, -np.inf
     for name, (result, (rot, heads, names), own) in pairs.items():
@@ -77,6 +78,7 @@ def test_passed_seams_turn_no_bone_past_20_degrees_beyond_the_clips(pairs):
         assert checked >= 8             # most seams pass
 
 
+@pytest.mark.slow
 def test_feet_planted_across_a_seam_slide_no_more_than_the_clips(pairs):
     """Judged on Blender's evaluated feet, not the product's plant list: a foot that stays
     on the floor through a seam the product passes moves along it at most 1 cm more than
@@ -98,6 +100,7 @@ def test_feet_planted_across_a_seam_slide_no_more_than_the_clips(pairs):
     assert flagged, "the pairs include stances no hold can join (a step would be needed): flagged"
 
 
+@pytest.mark.slow
 def test_no_foot_skates_inside_a_passing_seam_beyond_the_clips(pairs):
     """Judged on Blender's evaluated feet: inside the window of a seam the product passes,
     no foot on the floor is dragged along it faster than a shuffle more than 1 cm beyond
@@ -133,6 +136,7 @@ def hops(cm):
     return compose_cases(cm, {k: v for k, v in HOP_CASES.items() if FULL or k == "hop"})
 
 
+@pytest.mark.slow
 def test_no_passing_seam_lifts_both_feet_off_the_floor(pairs, hops):
     """On Blender's evaluated feet: over a seam's window and the steps after it, the
     lower foot stays within 1 cm of the floor as high as the clips there have it, or the
@@ -159,6 +163,7 @@ def test_no_passing_seam_lifts_both_feet_off_the_floor(pairs, hops):
     assert max(worst)[0] <= 0.01, max(worst)
 
 
+@pytest.mark.slow
 def test_a_seam_that_still_lifts_both_feet_says_so(cm, hops, monkeypatch):
     """The safety net, on the hop as it was: with the feet's turns taken away (both feet
     stepping over the same frames, as before), fingerspelling → Mixamo lifts both feet of
@@ -180,6 +185,7 @@ def test_a_seam_that_still_lifts_both_feet_says_so(cm, hops, monkeypatch):
     assert any("both feet leave the floor" in line and "hops" in line for line in lines)
 
 
+@pytest.mark.slow
 def test_plants_of_stepping_chains_slide_at_most_1_cm_beyond_the_clips_or_say_so(hops):
     """The chains where both feet step (`hops`), on Blender's evaluated feet: every plant
     found after a seam slides at most 1 cm beyond what the clips do over those frames, or
@@ -203,6 +209,7 @@ def test_plants_of_stepping_chains_slide_at_most_1_cm_beyond_the_clips_or_say_so
     assert hop and max(hop) <= 0.01
 
 
+@pytest.mark.slow
 def test_every_plant_after_a_seam_slides_at_most_1_cm_beyond_the_clips_or_its_seam_says_so(pairs, request):
     """Plants found on Blender's evaluated feet, not the product's plant list, across every
     seam of the pairs and chains and the walk chain: the foot stays put within 1 cm of what
@@ -228,6 +235,7 @@ def test_every_plant_after_a_seam_slides_at_most_1_cm_beyond_the_clips_or_its_se
         assert len(kept) >= 100
 
 
+@pytest.mark.slow
 def test_every_plant_across_every_seam_stays_within_1_cm_of_the_clips(pairs, request):
     """The done-when itself, on Blender's evaluated feet: every plant found after a seam of
     the pairs, chains and the walk chain, flagged seam or not, slides at most 1 cm beyond
@@ -254,6 +262,7 @@ def test_every_plant_across_every_seam_stays_within_1_cm_of_the_clips(pairs, req
     assert all(p["step"] for p in seam["plants"] if p["bone"] == "foot.R")
 
 
+@pytest.mark.slow
 def test_a_foot_that_must_slide_is_said_in_the_output_and_json(addon, shared_data, tmp_path, capsys):
     """bye → dance: holding the feet where bye stands them needs 7-8 cm of correction, which
     the legs cannot reach as the body moves into the dance, and no step the leg can make
@@ -275,6 +284,7 @@ def test_a_foot_that_must_slide_is_said_in_the_output_and_json(addon, shared_dat
     assert any("FLAGGED: " in line and "plant" in line for line in lines)
 
 
+@pytest.mark.slow
 def test_hard_cuts_between_different_poses_are_flagged(cm, shared_data):
     ob = open_signer()
     # the suite: two of the four (the short clips); the sweep: all four
@@ -291,6 +301,7 @@ def test_hard_cuts_between_different_poses_are_flagged(cm, shared_data):
         assert [m.frame for m in marker] == [int(seam["frame"])]
 
 
+@pytest.mark.slow
 def test_a_clip_with_a_flip_changes_no_other_seam(cm, shared_data):
     """A retarget-style flip (forearm turned 170° for two frames) inside the third clip:
     the first seam's limits, window and verdict stay exactly as they were."""
@@ -328,6 +339,7 @@ def walk(cm):
     return compose_walk(cm)
 
 
+@pytest.mark.slow
 def test_clear_errors_write_nothing(addon, shared_data, tmp_path, capsys):
     cli = addon.signsim_addon.cli.main
     text = CHIN.read_text().split("MOTION")[0]

@@ -28,6 +28,7 @@ def walk(cm):
     return compose_walk(cm)
 
 
+@pytest.mark.slow
 def test_no_foot_skates_inside_a_passing_seam_of_the_jump_chain_and_its_windows_that_drag_feet_are_flagged(pairs):
     """test_seams.py's skate check on the jump-wave-dance chain: inside the window of a
     seam the product passes, no foot on the floor is dragged faster than a shuffle more
@@ -49,6 +50,7 @@ def test_no_foot_skates_inside_a_passing_seam_of_the_jump_chain_and_its_windows_
     assert flagged, "the jump-wave-dance chain drags feet inside its windows: flagged"
 
 
+@pytest.mark.slow
 def test_a_foot_landing_inside_a_window_is_held_from_touchdown(pairs):
     """Landing synthesis, on Blender's evaluated feet: a foot in the air as a window begins
     that lands inside it, where the next clip stands it within the hold's reach, is held
@@ -75,6 +77,7 @@ def test_a_foot_landing_inside_a_window_is_held_from_touchdown(pairs):
         assert FEET[f] not in [s["bone"] for s in seam["skating"]]
 
 
+@pytest.mark.slow
 def test_feet_held_after_a_jump_stand_on_the_floor_as_the_clips_do(pairs):
     """A hold that begins as a foot lands from a jump (CMU's jump, then bye; a fresh user
     found both feet frozen at their first landing frame, toes 15 mm and ankles 21-28 mm
@@ -110,6 +113,7 @@ def test_feet_held_after_a_jump_stand_on_the_floor_as_the_clips_do(pairs):
         assert abs(toe - own_toe) <= 0.005 and abs(ankle - own_ankle) <= 0.005
 
 
+@pytest.mark.slow
 def test_planted_feet_do_not_slide_across_seams_and_foot_lock_matters(walk):
     result, (rot, heads, names) = walk["held"]
     assert result["foot_lock"] and len(result["seams"]) == 9
@@ -149,6 +153,7 @@ def runs(mask):
     return list(zip(edges[::2], edges[1::2]))
 
 
+@pytest.mark.slow
 def test_walk_chain_stays_on_one_floor(walk):
     result, (rot, heads, names) = walk["held"]
     _s, (_r1, heads1, _n) = walk["single"]
@@ -193,6 +198,7 @@ def test_walk_chain_stays_on_one_floor(walk):
     assert len(long) >= 6 and spread <= 0.01
 
 
+@pytest.mark.slow
 def test_walk_chain_keeps_a_continuous_heading(walk):
     result, (rot, heads, names) = walk["held"]
     _s, (_r1, heads1, _n) = walk["single"]
@@ -210,6 +216,7 @@ def test_walk_chain_keeps_a_continuous_heading(walk):
     assert max(across) <= own + 2.0
 
 
+@pytest.mark.slow
 def test_every_plant_of_the_walk_chain_stays_within_1_cm_of_the_clip_or_its_seam_says_so(walk):
     """test_seams.py's two plant checks on the walk chain (Blender's evaluated feet): every
     plant found after a seam slides at most 1 cm beyond what the clip does over those

@@ -432,6 +432,7 @@ def _waiting_on(pid, lock_path):
         return False
 
 
+@pytest.mark.slow
 def test_concurrent_imports_keep_every_clip(addon, tmp_path):
     """Two `./signsim import` processes into one library at once, twice: all clips kept.
     The test holds the library's writer lock until every process waits on it (seen in

@@ -146,6 +146,7 @@ SUITE = [("mocap/cmu_01_01_cgspeed__fairmotion.bvh", r) for r in RIGS] + \
 CASES = PAIRS if os.environ.get("SIGNSIM_SWEEP") else [p for p in PAIRS if p in SUITE]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("clip,rig", CASES)
 def test_geometry(addon, rig_file, clip, rig):
     """The Done-when points of the skeleton-understanding retarget, pair by pair."""
@@ -178,6 +179,7 @@ def test_geometry(addon, rig_file, clip, rig):
         assert len(fingers) == 2 * len(set(tgt.body.fingers) & set(src.body.fingers))
 
 
+@pytest.mark.slow
 @pytest.mark.xfail(strict=True, reason="the robot's IK feet (Foot.L/R, found from geometry) are held "
                    "where its legs reach, but CMU's right leg is 3.7 % longer than its left and the "
                    "robot's legs are equal: the right foot misses its floor spot in 14 of 22 planted "
@@ -190,6 +192,7 @@ def test_robot_ik_feet_planted(addon, rig_file):
     assert m["ik_foot_slide"] <= 0.02 and m["ik_foot_height"] <= 0.015
 
 
+@pytest.mark.slow
 def test_robot_ik_feet_held_or_said(addon, rig_file):
     """Each detached foot that slides more than 2 cm or stands more than 1.5 cm off its
     floor where the source's is planted is named in a warning; none is silent."""
