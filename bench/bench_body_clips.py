@@ -15,6 +15,8 @@ import pathlib
 import sys
 import tempfile
 
+import results
+
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 SHARED = ROOT.parent / "shared" / "data"
 sys.path.insert(0, str(ROOT / "tools"))
@@ -97,4 +99,4 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    results.run(main)

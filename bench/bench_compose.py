@@ -21,6 +21,8 @@ import pathlib
 import sys
 import time
 
+import results
+
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tools"))
 import devenv  # noqa: E402
@@ -80,4 +82,4 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    results.run(main)

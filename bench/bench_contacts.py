@@ -23,6 +23,8 @@ import sys
 import tempfile
 import time
 
+import results
+
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tools"))
 sys.path.insert(0, str(ROOT / "bench"))
@@ -81,7 +83,8 @@ def main():
                 ratios.append(kept / plain)
                 print(f"{clip:<11} {rig:<7} {len(found):>8} {n_kept:>5} {plain:>8.2f} {kept:>8.2f} {kept / plain:>6.2f}")
         print(f"worst ratio {max(ratios):.2f} (contract ≤ 2), mean {statistics.mean(ratios):.2f}")
+        results.check("retarget with contacts at most 2x the plain retarget on every pair", max(ratios) <= 2)
 
 
 if __name__ == "__main__":
-    main()
+    results.run(main)

@@ -40,6 +40,8 @@ import sys
 import tempfile
 import time
 
+import results
+
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests" / "helpers"))
 sys.path.insert(0, str(ROOT / "tools"))
@@ -246,4 +248,4 @@ for name, kw in (("text", dict(text="clip_00042")), ("tag", dict(tags=["duration
 
 
 if __name__ == "__main__":
-    main()
+    results.run(main)

@@ -12,8 +12,8 @@ Exits non-zero when any pair fails a check.
 """
 import argparse
 import os
-import sys
 
+import results
 import sweep
 
 
@@ -27,4 +27,4 @@ def main():
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    results.run(main)
