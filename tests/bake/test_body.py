@@ -6,6 +6,7 @@ Penetrations are checked against an exact mesh test: distance from the bones' sa
 spheres to the evaluated skin (mathutils.bvhtree.BVHTree) of the touched body part.
 """
 import json
+import os
 import pathlib
 
 import bpy
@@ -445,8 +446,11 @@ def test_json_carries_every_warning_the_human_output_prints(addon, godot, tmp_pa
         assert what in said, what
 
 
-# one clip on each rig; every clip of the sweep on every rig: bench/bench_body_clips.py
-HAND_CLIPS = ("generated/fingerspell_80.bvh",)
+# the suite: one clip on each rig; SIGNSIM_SWEEP=1 (bench/bench_body_clips.py): every clip
+HAND_CLIPS = (("mocap/pybvh_bvh_test3_fingers.bvh", "mocap/animdrawings_rokoko_jesse_dance.bvh",
+               "mocap/bvhpython_test_freebvh_mixamorig.bvh", "mocap/makehuman_face-poseunits.bvh",
+               "generated/fingerspell_80.bvh", "generated/fingerspell_80_noisy.bvh", "generated/clap_fast.bvh")
+              if os.environ.get("SIGNSIM_SWEEP") else ("generated/fingerspell_80.bvh",))
 CLIP_FRAMES = 48  # enough for contacts and limits to act; the whole clips take minutes each
 
 

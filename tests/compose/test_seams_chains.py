@@ -9,7 +9,7 @@ import bpy
 import numpy as np
 import pytest
 from seams_measure import (BYE, CMU, DATA, FEET, GENERATED, JESSE, PLANT_BAND, PLANT_SPEED, _balls, compose_cases,
-                           compose_walk, lowest, plant_run_slides, runs, window_skate)
+                           compose_walk, lowest, passing_window_skates, plant_run_slides, runs, window_skate)
 
 pytestmark = pytest.mark.skipif(not (DATA.is_dir() and GENERATED.is_dir()),
                                 reason=f"third-party test data not found at {DATA.parent}")
@@ -34,16 +34,7 @@ def test_no_foot_skates_inside_a_passing_seam_of_the_jump_chain_and_its_windows_
     seam the product passes, no foot on the floor is dragged faster than a shuffle more
     than 1 cm beyond what the clips alone do there, and the chain's windows that drag feet
     more are flagged."""
-    fps = bpy.context.scene.render.fps / bpy.context.scene.render.fps_base
-    worst, flagged = [], 0
-    for name, (result, (_rot, heads, names), own) in pairs.items():
-        for seam in result["seams"]:
-            for f in range(2):
-                here, clips = window_skate(result, heads, names, own, seam, f, fps)
-                if seam["flagged"]:
-                    flagged += here - clips > 0.01
-                else:
-                    worst.append((here - clips, here, f"{name} seam {seam['index']} {FEET[f]}"))
+    worst, flagged = passing_window_skates(pairs)
     print(f"\nlargest skate inside a passing window beyond the clips: {max(worst)[0] * 100:.2f} cm "
           f"({max(worst)[2]}); {flagged} feet skate more across flagged seams")
     assert max(worst)[0] <= 0.01, max(worst)
@@ -146,11 +137,6 @@ def test_planted_feet_do_not_slide_across_seams_and_foot_lock_matters(walk):
     assert np.abs(rot[:, legs] - rot_f[:, legs]).max() > 1e-3
     arms = [names.index(b) for b in ("upper_arm.L", "hand.R", "head")]
     np.testing.assert_allclose(np.abs(np.sum(rot[:, arms] * rot_f[:, arms], -1)), 1.0, atol=1e-6)
-
-
-def runs(mask):
-    edges = np.flatnonzero(np.diff(np.concatenate([[0], mask.astype(int), [0]])))
-    return list(zip(edges[::2], edges[1::2]))
 
 
 @pytest.mark.slow

@@ -103,6 +103,24 @@ def window_skate(result, heads, names, own, seam, f, fps):
     return here, max(clips)
 
 
+def passing_window_skates(pairs):
+    """Over composed `pairs` ({name: (result, (rotations, heads, names), own)}): inside the
+    window of every seam the product passes, each foot's skate beyond the clips alone
+    (window_skate), as (beyond m, skate m, "name seam k foot") sorted worst first; and how
+    many feet of flagged seams skate more than 1 cm beyond the clips."""
+    fps = bpy.context.scene.render.fps / bpy.context.scene.render.fps_base
+    worst, flagged = [], 0
+    for name, (result, (_rot, heads, names), own) in pairs.items():
+        for seam in result["seams"]:
+            for f in range(2):
+                here, clips = window_skate(result, heads, names, own, seam, f, fps)
+                if seam["flagged"]:
+                    flagged += here - clips > 0.01
+                else:
+                    worst.append((here - clips, here, f"{name} seam {seam['index']} {FEET[f]}"))
+    return sorted(worst, reverse=True), flagged
+
+
 def seam_lifts(result, heads, names, own):
     """Per seam (seam dict, m, m): how high the lower foot (its lowest point) is above the
     composition's floor at most, over the seam's window and the frames its steps may
