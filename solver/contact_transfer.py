@@ -1180,17 +1180,21 @@ def _support(part, direction):
 
 
 def _spots_b(body, c, pb, M, pa):
-    """The spot on part b (k, 3) in its bone's rest frame and the skin normal there."""
+    """The spot on part b (k, 3) in its bone's rest frame and the skin normal there.
+
+    On a face or a palm with a frame (a hand with finger bases) the transferred spot; on
+    a finger pad, or a palm without a frame (a rig without fingers), the vertex of b's
+    skin facing the middle of a's skin at the run's middle."""
     k = c.stop - c.start
     if c.kind == "face":
         lo, hi = body.face_box
         p = denormalise(c.spot_b, (lo, hi)) @ body.face_axes.T
         return pb.closest(p)[:2]
-    if c.part_b.startswith("palm"):
+    if c.part_b.startswith("palm") and _side(c.part_b) in body.palms:
         side = _side(c.part_b)
         pts = np.array([_palm_point(body, side, u) for u in c.spot_b])
         return pb.closest(pts)[:2]
-    # a finger pad: the vertex of b facing the middle of a's skin at the run's middle
+    # the vertex of b facing the middle of a's skin at the run's middle
     mid = k // 2
     a_world = M[mid, pa.bone, :3, :3] @ pa.vertices.mean(axis=0) + M[mid, pa.bone, :3, 3]
     spot = _support(pb, _local(M[mid:mid + 1], pb.bone, a_world[None])[0] - pb.vertices.mean(axis=0))
