@@ -504,11 +504,17 @@ def solve(sk_s, rest_s_world, mats, tails, sk_t, mo_t, rest_t_arm, tails_t, pair
 
 
 
+INVERTED = 45.0   # degrees the target's hips → head may fall below the source's (elevation) before refusing
+
+
 def _refuse(target_name, sk_t, sk_s, body_t, body_s, t_of, basis_of, loc, P, mo, rest_arm):
     """RetargetError for a result that cannot be right, before anything is written: a left
     limb driven by a right one (anatomical sides, each body's own, when both facings are
-    known), or the target's head below its hips on a frame where the source's head is
-    above its own (world Z)."""
+    known), or the target's head below its hips on a frame where its hips → head direction
+    is more than INVERTED degrees lower (elevation from the world's horizontal plane, so
+    whatever the facing) than the source's on that frame: a bow, the source's head a few
+    centimetres above its hips, may put the target's just below its own; an inverted map
+    puts it far below where the source stands upright."""
     a_s, a_t = body_s.anatomy, body_t.anatomy
     if "none" not in (a_s.facing_evidence, a_t.facing_evidence):
         crossed = body_of.sides_crossed(a_s, a_t, list(t_of.items()))
@@ -520,13 +526,17 @@ def _refuse(target_name, sk_t, sk_s, body_t, body_s, t_of, basis_of, loc, P, mo,
     if body_t.head is None or body_s.head is None:
         return
     posed = pose_matrices(sk_t, rest_arm, basis_of, loc)
-    rise_t = (mo @ posed[body_t.head])[:, 2, 3] - (mo @ posed[body_t.hips])[:, 2, 3]
-    rise_s = P[:, body_s.head, 2] - P[:, body_s.hips, 2]
-    bad = np.nonzero((rise_t < 0) & (rise_s > 0))[0]
+    up_t = (mo @ posed[body_t.head])[:, :3, 3] - (mo @ posed[body_t.hips])[:, :3, 3]
+    up_s = P[:, body_s.head] - P[:, body_s.hips]
+    elev_t, elev_s = (np.degrees(np.arcsin(np.clip(u[:, 2] / np.maximum(np.linalg.norm(u, axis=1), 1e-12),
+                                                   -1.0, 1.0))) for u in (up_t, up_s))
+    bad = np.nonzero((elev_t < 0) & (elev_s - elev_t > INVERTED))[0]
     if len(bad):
+        f = int(bad[0])
         raise RetargetError(f"'{target_name}' would hold its head below its hips on {len(bad)} "
-                            f"frame(s) (first: {int(bad[0])}) where the source stands upright: "
-                            f"refused, nothing written (check the bone map and the up axis)")
+                            f"frame(s) (first: {f}, hips → head {elev_t[f]:.0f}° from level where "
+                            f"the source's is {elev_s[f]:.0f}°): refused, nothing written (check "
+                            f"the bone map and the up axis)")
 
 
 BENT_REST = 30.0   # degrees an elbow or knee may bend in a rest pose taken as neutral
