@@ -5,6 +5,7 @@ import json
 import pathlib
 
 import bpy
+import numpy as np
 import pytest
 
 import library_samples
@@ -106,3 +107,115 @@ def test_bow_is_not_an_inversion(cli, shared_data, tmp_path, capsys):
     err = capsys.readouterr().err
     assert code != 0 and "head below its hips" in err, err
     assert len(err.strip().splitlines()) == 1 and not out.exists()
+
+
+# name, parent, offset (cm, Y up, facing +Z), end site: a Mixamo-named body with clavicles
+CLAVICLE_BODY = (
+    ("Hips", None, (0, 0, 0), None),
+    ("Spine", "Hips", (0, 10, 0), None), ("Spine1", "Spine", (0, 15, 0), None),
+    ("Spine2", "Spine1", (0, 15, 0), None), ("Neck", "Spine2", (0, 15, 0), None),
+    ("Head", "Neck", (0, 10, 0), (0, 18, 0)),
+    ("LeftShoulder", "Spine2", (3, 10, 0), None), ("LeftArm", "LeftShoulder", (14, 0, 0), None),
+    ("LeftForeArm", "LeftArm", (28, 0, 0), None), ("LeftHand", "LeftForeArm", (25, 0, 0), (9, 0, 0)),
+    ("RightShoulder", "Spine2", (-3, 10, 0), None), ("RightArm", "RightShoulder", (-14, 0, 0), None),
+    ("RightForeArm", "RightArm", (-28, 0, 0), None), ("RightHand", "RightForeArm", (-25, 0, 0), (-9, 0, 0)),
+    ("LeftUpLeg", "Hips", (9, -4, 0), None), ("LeftLeg", "LeftUpLeg", (0, -43, 0), None),
+    ("LeftFoot", "LeftLeg", (0, -42, 0), None), ("LeftToeBase", "LeftFoot", (0, -6, 13), (0, 0, 6)),
+    ("RightUpLeg", "Hips", (-9, -4, 0), None), ("RightLeg", "RightUpLeg", (0, -43, 0), None),
+    ("RightFoot", "RightLeg", (0, -42, 0), None), ("RightToeBase", "RightFoot", (0, -6, 13), (0, 0, 6)),
+)
+
+
+def _without_clavicles():
+    """CLAVICLE_BODY with the clavicles removed: the arms hang from the chest."""
+    out = []
+    for name, parent, off, end in CLAVICLE_BODY:
+        if name.endswith("Shoulder"):
+            continue
+        if parent.endswith("Shoulder") if parent else False:
+            parent, off = "Spine2", (off[0] + (3 if off[0] > 0 else -3), 10, 0)
+        out.append((name, parent, off, end))
+    return tuple(out)
+
+
+def _clavicle_bvh(rows, body=CLAVICLE_BODY):
+    """BVH text of body (CLAVICLE_BODY: hips 95 cm up, T pose at rest); rows: per frame
+    {joint: (z, x, y) degrees}, joints not given at 0."""
+    out, kids = ["HIERARCHY"], {}
+    for j in body:
+        kids.setdefault(j[1], []).append(j)
+
+    def emit(j, ind):
+        name, parent, off, end = j
+        out.append(f"{ind}{'ROOT' if parent is None else 'JOINT'} {name}\n{ind}{{")
+        out.append(f"{ind}  OFFSET {off[0]} {off[1]} {off[2]}")
+        out.append(f"{ind}  CHANNELS " + ("6 Xposition Yposition Zposition " if parent is None else "3 ")
+                   + "Zrotation Xrotation Yrotation")
+        for c in kids.get(name, []):
+            emit(c, ind + "  ")
+        if end:
+            out.append(f"{ind}  End Site\n{ind}  {{\n{ind}    OFFSET {end[0]} {end[1]} {end[2]}\n{ind}  }}")
+        out.append(f"{ind}}}")
+    emit(body[0], "")
+    out += ["MOTION", f"Frames: {len(rows)}", "Frame Time: 0.0333333"]
+    for row in rows:
+        vals = [0.0, 95.0, 0.0]
+        for name, *_ in body:
+            vals += list(row.get(name, (0.0, 0.0, 0.0)))
+        out.append(" ".join(f"{v:.4f}" for v in vals))
+    return "\n".join(out) + "\n"
+
+
+def _max_turn_deg(mats):
+    """Largest angle (deg) between the rotation of each 3×3 matrix in mats and the first's."""
+    first = mats[0]
+    return max(float(np.degrees(np.arccos(np.clip((np.trace(first.T @ m) - 1) / 2, -1.0, 1.0))))
+               for m in mats)
+
+
+def _girdle_turns(cli, tmp_path, capsys, body):
+    """Retarget both arms rising from hanging (75° down) to overhead (80° up) on a source
+    skeleton `body` (its clavicles, if any, still) onto the signer; per side (largest turn
+    of the signer's clavicle relative to its parent, largest turn of its upper arm) in
+    degrees over the clip, from Blender's evaluated pose bones."""
+    rows = []
+    for t in range(41):
+        a = -75.0 + 155.0 * (1 - np.cos(np.pi * t / 40)) / 2
+        rows.append({"LeftArm": (a, 0, 0), "RightArm": (-a, 0, 0), "Spine": (0, 2 * np.sin(t / 6), 0)})
+    clip = tmp_path / f"arms_up_{len(body)}.bvh"
+    clip.write_text(_clavicle_bvh(rows, body))
+    out = tmp_path / f"arms_up_{len(body)}.blend"
+    code = cli(["retarget", "--clip", str(clip), "--rig", str(SAMPLES / "signer.blend"),
+                "--out", str(out), "--no-contacts", "--json"])
+    result, err = _last_json(capsys)
+    assert code == 0, err
+    assert result["bone_map"]["upper_arm.L"] == "LeftArm"
+    bpy.ops.wm.open_mainfile(filepath=str(out))
+    ob = bpy.data.objects["Signer"]
+    scene = bpy.context.scene
+    first, last = (int(f) for f in result["frames"])
+    turns = {}
+    for side in ("L", "R"):
+        rel, raise_ = [], []
+        for f in range(first, last + 1):
+            scene.frame_set(f)
+            sh = ob.pose.bones[f"shoulder.{side}"]
+            rel.append(np.array((sh.parent.matrix.inverted() @ sh.matrix).to_3x3()))
+            raise_.append(np.array(ob.pose.bones[f"upper_arm.{side}"].matrix.to_3x3()))
+        turns[side] = (_max_turn_deg(rel), _max_turn_deg(raise_))
+    return result, turns
+
+
+@pytest.mark.slow
+def test_still_source_clavicle_stays_still(cli, tmp_path, capsys):
+    """Both arms rise 155° on a source whose clavicles do not move: the signer's clavicles
+    stay still relative to the chest (before: the shoulder rhythm raised them 58.7°); on
+    the same source without clavicles the rhythm still raises them."""
+    result, turns = _girdle_turns(cli, tmp_path, capsys, CLAVICLE_BODY)
+    assert result["bone_map"]["shoulder.L"] == "LeftShoulder"
+    for side, (clavicle, arm) in turns.items():
+        assert arm > 120.0, turns                      # the arm does rise
+        assert clavicle < 1.0, turns                   # its clavicle does not
+    _result, turns = _girdle_turns(cli, tmp_path, capsys, _without_clavicles())
+    for side, (clavicle, arm) in turns.items():
+        assert arm > 120.0 and clavicle > 10.0, turns  # no source clavicle: the rhythm
