@@ -219,3 +219,49 @@ def test_still_source_clavicle_stays_still(cli, tmp_path, capsys):
     _result, turns = _girdle_turns(cli, tmp_path, capsys, _without_clavicles())
     for side, (clavicle, arm) in turns.items():
         assert arm > 120.0 and clavicle > 10.0, turns  # no source clavicle: the rhythm
+
+
+# Mixamo FBX-style fingers (cm, left hand along +X, palm down, forward +Z): four bones a
+# finger, the last an end bone; the thumb's first bone 4.3 cm from the wrist, near where
+# a first bone counts as inside the palm (a metacarpal)
+HAND = {"Thumb": [(2.56, -1.28, 3.2), (2.6, 0, 2.2), (2.4, 0, 0.8), (2.0, 0, 0.3)],
+        "Index": [(9, 0, 2.5), (4, 0, 0), (2.5, 0, 0), (2, 0, 0)],
+        "Middle": [(9.5, 0, 0.3), (4.5, 0, 0), (2.8, 0, 0), (2, 0, 0)],
+        "Ring": [(9, 0, -1.8), (4, 0, 0), (2.5, 0, 0), (2, 0, 0)],
+        "Pinky": [(8, 0, -3.6), (3, 0, 0), (2, 0, 0), (1.5, 0, 0)]}
+
+
+def _with_fingers():
+    """CLAVICLE_BODY with HAND's fingers on both hands (mirrored), named like Mixamo's."""
+    body = [(n, p, o, None if n.endswith("Hand") else e) for n, p, o, e in CLAVICLE_BODY]
+    for side, s in (("Left", 1), ("Right", -1)):
+        for finger, offsets in HAND.items():
+            parent = f"{side}Hand"
+            for k, o in enumerate(offsets):
+                name = f"{side}Hand{finger}{k + 1}"
+                body.append((name, parent, (s * o[0], o[1], o[2]), (s * 1.5, 0, 0) if k == 3 else None))
+                parent = name
+    return tuple(body)
+
+
+@pytest.mark.slow
+def test_thumbs_mapped_alike_on_both_hands(cli, tmp_path, capsys):
+    """A symmetric Mixamo-style skeleton whose left hand swings and turns while the right
+    stays still: both thumbs (and every finger) are mapped from the same joint numbers
+    (before: the left thumb from Thumb2, the right from Thumb1)."""
+    rows = []
+    for t in range(60):
+        rows.append({"LeftArm": (80 * np.sin(t / 6), 30 * np.sin(t / 4), 0),
+                     "LeftHand": (0, 90 * np.sin(t / 5), 40 * np.cos(t / 3)), "RightArm": (70, 0, 0)})
+    clip = tmp_path / "one_hand_moves.bvh"
+    clip.write_text(_clavicle_bvh(rows, _with_fingers()))
+    code = cli(["retarget", "--clip", str(clip), "--rig", str(SAMPLES / "signer.blend"),
+                "--out", str(tmp_path / "out.blend"), "--no-contacts", "--json"])
+    result, err = _last_json(capsys)
+    assert code == 0, err
+    bm = result["bone_map"]
+    fingers = [t for t in bm if t.startswith(("thumb", "f_")) and t.endswith(".L")]
+    assert {t.split(".")[0] for t in fingers} == {"thumb", "f_index", "f_middle", "f_ring", "f_pinky"}
+    for t in fingers:
+        mirror = t[:-1] + "R"
+        assert bm.get(mirror, "").replace("Right", "Left") == bm[t], (t, bm[t], bm.get(mirror))
