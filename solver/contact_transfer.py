@@ -978,8 +978,12 @@ def _solve_contacts(out, body, group):
     pa, pb = body.parts.get(c0.part_a), body.parts.get(part_b_name)
     ja, jb = _joints(body, c0.kind, c0.part_a, part_b_name)
     if pa is None or pb is None or not (ja or jb):
+        # say which part is missing: a rig without finger bones has no finger to touch with
+        missing = [n for n, p in ((c0.part_a, pa), (part_b_name, pb)) if p is None]
+        reason = (f"the target has no {' and no '.join(missing)} (no bone or skin for it)" if missing
+                  else f"the target has no arm or finger chain moving {c0.part_a} or {part_b_name}")
         for c in group:
-            c.measured = {"skipped": f"the target has no skin or chain for {c0.part_a} or {part_b_name}"}
+            c.measured = {"skipped": reason}
         return [{} for _c in group]
     lengths = [c.stop - c.start for c in group]
     pieces = [slice(s0, s0 + n) for s0, n in zip(np.cumsum([0] + lengths[:-1]), lengths)]

@@ -54,13 +54,31 @@ def test_clap_onto_fingerless_rig(cli, shared_data, tmp_path, capsys):
     palms = [k for k in contacts if sorted(k["parts"]) == ["palm_L", "palm_R"]]
     assert palms, contacts
     for k in palms:
-        assert "gap_mm" in k or "no skin or chain" not in k["skipped"], k
+        assert "gap_mm" in k or "the target has no" not in k["skipped"], k
         if "skipped" in k:                               # measured on the rig, and said
             assert any("palm_L-palm_R" in w and k["skipped"] in w for w in result["warnings"]), k
     for k in contacts:
         if any(not p.startswith(("palm", "face")) and p not in ("chin", "cheek_L", "cheek_R")
                for p in k["parts"]) and "gap_mm" not in k:
             assert any("-".join(k["parts"]) in w for w in result["warnings"]), k
+
+
+
+@pytest.mark.slow
+def test_finger_contacts_skipped_on_fingerless_rig(cli, tmp_path, capsys):
+    """The bundled chin/cheek clip (an index fingertip on the chin, then the cheek) onto
+    the signer without finger bones: exit 0, each fingertip contact skipped, saying the
+    rig has no such finger, in --json and as a warning."""
+    rig = _fingerless_signer(tmp_path / "fingerless.blend")
+    code = cli(["retarget", "--clip", str(SAMPLES / "chin_cheek.bvh"), "--rig", str(rig),
+                "--out", str(tmp_path / "out.blend"), "--json"])
+    result, err = _last_json(capsys)
+    assert code == 0, err
+    fingers = [k for k in result["contacts"] if k["parts"][0].startswith("index")]
+    assert fingers, result["contacts"]
+    for k in fingers:
+        assert k["skipped"].startswith(f"the target has no {k['parts'][0]}"), k
+        assert any(k["skipped"] in w and "-".join(k["parts"]) in w for w in result["warnings"]), k
 
 
 BOW = 87.0   # degrees the hips pitch forward (legs kept vertical): the head 3.1 cm above the hips
