@@ -112,8 +112,8 @@ def retarget(source, target, bone_map, *, source_fps=None, frame_range=None, act
     The source and its action are not modified; on any error the new action is removed and
     target's previous action is restored. Raises SignSimError for unusable input (no
     action, no mapped bones, missing bones) and for a result that cannot be right (the
-    head below the hips where the source's is above them, a left limb driven by a right
-    one), before anything is written. The bone map's warnings go to report(WARNING, …).
+    head below the hips where the source's hips → head is over 45° higher on that frame,
+    a left limb driven by a right one), before anything is written. The bone map's warnings go to report(WARNING, …).
     Returns a Result.
     """
     report = report or silent
