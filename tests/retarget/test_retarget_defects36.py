@@ -191,18 +191,21 @@ def _max_turn_deg(mats):
                for m in mats)
 
 
-def _girdle_turns(cli, tmp_path, capsys, body):
+def _girdle_turns(cli, tmp_path, capsys, body, shrug=0.0):
     """Retarget both arms rising from hanging (75° down) to overhead (80° up) on a source
-    skeleton `body` (its clavicles, if any, still) onto the signer; per side (largest turn
+    skeleton `body` (its clavicles, if any, raised shrug degrees with the arm) onto the
+    signer; per side (largest turn
     of the signer's clavicle relative to its parent, largest turn of its upper arm) in
     degrees over the clip, from Blender's evaluated pose bones."""
     rows = []
     for t in range(41):
         a = -75.0 + 155.0 * (1 - np.cos(np.pi * t / 40)) / 2
-        rows.append({"LeftArm": (a, 0, 0), "RightArm": (-a, 0, 0), "Spine": (0, 2 * np.sin(t / 6), 0)})
-    clip = tmp_path / f"arms_up_{len(body)}.bvh"
+        lift = shrug * t / 40
+        rows.append({"LeftArm": (a, 0, 0), "RightArm": (-a, 0, 0), "Spine": (0, 2 * np.sin(t / 6), 0),
+                     "LeftShoulder": (lift, 0, 0), "RightShoulder": (-lift, 0, 0)})
+    clip = tmp_path / f"arms_up_{len(body)}_{shrug:g}.bvh"
     clip.write_text(_clavicle_bvh(rows, body))
-    out = tmp_path / f"arms_up_{len(body)}.blend"
+    out = tmp_path / f"arms_up_{len(body)}_{shrug:g}.blend"
     code = cli(["retarget", "--clip", str(clip), "--rig", str(SAMPLES / "signer.blend"),
                 "--out", str(out), "--no-contacts", "--json"])
     result, err = _last_json(capsys)
@@ -228,7 +231,8 @@ def _girdle_turns(cli, tmp_path, capsys, body):
 def test_still_source_clavicle_stays_still(cli, tmp_path, capsys):
     """Both arms rise 155° on a source whose clavicles do not move: the signer's clavicles
     stay still relative to the chest (before: the shoulder rhythm raised them 58.7°); on
-    the same source without clavicles the rhythm still raises them."""
+    the same source without clavicles the rhythm still raises them; a source clavicle
+    raised 20° raises the signer's 20°, as it is."""
     result, turns = _girdle_turns(cli, tmp_path, capsys, CLAVICLE_BODY)
     assert result["bone_map"]["shoulder.L"] == "LeftShoulder"
     for side, (clavicle, arm) in turns.items():
@@ -237,6 +241,9 @@ def test_still_source_clavicle_stays_still(cli, tmp_path, capsys):
     _result, turns = _girdle_turns(cli, tmp_path, capsys, _without_clavicles())
     for side, (clavicle, arm) in turns.items():
         assert arm > 120.0 and clavicle > 10.0, turns  # no source clavicle: the rhythm
+    _result, turns = _girdle_turns(cli, tmp_path, capsys, CLAVICLE_BODY, shrug=20.0)
+    for side, (clavicle, arm) in turns.items():
+        assert abs(clavicle - 20.0) < 1.0, turns      # the source's own motion, not the rhythm's
 
 
 # Mixamo FBX-style fingers (cm, left hand along +X, palm down, forward +Z): four bones a
