@@ -4,7 +4,7 @@
 #                 (make build), the whole suite on Blender 5.0.1 (.venv), then the
 #                 Blender 4.5 LTS tier (tests marked `compat`, .venv45), both against those zips
 # For development:
-#   make check  — the inner loop: the solver tier plus the Blender tests not marked `slow`
+#   make check  — the inner loop: the whole solver tier plus the Blender tests not marked `slow`
 #   make test50 — the whole suite on Blender 5.0.1 only
 #   make test45 — the whole suite on Blender 4.5 LTS: run it before a change to
 #                 signsim_addon/compat.py lands
@@ -42,7 +42,7 @@ test: build $(STAMP45)
 	exit $$status
 
 check: $(STAMP)
-	$(TIMED) check $(PY) -m pytest tests -m "not slow" $(XDIST) -q
+	$(TIMED) check $(PY) -m pytest tests -m "solver or not slow" $(XDIST) -q
 
 test50: $(STAMP)
 	$(PY) -m pytest tests $(XDIST)

@@ -15,6 +15,8 @@ import sys
 import tempfile
 import time
 
+import results
+
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tools"))
 import devenv  # noqa: E402
@@ -68,13 +70,15 @@ def main():
     bulk, one = bench_keys()
     print(f"keys written in bulk: {bulk / 1e6:.2f} M keys/s (target >= 2 M); "
           f"keyframe_points.insert: {one / 1e3:.1f} k keys/s; ratio {bulk / one:.0f}x")
+    results.check("bulk key writing >= 2 M keys/s", bulk >= 2e6)
     duration, seconds, cpu, compile_seconds = bench_bake()
     print("solver kernels: " + ("loaded from the cache" if compile_seconds is None
                                 else f"compiled once in {compile_seconds:.1f} s CPU (not counted below)"))
     print(f"bake of the demo clip (solve and metrics): {duration:.2f} s of motion in {cpu:.2f} s CPU "
           f"({seconds:.2f} s wall): real-time factor {duration / cpu:.2f} CPU, {duration / seconds:.2f} wall "
           f"(target >= 50)")
+    results.check("bake of the demo clip >= 50x real time (CPU)", duration / cpu >= 50)
 
 
 if __name__ == "__main__":
-    main()
+    results.run(main)

@@ -8,6 +8,14 @@ files first) for chin_cheek.bvh and ../shared/data/generated/clap_fast.bvh, with
 without contacts, REPEAT times each, and prints the median CPU time
 (time.process_time: steadier than wall time on a shared machine) and the ratio. The
 contract: contacts at most double the retarget time.
+
+    .venv/bin/python bench/bench_contacts.py --skin
+
+runs instead the full clip x rig sweep of tests/retarget/test_contact_preserve.py's
+test_contacts_kept_on_the_skin (3 clips x 5 rigs, the expected refusals as strict
+xfails) with its checks on the evaluated skin: gap ≤ 2 mm, penetration ≤ 1 mm, spot
+≤ 5 mm, off-contact rotation ≤ 0.5°, fingertip jerk ratio ≤ 1.1. Exits non-zero when
+a check fails (or a refused case starts to pass).
 """
 import pathlib
 import statistics
@@ -15,8 +23,11 @@ import sys
 import tempfile
 import time
 
+import results
+
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tools"))
+sys.path.insert(0, str(ROOT / "bench"))
 import devenv  # noqa: E402
 
 TMP = devenv.isolate_user_resources("signsim-bench-")
@@ -51,6 +62,9 @@ def timed(rig, clip, contacts, out):
 
 
 def main():
+    if "--skin" in sys.argv[1:]:
+        import sweep
+        sys.exit(sweep.run("retarget/test_contact_preserve.py", extra=["-k", "test_contacts_kept_on_the_skin"]))
     with tempfile.TemporaryDirectory() as folder:
         rigs = rig_files(folder)
         print(f"{'clip':<11} {'rig':<7} {'contacts':>8} {'kept':>5} {'plain s':>8} {'kept s':>8} {'ratio':>6}")
@@ -69,7 +83,8 @@ def main():
                 ratios.append(kept / plain)
                 print(f"{clip:<11} {rig:<7} {len(found):>8} {n_kept:>5} {plain:>8.2f} {kept:>8.2f} {kept / plain:>6.2f}")
         print(f"worst ratio {max(ratios):.2f} (contract ≤ 2), mean {statistics.mean(ratios):.2f}")
+        results.check("retarget with contacts at most 2x the plain retarget on every pair", max(ratios) <= 2)
 
 
 if __name__ == "__main__":
-    main()
+    results.run(main)

@@ -18,6 +18,8 @@ import sys
 import tempfile
 import time
 
+import results
+
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tools"))
 import devenv  # noqa: E402
@@ -71,9 +73,10 @@ def main():
         print(f"{label}: {best[name]:.3f} s  (runs: {runs})")
     ratio = best["library"] / best["plain"]
     print(f"ratio library/plain: {ratio:.3f} (target <= 1.15)")
+    results.check("library import at most 1.15x Blender's plain BVH importer", ratio <= 1.15)
     shutil.rmtree(tmp, ignore_errors=True)
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    results.run(main)

@@ -22,6 +22,12 @@
 
 Goals: list ≤ 2 s, search ≤ 50 ms at 10 000 clips; import ≥ 5 clips/s sustained; peak
 memory of an import call within 20 % whatever the library size; 200 MB BVH ≤ 1.5 GB.
+
+    .venv/bin/python bench/bench_library.py --concurrent
+
+runs instead tests/library/test_library_store.py's test_concurrent_imports_keep_every_clip
+at full size (4 `./signsim import` processes at once, 10 rounds; the suite runs 3 x 2):
+every clip kept after each round. Exits non-zero when a clip is lost or an import fails.
 The machine may be shared: wall times are then longer than CPU times (both printed).
 """
 import argparse
@@ -33,6 +39,8 @@ import subprocess
 import sys
 import tempfile
 import time
+
+import results
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests" / "helpers"))
@@ -124,7 +132,13 @@ def main():
     parser.add_argument("--library", type=int, default=10000)
     parser.add_argument("--big-mb", type=float, default=0.0)
     parser.add_argument("--work", default=None, help="folder for the files (default: a temp folder)")
+    parser.add_argument("--concurrent", action="store_true",
+                        help="only the concurrent-imports check at full size (4 processes x 10 rounds)")
     args = parser.parse_args()
+    if args.concurrent:
+        sys.path.insert(0, str(ROOT / "bench"))
+        import sweep
+        sys.exit(sweep.run("library/test_library_store.py", extra=["-k", "test_concurrent_imports_keep_every_clip"]))
     work = pathlib.Path(args.work or tempfile.mkdtemp(prefix="signsim-bench-library-"))
     lib = work / "library.blend"
     print(f"work folder: {work}")
@@ -234,4 +248,4 @@ for name, kw in (("text", dict(text="clip_00042")), ("tag", dict(tags=["duration
 
 
 if __name__ == "__main__":
-    main()
+    results.run(main)

@@ -27,6 +27,8 @@ import pathlib
 import sys
 import time
 
+import results
+
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 DATA = ROOT.parent / "shared" / "data"
 sys.path.insert(0, str(ROOT / "tools"))
@@ -166,4 +168,4 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
-    main()
+    results.run(main)

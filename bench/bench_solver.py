@@ -29,6 +29,8 @@ import sys
 import time
 from pathlib import Path
 
+import results
+
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # one core, as the target is stated
 import numpy as np  # noqa: E402
 
@@ -219,6 +221,7 @@ def main(seconds=60.0, short=15.0, long=240.0):
                   + (f"; contacts per step mean {mj['contacts_mean']:.1f}" if contacts else ""))
             if contacts:
                 print(f"SignSim/MuJoCo per-step CPU ratio: {per_step / mj['per_step']:.2f} (target <= 2)")
+                results.check("SignSim per step at most 2x MuJoCo's mj_step", per_step / mj["per_step"] <= 2)
 
     costs = {}
     for duration in (short, long):
@@ -228,9 +231,9 @@ def main(seconds=60.0, short=15.0, long=240.0):
               f"real-time factor {duration / cpu:.1f}x")
     print(f"cost per step {long:.0f} s / {short:.0f} s: {costs[long] / costs[short]:.2f} (flat = 1)")
     # In a fresh process, so that MuJoCo and the runs above do not count.
-    proc = subprocess.run([sys.executable, __file__, "--peak-memory", str(long)], capture_output=True, text=True,
-                          check=True)
+    proc = subprocess.run([sys.executable, __file__, "--peak-memory", str(long)], capture_output=True, text=True)
     print(proc.stdout.strip())
+    results.check(f"peak memory of {long:.0f} s of motion <= 300 MB", proc.returncode == 0)
     return res
 
 
@@ -245,6 +248,7 @@ def peak_memory(seconds):
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     print(f"peak memory, SignSim alone, {seconds:.0f} s of motion: {peak:.0f} MB (target <= 300 MB; "
           f"{base:.0f} MB of it before the run: Python, numpy, scipy, numba and the loaded kernels)")
+    return 0 if peak <= 300 else 1
 
 
 def mujoco_version():
@@ -261,6 +265,6 @@ if __name__ == "__main__":
                         help="only print the peak memory of simulating SECONDS of motion (used by the full run)")
     args = parser.parse_args()
     if args.peak_memory is not None:
-        peak_memory(args.peak_memory)
+        sys.exit(peak_memory(args.peak_memory))
     else:
-        main(args.seconds, args.short, args.long)
+        results.run(lambda: main(args.seconds, args.short, args.long) and None)

@@ -21,6 +21,8 @@ import pathlib
 import sys
 import tempfile
 
+import results
+
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tools"))
 import devenv  # noqa: E402
@@ -92,4 +94,4 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    results.run(main)

@@ -39,6 +39,8 @@ import sys
 import tempfile
 import time
 
+import results
+
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tools"))
 import devenv  # noqa: E402
@@ -382,4 +384,4 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    results.run(main)

@@ -43,6 +43,14 @@ def _uses_blender(path):
     return SOLVER_TESTS not in pathlib.Path(path).resolve().parents
 
 
+def pytest_collection_modifyitems(config, items):
+    """Every test of tests/solver/ carries the `solver` marker: `make check` runs that whole
+    tier (-m "solver or not slow")."""
+    for item in items:
+        if not _uses_blender(item.path):
+            item.add_marker(pytest.mark.solver)
+
+
 def pytest_collect_file(file_path, parent):
     if file_path.suffix == ".py" and file_path.name.startswith("test_") and _uses_blender(file_path):
         _blender()

@@ -713,8 +713,12 @@ def _finger_roles(an, tree, chain, side, role, X, size, cls, rest):
         # metacarpals: named so, on the wrist point, or a first bone well inside the palm
         # (not the thumb's: its first bone is the thumb's own first joint in every rig)
         phal, meta = f["phal"], []
-        pts = np.median(np.concatenate([wrist[:, None], X[:, phal]], axis=1), axis=0)
-        arc = np.concatenate([[0.0], np.cumsum(np.linalg.norm(np.diff(pts, axis=0), axis=1))])
+        # arc length from the wrist along the chain (m): each step's length per frame, then
+        # its median over the frames, so the hand's travel through the world (one hand
+        # moving, the other still) does not change it and both hands decide alike
+        pts = np.concatenate([wrist[:, None], X[:, phal]], axis=1)           # (F, k + 1, 3)
+        steps = np.median(np.linalg.norm(np.diff(pts, axis=1), axis=-1), axis=0)
+        arc = np.concatenate([[0.0], np.cumsum(steps)])
         while len(phal) > 1:
             b, k = phal[0], len(meta)
             named = cls[b] and cls[b][0] in FINGERS and cls[b][2] == 0

@@ -974,8 +974,12 @@ def _solve_contacts(out, body, group):
     pa, pb = body.parts.get(c0.part_a), body.parts.get(part_b_name)
     ja, jb = _joints(body, c0.kind, c0.part_a, part_b_name)
     if pa is None or pb is None or not (ja or jb):
+        # say which part is missing: a rig without finger bones has no finger to touch with
+        missing = [n for n, p in ((c0.part_a, pa), (part_b_name, pb)) if p is None]
+        reason = (f"the target has no {' and no '.join(missing)} (no bone or skin for it)" if missing
+                  else f"the target has no arm or finger chain moving {c0.part_a} or {part_b_name}")
         for c in group:
-            c.measured = {"skipped": f"the target has no skin or chain for {c0.part_a} or {part_b_name}"}
+            c.measured = {"skipped": reason}
         return [{} for _c in group]
     lengths = [c.stop - c.start for c in group]
     pieces = [slice(s0, s0 + n) for s0, n in zip(np.cumsum([0] + lengths[:-1]), lengths)]
@@ -1176,17 +1180,21 @@ def _support(part, direction):
 
 
 def _spots_b(body, c, pb, M, pa):
-    """The spot on part b (k, 3) in its bone's rest frame and the skin normal there."""
+    """The spot on part b (k, 3) in its bone's rest frame and the skin normal there.
+
+    On a face or a palm with a frame (a hand with finger bases) the transferred spot; on
+    a finger pad, or a palm without a frame (a rig without fingers), the vertex of b's
+    skin facing the middle of a's skin at the run's middle."""
     k = c.stop - c.start
     if c.kind == "face":
         lo, hi = body.face_box
         p = denormalise(c.spot_b, (lo, hi)) @ body.face_axes.T
         return pb.closest(p)[:2]
-    if c.part_b.startswith("palm"):
+    if c.part_b.startswith("palm") and _side(c.part_b) in body.palms:
         side = _side(c.part_b)
         pts = np.array([_palm_point(body, side, u) for u in c.spot_b])
         return pb.closest(pts)[:2]
-    # a finger pad: the vertex of b facing the middle of a's skin at the run's middle
+    # the vertex of b facing the middle of a's skin at the run's middle
     mid = k // 2
     a_world = M[mid, pa.bone, :3, :3] @ pa.vertices.mean(axis=0) + M[mid, pa.bone, :3, 3]
     spot = _support(pb, _local(M[mid:mid + 1], pb.bone, a_world[None])[0] - pb.vertices.mean(axis=0))

@@ -118,6 +118,7 @@ def test_each_platform_zip_holds_only_what_the_extension_needs(built_zips):
         assert not any("__pycache__" in n for n in names)
 
 
+@pytest.mark.compat
 @pytest.mark.slow
 def test_each_platform_zip_validates_with_this_blender(built_zips):
     # this Blender's own validator, whichever Blender built the zip
@@ -130,6 +131,7 @@ def test_each_platform_zip_validates_with_this_blender(built_zips):
         assert tuple(map(int, manifest["blender_version_min"].split("."))) <= bpy.app.version, platform
 
 
+@pytest.mark.compat
 @pytest.mark.slow
 def test_linux_zip_installs_bakes_and_uninstalls_cleanly(built_zips):
     env = {k: v for k, v in os.environ.items() if k != "NUMBA_CACHE_DIR"}
@@ -153,6 +155,7 @@ def test_linux_zip_installs_bakes_and_uninstalls_cleanly(built_zips):
                                   "pointers": [False, False, False]}
 
 
+@pytest.mark.compat
 def test_register_unregister_register_leaves_no_residue():
     before = _registered_state()
     assert before["enabled"] and before["pointers"] == [True, True, True]
@@ -189,6 +192,7 @@ print("saved by", *bpy.data.version)
 """
 
 
+@pytest.mark.compat
 def test_bundled_signer_blend_opens_cleanly_in_every_supported_blender():
     # Saved by the oldest supported Blender: that one reads a newer file only with "written
     # by newer Blender binary" and leaks memory (4.5 opening a 5.0 file), newer ones upgrade

@@ -27,6 +27,7 @@ def _open(path):
     return rig
 
 
+@pytest.mark.slow
 def test_bake_writes_a_new_action_and_never_modifies_the_reference(retargeted, mods):
     bake, keys, _ = mods
     rig = _open(retargeted)
@@ -52,6 +53,7 @@ def test_bake_writes_a_new_action_and_never_modifies_the_reference(retargeted, m
     assert np.all(np.sum(q[1:] * q[:-1], axis=1) > 0)
 
 
+@pytest.mark.slow
 def test_two_bakes_are_bit_identical(retargeted, mods):
     bake, _, _ = mods
     rig = _open(retargeted)
@@ -103,6 +105,7 @@ def test_cancelled_bake_leaves_no_new_action(retargeted, mods):
     assert sorted(a.name for a in bpy.data.actions) == names
 
 
+@pytest.mark.slow
 def test_key_reduction_stays_within_tolerance(retargeted, mods, addon):
     bake, keys, _ = mods
     rig = _open(retargeted)
@@ -122,6 +125,7 @@ def test_key_reduction_stays_within_tolerance(retargeted, mods, addon):
     assert total < 0.8 * len(job.rig.bone_names) * len(job.frames)
 
 
+@pytest.mark.slow
 def test_nla_output_stacks_the_bake_over_the_reference(retargeted, mods):
     bake, _, _ = mods
     rig = _open(retargeted)
@@ -196,13 +200,32 @@ def test_rig_without_a_mesh_bakes_with_default_capsules_and_no_face(retargeted, 
     assert np.all(np.isfinite(bake.solve(job).rotations))
 
 
-def test_cli_bake_prints_the_metrics_contract(retargeted, addon, tmp_path, capsys):
-    out, metrics = tmp_path / "baked.blend", tmp_path / "m.json"
-    code = addon.signsim_addon.cli.main(["bake", "--blend", str(retargeted), "--armature", "Signer",
-                                         "--preset", "default", "--out", str(out),
-                                         "--metrics", str(metrics), "--json"])
+@pytest.fixture(scope="module")
+def cli_bake(retargeted, addon, tmp_path_factory, request):
+    """One `signsim bake` of the retargeted clip with every output asked for (--metrics,
+    --picture, --json) at the default preset: (exit code, the --json result, out, metrics
+    path, picture path). The metrics-contract and contact-sheet tests assert on it instead
+    of each baking the whole clip again; --picture (a render in a subprocess) only when the
+    contact-sheet test (marked slow) is in the run."""
+    import contextlib
+    import io
+    tmp = tmp_path_factory.mktemp("cli_bake")
+    out, metrics, png = tmp / "baked.blend", tmp / "m.json", tmp / "sheet.png"
+    picture = any(i.name == "test_cli_bake_renders_a_before_after_contact_sheet" for i in request.session.items)
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed):
+        code = addon.signsim_addon.cli.main(["bake", "--blend", str(retargeted), "--armature", "Signer",
+                                             "--preset", "default", "--out", str(out), "--metrics", str(metrics),
+                                             *(["--picture", str(png)] if picture else []), "--json"])
+    result = json.loads(printed.getvalue().strip().splitlines()[-1]) if code == 0 else None
+    return code, result, out, metrics, png
+
+
+@pytest.mark.compat
+@pytest.mark.slow
+def test_cli_bake_prints_the_metrics_contract(cli_bake):
+    code, result, out, metrics, _png = cli_bake
     assert code == 0
-    result = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     assert result["action"].endswith(".physics") and out.is_file()
     keys = {"tracking_rms_deg", "lag_ms", "jerk_cost", "penetration_max_mm", "penetration_p95_mm",
             "frames_penetrating", "joint_limit_excess_deg", "substeps_mean", "fallbacks",
@@ -231,6 +254,7 @@ def test_cli_bake_errors_write_nothing(retargeted, addon, tmp_path, capsys):
     assert len(err) == 1 and "Nobody" in err[0] and "Signer" in err[0]
 
 
+@pytest.mark.slow
 def test_per_frame_metric_curves_agree_with_the_metrics_json(retargeted, mods):
     bake, keys, _ = mods
     rig = _open(retargeted)
@@ -248,12 +272,10 @@ def test_per_frame_metric_curves_agree_with_the_metrics_json(retargeted, mods):
 
 
 @pytest.mark.slow
-def test_cli_bake_renders_a_before_after_contact_sheet(retargeted, addon, tmp_path, capsys):
-    png = tmp_path / "sheet.png"
-    code = addon.signsim_addon.cli.main(["bake", "--blend", str(retargeted), "--armature", "Signer",
-                                         "--out", str(tmp_path / "baked.blend"), "--picture", str(png), "--json"])
+def test_cli_bake_renders_a_before_after_contact_sheet(cli_bake, addon):
+    code, result, _out, _metrics, png = cli_bake
     assert code == 0
-    assert json.loads(capsys.readouterr().out.strip().splitlines()[-1])["picture"] == str(png)
+    assert result["picture"] == str(png)
     img = bpy.data.images.load(str(png))
     sheet = addon.signsim_addon.bake.api.contact_sheet
     assert tuple(img.size) == (sheet.SHEET_FRAMES * sheet.SIZE, 2 * sheet.SIZE)
@@ -263,6 +285,7 @@ def test_cli_bake_renders_a_before_after_contact_sheet(retargeted, addon, tmp_pa
     assert rgb.std() > 0.05  # a rendered figure, not an empty frame
 
 
+@pytest.mark.slow
 def test_baking_again_starts_from_the_reference_not_the_bake(retargeted, mods):
     bake, _, _ = mods
     rig = _open(retargeted)

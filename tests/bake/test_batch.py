@@ -1,11 +1,9 @@
 """`signsim batch` on Dask: many library clips retargeted and baked on a cluster = the serial
 result, bit for bit, also when a worker dies mid-clip or the cluster is a separate
-scheduler with its own workers; Ctrl-C/SIGTERM leaves no partial output."""
+scheduler with its own workers (interrupts: test_batch_interrupt.py)."""
 import json
 import os
-import pathlib
 import shutil
-import signal
 import subprocess
 import sys
 import threading
@@ -18,20 +16,9 @@ import bpy
 import numpy as np
 
 from action_keys import all_keys
+from batch_library import LAUNCHER, RIG, SAMPLES, make_library, only_finished_outputs, short_clip
 
-ROOT = pathlib.Path(__file__).resolve().parent.parent.parent
-SAMPLES = ROOT / "sample_blends"
-LAUNCHER = [sys.executable, str(ROOT / "tools" / "launch.py")]
-RIG = str(SAMPLES / "signer.blend")
 TIMING = {"bake_seconds", "realtime_factor"}
-
-
-def _short_clip(src, dst, frames):
-    """A copy of BVH `src` keeping its first `frames` data rows (a distinct, quick clip)."""
-    text = src.read_text().splitlines()
-    start = next(i for i, line in enumerate(text) if line.startswith("Frame Time:")) + 1
-    out = [f"Frames: {frames}" if line.startswith("Frames:") else line for line in text[:start]]
-    dst.write_text("\n".join(out + text[start:start + frames]) + "\n")
 
 
 def _baked_keys(path):
@@ -68,32 +55,12 @@ def _assert_equal_runs(runs, serial):
         assert all(np.array_equal(keys_p[k], keys_s[k]) for k in keys_p)
 
 
-def _library(addon, tmp, clips):
-    """A library of the short, distinct clips `clips` ((sample name, frames), ...) in the
-    new folder `tmp`; its BVH files are in tmp / "clips"."""
-    folder = tmp / "clips"
-    folder.mkdir()
-    for i, (name, n) in enumerate(clips):
-        _short_clip(SAMPLES / f"{name}.bvh", folder / f"{name}_{i}.bvh", n)
-    lib = tmp / "library.blend"
-    assert addon.signsim_addon.cli.main(["import", str(folder), "--library", str(lib)]) == 0
-    return lib
-
-
 @pytest.fixture(scope="module")
 def library(addon, tmp_path_factory):
     """A library of two short, distinct clips (one per worker of a two-worker cluster: each
     clip is two Blender child processes, the run's cost; a killed worker's retried clip
     still runs as the surviving worker's second task)."""
-    return _library(addon, tmp_path_factory.mktemp("batch"), (("fingerspelling", 18), ("chin_cheek", 12)))
-
-
-@pytest.fixture(scope="module")
-def library4(addon, tmp_path_factory):
-    """A library of four short, distinct clips: more clips than workers, so an interrupted
-    batch has clips finished, running and not started."""
-    return _library(addon, tmp_path_factory.mktemp("batch4"), (("fingerspelling", 12), ("fingerspelling", 18),
-                                                                ("chin_cheek", 12), ("chin_cheek", 18)))
+    return make_library(addon, tmp_path_factory.mktemp("batch"), (("fingerspelling", 18), ("chin_cheek", 12)))
 
 
 @pytest.fixture(scope="module")
@@ -120,14 +87,7 @@ def cli(addon, monkeypatch):
     return addon.signsim_addon.cli.main
 
 
-def _only_finished_outputs(out):
-    """The files in `out`: each a finished clip's .blend with its .json, nothing else."""
-    names = sorted(os.listdir(out))
-    blends = {n[:-len(".blend")] for n in names if n.endswith(".blend")}
-    assert names == sorted([f"{b}.blend" for b in blends] + [f"{b}.json" for b in blends]), names
-    return blends
-
-
+@pytest.mark.compat
 @pytest.mark.slow
 def test_local_cluster_batch_equals_serial_bake(cli, library, serial, tmp_path, capsys):
     out = tmp_path / "out"
@@ -137,7 +97,7 @@ def test_local_cluster_batch_equals_serial_bake(cli, library, serial, tmp_path, 
     # progress: one line per finished clip, counted
     assert sorted(line.split("] ")[0] for line in human.splitlines() if line.startswith("[")) == \
         [f"[{k}/{len(serial)}" for k in range(1, len(serial) + 1)]
-    assert _only_finished_outputs(out) == {r["clip"] for r in serial}
+    assert only_finished_outputs(out) == {r["clip"] for r in serial}
     runs = [{"clip": r["clip"], "out": str(out / f"{r['clip']}.blend"),
              "metrics": json.loads((out / f"{r['clip']}.json").read_text())} for r in serial]
     _assert_equal_runs(runs, serial)
@@ -153,7 +113,7 @@ def test_a_failing_clip_is_reported_and_the_others_complete(cli, library, serial
     for name in good:
         shutil.copy(library.parent / "clips" / f"{name}.bvh", clips)
     bad = f"{good[0]}_pose"
-    _short_clip(SAMPLES / "chin_cheek.bvh", clips / f"{bad}.bvh", 1)
+    short_clip(SAMPLES / "chin_cheek.bvh", clips / f"{bad}.bvh", 1)
     lib = tmp_path / "library.blend"
     assert cli(["import", str(clips), "--library", str(lib)]) == 0
     capsys.readouterr()
@@ -168,7 +128,7 @@ def test_a_failing_clip_is_reported_and_the_others_complete(cli, library, serial
     assert captured.err.strip().splitlines()[-1] == "signsim: 2 clip(s) baked, 1 failed", captured.err
     # the others finished as if alone; the failed clip left no file (nor its intermediate)
     _assert_equal_runs([records[0], records[2]], [next(r for r in serial if r["clip"] == c) for c in good])
-    assert _only_finished_outputs(out) == set(good)
+    assert only_finished_outputs(out) == set(good)
 
 
 def _kill_worker_of_first_bake(killed):
@@ -204,7 +164,7 @@ def test_killed_worker_has_its_clip_retried_and_the_batch_completes(cli, library
     assert not psutil.pid_exists(killed["child"]) or \
         psutil.Process(killed["child"]).status() == psutil.STATUS_ZOMBIE
     _assert_equal_runs(runs, serial)
-    assert _only_finished_outputs(tmp_path / "out") == {r["clip"] for r in serial}
+    assert only_finished_outputs(tmp_path / "out") == {r["clip"] for r in serial}
 
 
 @pytest.fixture
@@ -243,52 +203,10 @@ def test_scheduler_address_runs_the_batch_on_that_cluster(cli, library, serial, 
     _assert_equal_runs(runs, serial)
 
 
+@pytest.mark.slow
 def test_unreachable_scheduler_is_one_clear_error(cli, library, tmp_path, capsys):
     code = cli(["batch", "--library", str(library), "--rig", RIG, "--out", str(tmp_path / "out"),
                 "--scheduler", "tcp://127.0.0.1:9"])
     err = capsys.readouterr().err.strip().splitlines()
     assert code == 1 and len(err) == 1
     assert err[0].startswith("signsim: error: cannot reach the Dask scheduler at tcp://127.0.0.1:9"), err
-
-
-@pytest.mark.slow
-@pytest.mark.parametrize("how", ("SIGTERM", "Ctrl-C", "SIGTERM after a clip"))
-def test_sigterm_cancels_the_tasks_and_leaves_no_partial_output(library4, tmp_path, how):
-    """SIGTERM to the batch, or SIGINT to its whole process group (what a terminal's Ctrl-C
-    sends: it used to kill the cluster's own processes, leaving .retargeted files); and
-    SIGTERM once a clip's files are written (that clip used to go unreported)."""
-    out = tmp_path / "out"
-    proc = subprocess.Popen(LAUNCHER + ["batch", "--library", str(library4), "--rig", RIG, "--out", str(out),
-                                        "--workers", "2"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True, start_new_session=True)
-    batch = psutil.Process(proc.pid)
-    deadline = time.monotonic() + 600
-    while time.monotonic() < deadline:  # until a bake is under way
-        assert proc.poll() is None, proc.communicate()
-        try:
-            if how == "SIGTERM after a clip":  # its files written and its bake process gone
-                written = [str(out / n) for n in os.listdir(out) if n.endswith(".json")] if out.is_dir() else []
-                if any(not any(w in p.cmdline() for p in batch.children(recursive=True)) for w in written):
-                    break
-            elif any("bake" in p.cmdline() for p in batch.children(recursive=True)):
-                break
-        except psutil.Error:
-            pass
-        time.sleep(0.05)
-    else:
-        pytest.fail("no bake started")
-    descendants = batch.children(recursive=True)
-    if how.startswith("SIGTERM"):
-        proc.send_signal(signal.SIGTERM)
-    else:
-        os.killpg(proc.pid, signal.SIGINT)
-    stdout, err = proc.communicate(timeout=300)
-    assert proc.returncode == 130 and err.strip().splitlines()[-1] == "signsim: interrupted", err
-    reported = {line.split("] ", 1)[1][:-len(": baked")] for line in stdout.splitlines()
-                if line.startswith("[") and line.endswith(": baked")}
-    gone, alive = psutil.wait_procs(descendants, timeout=60)
-    assert not alive, [p.pid for p in alive]
-    # clips finished before the signal keep both files; the interrupted ones left nothing
-    finished = _only_finished_outputs(out)
-    assert len(finished) < 4 and finished == reported, (finished, stdout)
-    assert finished or how != "SIGTERM after a clip"

@@ -6,6 +6,7 @@ Penetrations are checked against an exact mesh test: distance from the bones' sa
 spheres to the evaluated skin (mathutils.bvhtree.BVHTree) of the touched body part.
 """
 import json
+import os
 import pathlib
 
 import bpy
@@ -175,6 +176,7 @@ def _bake(bake, ob, action, frames=None):
     return job, solved, new, warnings
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("spot", ["chin", "cheek"])
 def test_fingertip_driven_into_the_face_stops_at_the_skin(addon, mods, godot, spot):
     """On one skinned mesh (no face object) the index tip, keyed 1 cm into the chin or
@@ -243,6 +245,7 @@ def _sample_penetration(addon, ob, job, skin, region, bones, frames):
     return np.array(out)
 
 
+@pytest.mark.slow
 def test_hand_driven_into_the_chest_stops_at_the_chest(addon, mods, godot):
     bake, geo, _ = mods
     ob = godot
@@ -355,6 +358,7 @@ def _relative_close(a, b, rtol, atol, path=""):
         assert a == b, path
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("factor,unit", [(100.0, False), (128.0, False), (128.0, True)])
 def test_centimetre_copy_bakes_the_same_motion(addon, mods, shared_data, factor, unit):
     """Data ×100 with object scale 0.01 (an FBX centimetre import), or ×128 (exact in
@@ -442,8 +446,11 @@ def test_json_carries_every_warning_the_human_output_prints(addon, godot, tmp_pa
         assert what in said, what
 
 
-# one clip on each rig; every clip of the sweep on every rig: bench/bench_body_clips.py
-HAND_CLIPS = ("generated/fingerspell_80.bvh",)
+# the suite: one clip on each rig; SIGNSIM_SWEEP=1 (bench/bench_body_clips.py): every clip
+HAND_CLIPS = (("mocap/pybvh_bvh_test3_fingers.bvh", "mocap/animdrawings_rokoko_jesse_dance.bvh",
+               "mocap/bvhpython_test_freebvh_mixamorig.bvh", "mocap/makehuman_face-poseunits.bvh",
+               "generated/fingerspell_80.bvh", "generated/fingerspell_80_noisy.bvh", "generated/clap_fast.bvh")
+              if os.environ.get("SIGNSIM_SWEEP") else ("generated/fingerspell_80.bvh",))
 CLIP_FRAMES = 48  # enough for contacts and limits to act; the whole clips take minutes each
 
 
@@ -464,6 +471,7 @@ def rig_files(tmp_path_factory, addon):
     return out
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("clip", HAND_CLIPS)
 @pytest.mark.parametrize("rig", ["signer", "godot", "robot"])
 def test_real_clips_bake_without_fallbacks_and_with_body_contact(addon, mods, shared_data, rig_files,

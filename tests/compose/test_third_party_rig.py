@@ -47,6 +47,7 @@ def godot(addon, tmp_path_factory):
     return out, alone, [pb.name for pb in ob.pose.bones]
 
 
+@pytest.mark.slow
 def test_the_search_never_loses_to_the_clip_ends_on_its_own_distance(godot):
     runs, _alone, _names = godot
     default, nosearch = runs["default"][0]["seams"], runs["search 0"][0]["seams"]
@@ -61,6 +62,7 @@ def test_the_search_never_loses_to_the_clip_ends_on_its_own_distance(godot):
                            for s in default))
 
 
+@pytest.mark.slow
 def test_every_seam_turning_a_bone_past_the_clips_there_is_flagged(godot):
     """Frame by frame on Blender's output: a seam that turns any bone more than 20° in one
     frame beyond what the clips turn it there (and more than 20 % faster than they do) is
@@ -84,6 +86,7 @@ def test_every_seam_turning_a_bone_past_the_clips_there_is_flagged(godot):
     assert passed >= 2
 
 
+@pytest.mark.slow
 def test_hard_cuts_on_the_third_party_rig_are_flagged(godot):
     runs, alone, _names = godot
     result, rot = runs["hard cuts"]
@@ -96,6 +99,7 @@ def test_hard_cuts_on_the_third_party_rig_are_flagged(godot):
 CMU = ROOT.parent / "shared" / "data" / "mocap" / "cmu_01_01_cgspeed__fairmotion.bvh"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("variant", ("object", "units"))
 def test_a_centimetre_rig_gets_the_same_seams_and_motion(addon, variant):
     """The base mesh as a centimetre rig is the same character: the same transition

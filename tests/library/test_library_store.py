@@ -8,6 +8,12 @@ import pytest
 
 import library_samples as S
 
+import os as _os
+
+# concurrent imports: rounds x processes (SIGNSIM_SWEEP=1, as bench/bench_library.py --concurrent
+# runs it: the old 10 x 4)
+ROUNDS, PROCESSES = (10, 4) if _os.environ.get("SIGNSIM_SWEEP") else (2, 2)
+
 
 @pytest.fixture
 def lib(addon):
@@ -417,21 +423,49 @@ def test_a_waiting_writer_stops_with_a_clear_message(addon, lib, tmp_path, monke
 
 
 @pytest.mark.slow
-def test_concurrent_imports_keep_every_clip(tmp_path):
-    """Four `./signsim import` processes into one library at once, ten times: all clips kept."""
+def _waiting_on(pid, lock_path):
+    """Whether process `pid` has the library's lock file open (it is at or past the lock)."""
+    fd_dir = pathlib.Path(f"/proc/{pid}/fd")
+    try:
+        return any(str(fd.resolve()) == str(lock_path) for fd in fd_dir.iterdir())
+    except (FileNotFoundError, ProcessLookupError, PermissionError, OSError):
+        return False
+
+
+@pytest.mark.slow
+def test_concurrent_imports_keep_every_clip(addon, tmp_path):
+    """Two `./signsim import` processes into one library at once, twice: all clips kept.
+    The test holds the library's writer lock until every process waits on it (seen in
+    /proc: the lock file open), then lets them all race for it, so the imports truly
+    contend (4 processes x 10 rounds: bench/bench_library.py --concurrent)."""
     import json
+    import os
     import subprocess
+    import time
+    store = addon.signsim_addon.library.store
     root = pathlib.Path(__file__).resolve().parents[2]
     library = tmp_path / "lib.blend"
+    lock_path = (tmp_path / "lib.blend.lock").resolve()
     expected = []
-    for rep in range(10):
+    for rep in range(ROUNDS):
         procs = []
-        for k in range(4):
-            name = f"r{rep}_p{k}"
-            f = S.write(tmp_path / f"{name}.bvh", S.bvh_text(S.still_rows(10 + 4 * rep + k)))
-            expected.append(name)
-            procs.append(subprocess.Popen([str(root / "signsim"), "import", str(f), "--library", str(library),
-                                           "--json"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
+        with store.writer_lock(str(library)):
+            for k in range(PROCESSES):
+                name = f"r{rep}_p{k}"
+                f = S.write(tmp_path / f"{name}.bvh", S.bvh_text(S.still_rows(10 + 4 * rep + k)))
+                expected.append(name)
+                procs.append(subprocess.Popen([str(root / "signsim"), "import", str(f), "--library", str(library),
+                                               "--json"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
+            if os.path.isdir("/proc/self/fd"):
+                deadline = time.monotonic() + 300
+                while not all(_waiting_on(p.pid, lock_path) for p in procs):
+                    assert time.monotonic() < deadline and all(p.poll() is None for p in procs), \
+                        [p.communicate() for p in procs if p.poll() is not None]
+                    time.sleep(0.05)
+                # all of them wait on the lock at once: none has written
+                assert all(p.poll() is None for p in procs)
+            else:                   # no /proc: give them time to reach the lock
+                time.sleep(10)
         for p in procs:
             out, err = p.communicate(timeout=600)
             assert p.returncode == 0, err

@@ -86,6 +86,8 @@ def _penetration(head, co, centres, radii, sdf):
     return worst
 
 
+@pytest.mark.compat
+@pytest.mark.slow
 def test_chin_cheek_dents_the_signers_skin(mods, addon, chin_cheek_blend):
     api, head_api, compat = mods
     sdf = importlib.import_module(addon.__name__ + ".solver.core.sdf")
@@ -148,6 +150,7 @@ def test_chin_cheek_dents_the_signers_skin(mods, addon, chin_cheek_blend):
     assert after_release.any() and dent[after_release].max() < 0.02 * dent.max()
 
 
+@pytest.mark.slow
 def test_fingertip_pressed_into_the_cc0_cheek(mods, addon, shared_data):
     api, head_api, compat = mods
     bpy.ops.import_scene.gltf(filepath=str(shared_data / "characters" / "godot_male_base_mesh_cc0.glb"))
@@ -184,6 +187,7 @@ def test_fingertip_pressed_into_the_cc0_cheek(mods, addon, shared_data):
     assert any("the dent is as wide as them" in w for w in res["warnings"])
 
 
+@pytest.mark.slow
 def test_undo_removes_the_shape_keys(chin_cheek_blend):
     """Ctrl+Z after Soft Face (an undo stack needs a file with UI: the rig is appended,
     as tests/bake does for the bake)."""
@@ -211,6 +215,7 @@ def test_undo_removes_the_shape_keys(chin_cheek_blend):
     assert sorted(a.name for a in bpy.data.actions) == actions
 
 
+@pytest.mark.slow
 def test_a_chin_blended_with_the_neck_dents(mods, addon):
     """The signer's chin is weighted about half to the neck: skin the head carries only in
     part is soft tissue over the jaw too (it was held fixed: a press on it never dented)."""

@@ -1,7 +1,6 @@
 """Capsule and hand–face penalty contacts: geometry, schedule, anti-tunnelling."""
 
 import numpy as np
-import pytest
 
 from solver.core import quat, sdf
 from solver.physics import integrator, metrics
@@ -12,7 +11,6 @@ from solver.core.model import SkeletonModel
 from solver.physics.simulate import GroupGains, SimSettings, simulate
 
 
-@pytest.mark.slow
 def test_segment_closest_points_match_brute_force(rng):
     p1, q1, p2, q2 = rng.normal(size=(4, 100, 3))
     q2[:20] = p2[:20] + (q1[:20] - p1[:20]) * 0.7  # parallel segments
@@ -64,7 +62,6 @@ def test_fast_fist_keeps_penetration_below_0_35_mm(rigs):
     assert np.all(closest[5::10] > -0.5e-3)
 
 
-@pytest.mark.slow
 def test_stiffness_schedule_adapts_from_a_soft_start(rigs):
     """From kp = 300 N/m the schedule (d_target 0.2 mm, η 0.1) stiffens the contacts until
     the per-cycle peak is ≤ 0.35 mm; with the schedule off it stays above 0.5 mm (with
@@ -91,7 +88,6 @@ def _tip_depth(model, rotations, bone, tip_local, radius, face_vertices, face_tr
     return radius - sdf.mesh_signed_distance(face_vertices, face_triangles, local)
 
 
-@pytest.mark.slow
 def test_fingertip_driven_into_the_face_stays_within_half_a_millimetre(rigs):
     """A finger swings until the reference puts its tip capsule 2 cm inside a face (a
     6 cm sphere mesh on a heavy head bone); the result penetrates ≤ 0.5 mm, checked with

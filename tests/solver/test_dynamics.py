@@ -62,7 +62,6 @@ def test_rnea_batch_matches_single_evaluations(rng, rigs):
                                    atol=1e-12)
 
 
-@pytest.mark.slow
 def test_free_motion_conserves_energy(rng, rigs):
     """Independent of RNEA/CRBA agreement: a fine RK4 solution of M q̈ = −c keeps E constant,
     which fails if the Coriolis/centrifugal terms or M are wrong."""

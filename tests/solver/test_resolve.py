@@ -65,7 +65,6 @@ def test_right_jacobian_maps_coordinate_rates_to_body_angular_velocity():
             assert np.allclose(omega, J[:, k], atol=1e-7)
 
 
-@pytest.mark.slow
 def test_gradients_of_every_distance_match_finite_differences(body):
     model, fields = body
     rng = np.random.default_rng(3)

@@ -34,7 +34,6 @@ def test_closest_point_on_triangle_beats_dense_sampling(rng):
     assert set(np.unique(code)) == set(range(7))  # every region exercised
 
 
-@pytest.mark.slow
 def test_mesh_distance_is_exact_against_all_triangles(rng):
     points = rng.normal(size=(400, 3)) * 0.05
     signed = sdf.mesh_signed_distance(VERTS, TRIS, points)
@@ -67,7 +66,6 @@ def test_sign_is_right_next_to_vertices_and_edges():
         assert np.all(out > 0) and np.all(inn < 0)
 
 
-@pytest.mark.slow
 def test_grid_interpolates_the_distance_and_its_gradient(rng):
     grid = sdf.build_distance_grid(VERTS, TRIS, bone=3, spacing=0.004, margin=0.02)
     assert grid.bone == 3

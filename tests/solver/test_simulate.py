@@ -15,7 +15,6 @@ def _clip(rigs):
     return model, rigs.motion_reference(rigs.fist_rotations(model, curl), 30)
 
 
-@pytest.mark.slow
 def test_result_shapes_units_and_continuity(rigs):
     model, ref = _clip(rigs)
     res = simulate(model, ref)

@@ -86,7 +86,6 @@ def test_bad_material_is_refused():
         tissue.build_face(v, t, poisson=0.5)
 
 
-@pytest.mark.slow
 def test_modal_basis_is_the_lowest_generalized_eigenvectors(cap):
     H, M = dense(cap)
     w, V = scipy.linalg.eigh(H, M)
@@ -97,7 +96,6 @@ def test_modal_basis_is_the_lowest_generalized_eigenvectors(cap):
     assert subspace_distance(B, V[:, :m], M) < 1e-6
 
 
-@pytest.mark.slow
 def test_force_dual_with_mass_forces_is_modal_analysis(cap):
     # Σ_F = M: F = N A with N = M^½ gives the linear modal analysis subspace (exact SVD: the
     # layer's spectrum is too clustered for a few power iterations to separate).
@@ -109,7 +107,6 @@ def test_force_dual_with_mass_forces_is_modal_analysis(cap):
     assert subspace_distance(B, V[:, :m], M) < 1e-4
 
 
-@pytest.mark.slow
 def test_force_dual_solves_the_generalized_eigenproblem(cap):
     H, M = dense(cap)
     D = tissue.contact_forces(cap, tissue.proximity_weights(cap, tips_on(cap)))
@@ -199,7 +196,6 @@ def fine_cap():
     return tissue.build_face(v, t)
 
 
-@pytest.mark.slow
 def test_press_dents_and_release_returns_to_rest(fine_cap):
     cap = fine_cap
     B, _ = tissue.force_dual_basis(cap, tissue.contact_forces(cap, tissue.proximity_weights(cap, tips_on(cap))), 20)

@@ -1,0 +1,292 @@
+"""Issue 36 defects, each on an input the test builds: a fingerless rig given a clap, a
+bowing source, a source whose clavicle stays still while the arm rises, Mixamo thumbs.
+Driven through `signsim retarget` (the CLI), measured on Blender's evaluated bones."""
+import json
+import pathlib
+
+import bpy
+import numpy as np
+import pytest
+
+import library_samples
+
+SAMPLES = pathlib.Path(__file__).resolve().parent.parent.parent / "sample_blends"
+
+FINGER_PREFIXES = ("thumb", "f_", "palm")
+
+
+@pytest.fixture
+def cli(addon):
+    return addon.signsim_addon.cli.main
+
+
+def _last_json(capsys):
+    captured = capsys.readouterr()
+    return json.loads(captured.out.strip().splitlines()[-1]), captured.err
+
+
+def _fingerless_signer(path):
+    """The bundled signer (armature and skin) with every finger and thumb bone deleted,
+    saved to path."""
+    bpy.ops.wm.open_mainfile(filepath=str(SAMPLES / "signer.blend"))
+    ob = bpy.data.objects["Signer"]
+    bpy.context.view_layer.objects.active = ob
+    bpy.ops.object.mode_set(mode='EDIT')
+    bones = ob.data.edit_bones
+    for name in [b.name for b in bones if b.name.startswith(FINGER_PREFIXES)]:
+        bones.remove(bones[name])
+    bpy.ops.object.mode_set(mode='OBJECT')
+    bpy.ops.wm.save_as_mainfile(filepath=str(path), copy=True)
+    return path
+
+
+@pytest.mark.slow
+def test_clap_onto_fingerless_rig(cli, shared_data, tmp_path, capsys):
+    """A clap onto a rig without finger bones: no crash; palm–palm contacts are tried on
+    the rig (kept, or skipped with the measured reason, never for a missing palm frame);
+    any contact that needs a finger is skipped with a warning."""
+    rig = _fingerless_signer(tmp_path / "fingerless.blend")
+    code = cli(["retarget", "--clip", str(shared_data / "generated" / "clap_fast.bvh"),
+                "--rig", str(rig), "--out", str(tmp_path / "out.blend"), "--json"])
+    result, err = _last_json(capsys)
+    assert code == 0, err
+    contacts = result["contacts"]
+    palms = [k for k in contacts if sorted(k["parts"]) == ["palm_L", "palm_R"]]
+    assert palms, contacts
+    for k in palms:
+        assert "gap_mm" in k or "the target has no" not in k["skipped"], k
+        if "skipped" in k:                               # measured on the rig, and said
+            assert any("palm_L-palm_R" in w and k["skipped"] in w for w in result["warnings"]), k
+    for k in contacts:
+        if any(not p.startswith(("palm", "face")) and p not in ("chin", "cheek_L", "cheek_R")
+               for p in k["parts"]) and "gap_mm" not in k:
+            assert any("-".join(k["parts"]) in w for w in result["warnings"]), k
+
+
+
+@pytest.mark.slow
+def test_finger_contacts_skipped_on_fingerless_rig(cli, tmp_path, capsys):
+    """The bundled chin/cheek clip (an index fingertip on the chin, then the cheek) onto
+    the signer without finger bones: exit 0, each fingertip contact skipped, saying the
+    rig has no such finger, in --json and as a warning."""
+    rig = _fingerless_signer(tmp_path / "fingerless.blend")
+    code = cli(["retarget", "--clip", str(SAMPLES / "chin_cheek.bvh"), "--rig", str(rig),
+                "--out", str(tmp_path / "out.blend"), "--json"])
+    result, err = _last_json(capsys)
+    assert code == 0, err
+    fingers = [k for k in result["contacts"] if k["parts"][0].startswith("index")]
+    assert fingers, result["contacts"]
+    for k in fingers:
+        assert k["skipped"].startswith(f"the target has no {k['parts'][0]}"), k
+        assert any(k["skipped"] in w and "-".join(k["parts"]) in w for w in result["warnings"]), k
+
+
+BOW = 87.0   # degrees the hips pitch forward (legs kept vertical): the head 3.1 cm above the hips
+
+
+def _bowing_clip(path):
+    """A 12-joint BVH (library_samples) that stands upright, then bows: the hips pitch
+    forward to BOW degrees over frames 24–32 and holds it (the legs turned back so they stay vertical),
+    holding the head (60 cm above the hips when upright) 60·cos(87°) = 3.1 cm above them."""
+    rows = []
+    for t in range(48):
+        a = BOW * min(1.0, max(0.0, (t - 24) / 8))
+        rows.append({"Hips": (a, 0, 0), "LeftUpLeg": (-a, 0, 0), "RightUpLeg": (-a, 0, 0),
+                     "LeftArm": (0, 0, -60), "RightArm": (0, 0, 60)})
+    path.write_text(library_samples.bvh_text(rows))
+    return path
+
+
+@pytest.mark.slow
+def test_bow_is_not_an_inversion(cli, shared_data, tmp_path, capsys):
+    """A source bowing with its head 3 cm above its hips retargets (exit 0) onto the signer,
+    whose head dips just below its own hips (before: refused as "head below hips where the
+    source stands upright"); a map that truly hangs the target's head below its hips (the
+    spine driven by a leg) is still refused with one line, nothing written."""
+    clip = _bowing_clip(tmp_path / "bow.bvh")
+    code = cli(["retarget", "--clip", str(clip), "--rig", str(SAMPLES / "signer.blend"),
+                "--out", str(tmp_path / "bow.blend"), "--no-contacts", "--json"])
+    result, err = _last_json(capsys)
+    assert code == 0, err
+    assert not any("head is not above its hips" in w for w in result["warnings"]), result["warnings"]
+    # a Mixamo clip with the signer's spine mapped down the left leg
+    mixamo = str(shared_data / "mocap" / "bvhpython_test_freebvh_mixamorig.bvh")
+    code = cli(["retarget", "--clip", mixamo, "--rig", str(SAMPLES / "signer.blend"),
+                "--out", str(tmp_path / "mixamo.blend"), "--no-contacts", "--json"])
+    result, err = _last_json(capsys)
+    assert code == 0, err
+    down = dict(result["bone_map"], **{"spine.001": "mixamorig:LeftUpLeg", "spine.002": "mixamorig:LeftLeg",
+                                        "spine.003": "mixamorig:LeftFoot"})
+    preset = tmp_path / "down.json"
+    preset.write_text(json.dumps(down))
+    out = tmp_path / "down.blend"
+    code = cli(["retarget", "--clip", mixamo, "--rig", str(SAMPLES / "signer.blend"),
+                "--map", str(preset), "--out", str(out), "--no-contacts"])
+    err = capsys.readouterr().err
+    assert code != 0 and "head below its hips" in err, err
+    assert len(err.strip().splitlines()) == 1 and not out.exists()
+
+
+# name, parent, offset (cm, Y up, facing +Z), end site: a Mixamo-named body with clavicles
+CLAVICLE_BODY = (
+    ("Hips", None, (0, 0, 0), None),
+    ("Spine", "Hips", (0, 10, 0), None), ("Spine1", "Spine", (0, 15, 0), None),
+    ("Spine2", "Spine1", (0, 15, 0), None), ("Neck", "Spine2", (0, 15, 0), None),
+    ("Head", "Neck", (0, 10, 0), (0, 18, 0)),
+    ("LeftShoulder", "Spine2", (3, 10, 0), None), ("LeftArm", "LeftShoulder", (14, 0, 0), None),
+    ("LeftForeArm", "LeftArm", (28, 0, 0), None), ("LeftHand", "LeftForeArm", (25, 0, 0), (9, 0, 0)),
+    ("RightShoulder", "Spine2", (-3, 10, 0), None), ("RightArm", "RightShoulder", (-14, 0, 0), None),
+    ("RightForeArm", "RightArm", (-28, 0, 0), None), ("RightHand", "RightForeArm", (-25, 0, 0), (-9, 0, 0)),
+    ("LeftUpLeg", "Hips", (9, -4, 0), None), ("LeftLeg", "LeftUpLeg", (0, -43, 0), None),
+    ("LeftFoot", "LeftLeg", (0, -42, 0), None), ("LeftToeBase", "LeftFoot", (0, -6, 13), (0, 0, 6)),
+    ("RightUpLeg", "Hips", (-9, -4, 0), None), ("RightLeg", "RightUpLeg", (0, -43, 0), None),
+    ("RightFoot", "RightLeg", (0, -42, 0), None), ("RightToeBase", "RightFoot", (0, -6, 13), (0, 0, 6)),
+)
+
+
+def _without_clavicles():
+    """CLAVICLE_BODY with the clavicles removed: the arms hang from the chest."""
+    out = []
+    for name, parent, off, end in CLAVICLE_BODY:
+        if name.endswith("Shoulder"):
+            continue
+        if parent.endswith("Shoulder") if parent else False:
+            parent, off = "Spine2", (off[0] + (3 if off[0] > 0 else -3), 10, 0)
+        out.append((name, parent, off, end))
+    return tuple(out)
+
+
+def _clavicle_bvh(rows, body=CLAVICLE_BODY):
+    """BVH text of body (CLAVICLE_BODY: hips 95 cm up, T pose at rest); rows: per frame
+    {joint: (z, x, y) degrees}, joints not given at 0."""
+    out, kids = ["HIERARCHY"], {}
+    for j in body:
+        kids.setdefault(j[1], []).append(j)
+
+    def emit(j, ind):
+        name, parent, off, end = j
+        out.append(f"{ind}{'ROOT' if parent is None else 'JOINT'} {name}\n{ind}{{")
+        out.append(f"{ind}  OFFSET {off[0]} {off[1]} {off[2]}")
+        out.append(f"{ind}  CHANNELS " + ("6 Xposition Yposition Zposition " if parent is None else "3 ")
+                   + "Zrotation Xrotation Yrotation")
+        for c in kids.get(name, []):
+            emit(c, ind + "  ")
+        if end:
+            out.append(f"{ind}  End Site\n{ind}  {{\n{ind}    OFFSET {end[0]} {end[1]} {end[2]}\n{ind}  }}")
+        out.append(f"{ind}}}")
+    emit(body[0], "")
+    out += ["MOTION", f"Frames: {len(rows)}", "Frame Time: 0.0333333"]
+    for row in rows:
+        vals = [0.0, 95.0, 0.0]
+        for name, *_ in body:
+            vals += list(row.get(name, (0.0, 0.0, 0.0)))
+        out.append(" ".join(f"{v:.4f}" for v in vals))
+    return "\n".join(out) + "\n"
+
+
+def _max_turn_deg(mats):
+    """Largest angle (deg) between the rotation of each 3×3 matrix in mats and the first's."""
+    first = mats[0]
+    return max(float(np.degrees(np.arccos(np.clip((np.trace(first.T @ m) - 1) / 2, -1.0, 1.0))))
+               for m in mats)
+
+
+def _girdle_turns(cli, tmp_path, capsys, body, shrug=0.0):
+    """Retarget both arms rising from hanging (75° down) to overhead (80° up) on a source
+    skeleton `body` (its clavicles, if any, raised shrug degrees with the arm) onto the
+    signer; per side (largest turn
+    of the signer's clavicle relative to its parent, largest turn of its upper arm) in
+    degrees over the clip, from Blender's evaluated pose bones."""
+    rows = []
+    for t in range(41):
+        a = -75.0 + 155.0 * (1 - np.cos(np.pi * t / 40)) / 2
+        lift = shrug * t / 40
+        rows.append({"LeftArm": (a, 0, 0), "RightArm": (-a, 0, 0), "Spine": (0, 2 * np.sin(t / 6), 0),
+                     "LeftShoulder": (lift, 0, 0), "RightShoulder": (-lift, 0, 0)})
+    clip = tmp_path / f"arms_up_{len(body)}_{shrug:g}.bvh"
+    clip.write_text(_clavicle_bvh(rows, body))
+    out = tmp_path / f"arms_up_{len(body)}_{shrug:g}.blend"
+    code = cli(["retarget", "--clip", str(clip), "--rig", str(SAMPLES / "signer.blend"),
+                "--out", str(out), "--no-contacts", "--json"])
+    result, err = _last_json(capsys)
+    assert code == 0, err
+    assert result["bone_map"]["upper_arm.L"] == "LeftArm"
+    bpy.ops.wm.open_mainfile(filepath=str(out))
+    ob = bpy.data.objects["Signer"]
+    scene = bpy.context.scene
+    first, last = (int(f) for f in result["frames"])
+    turns = {}
+    for side in ("L", "R"):
+        rel, raise_ = [], []
+        for f in range(first, last + 1):
+            scene.frame_set(f)
+            sh = ob.pose.bones[f"shoulder.{side}"]
+            rel.append(np.array((sh.parent.matrix.inverted() @ sh.matrix).to_3x3()))
+            raise_.append(np.array(ob.pose.bones[f"upper_arm.{side}"].matrix.to_3x3()))
+        turns[side] = (_max_turn_deg(rel), _max_turn_deg(raise_))
+    return result, turns
+
+
+@pytest.mark.slow
+def test_still_source_clavicle_stays_still(cli, tmp_path, capsys):
+    """Both arms rise 155° on a source whose clavicles do not move: the signer's clavicles
+    stay still relative to the chest (before: the shoulder rhythm raised them 58.7°); on
+    the same source without clavicles the rhythm still raises them; a source clavicle
+    raised 20° raises the signer's 20°, as it is."""
+    result, turns = _girdle_turns(cli, tmp_path, capsys, CLAVICLE_BODY)
+    assert result["bone_map"]["shoulder.L"] == "LeftShoulder"
+    for side, (clavicle, arm) in turns.items():
+        assert arm > 120.0, turns                      # the arm does rise
+        assert clavicle < 1.0, turns                   # its clavicle does not
+    _result, turns = _girdle_turns(cli, tmp_path, capsys, _without_clavicles())
+    for side, (clavicle, arm) in turns.items():
+        assert arm > 120.0 and clavicle > 10.0, turns  # no source clavicle: the rhythm
+    _result, turns = _girdle_turns(cli, tmp_path, capsys, CLAVICLE_BODY, shrug=20.0)
+    for side, (clavicle, arm) in turns.items():
+        assert abs(clavicle - 20.0) < 1.0, turns      # the source's own motion, not the rhythm's
+
+
+# Mixamo FBX-style fingers (cm, left hand along +X, palm down, forward +Z): four bones a
+# finger, the last an end bone; the thumb's first bone 4.3 cm from the wrist, near where
+# a first bone counts as inside the palm (a metacarpal)
+HAND = {"Thumb": [(2.56, -1.28, 3.2), (2.6, 0, 2.2), (2.4, 0, 0.8), (2.0, 0, 0.3)],
+        "Index": [(9, 0, 2.5), (4, 0, 0), (2.5, 0, 0), (2, 0, 0)],
+        "Middle": [(9.5, 0, 0.3), (4.5, 0, 0), (2.8, 0, 0), (2, 0, 0)],
+        "Ring": [(9, 0, -1.8), (4, 0, 0), (2.5, 0, 0), (2, 0, 0)],
+        "Pinky": [(8, 0, -3.6), (3, 0, 0), (2, 0, 0), (1.5, 0, 0)]}
+
+
+def _with_fingers():
+    """CLAVICLE_BODY with HAND's fingers on both hands (mirrored), named like Mixamo's."""
+    body = [(n, p, o, None if n.endswith("Hand") else e) for n, p, o, e in CLAVICLE_BODY]
+    for side, s in (("Left", 1), ("Right", -1)):
+        for finger, offsets in HAND.items():
+            parent = f"{side}Hand"
+            for k, o in enumerate(offsets):
+                name = f"{side}Hand{finger}{k + 1}"
+                body.append((name, parent, (s * o[0], o[1], o[2]), (s * 1.5, 0, 0) if k == 3 else None))
+                parent = name
+    return tuple(body)
+
+
+@pytest.mark.slow
+def test_thumbs_mapped_alike_on_both_hands(cli, tmp_path, capsys):
+    """A symmetric Mixamo-style skeleton whose left hand swings and turns while the right
+    stays still: both thumbs (and every finger) are mapped from the same joint numbers
+    (before: the left thumb from Thumb2, the right from Thumb1)."""
+    rows = []
+    for t in range(60):
+        rows.append({"LeftArm": (80 * np.sin(t / 6), 30 * np.sin(t / 4), 0),
+                     "LeftHand": (0, 90 * np.sin(t / 5), 40 * np.cos(t / 3)), "RightArm": (70, 0, 0)})
+    clip = tmp_path / "one_hand_moves.bvh"
+    clip.write_text(_clavicle_bvh(rows, _with_fingers()))
+    code = cli(["retarget", "--clip", str(clip), "--rig", str(SAMPLES / "signer.blend"),
+                "--out", str(tmp_path / "out.blend"), "--no-contacts", "--json"])
+    result, err = _last_json(capsys)
+    assert code == 0, err
+    bm = result["bone_map"]
+    fingers = [t for t in bm if t.startswith(("thumb", "f_")) and t.endswith(".L")]
+    assert {t.split(".")[0] for t in fingers} == {"thumb", "f_index", "f_middle", "f_ring", "f_pinky"}
+    for t in fingers:
+        mirror = t[:-1] + "R"
+        assert bm.get(mirror, "").replace("Right", "Left") == bm[t], (t, bm[t], bm.get(mirror))
