@@ -148,7 +148,7 @@ def contact_hold(model, n_frames, contacts, frame_time, ramp_s=RAMP_S):
     reference (weight 1), so the pair stays at the distance the reference has: its
     resting contact is neither pushed apart nor pressed in. Over ramp_s before and after,
     the weight falls linearly to 0 (`ramped`); the bake chooses its own blend on those
-    ramp frames (signsim_addon.bake.job.smooth_ramps).
+    ramp frames (contact_ramps.smooth_ramps).
     """
     core = np.zeros((n_frames, model.n_bones), bool)
     for bones, start, stop in contacts:

@@ -17,7 +17,7 @@ GAP_TOLERANCE = 0.0005  # m: the baked skin gap stays this close to the retarget
 # CC0 base mesh none (measured -0.3 % on the evaluated tails, bench/quality.py); the
 # bundled signer, where the reference's fingertip dives 13.5 mm into the cheek in the frames
 # before the contact and the simulation bends the finger out of it, +10 (measured +6.3 %;
-# +36.7 % with the linear hold ramps before bake.job.smooth_ramps).
+# +36.7 % with the linear hold ramps before solver.physics.contact_ramps.smooth_ramps).
 JERK_LIMIT_PERCENT = {"signer": 10.0, "godot": 0.0}
 
 
