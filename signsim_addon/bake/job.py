@@ -8,10 +8,7 @@ CLI and the tests:
 3. `write` (main thread, bpy): a NEW action with the baked keys, written in bulk.
 The reference action is never modified; nothing is written unless phase 3 runs.
 """
-import hashlib
 import json
-import os
-import pathlib
 import time
 from dataclasses import dataclass, replace
 
@@ -34,8 +31,7 @@ from ...solver.physics.held_overlap import held_overlaps, without_held_overlaps
 from ...solver.physics.integrator import FaceSamples
 from ...solver.physics.metrics import compare
 from ...solver.physics.reference import Reference
-from ...solver.core import sdf
-from ...solver.core.sdf import build_distance_grid
+from ...solver.core import grid_cache
 from ...solver.core.settings import PRESETS as SETTINGS_PRESETS, preset_values
 from ...solver.physics.simulate import SimSettings, simulate
 from .. import keys
@@ -234,13 +230,6 @@ def solve(job: BakeJob, progress=None) -> Solved:
     return Solved(result.rotations, record)
 
 
-_GRIDS = {}  # the last body distance fields, by mesh and grid parameters
-_GRIDS_KEPT = 8  # face, torso and two palms of the last two rigs
-# The grid builder's own source is part of each cache key: a changed algorithm never
-# reads grids built by the old one.
-_SDF_VERSION = hashlib.sha256(pathlib.Path(sdf.__file__).read_bytes()).hexdigest()[:16]
-
-
 def grid_cache_dir():
     """The extension's user folder for cached body distance fields (created), or None
     when Blender gives none. Main thread only (bpy)."""
@@ -249,53 +238,6 @@ def grid_cache_dir():
         return bpy.utils.extension_path_user(__package__.split(".signsim_addon")[0], path="grids", create=True)
     except (ValueError, OSError):  # not running as an extension, or no writable user folder
         return None
-
-
-def face_grid(vertices, triangles, bone, spacing, margin, reach=None, cache_dir=None):
-    """solver.core.sdf.build_distance_grid, remembered: re-baking the same rig reuses its body
-    fields (seconds for a dense head mesh). Keeps the _GRIDS_KEPT most recent grids in
-    memory and, with cache_dir, every grid as a .npz file there (so that batch workers,
-    the CLI and the next session do not rebuild them)."""
-    key = (hashlib.sha256(np.ascontiguousarray(vertices).tobytes()
-                          + np.ascontiguousarray(triangles).tobytes()).hexdigest(), bone, spacing, margin, reach)
-    if key not in _GRIDS:
-        while len(_GRIDS) >= _GRIDS_KEPT:
-            _GRIDS.pop(next(iter(_GRIDS)))
-        grid = _stored_grid(key, cache_dir)
-        if grid is None:
-            grid = build_distance_grid(vertices, triangles, bone, spacing, margin, reach=reach)
-            if cache_dir:
-                _store_grid(key, cache_dir, grid)
-        _GRIDS[key] = grid
-    return _GRIDS[key]
-
-
-def _grid_path(key, cache_dir):
-    name = hashlib.sha256(repr((key, _SDF_VERSION)).encode()).hexdigest()
-    return pathlib.Path(cache_dir) / f"{name}.npz"
-
-
-def _stored_grid(key, cache_dir):
-    """The cached DistanceGrid for key, or None (no cache, no file, unreadable file)."""
-    if not cache_dir:
-        return None
-    try:
-        with np.load(_grid_path(key, cache_dir)) as z:
-            return sdf.DistanceGrid(z["origin"], float(z["spacing"]), z["values"], int(z["bone"]), float(z["margin"]))
-    except (OSError, KeyError, ValueError):
-        return None
-
-
-def _store_grid(key, cache_dir, grid):
-    """Write grid to the cache (atomically: a reader never sees half a file); errors ignored."""
-    path = _grid_path(key, cache_dir)
-    tmp = path.with_name(f"{path.stem}.{os.getpid()}.tmp.npz")
-    try:
-        np.savez(tmp, origin=grid.origin, spacing=grid.spacing, values=grid.values, bone=grid.bone,
-                 margin=grid.margin)
-        os.replace(tmp, path)
-    except OSError:  # a read-only or full disk only costs the rebuild next time
-        tmp.unlink(missing_ok=True)
 
 
 def body_fields(rig, spacing, margin, cache_dir=None):
@@ -311,7 +253,7 @@ def body_fields(rig, spacing, margin, cache_dir=None):
     for mesh in rig.meshes:
         h = spacing * (TORSO_SPACING_FACTOR if mesh.kind == TORSO else 1.0)
         f = build_field(rig.model, rig.parts, mesh, plates,
-                        lambda *a: face_grid(*a, cache_dir=cache_dir), h, margin)
+                        lambda *a: grid_cache.face_grid(*a, cache_dir=cache_dir), h, margin)
         if f is not None:
             fields.append(f)
     return tuple(fields)

@@ -18,7 +18,7 @@ import bpy
 import numpy as np
 from threadpoolctl import threadpool_limits
 
-from ...solver.core import quat, sdf
+from ...solver.core import grid_cache, quat, sdf
 from ...solver.retarget import bonemap
 from ...solver.core.body_volumes import TORSO, BodyField, BodyMesh, build_field, hand_plates
 from ...solver.resolve.nearest_pose import (ResolveSettings, resolve_pose, resolve_sequence, smooth_corrections,
@@ -338,7 +338,7 @@ def neck_fields(ob, rig, spacing, margin, cache_dir=None):
     mesh = BodyMesh(TORSO, rig.bone_names.index(sk.names[neck[0]]), None,
                     (v @ to_bone[:3, :3].T + to_bone[:3, 3]) * rig.world_scale, t)
     field = build_field(rig.model, rig.parts, mesh, hand_plates(rig.model, rig.parts, rig.meshes),
-                        lambda *a: bake_job.face_grid(*a, cache_dir=cache_dir),
+                        lambda *a: grid_cache.face_grid(*a, cache_dir=cache_dir),
                         spacing * geometry.TORSO_SPACING_FACTOR, margin)
     return () if field is None else (field,)
 

@@ -496,30 +496,3 @@ def test_real_clips_bake_without_fallbacks_and_with_body_contact(addon, mods, sh
     assert {"face", "torso"} <= kinds, kinds
     assert m["contact_pairs"].get("hand–face") and m["contact_pairs"].get("hand–torso")
     assert np.all(np.isfinite(solved.rotations))
-
-
-def test_body_grids_are_cached_on_disk_and_read_back_exactly(addon, tmp_path, monkeypatch):
-    """face_grid with a cache folder: the first call builds and writes the grid, a later
-    call with an empty memory cache reads it back bit for bit without rebuilding, and an
-    unreadable file is rebuilt instead of read."""
-    job_mod = addon.signsim_addon.bake.job
-    v, t = addon.solver.core.body_volumes.box_mesh([-0.05, -0.04, -0.03], [0.05, 0.04, 0.03])
-    built = job_mod.face_grid(v, t, -1, 0.01, 0.02, cache_dir=str(tmp_path))
-    files = list(tmp_path.glob("*.npz"))
-    assert len(files) == 1
-    job_mod._GRIDS.clear()
-    calls = []
-    real = job_mod.build_distance_grid
-    monkeypatch.setattr(job_mod, "build_distance_grid", lambda *a, **k: calls.append(1) or real(*a, **k))
-    read = job_mod.face_grid(v, t, -1, 0.01, 0.02, cache_dir=str(tmp_path))
-    assert not calls and read.values.tobytes() == built.values.tobytes()
-    assert (read.origin.tobytes(), read.spacing, read.bone, read.margin) == (
-        built.origin.tobytes(), built.spacing, built.bone, built.margin)
-    job_mod._GRIDS.clear()
-    files[0].write_bytes(b"not a grid")
-    again = job_mod.face_grid(v, t, -1, 0.01, 0.02, cache_dir=str(tmp_path))
-    assert calls == [1] and again.values.tobytes() == built.values.tobytes()
-    job_mod._GRIDS.clear()
-    assert job_mod.face_grid(v, t, -1, 0.01, 0.02, cache_dir=str(tmp_path)).values.tobytes() == built.values.tobytes()
-    assert calls == [1]  # the rebuilt grid replaced the unreadable file
-    job_mod._GRIDS.clear()
