@@ -467,7 +467,7 @@ def clip_points(r):
     if clear and clear["frames"]:
         pts.append(("stray: worst bone world angle, reference skin clear ±3",
                     f"{clear['world_max_deg']:.1f}° ({clear['world_bone']}@{clear['world_frame']}, "
-                    f"{clear['frames']} frames)", f"≤ {STRAY_DEG:g}°", clear["world_max_deg"] <= STRAY_DEG))
+                    f"{clear['frames']} clear frame{'s' if clear['frames'] != 1 else ''})", f"≤ {STRAY_DEG:g}°", clear["world_max_deg"] <= STRAY_DEG))
         pts.append(("stray: RMS vs reference, reference skin clear ±3", f"{clear['rms_deg']:.2f}°",
                     f"≤ {TRACK_RMS_DEG:g}°", clear["rms_deg"] <= TRACK_RMS_DEG))
     else:
@@ -490,11 +490,12 @@ def clip_points(r):
         which = "bake vs clean bake" if "baked vs clean baked" in d else "bake vs clean"
         for key, unit, name in (("tip_rms_mm", "mm", "fingertip RMS"), ("angle_rms_deg", "°", "hand angle RMS")):
             red = 1.0 - bb[key] / n[key] if n[key] > 0 else 0.0
-            pts.append((f"denoise {name}: {which} vs noisy vs clean",
-                        f"{n[key]:.2f} -> {bb[key]:.2f} {unit} ({100 * red:+.0f} %)",
+            pts.append((f"denoise {name}: noisy vs clean -> {which}",
+                        f"{n[key]:.2f} -> {bb[key]:.2f} {unit} ("
+                        + (f"{100 * red:.0f} % lower)" if red >= 0 else f"{-100 * red:.0f} % higher)"),
                         f"≥ {100 * DENOISE_REDUCTION:.0f} % lower", red >= DENOISE_REDUCTION))
-            pts.append((f"denoise {name}: {which} vs Butterworth", f"{bb[key]:.2f} vs {w[key]:.2f} {unit}",
-                        "< Butterworth", bb[key] < w[key]))
+            pts.append((f"denoise {name}: {which}, Butterworth vs clean",
+                        f"{bb[key]:.2f} {unit}, Butterworth {w[key]:.2f} {unit}", "< Butterworth", bb[key] < w[key]))
         pts.append(("denoise lag", f"{b['lag_frames']:+.2f} fr", f"≤ {DENOISE_LAG_FRAMES:g} fr",
                     abs(b["lag_frames"]) <= DENOISE_LAG_FRAMES))
     lim = RT_DEMO if r["clip"] == DEMO_CLIP else RT_MIN
