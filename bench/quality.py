@@ -479,6 +479,8 @@ def clip_points(r):
                     f"≤ {TRACK_RMS_DEG:g}°", free[g] <= TRACK_RMS_DEG))
     else:
         pts.append(("tracking RMS per group, contact-free", "no contact-free frame", f"≤ {TRACK_RMS_DEG:g}°", None))
+    # Smoothness: the issue bounds a colliding clip's jerk by 1.1 × the projected target's; the
+    # bake has no target yet, so the reference stands in (+10 %) until the projection exists.
     ref_peak = max((v["peak"] for v in ref.values()), default=0.0)
     lim = JERK_PCT_CLEAN if ref_peak <= CLEAN_REF_MM else JERK_PCT_COLLIDING
     pts.append((f"fingertip jerk vs reference (reference skin {ref_peak:.1f} mm)",
