@@ -8,7 +8,7 @@ from . import api
 
 def add_arguments(parser):
     parser.add_argument("--blend", required=True, help="the .blend file with the rig and its action")
-    parser.add_argument("--armature", required=True, help="name of the armature object")
+    parser.add_argument("--armature", metavar="NAME", help="name of the armature object (default: the only one)")
     parser.add_argument("--action", help="reference action (default: the armature's assigned action)")
     parser.add_argument("--preset", choices=api.PRESETS,
                         help="physics preset (the Physics panel's preset of that name) instead of the rig's settings")
