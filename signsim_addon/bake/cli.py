@@ -2,13 +2,15 @@
 import os
 import sys
 
-from ..errors import INFO, cli_reporter
+from ..errors import INFO, SignSimError, cli_reporter
+from ..library import api as library
+from ..library.cli import warn_unknown_filters
 from . import api
 
 
 def add_arguments(parser):
     parser.add_argument("--blend", required=True, help="the .blend file with the rig and its action")
-    parser.add_argument("--armature", required=True, help="name of the armature object")
+    parser.add_argument("--armature", metavar="NAME", help="name of the armature object (default: the only one)")
     parser.add_argument("--action", help="reference action (default: the armature's assigned action)")
     parser.add_argument("--preset", choices=api.PRESETS,
                         help="physics preset (the Physics panel's preset of that name) instead of the rig's settings")
@@ -53,9 +55,16 @@ def run_batch(args, say) -> dict:
         else:
             to_say(level, message)
 
-    result = api.bake_many(api.BatchRequest(
-        rig=args.rig, out=args.out, library=args.library, armature=args.armature, workers=args.workers,
-        text=args.text, tags=args.tags, preset=args.preset, scheduler=args.scheduler), report)
+    lib = library.library_file(args.library)
+    typos = warn_unknown_filters(lib, say, library.parse_tags(args.tags)) if os.path.isfile(lib) else []
+    try:
+        result = api.bake_many(api.BatchRequest(
+            rig=args.rig, out=args.out, library=args.library, armature=args.armature, workers=args.workers,
+            text=args.text, tags=args.tags, preset=args.preset, scheduler=args.scheduler), report)
+    except SignSimError as ex:   # "no clips to bake": say why in the error line too
+        if typos and "no clips to bake" in str(ex):
+            raise SignSimError(f"{ex}: {'; '.join(typos)}") from None
+        raise
     for r in result["clips"]:
         say(f"  {r['clip']}: " + (f"FAILED {r['error']}" if "error" in r else
                                   f"{r['action']}, tracking {r['metrics']['baked']['tracking_rms_deg']:.2f}° RMS"))

@@ -8,6 +8,8 @@ Public API (operators, the CLI, batch, the demo and the tests call only these):
 - edit_clip(library, name, rename=None, tags=None, delete=False)
 - tag_clip(library, name, add=(), remove=()) -> clip record  (a facet tag replaces its value)
 - load_clip(library, name) -> (action, skeleton)   appended into the open file
+- unknown_filter_warnings(library, tags=(), catalog="") -> [warning] for tags/catalogs no clip has,
+  with the nearest names (did_you_mean(word, names))
 - collect_files(paths) -> ([file], [(path, error)])
 - check_not_scene_file(library): refuse a scene .blend given as the library
 - index_file(library) -> the path of its SQLite index; CATALOG_FILE: the catalog file's
@@ -26,9 +28,10 @@ from . import importers, store, tracking
 from .index import path_of as index_file  # noqa: F401
 from .store import CATS_FILE as CATALOG_FILE  # noqa: F401
 from .store import check_not_scene_file, edit_clip, list_clips, load_clip, matches, parse_tags, tag_clip  # noqa: F401
+from .store import did_you_mean, unknown_filter_warnings  # noqa: F401
 
 __all__ = ("library_file", "index_file", "CATALOG_FILE", "check_not_scene_file", "import_paths", "list_clips", "edit_clip", "tag_clip",
-           "load_clip", "collect_files", "matches", "parse_tags")
+           "load_clip", "collect_files", "matches", "parse_tags", "did_you_mean", "unknown_filter_warnings")
 
 
 def library_file(path=None) -> str:

@@ -31,6 +31,7 @@ UUID per catalog path, parents included), also written atomically; the Asset Bro
 shows every part when the library's folder is an asset library.
 """
 import contextlib
+import difflib
 import math
 import os
 import re
@@ -612,7 +613,40 @@ def _find(records, library, name):
         raise SignSimError(f"no clip named '{name}' in {library}: its file was imported as {len(parts)} "
                            f"consecutive clips, too long for one ('{parts[0]}' … '{parts[-1]}'); "
                            "name the parts you want")
-    raise SignSimError(f"no clip named '{name}' in {library}")
+    raise SignSimError(f"no clip named '{name}' in {library}{did_you_mean(name, [r['name'] for r in records])}")
+
+
+def did_you_mean(word, names):
+    """"; did you mean 'a' or 'b'?" naming the existing `names` nearest to the unknown
+    `word` (difflib.get_close_matches, any case), or "" when none is near. The one helper
+    every typo message uses (clip names, tags, catalogs)."""
+    by_lower = {}
+    for n in sorted(set(names)):
+        by_lower.setdefault(n.lower(), n)
+    near = [by_lower[n] for n in difflib.get_close_matches(word.lower(), list(by_lower), n=3, cutoff=0.6)]
+    if not near:
+        return ""
+    quoted = [f"'{n}'" for n in near]
+    return "; did you mean " + (quoted[0] if len(quoted) == 1 else ", ".join(quoted[:-1]) + " or " + quoted[-1]) + "?"
+
+
+def unknown_filter_warnings(path, tags=(), catalog=""):
+    """Warnings for filter values that match no clip of the library at `path`: each tag
+    no clip has, a catalog holding no clip (nor sub-catalog), each with the nearest
+    existing names (did_you_mean). Reads the index (list_clips)."""
+    records = list_clips(path)
+    have = {t for r in records for t in r["tags"]}
+    have_lower = {t.lower() for t in have}
+    out = [f"no clip has the tag '{t}'{did_you_mean(t, have)}" for t in tags if t.lower() not in have_lower]
+    if catalog:
+        cat = normalise_catalog(catalog)
+        cats = set()
+        for r in records:
+            parts = r["catalog"].split("/")
+            cats.update("/".join(parts[:i]) for i in range(1, len(parts) + 1))
+        if cat not in cats:
+            out.append(f"no clip is in the catalog '{cat}'{did_you_mean(cat, cats)}")
+    return out
 
 
 def load_clip(path, name):

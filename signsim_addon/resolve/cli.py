@@ -17,7 +17,7 @@ def _frames(text):
 
 def add_arguments(parser):
     parser.add_argument("--blend", required=True, help="the .blend file with the rig and its action")
-    parser.add_argument("--armature", required=True, help="name of the armature object")
+    parser.add_argument("--armature", metavar="NAME", help="name of the armature object (default: the only one)")
     parser.add_argument("--action", help="action to resolve (default: the armature's assigned action)")
     parser.add_argument("--frames", metavar="A:B", help="only these scene frames (default: every keyed frame)")
     parser.add_argument("--margin", metavar="MM", type=float, default=2.0,
