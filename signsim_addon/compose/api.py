@@ -3,7 +3,7 @@ alignment, additive layers and a quality check of every seam (numerics: solver/c
 
 Each clip (a library clip name, a mocap file, or an action of the open file that keys the
 rig's bones) is brought onto the rig first: library clips and mocap files through
-retarget.source_clip + retarget.transfer (arrays only, no intermediate action), trimmed
+retarget.api.source_clip + retarget.api.transfer_clip (arrays only, no intermediate action), trimmed
 to its in/out frames (the clip's own frames). An action of the open file is read as it is.
 
 Arrays given to the solver (target bones in data.bones order, B bones):
@@ -37,7 +37,6 @@ from ...solver.retarget import bonemap
 from ...solver.retarget import transfer_math
 from ..library import api as library
 from ..retarget import api as retarget_api
-from ..retarget import transfer as retarget
 from .. import keys as keyio
 from ..errors import INFO, WARNING, SignSimError, from_solver, silent
 
@@ -72,7 +71,7 @@ def _bones(target):
 
 
 def _rest_quats(target):
-    rest = retarget.rest_matrices(target)
+    rest = retarget_api.rest_matrices(target)
     return rest, quat.from_matrix(rest[:, :3, :3])
 
 
@@ -98,11 +97,11 @@ def _keys_from_action(action, target, frame_range=None):
 def _clip_keys(spec, target, library_path, bone_map, maps, report):
     """{"rot", "loc"} arrays of one clip on target (see the module docstring) and its name."""
     clip = spec.clip
-    if not retarget.is_clip_file(clip) and clip in bpy.data.actions:
+    if not retarget_api.is_clip_file(clip) and clip in bpy.data.actions:
         action = bpy.data.actions[clip]
         first, last = action.frame_range
         return _keys_from_action(action, target, _trim(spec, first, last))
-    with retarget.source_clip(clip, library_path, report=report) as src:
+    with retarget_api.source_clip(clip, library_path, report=report) as src:
         first, last = src.action.frame_range
         skel = src.armature
         missing = [] if bone_map is None else [s for s in bone_map.as_dict().values() if s not in skel.data.bones]
@@ -113,11 +112,11 @@ def _clip_keys(spec, target, library_path, bone_map, maps, report):
                    f"automatically)")
         if bm is None:
             key = tuple(b.name for b in skel.data.bones)
-            bm = maps.get(key) or retarget.auto_map(skel, target)
+            bm = maps.get(key) or retarget_api.auto_map(skel, target)
             maps[key] = bm
         scene = bpy.context.scene
         resample = scene.render.fps / scene.render.fps_base / float(src.fps or scene.render.fps / scene.render.fps_base)
-        res = retarget.transfer(skel, target, bm, source_fps=src.fps, frame_range=_trim(spec, first, last, resample),
+        res = retarget_api.transfer_clip(skel, target, bm, source_fps=src.fps, frame_range=_trim(spec, first, last, resample),
                                 report=report)
         return res.keys
 
@@ -267,7 +266,7 @@ def _rig(target, channels, keep_height):
     legs = []
     try:
         with from_solver():
-            sk = retarget.skeleton(target)
+            sk = retarget_api.skeleton(target)
             body = bonemap.analyse(sk)
             ik_feet = transfer_math.detached_feet(sk, body, sk.heads)
         for side in bonemap.SIDES:
@@ -279,7 +278,7 @@ def _rig(target, channels, keep_height):
     except SignSimError:
         legs = []
     unit = _metres_per_unit(target)
-    rest = retarget.rest_matrices(target)
+    rest = retarget_api.rest_matrices(target)
     rest[:, :3, 3] *= unit
     return composition.Rig(root=main, root_position=channels.index(names[main]), floor_bones=roots,
                   floor_positions=list(range(len(roots))), keep_height=keep_height,
@@ -475,7 +474,7 @@ def compose(target, clips, layers=(), *, library_path=None, bone_map=None, thres
     old_handle = compat.assigned_slot_handle(target)
     name = action_name or f"{target.name} composed"
     keyset = {"rot": {n_: rot[:, i] for i, n_ in enumerate(names)}, "loc": loc}
-    action = retarget._write_action(target, keyset, frames, name)
+    action = retarget_api.write_action(target, keyset, frames, name)
     try:
         result["action"] = action.name
         action.signsim.compose_report = json.dumps(result, sort_keys=True)
@@ -577,7 +576,7 @@ def _trims(trims, n):
 
 
 def _absolute(clip):
-    return os.path.abspath(clip) if retarget.is_clip_file(clip) else clip
+    return os.path.abspath(clip) if retarget_api.is_clip_file(clip) else clip
 
 
 def compose_files(args: ComposeRequest, report=silent) -> dict:
@@ -594,22 +593,22 @@ def compose_files(args: ComposeRequest, report=silent) -> dict:
     if not 0.0 <= args.layer_weight <= 1.0:
         raise SignSimError(f"--layer-weight: {args.layer_weight:g} is outside 0–1 (0: no layer, 1: all of it)")
     for clip in list(args.clips) + ([args.layer] if args.layer else []):
-        if retarget.is_clip_file(clip) and not os.path.isfile(clip):
+        if retarget_api.is_clip_file(clip) and not os.path.isfile(clip):
             raise SignSimError(f"clip not found: {clip}")
     library_file = library.library_file(args.library) if args.library else None
     if library_file and not os.path.isfile(library_file):
         raise SignSimError(f"no motion library at {library_file}")
     if library_file:
         library.check_not_scene_file(library_file)
-    preset = retarget.load_preset(args.bone_map) if args.bone_map else None
-    clip_files = [c for c in list(args.clips) + [args.layer] if c and retarget.is_clip_file(c)]
+    preset = retarget_api.load_preset(args.bone_map) if args.bone_map else None
+    clip_files = [c for c in list(args.clips) + [args.layer] if c and retarget_api.is_clip_file(c)]
     files.check_files([args.rig, library_file, args.bone_map, *clip_files], [args.out])
     clips = [_absolute(c) for c in args.clips]
     layer = _absolute(args.layer) if args.layer else None
 
     target = retarget_api.open_rig(args.rig, args.armature)
     for clip in clips + ([layer] if layer else []):
-        if not retarget.is_clip_file(clip) and clip not in bpy.data.actions:
+        if not retarget_api.is_clip_file(clip) and clip not in bpy.data.actions:
             path = library_file or library.library_file(None)
             if not os.path.isfile(path):
                 raise SignSimError(f"clip not found: {clip} (not a file nor an action of the rig, and no "

@@ -8,6 +8,9 @@ compose`, batch, the demo and the tests call.
   mirror_map, export_map, import_map; presets: load_preset, check_preset.
 A bone map preset naming bones the target lacks is refused with one clear error, by the
 CLI and the operator alike.
+- for compose (clips as arrays, no intermediate action): source_clip, skeleton,
+  rest_matrices, is_clip_file, transfer_clip (transfer.transfer: a clip onto a target's
+  skeleton) and write_action (the bulk key writer).
 """
 import contextlib
 import os
@@ -25,6 +28,7 @@ from .contacts import add_contact  # noqa: F401
 from . import transfer
 from .transfer import (auto_map, export_map, is_clip_file, mirror_map, retarget, set_pair,  # noqa: F401
                        skeleton, source_clip, store_map, stored_map)
+from .transfer import _write_action as write_action, rest_matrices, transfer as transfer_clip  # noqa: F401 (compose)
 
 
 @dataclass(frozen=True, kw_only=True)
