@@ -2,9 +2,8 @@
 import os
 import sys
 
-from ..errors import INFO, SignSimError, cli_reporter
+from ..errors import INFO, WARNING, SignSimError, cli_reporter
 from ..library import api as library
-from ..library.cli import warn_unknown_filters
 from . import api
 
 
@@ -56,7 +55,9 @@ def run_batch(args, say) -> dict:
             to_say(level, message)
 
     lib = library.library_file(args.library)
-    typos = warn_unknown_filters(lib, say, library.parse_tags(args.tags)) if os.path.isfile(lib) else []
+    typos = library.unknown_filter_warnings(lib, tags=library.parse_tags(args.tags)) if os.path.isfile(lib) else []
+    for w in typos:
+        report(WARNING, w)
     try:
         result = api.bake_many(api.BatchRequest(
             rig=args.rig, out=args.out, library=args.library, armature=args.armature, workers=args.workers,

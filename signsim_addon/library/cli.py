@@ -2,7 +2,7 @@
 import os
 import sys
 
-from ..errors import SignSimError, cli_reporter
+from ..errors import WARNING, SignSimError, cli_reporter
 from . import api as library
 
 # `import` exit codes: 0 every file imported, 1 no clip imported (every file failed or none
@@ -88,21 +88,11 @@ def add_list_arguments(parser):
                         help="skeleton signature (or a prefix of it)")
 
 
-def warn_unknown_filters(lib, say, tags=(), catalog=""):
-    """Print a 'warning: …' line on stderr (stdout keeps the result) for each tag or
-    catalog no clip of `lib` has, naming the nearest existing ones, and add it to the
-    --json 'warnings'. Returns the warnings. Shared by list and batch."""
-    found = library.unknown_filter_warnings(lib, tags=tags, catalog=catalog)
-    for w in found:
-        print(f"warning: {w}", file=sys.stderr, flush=True)
-        if isinstance(getattr(say, "warnings", None), list):
-            say.warnings.append(w)
-    return found
-
-
 def run_list(args, say) -> dict:
     lib = library.library_file(args.library)
-    warn_unknown_filters(lib, say, library.parse_tags(args.tags), args.catalog)
+    report = cli_reporter(say)
+    for w in library.unknown_filter_warnings(lib, tags=library.parse_tags(args.tags), catalog=args.catalog):
+        report(WARNING, w)
     clips = library.list_clips(
         lib, text=args.text, tags=library.parse_tags(args.tags), any_tag=args.any,
         catalog=args.catalog, min_duration=args.min_duration,

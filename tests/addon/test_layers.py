@@ -23,8 +23,6 @@ PACKAGES = ("solver", "signsim_addon", "operators", "panels")
 CAPABILITY_EXCEPTIONS = {
     ("signsim_addon.resolve.api", "signsim_addon.bake.job"):
         "prepare and reference_of, the rig-and-reference read: belongs in body/ or bake.api",
-    ("signsim_addon.bake.cli", "signsim_addon.library.cli"):
-        "warn_unknown_filters, the typo warning list and batch print: belongs in a shared CLI helper",
 }
 
 
