@@ -24,7 +24,7 @@ from ...solver.core.body_volumes import TORSO, BodyField, BodyMesh, build_field,
 from ...solver.resolve.nearest_pose import (ResolveSettings, resolve_pose, resolve_sequence, smooth_corrections,
                                             warm_up)
 from .. import compat, files
-from ..bake import job as bake_job
+from ..bake import api as bake_api
 from ..body import geometry, rig as rig_reader
 from ..errors import INFO, WARNING, SignSimError, from_solver, silent
 from ..body.skin import TORSO as TORSO_SKIN, SkinTest, skin_penetration  # noqa: F401 (skin_penetration: benches)
@@ -74,7 +74,7 @@ def resolve_action(scene, ob, action=None, frame_range=None, margin=0.002, seque
         raise SignSimError(f"margin must be between 0 and 50 mm, got {margin * 1e3:g} mm")
     if ob is None or ob.type != 'ARMATURE':
         raise SignSimError(f"'{getattr(ob, 'name', ob)}' is not an armature")
-    action = action or bake_job.reference_of(ob)
+    action = action or bake_api.reference_of(ob)
     if action is None:
         raise SignSimError(f"armature '{ob.name}' has no action to resolve")
     new = action.copy()
@@ -108,7 +108,7 @@ def _resolve_into(scene, ob, action, new, frame_range, margin, sequence, method,
             for fc in bag.fcurves:
                 fc.keyframe_points.insert(pose_frame + 1.0, fc.keyframe_points[0].co[1], options={'FAST'})
         frame_range = (pose_frame, pose_frame)
-    job = bake_job.prepare(scene, ob, new, report=report)
+    job = bake_api.prepare(scene, ob, new, report=report)
     if frame_range is not None and not (job.frames[0] <= frame_range[1] and job.frames[-1] >= frame_range[0]):
         raise SignSimError(f"frames {frame_range[0]:g}–{frame_range[1]:g} are outside the keyed range "
                            f"{job.frames[0]:g}–{job.frames[-1]:g} of '{action.name}'")
@@ -117,7 +117,7 @@ def _resolve_into(scene, ob, action, new, frame_range, margin, sequence, method,
     if only_frames is not None:
         solve &= np.isin(job.frames, np.asarray(only_frames, dtype=float))
     rig, ref = job.rig, job.reference
-    fields = bake_job.body_fields(rig, job.settings.sdf_spacing, job.settings.sdf_margin, job.grid_cache)
+    fields = bake_api.body_fields(rig, job.settings.sdf_spacing, job.settings.sdf_margin, job.grid_cache)
     fields += neck_fields(ob, rig, job.settings.sdf_spacing, job.settings.sdf_margin, job.grid_cache)
     with from_solver("cannot resolve: "):
         settings = ResolveSettings(margin=float(margin))
@@ -142,7 +142,7 @@ def _resolve_into(scene, ob, action, new, frame_range, margin, sequence, method,
         changed = np.flatnonzero(np.any(rotations != ref.rotations, axis=(0, 2)))
         rows = idx if pose_frame is not None else np.arange(len(job.frames))
         if len(changed):
-            bake_job.write_rotations(ob, new, slot, job.frames[rows], [rig.bone_names[b] for b in changed],
+            bake_api.write_rotations(ob, new, slot, job.frames[rows], [rig.bone_names[b] for b in changed],
                                      quat.make_continuous(rotations[rows][:, changed]))
 
     write()

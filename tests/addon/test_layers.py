@@ -20,10 +20,7 @@ PACKAGES = ("solver", "signsim_addon", "operators", "panels")
 
 # (importer, imported): a capability reaching into another one's internals. Each is to be
 # replaced by the shared body/ package or a documented api.py function (issue 33).
-CAPABILITY_EXCEPTIONS = {
-    ("signsim_addon.resolve.api", "signsim_addon.bake.job"):
-        "prepare and reference_of, the rig-and-reference read: belongs in body/ or bake.api",
-}
+CAPABILITY_EXCEPTIONS = {}
 
 
 def _imports(path, root):
