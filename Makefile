@@ -10,10 +10,12 @@
 #                 signsim_addon/compat.py lands
 # The Blender tier runs in WORKERS processes (pytest-xdist, one test file per worker at a
 # time: module fixtures are built once); each worker isolates its own Blender user folder
-# (tests/conftest.py). Every phase prints its time (tools/timed.sh).
+# (tests/conftest.py). Every phase prints its time (tools/timed.sh); pytest prints the
+# DURATIONS slowest tests of each run (0: all).
 PYTHON ?= python3.11
 WORKERS ?= 2
 XDIST := -n $(WORKERS) --dist loadfile
+DURATIONS ?= 15
 TIMED := tools/timed.sh
 VENV := .venv
 PY := $(VENV)/bin/python
@@ -37,8 +39,8 @@ demo: $(STAMP)
 # Both runs even when the first fails (CI shows every failure); fails when either does.
 test: build $(STAMP45)
 	status=0; \
-	$(ZIPS) $(TIMED) "suite on 5.0.1" $(PY) -m pytest tests $(XDIST) --durations=15 || status=1; \
-	$(ZIPS) $(TIMED) "4.5 LTS tier" $(PY45) -m pytest tests -m compat $(XDIST) --durations=15 || status=1; \
+	$(ZIPS) $(TIMED) "suite on 5.0.1" $(PY) -m pytest tests $(XDIST) --durations=$(DURATIONS) || status=1; \
+	$(ZIPS) $(TIMED) "4.5 LTS tier" $(PY45) -m pytest tests -m compat $(XDIST) --durations=$(DURATIONS) || status=1; \
 	exit $$status
 
 check: $(STAMP)
