@@ -6,7 +6,7 @@ each rig and fingerspelling on the signer and the robot).
 
 Same checks and thresholds as the test (head above hips, chain cosines ≥ 0.98, palm
 ≤ 1.5°, chest ≤ 5°, jump excess ≤ 5°, root error ≤ 2 cm, clavicle rhythm 0.3–0.55
-where the source has no clavicle and a still target clavicle where the source's is still,
+where the source's clavicle does not move,
 planted feet slide ≤ 2 cm and stand within 1.5 cm, the Biped root and the robot's
 fingers); with --log, one JSON line of numbers per pair (SIGNSIM_MEASURE_LOG).
 Exits non-zero when any pair fails a check.

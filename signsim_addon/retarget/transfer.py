@@ -106,7 +106,7 @@ def retarget(source, target, bone_map, *, source_fps=None, frame_range=None, act
     (target → source names). source_fps: frame rate of the source action (default: the
     scene's); keys are written at the scene's rate so the clip plays at its real speed.
     frame_range: (first, last) source frames (default: the action's range).
-    shoulder_rhythm: where the source has no clavicle, raise the target's shoulder
+    shoulder_rhythm: where the source's clavicles do not move, raise the target's shoulder
     girdle with the arm (scapulohumeral rhythm; on by default). plant_feet: where a source
     foot is planted, hold the target's on its floor (IK of thigh and shin; on by default).
     The source and its action are not modified; on any error the new action is removed and

@@ -268,8 +268,8 @@ def solve(sk_s, rest_s_world, mats, tails, sk_t, mo_t, rest_t_arm, tails_t, pair
     (4, 4) target object matrix; rest_t_arm (Nt, 4, 4) target armature-space rest
     matrices (Bone.matrix_local); tails_t (Nt, 3) target world rest tails; pairs:
     [(target name, source name)]; target_name: for messages; fps: frames per second of the
-    output frames; shoulder_rhythm: where the source has no clavicle, drive the target's
-    by the scapulohumeral rhythm (_girdle_rhythm); plant_feet: hold planted feet on the target's floor
+    output frames; shoulder_rhythm: drive unmoving source clavicles by the scapulohumeral
+    rhythm (_girdle_rhythm); plant_feet: hold planted feet on the target's floor
     (_plant_feet).
     Returns dict: rot {bone name: (F, 4)}, loc {bone name: (F, 3)}, root_path (F, 3), scale,
     warnings (list of str).
@@ -426,7 +426,7 @@ def solve(sk_s, rest_s_world, mats, tails, sk_t, mo_t, rest_t_arm, tails_t, pair
     if body_t is not None:
         _share(sk_t, body_t, Q, h_t)
     if shoulder_rhythm and body_t is not None:
-        _girdle_rhythm(body_t, body_s, t_of, Q, h_t)
+        _girdle_rhythm(body_t, sk_s, t_of, Q, S, h_t)
 
     # world rotations down the hierarchy, then local basis rotations
     W = {}
@@ -626,12 +626,13 @@ def _share(sk, body, Q, heads):
         Q.update({b: fixed[p] @ Rotation.from_rotvec(turn * w).as_matrix() for b, w in zip(chain, share)})
 
 
-def _girdle_rhythm(body_t, body_s, t_of, Q, h_t):
-    """Raise the target's shoulder girdle with the arm (solver.core.posing.girdle_rise) on each
-    side where the source has no clavicle (none found in its skeleton, and none mapped
-    onto the target's shoulder): where it has one, its motion, still or not, is the
-    transfer's. Q (target bone → (F, 3, 3) world rotation changes) is updated in place for
-    the shoulder bones; h_t (N, 3) the target's rest heads (m)."""
+CLAVICLE_STILL = np.radians(3.0)   # a source clavicle turning less than this does not move
+
+
+def _girdle_rhythm(body_t, sk_s, t_of, Q, S, h_t):
+    """Raise the target's shoulder girdle with the arm (solver.core.posing.girdle_rise) where the
+    source's clavicle does not move (or the source has none): Q (target bone → (F, 3, 3)
+    world rotation changes) is updated in place for the shoulder bones."""
     chest = body_t.spine[-1] if body_t.spine else None
     line = [i for i in body_t.neck + ([body_t.head] if body_t.head is not None else [])
             if np.linalg.norm(h_t[i] - h_t[chest]) > 1e-6] if chest is not None else []
@@ -644,8 +645,13 @@ def _girdle_rhythm(body_t, body_s, t_of, Q, h_t):
         fo = body_t.limbs.get((side, "forearm"), [None])[0]
         if sh is None or ua not in Q or fo is None:
             continue
-        if sh in t_of or (side, "shoulder") in body_s.limbs:
-            continue                                   # the source's own girdle motion
+        if sh in t_of:
+            s, p = t_of[sh], sk_s.parents[t_of[sh]]
+            rel = np.swapaxes(S[:, p], -1, -2) @ S[:, s] if p >= 0 else S[:, s]
+            turn = np.swapaxes(rel[:1], -1, -2) @ rel
+            angle = np.arccos(np.clip((np.trace(turn, axis1=-2, axis2=-1) - 1) / 2, -1.0, 1.0))
+            if angle.max() > CLAVICLE_STILL:
+                continue                                   # the source's own girdle motion
         q_sh = Q.get(sh, Q[chest])
         arm = Q[ua] @ (h_t[fo] - h_t[ua])
         clav = q_sh @ (h_t[ua] - h_t[sh])
