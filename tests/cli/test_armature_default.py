@@ -3,11 +3,7 @@ compose and batch do (files.find_armature); with several armatures and no --arma
 they refuse with one line naming them (issue 37)."""
 import bpy
 import pytest
-
-
-@pytest.fixture
-def cli(addon):
-    return addon.signsim_addon.cli.main
+from cli_capture import run_cli
 
 
 def _blend(path, names):
@@ -19,17 +15,10 @@ def _blend(path, names):
     return str(path)
 
 
-def _run(cli, capsys, argv):
-    capsys.readouterr()
-    code = cli(argv)
-    out, err = capsys.readouterr()
-    return code, out, err
-
-
 @pytest.mark.parametrize("command", ["bake", "resolve"])
 def test_the_only_armature_is_the_default(cli, capsys, tmp_path, command):
     blend = _blend(tmp_path / "one.blend", ["Signer"])
-    code, out, err = _run(cli, capsys, [command, "--blend", blend, "--out", str(tmp_path / "o.blend")])
+    code, out, err = run_cli(cli, capsys, [command, "--blend", blend, "--out", str(tmp_path / "o.blend")])
     assert code == 1, err                   # not a usage error: the armature was found ...
     assert "Signer" in err and "action" in err, err   # ... and it has no action
     assert "--armature" not in err
@@ -38,7 +27,7 @@ def test_the_only_armature_is_the_default(cli, capsys, tmp_path, command):
 @pytest.mark.parametrize("command", ["bake", "resolve"])
 def test_several_armatures_need_armature_in_one_line(cli, capsys, tmp_path, command):
     blend = _blend(tmp_path / "two.blend", ["Signer", "Robot"])
-    code, out, err = _run(cli, capsys, [command, "--blend", blend, "--out", str(tmp_path / "o.blend")])
+    code, out, err = run_cli(cli, capsys, [command, "--blend", blend, "--out", str(tmp_path / "o.blend")])
     assert code == 1
     lines = [ln for ln in err.splitlines() if ln.strip()]
     assert len(lines) == 1, err

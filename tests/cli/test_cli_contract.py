@@ -13,30 +13,19 @@ import bpy
 import pytest
 
 import library_samples as S
+from cli_capture import run_cli
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 SAMPLES = ROOT / "sample_blends"
 
 
-@pytest.fixture
-def cli(addon):
-    return addon.signsim_addon.cli.main
-
-
-def _run(cli, capsys, argv):
-    capsys.readouterr()
-    code = cli(argv)
-    out, err = capsys.readouterr()
-    return code, out, err
-
-
 def test_every_warning_printed_is_in_json(cli, capsys, tmp_path):
     clip = S.write(tmp_path / "short.bvh", S.bvh_text(S.still_rows(20), header_frames=25))
-    code, human, _ = _run(cli, capsys, ["import", str(clip), "--library", str(tmp_path / "a.blend")])
+    code, human, _ = run_cli(cli, capsys, ["import", str(clip), "--library", str(tmp_path / "a.blend")])
     assert code == 0
     printed = [ln.split("warning: ", 1)[1] for ln in human.splitlines() if "warning: " in ln]
     assert any("header says 25 frames" in w for w in printed)
-    code, out, _ = _run(cli, capsys, ["import", str(clip), "--library", str(tmp_path / "b.blend"), "--json"])
+    code, out, _ = run_cli(cli, capsys, ["import", str(clip), "--library", str(tmp_path / "b.blend"), "--json"])
     result = json.loads(out.strip().splitlines()[-1])
     assert result["warnings"] == printed
     assert len(out.strip().splitlines()) == 1          # --json: nothing but the object
@@ -46,7 +35,7 @@ def test_retarget_reports_the_frame_rate_change(cli, capsys, tmp_path):
     text = (SAMPLES / "fingerspelling.bvh").read_text().replace("Frame Time: 0.033333",
                                                                  "Frame Time: 0.0083333333")
     clip = S.write(tmp_path / "fast.bvh", text)     # the same keys at 120 fps
-    code, out, err = _run(cli, capsys, ["retarget", "--clip", str(clip), "--rig", str(SAMPLES / "signer.blend"),
+    code, out, err = run_cli(cli, capsys, ["retarget", "--clip", str(clip), "--rig", str(SAMPLES / "signer.blend"),
                                         "--out", str(tmp_path / "o.blend"), "--json"])
     assert code == 0, err
     result = json.loads(out.strip().splitlines()[-1])
@@ -62,25 +51,25 @@ def test_import_tags_replace_a_facet_value_and_tag_removes(cli, capsys, tmp_path
     clip = S.write(tmp_path / "sign.bvh", S.bvh_text(S.still_rows(10)))
     assert cli(["import", str(clip), "--library", str(lib), "--tags", "style:casual,mine"]) == 0
     assert cli(["import", str(clip), "--library", str(lib), "--tags", "style:formal"]) == 0
-    code, out, _ = _run(cli, capsys, ["list", "--library", str(lib), "--json"])
+    code, out, _ = run_cli(cli, capsys, ["list", "--library", str(lib), "--json"])
     (rec,) = json.loads(out.strip().splitlines()[-1])["clips"]
     assert "style:formal" in rec["tags"] and "style:casual" not in rec["tags"] and "mine" in rec["tags"]
-    code, out, _ = _run(cli, capsys, ["tag", "sign", "--library", str(lib), "--remove", "mine",
+    code, out, _ = run_cli(cli, capsys, ["tag", "sign", "--library", str(lib), "--remove", "mine",
                                       "--add", "handedness:left", "--json"])
     assert code == 0
     tags = json.loads(out.strip().splitlines()[-1])["clip"]["tags"]
     assert "mine" not in tags and "handedness:left" in tags and "style:formal" in tags
     stamp = lib.read_bytes()
-    code, out, err = _run(cli, capsys, ["tag", "sign", "--library", str(lib), "--remove", "mine"])
+    code, out, err = run_cli(cli, capsys, ["tag", "sign", "--library", str(lib), "--remove", "mine"])
     assert code == 1 and "has no tag 'mine'" in err and len(err.strip().splitlines()) == 1
     assert lib.read_bytes() == stamp
     # removing a facet's value and adding another one in the same call: judged on the stored tags
-    code, out, _ = _run(cli, capsys, ["tag", "sign", "--library", str(lib), "--remove", "style:formal",
+    code, out, _ = run_cli(cli, capsys, ["tag", "sign", "--library", str(lib), "--remove", "style:formal",
                                       "--add", "style:casual", "--json"])
     tags = json.loads(out.strip().splitlines()[-1])["clip"]["tags"]
     assert code == 0 and "style:casual" in tags and "style:formal" not in tags
     stamp = lib.read_bytes()
-    code, out, err = _run(cli, capsys, ["tag", "sign", "--library", str(lib), "--add", "style:"])
+    code, out, err = run_cli(cli, capsys, ["tag", "sign", "--library", str(lib), "--add", "style:"])
     assert code == 1 and "has no value" in err and lib.read_bytes() == stamp
 
 
@@ -93,7 +82,7 @@ def test_unwritable_outputs_are_refused_before_any_work(cli, capsys, tmp_path):
                   "--out", str(tmp_path / "o.blend"),
                   "--metrics", "/proc/m.json"]):
         t = time.perf_counter()
-        code, out, err = _run(cli, capsys, argv)
+        code, out, err = run_cli(cli, capsys, argv)
         assert code == 1
         assert err.strip().splitlines() == [err.strip()] and "cannot write in the folder /proc" in err, err
         assert "internal error" not in err
@@ -106,7 +95,7 @@ def test_an_output_path_that_is_a_folder_is_refused_before_any_work(cli, capsys,
     rename would fail only after the .blend was in place: refused up front."""
     (tmp_path / "m.json").mkdir()
     t = time.perf_counter()
-    code, out, err = _run(cli, capsys, ["bake", "--blend", str(SAMPLES / "signer.blend"), "--armature", "Signer",
+    code, out, err = run_cli(cli, capsys, ["bake", "--blend", str(SAMPLES / "signer.blend"), "--armature", "Signer",
                                         "--out", str(tmp_path / "o.blend"), "--metrics", str(tmp_path / "m.json")])
     assert code == 1 and err.strip().splitlines() == [
         f"signsim: error: output is a folder, not a file: {tmp_path / 'm.json'}"], err
@@ -168,18 +157,18 @@ def test_import_exit_status_tells_all_some_or_none(cli, capsys, tmp_path):
     good = S.write(tmp_path / "good.bvh", S.bvh_text(S.still_rows(12)))
     bad = S.write(tmp_path / "bad.bvh", S.bvh_text(S.still_rows(12)).replace("Frame Time:", "Frame Time: 0 #"))
     lib = tmp_path / "lib.blend"
-    code, out, err = _run(cli, capsys, ["import", str(good), "--library", str(lib), "--json"])
+    code, out, err = run_cli(cli, capsys, ["import", str(good), "--library", str(lib), "--json"])
     assert code == 0 and err == ""
-    code, out, err = _run(cli, capsys, ["import", str(good), str(bad), "--library", str(lib), "--json"])
+    code, out, err = run_cli(cli, capsys, ["import", str(good), str(bad), "--library", str(lib), "--json"])
     result = json.loads(out.strip().splitlines()[-1])
     assert code == 3
     assert [r["name"] for r in result["imported"]] == ["good"] and result["imported"][0]["updated"]
     assert [pathlib.Path(f["path"]).name for f in result["failed"]] == ["bad.bvh"]
     (line,) = err.strip().splitlines()
     assert line.startswith("signsim: 1 clip(s) imported, 1 file(s) failed: bad.bvh: ")
-    code, out, err = _run(cli, capsys, ["import", str(bad), "--library", str(lib)])
+    code, out, err = run_cli(cli, capsys, ["import", str(bad), "--library", str(lib)])
     assert code == 1 and "0 clip(s) imported, 1 file(s) failed: bad.bvh" in err
-    code, out, _ = _run(cli, capsys, ["import", "--help"])
+    code, out, _ = run_cli(cli, capsys, ["import", "--help"])
     assert "3 some clips imported and some files failed" in " ".join(out.split())
 
 
@@ -190,13 +179,13 @@ def test_demo_never_replaces_files_silently(cli, capsys, tmp_path):
     mine = out / "fingerspelling_metrics.json"
     mine.write_text("mine\n")
     (out / "blender_assets.cats.txt").write_text("my catalogs\n")
-    code, stdout, err = _run(cli, capsys, ["demo", "--out", str(out)])
+    code, stdout, err = run_cli(cli, capsys, ["demo", "--out", str(out)])
     assert code == 1
     (line,) = err.strip().splitlines()
     assert "already holds fingerspelling_metrics.json, blender_assets.cats.txt" in line and "--force" in line
     assert mine.read_text() == "mine\n"
     assert sorted(p.name for p in out.iterdir()) == ["blender_assets.cats.txt", "fingerspelling_metrics.json"]
-    code, stdout, _ = _run(cli, capsys, ["demo", "--help"])
+    code, stdout, _ = run_cli(cli, capsys, ["demo", "--help"])
     assert "--force" in stdout
 
 
@@ -204,16 +193,16 @@ def test_batch_text_selects_clips_with_every_word_as_its_help_says(cli, capsys, 
     lib = tmp_path / "lib.blend"
     assert cli(["import", str(SAMPLES / "chin_cheek.bvh"), str(SAMPLES / "fingerspelling.bvh"),
                 "--library", str(lib)]) == 0
-    code, out, _ = _run(cli, capsys, ["batch", "--help"])
+    code, out, _ = run_cli(cli, capsys, ["batch", "--help"])
     assert "contain every one of these words" in " ".join(out.split())
-    code, out, _ = _run(cli, capsys, ["list", "--help"])
+    code, out, _ = run_cli(cli, capsys, ["list", "--help"])
     assert "contain every one of these words" in " ".join(out.split())
-    code, out, _ = _run(cli, capsys, ["list", "--library", str(lib), "--text", "chin cheek", "--json"])
+    code, out, _ = run_cli(cli, capsys, ["list", "--library", str(lib), "--text", "chin cheek", "--json"])
     assert [c["name"] for c in json.loads(out.strip().splitlines()[-1])["clips"]] == ["chin_cheek"]
-    code, out, _ = _run(cli, capsys, ["list", "--library", str(lib), "--text", "chin fingerspelling", "--json"])
+    code, out, _ = run_cli(cli, capsys, ["list", "--library", str(lib), "--text", "chin fingerspelling", "--json"])
     assert json.loads(out.strip().splitlines()[-1])["clips"] == []
     # batch selects with the same words before starting any worker: none has both words
-    code, out, err = _run(cli, capsys, ["batch", "--library", str(lib), "--rig", str(SAMPLES / "signer.blend"),
+    code, out, err = run_cli(cli, capsys, ["batch", "--library", str(lib), "--rig", str(SAMPLES / "signer.blend"),
                                         "--out", str(tmp_path / "baked"), "--text", "chin fingerspelling"])
     assert code == 1 and "no clips to bake" in err
     assert not (tmp_path / "baked").exists()

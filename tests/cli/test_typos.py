@@ -6,21 +6,10 @@ import pathlib
 import pytest
 
 import library_samples as S
+from cli_capture import run_cli
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 SAMPLES = ROOT / "sample_blends"
-
-
-@pytest.fixture
-def cli(addon):
-    return addon.signsim_addon.cli.main
-
-
-def _run(cli, capsys, argv):
-    capsys.readouterr()
-    code = cli(argv)
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 @pytest.fixture
@@ -35,36 +24,36 @@ def lib(cli, tmp_path):
 
 
 def test_list_a_tag_no_clip_has_suggests_the_nearest(cli, capsys, lib):
-    code, out, err = _run(cli, capsys, ["list", "--library", str(lib), "--tags", "has_finger"])
+    code, out, err = run_cli(cli, capsys, ["list", "--library", str(lib), "--tags", "has_finger"])
     assert code == 0 and "0 clip(s)" in out
     assert "warning: no clip has the tag 'has_finger'; did you mean 'has_fingers'?" in out
-    code, out, err = _run(cli, capsys, ["list", "--library", str(lib), "--tags", "has_finger", "--json"])
+    code, out, err = run_cli(cli, capsys, ["list", "--library", str(lib), "--tags", "has_finger", "--json"])
     result = json.loads(out.strip().splitlines()[-1])
     assert result["clips"] == []
     assert result["warnings"] == ["no clip has the tag 'has_finger'; did you mean 'has_fingers'?"]
     # a tag clips have: no warning
-    code, out, err = _run(cli, capsys, ["list", "--library", str(lib), "--tags", "has_fingers", "--json"])
+    code, out, err = run_cli(cli, capsys, ["list", "--library", str(lib), "--tags", "has_fingers", "--json"])
     assert json.loads(out.strip().splitlines()[-1])["warnings"] == [] and "warning" not in err
 
 
 def test_list_a_catalog_with_no_clip_suggests_the_nearest(cli, capsys, lib):
-    code, out, err = _run(cli, capsys, ["list", "--library", str(lib), "--catalog", "signs/fingerspeling", "--json"])
+    code, out, err = run_cli(cli, capsys, ["list", "--library", str(lib), "--catalog", "signs/fingerspeling", "--json"])
     assert code == 0
     result = json.loads(out.strip().splitlines()[-1])
     assert result["clips"] == []
     assert result["warnings"] == ["no clip is in the catalog 'signs/fingerspeling'; "
                                   "did you mean 'signs/fingerspelling'?"]
-    code, out, err = _run(cli, capsys, ["list", "--library", str(lib), "--catalog", "signs", "--json"])
+    code, out, err = run_cli(cli, capsys, ["list", "--library", str(lib), "--catalog", "signs", "--json"])
     assert len(json.loads(out.strip().splitlines()[-1])["clips"]) == 2 and "warning" not in err
 
 
 def test_batch_a_tag_no_clip_has_suggests_the_nearest(cli, capsys, lib, tmp_path):
-    code, out, err = _run(cli, capsys, ["batch", "--library", str(lib), "--rig", str(SAMPLES / "signer.blend"),
+    code, out, err = run_cli(cli, capsys, ["batch", "--library", str(lib), "--rig", str(SAMPLES / "signer.blend"),
                                         "--out", str(tmp_path / "baked"), "--tags", "reviewd"])
     assert code == 1 and "no clips to bake" in err
     assert "warning: no clip has the tag 'reviewd'; did you mean 'reviewed'?" in out
     assert not (tmp_path / "baked").exists()
-    code, out, err = _run(cli, capsys, ["batch", "--library", str(lib), "--rig", str(SAMPLES / "signer.blend"),
+    code, out, err = run_cli(cli, capsys, ["batch", "--library", str(lib), "--rig", str(SAMPLES / "signer.blend"),
                                         "--out", str(tmp_path / "baked"), "--tags", "reviewd", "--json"])
     assert "did you mean 'reviewed'?" in json.loads(out.strip().splitlines()[-1])["error"]
 
@@ -72,7 +61,7 @@ def test_batch_a_tag_no_clip_has_suggests_the_nearest(cli, capsys, lib, tmp_path
 @pytest.mark.parametrize("command", ["retarget", "compose"])
 def test_a_misspelt_clip_name_suggests_the_nearest(cli, capsys, lib, tmp_path, command):
     clips = ["--clip", "fingerspeling"] if command == "retarget" else ["--clips", "fingerspeling", "chin_cheek"]
-    code, out, err = _run(cli, capsys, [command, *clips, "--library", str(lib),
+    code, out, err = run_cli(cli, capsys, [command, *clips, "--library", str(lib),
                                         "--rig", str(SAMPLES / "signer.blend"), "--out", str(tmp_path / "o.blend")])
     assert code == 1
     lines = err.strip().splitlines()
