@@ -256,7 +256,7 @@ def mujoco_version():
     return mujoco.__version__
 
 
-if __name__ == "__main__":
+def cli():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("seconds", nargs="?", type=float, default=60.0, help="motion for the comparison (s)")
     parser.add_argument("--short", type=float, default=15.0, help="short motion for the cost-per-step check (s)")
@@ -265,6 +265,11 @@ if __name__ == "__main__":
                         help="only print the peak memory of simulating SECONDS of motion (used by the full run)")
     args = parser.parse_args()
     if args.peak_memory is not None:
-        sys.exit(peak_memory(args.peak_memory))
-    else:
-        results.run(lambda: main(args.seconds, args.short, args.long) and None)
+        return peak_memory(args.peak_memory)
+    main(args.seconds, args.short, args.long)
+
+
+if __name__ == "__main__":
+    if "--peak-memory" in sys.argv:
+        sys.exit(cli())
+    results.run(cli)
