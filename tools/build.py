@@ -32,7 +32,7 @@ WHEEL_RE = re.compile(r"^(?P<name>[^-]+)-(?P<version>[^-]+)-(?P<py>(cp|py)\d+)-(
 # What the zip holds, relative to the repository root (folders: every file below them
 # except Python caches). The manifest's wheels are added from its `wheels` list.
 PACKAGE = (
-    "blender_manifest.toml", "__init__.py", "LICENSE", "README.md",
+    "blender_manifest.toml", "__init__.py", "LICENSE", "README.md", "docs",
     "signsim_addon", "solver", "operators", "panels", "presets",
     "sample_blends/README.md", "sample_blends/signer.blend",
     "sample_blends/fingerspelling.bvh", "sample_blends/chin_cheek.bvh",

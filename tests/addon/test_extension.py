@@ -2,6 +2,7 @@
 import json
 import os
 import pathlib
+import re
 import subprocess
 import sys
 import tomllib
@@ -116,6 +117,10 @@ def test_each_platform_zip_holds_only_what_the_extension_needs(built_zips):
         for dev_only in ("tests/", "tools/", "bench/", ".venv/", ".git/", "Makefile", "requirements-dev.txt"):
             assert not any(n.startswith(dev_only) for n in names), dev_only
         assert not any("__pycache__" in n for n in names)
+        # the README's links to the manual work in the installed extension
+        readme = zipfile.ZipFile(path).read("README.md").decode()
+        linked = set(re.findall(r"\]\((docs/[^)#]+)", readme))
+        assert linked and linked <= set(names), sorted(linked - set(names))
 
 
 @pytest.mark.compat
