@@ -16,7 +16,7 @@ import traceback
 
 import bpy
 
-from .errors import SignSimError
+from .errors import BadOption, SignSimError
 
 EXIT_ERROR = 1
 EXIT_USAGE = 2
@@ -100,6 +100,8 @@ def main(argv) -> int:
             result = args.run(args, say)
     except _UsageError as ex:
         return _fail(str(ex), EXIT_USAGE, want_json)
+    except BadOption as ex:
+        return _fail(f"signsim {args.command}: {ex} (see --help)", EXIT_USAGE, want_json)
     except (SignSimError, OSError, ValueError) as ex:
         return _fail(f"signsim: error: {ex}", EXIT_ERROR, want_json)
     except KeyboardInterrupt:

@@ -18,6 +18,12 @@ class SignSimError(Exception):
     """
 
 
+class BadOption(SignSimError):
+    """An option value that is malformed or out of its range (a frame range that is not
+    FIRST:LAST, one value too many): a usage error, so the CLI exits 2 like argparse's own
+    usage errors; operators report it as any SignSimError."""
+
+
 @contextlib.contextmanager
 def from_solver(prefix=""):
     """Re-raise the solver's ValueError (bad input: a skeleton, a preset, settings) as

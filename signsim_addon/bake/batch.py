@@ -33,7 +33,7 @@ import bpy
 
 from .. import files
 from ..library import api as library
-from ..errors import INFO, WARNING, SignSimError, silent
+from ..errors import INFO, WARNING, BadOption, SignSimError, silent
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -288,7 +288,7 @@ def bake_many(request: BatchRequest, report=silent) -> dict:
     if not os.path.isfile(args.rig):
         raise SignSimError(f"rig file not found: {args.rig}")
     if args.workers < 1:
-        raise SignSimError("--workers must be at least 1")
+        raise BadOption("--workers must be at least 1")
     clips = [c["name"] for c in library.list_clips(args.library, text=args.text,
                                                    tags=library.parse_tags(args.tags))]
     if not clips:

@@ -38,7 +38,7 @@ from ...solver.retarget import transfer_math
 from ..library import api as library
 from ..retarget import api as retarget_api
 from .. import keys as keyio
-from ..errors import INFO, WARNING, SignSimError, from_solver, silent
+from ..errors import INFO, WARNING, BadOption, SignSimError, from_solver, silent
 
 CURVES = composition.CURVES  # blend curve names, for the CLI's choices
 
@@ -554,7 +554,7 @@ def _per_seam(values, n, what):
     if len(values) == 1:
         return list(values) * n
     if len(values) != n:
-        raise SignSimError(f"--{what}: give one value or one per seam ({n})")
+        raise BadOption(f"--{what}: give one value or one per seam ({n})")
     return list(values)
 
 
@@ -562,7 +562,7 @@ def _trims(trims, n):
     if trims is None:
         return [(None, None)] * n
     if len(trims) != n:
-        raise SignSimError(f"--trim: give one IN:OUT per clip ({n})")
+        raise BadOption(f"--trim: give one IN:OUT per clip ({n})")
     out = []
     for t in trims:
         a, sep, b = t.partition(":")
@@ -571,7 +571,7 @@ def _trims(trims, n):
                 raise ValueError
             out.append((int(a) if a.strip() else None, int(b) if b.strip() else None))
         except ValueError:
-            raise SignSimError(f"--trim: '{t}' is not IN:OUT (whole frames, either side may be empty)") from None
+            raise BadOption(f"--trim: '{t}' is not IN:OUT (whole frames, either side may be empty)") from None
     return out
 
 
@@ -584,14 +584,14 @@ def compose_files(args: ComposeRequest, report=silent) -> dict:
     with "out". Raises SignSimError for bad options or paths (nothing is written then)."""
     n = len(args.clips)
     if n < 1:
-        raise SignSimError("--clips: name at least one clip")
+        raise BadOption("--clips: name at least one clip")
     windows = _per_seam(args.windows, n - 1, "window")
     curves = _per_seam(args.curves, n - 1, "curve")
     trims = _trims(args.trims, n)
     if any(w is not None and w < 0 for w in windows):
-        raise SignSimError("--window: a window cannot be negative")
+        raise BadOption("--window: a window cannot be negative")
     if not 0.0 <= args.layer_weight <= 1.0:
-        raise SignSimError(f"--layer-weight: {args.layer_weight:g} is outside 0–1 (0: no layer, 1: all of it)")
+        raise BadOption(f"--layer-weight: {args.layer_weight:g} is outside 0–1 (0: no layer, 1: all of it)")
     for clip in list(args.clips) + ([args.layer] if args.layer else []):
         if retarget_api.is_clip_file(clip) and not os.path.isfile(clip):
             raise SignSimError(f"clip not found: {clip}")

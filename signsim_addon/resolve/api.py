@@ -26,7 +26,7 @@ from ...solver.resolve.nearest_pose import (ResolveSettings, resolve_pose, resol
 from .. import compat, files
 from ..bake import api as bake_api
 from ..body import geometry, rig as rig_reader
-from ..errors import INFO, WARNING, SignSimError, from_solver, silent
+from ..errors import INFO, WARNING, BadOption, SignSimError, from_solver, silent
 from ..body.skin import TORSO as TORSO_SKIN, SkinTest, skin_penetration  # noqa: F401 (skin_penetration: benches)
 
 SUFFIX = ".resolved"
@@ -68,10 +68,11 @@ def resolve_action(scene, ob, action=None, frame_range=None, margin=0.002, seque
     ones solved (within frame_range).
     Returns {"action": the new Action, "summary": JSON-able (resolve_summary), "results":
     [solver.resolve.nearest_pose.PoseResult per solved frame], "frames": the solved scene frames}.
-    Raises SignSimError: not an armature, no action, bad margin, a rig without fingers.
+    Raises SignSimError: not an armature, no action, a rig without fingers; BadOption: a margin
+    outside 0–50 mm.
     """
     if not (np.isfinite(margin) and 0 <= margin < 0.05):
-        raise SignSimError(f"margin must be between 0 and 50 mm, got {margin * 1e3:g} mm")
+        raise BadOption(f"--margin must be between 0 and 50 mm, got {margin * 1e3:g} mm")
     if ob is None or ob.type != 'ARMATURE':
         raise SignSimError(f"'{getattr(ob, 'name', ob)}' is not an armature")
     action = action or bake_api.reference_of(ob)
@@ -386,7 +387,7 @@ def resolve_file(request: ResolveFileRequest, report=silent) -> dict:
     r = request
     files.check_files([r.rig], [r.out])
     if r.frames is not None and r.frames[0] > r.frames[1]:
-        raise SignSimError(f"the frame range {r.frames[0]}:{r.frames[1]} is empty")
+        raise BadOption(f"--frames {r.frames[0]}:{r.frames[1]} is empty")
     files.open_blend(r.rig)
     ob = files.find_armature(r.armature)
     action = files.find_action(r.action, r.rig)

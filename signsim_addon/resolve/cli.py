@@ -1,7 +1,7 @@
 """`signsim resolve`: argument parsing and printing over resolve.api."""
 import sys
 
-from ..errors import cli_reporter
+from ..errors import BadOption, cli_reporter
 from . import api
 
 EXIT_PARTIAL = 3  # the file is written, but some poses are not cleared (the JSON's "failed")
@@ -12,7 +12,7 @@ def _frames(text):
         a, b = text.split(":")
         return (int(a), int(b))
     except ValueError:
-        raise ValueError(f"--frames must be FIRST:LAST (integers), got '{text}'") from None
+        raise BadOption(f"--frames must be FIRST:LAST (integers), got '{text}'") from None
 
 
 def add_arguments(parser):

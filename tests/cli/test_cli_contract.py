@@ -139,7 +139,7 @@ def test_build_packs_only_the_allow_list(tmp_path):
     assert "blender_manifest.toml" in files and "signsim_addon/cli.py" in files
     assert "solver/mocap/bvh_file.py" in files and "sample_blends/signer.blend" in files
     top = {f.split("/")[0] for f in files}
-    assert top <= {"blender_manifest.toml", "__init__.py", "LICENSE", "README.md", "signsim_addon",
+    assert top <= {"blender_manifest.toml", "__init__.py", "LICENSE", "README.md", "docs", "signsim_addon",
                    "solver", "operators", "panels", "presets", "sample_blends"}
     assert not any("__pycache__" in f or f.endswith(".pyc") for f in files)
     # a tree with what `make demo`, tests and editors leave behind packs the same files

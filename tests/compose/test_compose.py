@@ -242,14 +242,16 @@ def test_cli_compose_json_and_written_file(addon, shared_data, tmp_path, capsys)
     assert [m.frame for m in bpy.context.scene.timeline_markers if m.name.startswith("SignSim seam 1")] \
         == [int(cut["seams"][0]["frame"])]                           # the flagged seam, marked in the file
     assert cut["clips"][0]["frames"] == 120
-    for args, message in ((["--window", "1", "2"], "one value or one per seam"),
-                          (["--trim", "1-5", ":"], "is not IN:OUT"),
-                          (["--clips", "wave_hello", "--library", str(tmp_path / "lib.blend")], "no motion library"),
-                          (["--layer", "HeadNod"], "clip not found: HeadNod")):
+    # a malformed option value is a usage error (2, docs/cli.md); a missing library or clip an error (1)
+    for args, message, status in ((["--window", "1", "2"], "one value or one per seam", 2),
+                                  (["--trim", "1-5", ":"], "is not IN:OUT", 2),
+                                  (["--clips", "wave_hello", "--library", str(tmp_path / "lib.blend")],
+                                   "no motion library", 1),
+                                  (["--layer", "HeadNod"], "clip not found: HeadNod", 1)):
         argv = ["compose", "--rig", str(SIGNER), "--out", str(tmp_path / "bad.blend"), "--json"]
         if "--clips" not in args:
             argv += ["--clips", str(mocap / BYE), str(mocap / MIXAMO)]
-        assert cli(argv + args) == 1
+        assert cli(argv + args) == status, args
         err = capsys.readouterr().err
         assert len(err.strip().splitlines()) == 1 and message in err, err
         assert not (tmp_path / "bad.blend").exists()
@@ -371,7 +373,7 @@ def test_cli_layer_weight_is_range_checked_and_reported(addon, tmp_path, capsys)
     base = ["compose", "--clips", str(CHIN), "--rig", str(SIGNER), "--layer", str(spell), "--layer-bones", "head"]
     for bad in ("5", "-0.1", "nan"):
         out = tmp_path / "bad.blend"
-        assert cli([*base, "--layer-weight", bad, "--out", str(out)]) == 1
+        assert cli([*base, "--layer-weight", bad, "--out", str(out)]) == 2  # out of range: a usage error (docs/cli.md)
         err = capsys.readouterr().err.strip().splitlines()
         assert len(err) == 1 and "--layer-weight" in err[0] and "outside 0–1" in err[0], err
         assert not out.exists()

@@ -169,13 +169,17 @@ def test_cli_resolve_prints_the_contract_and_leaves_the_input_untouched(retarget
 @pytest.mark.slow
 def test_cli_resolve_bad_input_is_one_line_and_writes_nothing(retargeted, addon, tmp_path, capsys):
     out = tmp_path / "x.blend"
-    for args in (["--frames", "9:3"], ["--frames", "a:b"], ["--armature", "Nobody"], ["--margin", "-1"]):
+    # a malformed or out-of-range option value is a usage error (2, docs/cli.md); a missing object an error (1)
+    for args, status, prefix in ((["--frames", "9:3"], 2, "signsim resolve: --frames"),
+                                 (["--frames", "a:b"], 2, "signsim resolve: --frames"),
+                                 (["--armature", "Nobody"], 1, "signsim: error:"),
+                                 (["--margin", "-1"], 2, "signsim resolve: --margin")):
         base = {"--armature": "Signer", "--frames": "1:5", "--margin": "2"}
         base.update(dict(zip(args[::2], args[1::2])))
         argv = ["resolve", "--blend", str(retargeted), "--out", str(out)] + [x for kv in base.items() for x in kv]
-        assert addon.signsim_addon.cli.main(argv) == 1, args
+        assert addon.signsim_addon.cli.main(argv) == status, args
         err = capsys.readouterr().err.strip().splitlines()
-        assert len(err) == 1 and err[0].startswith("signsim: error:")
+        assert len(err) == 1 and err[0].startswith(prefix), err
         assert not out.exists()
 
 
