@@ -2,7 +2,7 @@
 
     signsim compose --clips A B [C …] --rig RIG.blend [--armature NAME] [--window N [N …]]
                     [--curve smoothstep [CURVE …]] [--trim IN:OUT …] [--library FILE]
-                    [--map PRESET.json] [--threshold EPS] [--max-window N] [--search S]
+                    [--map MAP.json] [--threshold EPS] [--max-window N] [--search S]
                     [--keep-height] [--no-foot-lock] [--layer CLIP --layer-bones B1,B2 [--layer-start F]
                     [--layer-weight W]] --out OUT.blend [--json]
 
@@ -38,11 +38,11 @@ def add_arguments(parser):
     parser.add_argument("--trim", nargs="+", metavar="IN:OUT",
                         help="per clip, the frames to use (e.g. 10:80, 20:, :)")
     parser.add_argument("--library", metavar="FILE", help="motion library .blend for clip names")
-    parser.add_argument("--map", metavar="PRESET.json", help="bone map preset for the clips' skeletons")
+    parser.add_argument("--map", metavar="MAP.json", help="bone map preset for the clips' skeletons")
     parser.add_argument("--threshold", type=float, metavar="EPS",
                         help="largest velocity jump of any bone at a seam in rad/s (default, per bone: "
                         "median + 6 robust σ of its own jumps in the two clips)")
-    parser.add_argument("--max-window", type=int, metavar="N", help="longest window a suggestion may use")
+    parser.add_argument("--max-window", type=int, metavar="N", help="longest window a suggested blend may use, in frames (default: no cap)")
     parser.add_argument("--search", type=float, default=api.composition.SEARCH_TIME, metavar="S",
                         help=f"seconds of each clip end the transition search may cut (default "
                         f"{api.composition.SEARCH_TIME:g}, at most a quarter of the clip; 0: blend at the clip ends)")
@@ -57,8 +57,8 @@ def add_arguments(parser):
     parser.add_argument("--layer-bones", metavar="B1,B2", default="",
                         help="bones the layer may change, comma-separated (default: all)")
     parser.add_argument("--layer-start", type=int, default=0, metavar="F",
-                        help="frame offset of the layer in the composition")
-    parser.add_argument("--layer-weight", type=float, default=1.0, metavar="W", help="layer weight (0–1)")
+                        help="frame offset of the layer in the composition (default 0)")
+    parser.add_argument("--layer-weight", type=float, default=1.0, metavar="W", help="layer weight, 0–1 (default 1: all of it)")
     parser.add_argument("--out", required=True, metavar="OUT.blend", help="where to write the rig")
 
 

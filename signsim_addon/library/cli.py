@@ -81,8 +81,8 @@ def add_list_arguments(parser):
     parser.add_argument("--tags", default="", metavar="a,b", help="clips with all these tags")
     parser.add_argument("--any", action="store_true", help="any of --tags instead of all")
     parser.add_argument("--catalog", default="", help="catalog path (and its sub-catalogs)")
-    parser.add_argument("--min-duration", type=float, metavar="S")
-    parser.add_argument("--max-duration", type=float, metavar="S")
+    parser.add_argument("--min-duration", type=float, metavar="S", help="clips at least S seconds long")
+    parser.add_argument("--max-duration", type=float, metavar="S", help="clips at most S seconds long")
     parser.add_argument("--fps", type=float, metavar="N", help="frame rate (±0.5)")
     parser.add_argument("--skeleton", default="", metavar="SIG",
                         help="skeleton signature (or a prefix of it)")

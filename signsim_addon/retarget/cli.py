@@ -24,7 +24,7 @@ def add_arguments(parser):
                         help=".blend file holding the target armature")
     parser.add_argument("--armature", metavar="NAME",
                         help="target armature object (default: the only armature in RIG)")
-    parser.add_argument("--map", metavar="PRESET.json",
+    parser.add_argument("--map", metavar="MAP.json",
                         help="bone map (JSON): the Retarget panel's export, a {\"target bone\": "
                              "\"source bone\"} object, or a saved `retarget --json` output")
     parser.add_argument("--library", metavar="FILE",
