@@ -186,8 +186,8 @@ def solve(job: BakeJob, progress=None) -> Solved:
     model = without_held_overlaps(job.rig.model, held)
     samples = tuple(FaceSamples(f.grid, f.bones, f.local, f.radius) for f in fields)
     intended = intended_contacts(model, ref, fields, job.contacts, frame_time)
-    # The solver's matrices are small (n_dof ≈ 100): BLAS threads only add synchronisation
-    # (2× slower measured on 2 cores), and batch workers already use one core each.
+    # The solver's matrices are small (n_dof ≈ 100): BLAS threads only add synchronisation,
+    # and batch workers already use one core each.
     try:
         with threadpool_limits(1, user_api="blas"):
             result = simulate(model, ref, job.settings, progress=progress, fields=samples, intended=intended)
