@@ -42,6 +42,7 @@ import numpy as np  # noqa: E402
 ADDON = devenv.enable_from_source(TMP)
 cli = ADDON.signsim_addon.cli
 bake_job = ADDON.signsim_addon.bake.job
+keys = ADDON.signsim_addon.keys
 resolve_api = importlib.import_module(ADDON.__name__ + ".signsim_addon.resolve.api")
 quat = ADDON.solver.core.quat
 
@@ -89,8 +90,8 @@ def noisy_action(scene, ob, job, rng, sigma):
     new.name = ref.name + ".noisy"
     eps = rng.normal(0.0, sigma, job.reference.rotations.shape[:-1] + (3,))
     rot = quat.mul(job.reference.rotations, quat.exp(eps))
-    bake_job.write_rotations(ob, new, new.slots[job.slot_identifier], job.frames, job.rig.bone_names,
-                             quat.make_continuous(rot))
+    keys.write_rotations(ob, new, new.slots[job.slot_identifier], job.frames, job.rig.bone_names,
+                         quat.make_continuous(rot))
     return new
 
 

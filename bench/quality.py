@@ -14,7 +14,7 @@ For every rig and clip: retarget with the product, bake with the product (preset
 - jerk: Σ‖Δ³p‖² of the fingertip tails, baked vs reference (%);
 - lag: the time shift (ms, sub-frame) that best aligns the baked fingertip trajectories
   with the reference's (least squares);
-- penetration by contact kind with the exact mesh test the bake reports (bake.skin_metrics:
+- penetration by contact kind with the exact mesh test the bake reports (body.skin.skin_depths:
   region against region of the evaluated skin with mathutils.bvhtree, frame by frame,
   written into the action's metrics by the product's own write), for the reference and
   each written motion; peak and p95 (mm);

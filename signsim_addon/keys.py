@@ -11,7 +11,7 @@ import bpy
 import numpy as np
 
 from . import compat
-from ..solver.core import quat
+from ..solver.core import keyreduce, quat
 from .errors import SignSimError
 
 _INTERPOLATION = {"CONSTANT": 0, "LINEAR": 1, "BEZIER": 2}
@@ -121,3 +121,29 @@ def write_curves(action, slot, curves, frames, interpolation="LINEAR"):
     bag = compat.ensure_channelbag(action, slot)
     for data_path, index, group, values in curves:
         write_curve(bag, data_path, index, group, frames, values, interpolation)
+
+
+def write_rotations(ob, action, slot, frames, bone_names, rotations, tolerance_deg=0.0):
+    """Key rotations (F, B, 4) (w first) of bone_names (B,) at frames (F,) into action's
+    slot, each bone in its own rotation mode (quaternion, axis-angle, or continuous Euler
+    via mathutils); with tolerance_deg > 0 only the keys keyreduce keeps."""
+    from mathutils import Quaternion
+    for j, name in enumerate(bone_names):
+        q = rotations[:, j]
+        keep = (keyreduce.keep_mask(q, np.radians(tolerance_deg)) if tolerance_deg > 0
+                else np.ones(len(frames), bool))
+        mode = ob.pose.bones[name].rotation_mode
+        if mode == 'QUATERNION':
+            curves = [(bone_path(name, "rotation_quaternion"), k, name, q[keep, k]) for k in range(4)]
+        elif mode == 'AXIS_ANGLE':
+            angle = 2.0 * np.arccos(np.clip(q[:, 0], -1.0, 1.0))
+            axis = q[:, 1:] / np.maximum(np.linalg.norm(q[:, 1:], axis=1, keepdims=True), 1e-12)
+            aa = np.column_stack([angle, axis])
+            curves = [(bone_path(name, "rotation_axis_angle"), k, name, aa[keep, k]) for k in range(4)]
+        else:  # Euler: continuous angles via mathutils' compatible conversion
+            eul, prev = np.empty((len(q), 3)), None
+            for f, qq in enumerate(q):
+                e = Quaternion(qq).to_euler(mode, prev) if prev else Quaternion(qq).to_euler(mode)
+                eul[f], prev = e, e
+            curves = [(bone_path(name, "rotation_euler"), k, name, eul[keep, k]) for k in range(3)]
+        write_curves(action, slot, curves, frames[keep])

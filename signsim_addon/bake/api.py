@@ -29,7 +29,6 @@ from .batch import BatchRequest, bake_many  # noqa: F401
 from .preview import baked_pair, toggle as toggle_preview, toggle_ghost  # noqa: F401
 from .job import (METRIC_CURVES, PRESETS, SUFFIX, TRACK_PHYSICS, TRACK_REFERENCE, BakeCancelled,  # noqa: F401
                   BakeJob, BakeWorker, Solved, prepare, public_metrics, reference_of, solve, write)
-from .job import body_fields, write_rotations  # noqa: F401 (resolve: the same body fields and key writer)
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -18,25 +18,26 @@ from threadpoolctl import threadpool_limits
 from .. import compat
 from ..keys import CONTACTS_PROP
 from ...solver.core import kinematics
-from ...solver.core import keyreduce, quat
+from ...solver.core import quat
 from ...solver.physics.bake_report import (contact_pairs, deviation_warnings, divergence_warnings,
                                            held_overlap_record, metrics_record, outcome_warnings,
                                            world_error_record, world_error_warnings)
 from ...solver.physics.contact_ramps import HOLD_RAMP_S, intended_contacts, smooth_ramps
 from ...solver.physics.warm_up import warm_up
-from ...solver.core.body_volumes import build_field, capsule_pair_kinds, hand_plates
+from ...solver.core.body_volumes import capsule_pair_kinds
 from ...solver.physics.contact_depths import bone_contacts, contact_depths
 from ...solver.physics.guard import contact_hold, guard, with_pass_through, world_error_deg
 from ...solver.physics.held_overlap import held_overlaps, without_held_overlaps
 from ...solver.physics.integrator import FaceSamples
 from ...solver.physics.metrics import compare
 from ...solver.physics.reference import Reference
-from ...solver.core import grid_cache
 from ...solver.core.settings import PRESETS as SETTINGS_PRESETS, preset_values
 from ...solver.physics.simulate import SimSettings, simulate
 from .. import keys
 from ..body import rig as rig_reader
+from ..body.fields import body_fields, grid_cache_dir
 from ..errors import SignSimError
+from . import skin_metrics
 
 SUFFIX = ".physics"
 TRACK_REFERENCE, TRACK_PHYSICS = "SignSim reference", "SignSim physics"
@@ -185,8 +186,8 @@ def solve(job: BakeJob, progress=None) -> Solved:
     model = without_held_overlaps(job.rig.model, held)
     samples = tuple(FaceSamples(f.grid, f.bones, f.local, f.radius) for f in fields)
     intended = intended_contacts(model, ref, fields, job.contacts, frame_time)
-    # The solver's matrices are small (n_dof ≈ 100): BLAS threads only add synchronisation
-    # (2× slower measured on 2 cores), and batch workers already use one core each.
+    # The solver's matrices are small (n_dof ≈ 100): BLAS threads only add synchronisation,
+    # and batch workers already use one core each.
     try:
         with threadpool_limits(1, user_api="blas"):
             result = simulate(model, ref, job.settings, progress=progress, fields=samples, intended=intended)
@@ -230,35 +231,6 @@ def solve(job: BakeJob, progress=None) -> Solved:
     return Solved(result.rotations, record)
 
 
-def grid_cache_dir():
-    """The extension's user folder for cached body distance fields (created), or None
-    when Blender gives none. Main thread only (bpy)."""
-    import bpy
-    try:
-        return bpy.utils.extension_path_user(__package__.split(".signsim_addon")[0], path="grids", create=True)
-    except (ValueError, OSError):  # not running as an extension, or no writable user folder
-        return None
-
-
-def body_fields(rig, spacing, margin, cache_dir=None):
-    """solver.core.body_volumes.BodyField of every volume of `rig` (RigModel) that some sample may touch.
-
-    The hands are sampled as plates across their palm volumes; torso fields use a
-    coarser grid (body.geometry.TORSO_SPACING_FACTOR × spacing m). cache_dir: folder of
-    cached grids (face_grid), or None.
-    """
-    from ..body.geometry import TORSO, TORSO_SPACING_FACTOR
-    plates = hand_plates(rig.model, rig.parts, rig.meshes)
-    fields = []
-    for mesh in rig.meshes:
-        h = spacing * (TORSO_SPACING_FACTOR if mesh.kind == TORSO else 1.0)
-        f = build_field(rig.model, rig.parts, mesh, plates,
-                        lambda *a: grid_cache.face_grid(*a, cache_dir=cache_dir), h, margin)
-        if f is not None:
-            fields.append(f)
-    return tuple(fields)
-
-
 def write(scene, job: BakeJob, solved: Solved, output="ASSIGN", key_tolerance_deg=0.0, measure_skin=True):
     """Write the baked action and hook it up to the armature; returns the new Action.
 
@@ -272,7 +244,6 @@ def write(scene, job: BakeJob, solved: Solved, output="ASSIGN", key_tolerance_de
     """
     import bpy
 
-    from . import skin_metrics
     ob = bpy.data.objects[job.armature_name]
     ref = bpy.data.actions[job.action_name]
     new = ref.copy()
@@ -288,7 +259,7 @@ def write(scene, job: BakeJob, solved: Solved, output="ASSIGN", key_tolerance_de
                    and ".rotation_" in fc.data_path]:
             bag.fcurves.remove(fc)
         rotations = quat.make_continuous(solved.rotations)
-        write_rotations(ob, new, slot, job.frames, job.rig.bone_names, rotations, key_tolerance_deg)
+        keys.write_rotations(ob, new, slot, job.frames, job.rig.bone_names, rotations, key_tolerance_deg)
         if measure_skin:
             skin, warnings = skin_metrics.measure(scene, ob, job, ref, new, job.slot_identifier)
             for side in (skin or {}):
@@ -303,32 +274,6 @@ def write(scene, job: BakeJob, solved: Solved, output="ASSIGN", key_tolerance_de
         bpy.data.actions.remove(new)
         raise
     return new
-
-
-def write_rotations(ob, action, slot, frames, bone_names, rotations, tolerance_deg=0.0):
-    """Key rotations (F, B, 4) (w first) of bone_names (B,) at frames (F,) into action's
-    slot, each bone in its own rotation mode (quaternion, axis-angle, or continuous Euler
-    via mathutils); with tolerance_deg > 0 only the keys keyreduce keeps."""
-    from mathutils import Quaternion
-    for j, name in enumerate(bone_names):
-        q = rotations[:, j]
-        keep = (keyreduce.keep_mask(q, np.radians(tolerance_deg)) if tolerance_deg > 0
-                else np.ones(len(frames), bool))
-        mode = ob.pose.bones[name].rotation_mode
-        if mode == 'QUATERNION':
-            curves = [(keys.bone_path(name, "rotation_quaternion"), k, name, q[keep, k]) for k in range(4)]
-        elif mode == 'AXIS_ANGLE':
-            angle = 2.0 * np.arccos(np.clip(q[:, 0], -1.0, 1.0))
-            axis = q[:, 1:] / np.maximum(np.linalg.norm(q[:, 1:], axis=1, keepdims=True), 1e-12)
-            aa = np.column_stack([angle, axis])
-            curves = [(keys.bone_path(name, "rotation_axis_angle"), k, name, aa[keep, k]) for k in range(4)]
-        else:  # Euler: continuous angles via mathutils' compatible conversion
-            eul, prev = np.empty((len(q), 3)), None
-            for f, qq in enumerate(q):
-                e = Quaternion(qq).to_euler(mode, prev) if prev else Quaternion(qq).to_euler(mode)
-                eul[f], prev = e, e
-            curves = [(keys.bone_path(name, "rotation_euler"), k, name, eul[keep, k]) for k in range(3)]
-        keys.write_curves(action, slot, curves, frames[keep])
 
 
 # Per-frame metrics as F-curves on custom properties of the armature object, so the

@@ -2,17 +2,14 @@
 
 The solver sees the body through its model (capsules, distance fields of the rest-pose
 skin); what a viewer sees is the skin Blender deforms. Each frame of the reference and of
-the baked action is shown on the armature and its evaluated skin tested region against
-region (body.skin.SkinTest: BVH trees of the evaluated meshes, a vertex inside when
-it lies behind the nearest triangle and inside by ray parity; Blender API,
-mathutils.bvhtree). The depth of each penetrating region pair counts for its contact
-kind (solver.core.body_volumes.pair_kind: "hand–face", "finger–finger", "hand–hand", "hand–torso", …).
+the baked action is measured on the evaluated skin by contact kind (body.skin.skin_depths);
+this module turns both motions' depths into the bake's metrics and warnings.
 Main thread only (bpy).
 """
 import numpy as np
 
-from ...solver.core.body_volumes import pair_kind
 from ..body import geometry
+from ..body.skin import SkinTest, skin_depths
 
 # mm a contact may sink into the skin before the bake is said to leave a penetration:
 # a fingertip on the face must look like a touch, hands and fingers tolerate a little more
@@ -23,26 +20,6 @@ DEFAULT_LIMIT_MM = 1.0
 def has_skin(ob):
     """True when the armature `ob` deforms a mesh whose skin can be measured."""
     return bool(geometry.skinned_meshes(ob))
-
-
-def skin_depths(scene, ob, action, slot, rig, frames, test):
-    """{contact kind: (F,) deepest skin penetration m per frame} with `action` (its
-    `slot`) shown on `ob` at each of `frames` (F,) scene frames; `test`: a
-    body.skin.SkinTest of `rig` (body.rig.RigModel) on `ob`. Every kind any tested
-    region pair has appears, 0 where that pair's skin does not intersect."""
-    from ..body.skin import skin_penetration
-    from ..body.skin import TORSO
-    pairs = {}
-    skin_penetration(scene, ob, action, slot, rig, frames, pairs=pairs, test=test)
-
-    def part(r):
-        return "torso" if r == TORSO else rig.parts[r]
-    kinds = {p: pair_kind(part(p[0]), part(p[1])) for p in test.pairs}
-    out = {k: np.zeros(len(frames)) for k in sorted(set(kinds.values()))}
-    for f, frame in enumerate(frames):
-        for p, depth in pairs[float(frame)].items():
-            out[kinds[p]][f] = max(out[kinds[p]][f], depth)
-    return out
 
 
 def side_record(depths):
@@ -85,7 +62,6 @@ def measure(scene, ob, job, reference_action, baked_action, slot_identifier):
     """({"reference": side_record, "baked": side_record}, [warnings]) of the skin of
     armature `ob` under both actions at job.frames (bake.job.BakeJob), or (None,
     [a warning]) when `ob` deforms no mesh."""
-    from ..body.skin import SkinTest
     if not has_skin(ob):
         return None, [f"armature '{ob.name}' deforms no mesh: penetration is the body model's (capsules and "
                       "distance fields), not measured on a skin"]

@@ -5,7 +5,10 @@ Entry points:
     rig.read_rig, rig.RigModel   the armature as a solver.core.model.SkeletonModel plus its body
     rig.skeleton_of              the armature's bones as a solver.retarget.bonemap.Skeleton
     geometry.skinned_meshes, geometry.skin_weights, geometry.body_meshes   the skin as arrays
-    skin.SkinTest, skin.skin_penetration   penetration measured on the evaluated skin
+    fields.body_fields, fields.neck_fields, fields.grid_cache_dir   the body volumes as distance
+                                 fields, their grids cached in the extension's user folder
+    skin.SkinTest, skin.skin_penetration, skin.skin_depths   penetration measured on the
+                                 evaluated skin (deepest per frame, per pair, per contact kind)
 
 This file imports nothing: import the modules themselves.
 """

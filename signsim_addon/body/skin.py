@@ -17,7 +17,7 @@ from mathutils import Vector
 from mathutils.bvhtree import BVHTree
 
 from ...solver.core import capsule_radii
-from ...solver.core.body_volumes import part_category
+from ...solver.core.body_volumes import pair_kind, part_category
 from .. import compat
 from . import geometry
 from ..errors import SignSimError
@@ -207,4 +207,22 @@ def skin_penetration(scene, ob, action, slot, rig, frames, vertices=None, worst=
     finally:
         compat.restore_action(ob, old_action, old_handle)
         scene.frame_set(old_frame)
+    return out
+
+
+def skin_depths(scene, ob, action, slot, rig, frames, test):
+    """{contact kind: (F,) deepest skin penetration m per frame} with `action` (its
+    `slot`) shown on `ob` at each of `frames` (F,) scene frames; `test`: a
+    SkinTest of `rig` (body.rig.RigModel) on `ob`. Every kind any tested
+    region pair has appears, 0 where that pair's skin does not intersect."""
+    pairs = {}
+    skin_penetration(scene, ob, action, slot, rig, frames, pairs=pairs, test=test)
+
+    def part(r):
+        return "torso" if r == TORSO else rig.parts[r]
+    kinds = {p: pair_kind(part(p[0]), part(p[1])) for p in test.pairs}
+    out = {k: np.zeros(len(frames)) for k in sorted(set(kinds.values()))}
+    for f, frame in enumerate(frames):
+        for p, depth in pairs[float(frame)].items():
+            out[kinds[p]][f] = max(out[kinds[p]][f], depth)
     return out

@@ -6,9 +6,9 @@ the benchmark and the tests call.
   of an action, written to a NEW action `<action>.resolved` (the original is never
   modified); a pose-library asset (an action keyed on one frame) gives a new asset;
 - resolve_file(ResolveFileRequest, report) -> summary + {"action", "out", "warnings"}.
-The rig, its body volumes and the sampled poses are the bake's (bake.job.prepare,
-bake.job.body_fields); penetration after the solve is measured on the evaluated skin
-(skin.SkinTest) when the armature has one.
+The rig and the sampled poses are the bake's (bake.api.prepare), its body volumes the
+character's (body.fields.body_fields, body.fields.neck_fields); penetration after the
+solve is measured on the evaluated skin (body.skin.SkinTest) when the armature has one.
 """
 import os
 import time
@@ -18,14 +18,14 @@ import bpy
 import numpy as np
 from threadpoolctl import threadpool_limits
 
-from ...solver.core import grid_cache, quat, sdf
-from ...solver.retarget import bonemap
-from ...solver.core.body_volumes import TORSO, BodyField, BodyMesh, build_field, hand_plates
+from ...solver.core import quat, sdf
+from ...solver.core.body_volumes import TORSO, BodyField, BodyMesh
 from ...solver.resolve.nearest_pose import (ResolveSettings, resolve_pose, resolve_sequence, smooth_corrections,
                                             warm_up)
-from .. import compat, files
+from .. import compat, files, keys
 from ..bake import api as bake_api
-from ..body import geometry, rig as rig_reader
+from ..body import geometry
+from ..body.fields import body_fields, neck_fields
 from ..errors import INFO, WARNING, BadOption, SignSimError, from_solver, silent
 from ..body.skin import TORSO as TORSO_SKIN, SkinTest, skin_penetration  # noqa: F401 (skin_penetration: benches)
 
@@ -118,7 +118,7 @@ def _resolve_into(scene, ob, action, new, frame_range, margin, sequence, method,
     if only_frames is not None:
         solve &= np.isin(job.frames, np.asarray(only_frames, dtype=float))
     rig, ref = job.rig, job.reference
-    fields = bake_api.body_fields(rig, job.settings.sdf_spacing, job.settings.sdf_margin, job.grid_cache)
+    fields = body_fields(rig, job.settings.sdf_spacing, job.settings.sdf_margin, job.grid_cache)
     fields += neck_fields(ob, rig, job.settings.sdf_spacing, job.settings.sdf_margin, job.grid_cache)
     with from_solver("cannot resolve: "):
         settings = ResolveSettings(margin=float(margin))
@@ -143,8 +143,8 @@ def _resolve_into(scene, ob, action, new, frame_range, margin, sequence, method,
         changed = np.flatnonzero(np.any(rotations != ref.rotations, axis=(0, 2)))
         rows = idx if pose_frame is not None else np.arange(len(job.frames))
         if len(changed):
-            bake_api.write_rotations(ob, new, slot, job.frames[rows], [rig.bone_names[b] for b in changed],
-                                     quat.make_continuous(rotations[rows][:, changed]))
+            keys.write_rotations(ob, new, slot, job.frames[rows], [rig.bone_names[b] for b in changed],
+                                 quat.make_continuous(rotations[rows][:, changed]))
 
     write()
     if pose_frame is not None:
@@ -320,28 +320,6 @@ def _skin_neighbour_pairs(parents, a, b):
     def around(r):
         return {r, int(parents[r]) if r >= 0 else -1} | {int(c) for c in np.flatnonzero(parents == r)}
     return {(a, c) for c in around(b)} | {(c, b) for c in around(a)}
-
-
-def neck_fields(ob, rig, spacing, margin, cache_dir=None):
-    """The neck's skin as a body volume (solver.core.body_volumes.BodyField attached to the first
-    neck bone), or (): the bake's face volume is the face mesh when the rig has one, and
-    its neck capsules are off, so without this a hand could pass through the neck."""
-    sk = rig_reader.skeleton_of(ob.data)
-    with from_solver():
-        body = bonemap.analyse(sk)
-    neck = [i for i in body.neck if sk.names[i] in rig.bone_names]
-    if not neck:
-        return ()
-    v, t = geometry.region_points(geometry.skin_regions(ob, sk, {i: 0 for i in neck}), 0)
-    if len(t) < 4:
-        return ()
-    to_bone = np.linalg.inv(np.array(ob.data.bones[sk.names[neck[0]]].matrix_local))
-    mesh = BodyMesh(TORSO, rig.bone_names.index(sk.names[neck[0]]), None,
-                    (v @ to_bone[:3, :3].T + to_bone[:3, 3]) * rig.world_scale, t)
-    field = build_field(rig.model, rig.parts, mesh, hand_plates(rig.model, rig.parts, rig.meshes),
-                        lambda *a: grid_cache.face_grid(*a, cache_dir=cache_dir),
-                        spacing * geometry.TORSO_SPACING_FACTOR, margin)
-    return () if field is None else (field,)
 
 
 def _frame_list(frames, limit=8):

@@ -226,8 +226,8 @@ def _nearest_piece(tri, points, band):
     """(distance (k,), index (k,)) of the nearest of the triangles (T, 3, 3) to points (k, 3)."""
     centroid = tri.mean(axis=1)
     reach = np.sqrt(np.sum((tri - centroid[:, None]) ** 2, axis=-1)).max()
-    # An unbalanced tree split at the midpoints queries about 40 % faster on surface
-    # meshes (the neighbours found are the same).
+    # An unbalanced tree split at the midpoints queries faster on surface meshes (the
+    # neighbours found are the same).
     tree = cKDTree(centroid, balanced_tree=False, compact_nodes=False)
     k = min(8, len(tri))
     _, near = tree.query(points, k=k)

@@ -215,7 +215,7 @@ def noise_scale(y):
 PEAK_RESIDUAL = 4.0  # largest residual of a smoothing fit, in units of its RMS target
 # RMS residual of the fit in units of the noise level: a smoother that keeps part of the
 # noise (its degrees of freedom) leaves a residual below σ; fitting exactly σ oversmooths
-# peaks (0.8 σ measured best on noisy swings, 0.6–1.0 σ within 20 %).
+# peaks.
 RESIDUAL_SHARE = 0.8
 
 

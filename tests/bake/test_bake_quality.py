@@ -46,7 +46,7 @@ def noisy_pair(tmp_path_factory, addon):
 def test_reference_fit_removes_the_capture_noise(noisy_pair, addon):
     """σ = 1.5° jitter and single-frame 25° spikes on the hand: the fitted reference is
     ≥ 40 % closer to the clean clip than the noisy keys, both in fingertip position and
-    in hand joint angle, and not shifted in time (measured 44 % and 46 %)."""
+    in hand joint angle, and not shifted in time."""
     solver = addon.solver
     noisy, clean = noisy_pair
     model, tips = noisy.rig.model, noisy.rig.fingertips
@@ -71,8 +71,8 @@ def test_reference_fit_removes_the_capture_noise(noisy_pair, addon):
 
 @pytest.mark.slow
 def test_bake_of_the_noisy_clip_is_smoother_without_lag(noisy_pair, addon):
-    """The bake of the noisy clip: fingertip jerk below the input's (measured −90 %),
-    lag within one frame, no fallback."""
+    """The bake of the noisy clip: fingertip jerk at least 50 % below the input's, lag
+    within one frame, no fallback."""
     noisy, _ = noisy_pair
     m = addon.signsim_addon.bake.api.solve(noisy).metrics["baked"]
     frame_ms = 1e3 * (noisy.reference.times[1] - noisy.reference.times[0])
@@ -83,8 +83,8 @@ def test_bake_of_the_noisy_clip_is_smoother_without_lag(noisy_pair, addon):
 
 @pytest.mark.slow
 def test_bake_of_the_sample_clip_adds_no_jerk_or_lag(tmp_path, addon):
-    """The bundled fingerspelling sample (clean keys): jerk not above the reference's
-    (measured −22 %), lag within a frame, no fallback, finite keys."""
+    """The bundled fingerspelling sample (clean keys): jerk not above the reference's,
+    lag within a frame, no fallback, finite keys."""
     job = _prepared(addon, tmp_path, SAMPLES / "fingerspelling.bvh")
     solved = addon.signsim_addon.bake.api.solve(job)
     m = solved.metrics["baked"]
@@ -123,8 +123,7 @@ def test_clapping_hands_meet_and_stop_and_the_second_pass_removes_the_impact_jer
     """Frames 1–61 of generated/clap_fast.bvh (three claps; the reference's hands pass
     ≥ 10 mm through each other): the hands stop at each other (hand–hand ≤ 1 mm, the
     solver's volumes), and tracking the contact-corrected reference in a second pass
-    leaves less than half the fingertip jerk of a single pass (measured: hand–hand
-    26.5 → 0.2 mm; jerk ×16.1 → ×4.1 the reference's). 0 fallbacks, finite,
+    leaves less than half the fingertip jerk of a single pass. 0 fallbacks, finite,
     bit-identical again."""
     api = addon.signsim_addon.bake.api
     job = _window(addon, tmp_path, SHARED_DATA / "generated" / "clap_fast.bvh", (1, 61))
@@ -142,9 +141,8 @@ def test_clapping_hands_meet_and_stop_and_the_second_pass_removes_the_impact_jer
 def test_a_fingertip_meeting_the_face_adds_less_jerk_with_the_second_pass(tmp_path, addon):
     """The bundled chin_cheek.bvh (fingertips touching chin and cheek, the reference
     7 mm inside the face at times): finger–face ≤ 0.5 mm, and the second pass's
-    fingertip jerk is below the single pass's (measured +6.3 % against +17.6 % over the
-    reference's, +36.7 % against +55.4 % before the contact holds' ramps were chosen for
-    the least jerk: the reference's dive into the face still costs jerk to stop)."""
+    fingertip jerk is below the single pass's; it may stay above the reference's (the
+    reference's dive into the face still costs jerk to stop), and the bake then says so."""
     api = addon.signsim_addon.bake.api
     job = _window(addon, tmp_path, SAMPLES / "chin_cheek.bvh", None)
     solved = api.solve(job)
@@ -161,7 +159,7 @@ def test_a_fingertip_meeting_the_face_adds_less_jerk_with_the_second_pass(tmp_pa
 def test_the_first_pose_is_out_of_contact_from_frame_zero(tmp_path, addon):
     """Frames 1–20 of generated/fingerspell_80_noisy.bvh: its first pose already has the
     thumb ≥ 10 mm inside the index finger (solver volumes). The lead-in resolves it
-    before the clip starts: finger–finger ≤ 1 mm at frame 0 (measured 13.0 → 0.004 mm)."""
+    before the clip starts: finger–finger ≤ 1 mm at frame 0."""
     api = addon.signsim_addon.bake.api
     job = _window(addon, tmp_path, SHARED_DATA / "generated" / "fingerspell_80_noisy.bvh", (1, 20))
     m = api.solve(job).metrics

@@ -14,10 +14,9 @@ ROOT = pathlib.Path(__file__).resolve().parent.parent.parent
 CHIN_CHEEK = ROOT / "sample_blends" / "chin_cheek.bvh"
 GAP_TOLERANCE = 0.0005  # m: the baked skin gap stays this close to the retarget's
 # Fingertip jerk of the bake over the reference's (%, the bake's own metric) at most: the
-# CC0 base mesh none (measured -0.3 % on the evaluated tails, bench/quality.py); the
-# bundled signer, where the reference's fingertip dives 13.5 mm into the cheek in the frames
-# before the contact and the simulation bends the finger out of it, +10 (measured +6.3 %;
-# +36.7 % with the linear hold ramps before solver.physics.contact_ramps.smooth_ramps).
+# CC0 base mesh none; the bundled signer, where the reference's fingertip dives 13.5 mm
+# into the cheek in the frames before the contact and the simulation bends the finger out
+# of it, +10.
 JERK_LIMIT_PERCENT = {"signer": 10.0, "godot": 0.0}
 
 

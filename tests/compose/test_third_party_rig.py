@@ -104,8 +104,7 @@ CMU = ROOT.parent / "shared" / "data" / "mocap" / "cmu_01_01_cgspeed__fairmotion
 def test_a_centimetre_rig_gets_the_same_seams_and_motion(addon, variant):
     """The base mesh as a centimetre rig is the same character: the same transition
     points, windows and plants, the report's lengths in metres, and the same world
-    rotations frame by frame (tester: a cm rig got another cut and
-    window, root_offset_m 102 for 1.03)."""
+    rotations frame by frame."""
     cm = importlib.import_module(addon.__name__ + ".signsim_addon.compose.api")
     specs = [cm.ClipSpec(str(CMU), 200, 600), cm.ClipSpec(str(CMU), 200, 600)]
     runs = []

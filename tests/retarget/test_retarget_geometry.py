@@ -182,8 +182,7 @@ def test_geometry(addon, rig_file, clip, rig):
 @pytest.mark.xfail(strict=True, reason="the robot's IK feet (Foot.L/R, found from geometry) are held "
                    "where its legs reach, but CMU's right leg is 3.7 % longer than its left and the "
                    "robot's legs are equal: the right foot misses its floor spot in 14 of 22 planted "
-                   "runs (CMU walk: slide 11.3 cm, 10.4 cm off the floor; was 69 cm and 42 cm carried "
-                   "rigidly by the shin), said in a warning (test below)")
+                   "runs (CMU walk: slide 11.3 cm, 10.4 cm off the floor), said in a warning (test below)")
 def test_robot_ik_feet_planted(addon, rig_file):
     """The robot's detached feet, found from geometry, stand where the source's planted."""
     src, tgt, result, fps = run(addon, rig_file, "mocap/cmu_01_01_cgspeed__fairmotion.bvh", "robot")

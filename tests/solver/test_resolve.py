@@ -169,7 +169,7 @@ def test_smoothing_a_sequence_lowers_the_jerk_of_its_correction_and_keeps_it_fea
         d = np.stack([r.correction for r in results])
         return float(np.sum(np.diff(d, 3, axis=0) ** 2))
     assert jerk(per_frame) > 0
-    assert jerk(smooth) < 0.8 * jerk(per_frame), (jerk(smooth), jerk(per_frame))  # measured 0.63
+    assert jerk(smooth) < 0.8 * jerk(per_frame), (jerk(smooth), jerk(per_frame))
     # every frame still keeps the margin, measured on all parts, and clear frames are the input's
     for q, r0, r in zip(rot, per_frame, smooth):
         assert _gaps(model, fields, r.rotations).min() >= 0.002 - 1e-4
