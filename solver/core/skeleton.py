@@ -44,6 +44,7 @@ CONF_NAMED = 1.0      # geometry found the role and the name agrees
 CONF_TOPOLOGY = 0.8   # geometry found the role, no name says anything about it
 CONF_CONFLICT = 0.6   # geometry found the role, the name says otherwise
 CONF_GUESSED = 0.5    # no geometric evidence: a guess (the facing from nothing, …)
+OVERWHELMING = 0.9    # share of frames on which the geometry must contradict names to win
 
 _HELPER_NAME = re.compile(r"ik|pole|target|twist|roll|ctrl|control|mch|helper|nub|_end$|end$"
                           r"|\bend\b|site|top_?end|headtop", re.IGNORECASE)
@@ -287,7 +288,7 @@ def analyse(names, parents, heads, tails=None, poses=None, classify=None):
     if len(ankles) == 2:
         # the toes reach forward: the head stands over the ankles, not over the leg ends
         an.up = _unit(_unit(X[:, top] - 0.5 * (X[:, ankles[0]] + X[:, ankles[1]])).mean(axis=0))
-    fwd, evidence = _facing(tree, X, an.up, leg_chains, head, size, tails)
+    fwd, fwd_frames, evidence = _facing(tree, X, an.up, leg_chains, head, size, tails)
     arm_chains = {}
     for arm in arms:
         arm_chains[arm] = _arm_chain(tree, X, reach, arm, size, cls)
@@ -306,15 +307,41 @@ def analyse(names, parents, heads, tails=None, poses=None, classify=None):
     an.facing_evidence = evidence
     side_conf = CONF_TOPOLOGY if evidence not in ("names", "none") else CONF_GUESSED
 
-    def sides_of(pair, chains):
+    if fwd_frames is None:
+        fwd_frames = np.broadcast_to(an.forward, (len(X), 3))
+    left_frames = np.cross(an.up, fwd_frames)
+
+    def sides_of(pair, chains, what):
+        """{limb: side} of two limbs: the geometry per frame (which limb lies to the
+        body's left on that frame, in that frame's facing, so a body turning during the
+        clip keeps its sides); names that give the two limbs opposite sides win unless
+        the geometry says the other way on at least OVERWHELMING of the frames. Either
+        way a disagreement is warned about, naming the evidence that won."""
         if len(pair) < 2:
             return {}
         a, b = pair
-        la = np.median((X[:, chains[a]["root_joint"]] - X[:, chains[b]["root_joint"]]) @ an.left)
-        return {a: "L", b: "R"} if la > 0 else {a: "R", b: "L"}
+        lat = X[:, chains[a]] - X[:, chains[b]]
+        a_left = float(np.mean(np.sum(lat * left_frames, axis=-1) > 0))
+        geometry = {a: "L", b: "R"} if a_left > 0.5 else {a: "R", b: "L"}
+        named = {}
+        for limb in pair:
+            s = {cls[i][1] for i in tree.subtree(limb) if cls[i] and cls[i][1]}
+            if len(s) == 1:
+                named[limb] = s.pop()
+        if len(named) < 2 or named[a] == named[b] or named == geometry:
+            return geometry
+        against = a_left if named[a] == "R" else 1.0 - a_left
+        if evidence != "none" and against >= OVERWHELMING:
+            an.warnings.append(f"the {what}' names say the other side than the geometry on "
+                               f"{against:.0%} of the frames ({evidence}): sides taken from the geometry")
+            return geometry
+        if evidence != "none":
+            an.warnings.append(f"the {what}' names and the geometry ({evidence}, the other side on "
+                               f"{against:.0%} of the frames) disagree: sides taken from the names")
+        return named
 
-    arm_side = sides_of(arms, {a: {"root_joint": arm_chains[a]["hand"][0]} for a in arms})
-    leg_side = sides_of(legs, {g: {"root_joint": leg_chains[g]["end"]} for g in legs})
+    arm_side = sides_of(arms, {a: arm_chains[a]["hand"][0] for a in arms}, "arms")
+    leg_side = sides_of(legs, {g: leg_chains[g]["end"] for g in legs}, "legs")
 
     # ---- roles
     def role(i, part, side=None, number=None, why=()):
@@ -817,16 +844,29 @@ def _name_fingers(fingers, X, cls):
 # facing
 
 def _facing(tree, X, up, leg_chains, head, size, tails):
-    """(forward (3,) or None, evidence): the feet, else the knees, else the face."""
-    feet = []
+    """(forward (3,) or None, per-frame forward (F, 3) or None, evidence): the feet, else
+    the knees, else the face. The forward is the median over the frames; the per-frame
+    forward follows a body that turns during the clip (unit vectors; frames where the
+    evidence is too weak to say take the median's)."""
+    def found(v, per, weak, evidence):
+        per = per - (per @ up)[:, None] * up
+        fwd = _unit(v)
+        strong = np.linalg.norm(per, axis=-1) > weak
+        return fwd, np.where(strong[:, None], _unit(per), fwd), evidence
+
+    feet, feet_f = [], []
     for chain in leg_chains.values():
         foot, toe = chain.get("foot"), chain.get("toe")
         if foot and toe:
-            feet.append(np.median(X[:, toe[0]] - X[:, foot[0]], axis=0))
+            v = X[:, toe[0]] - X[:, foot[0]]
+            feet.append(np.median(v, axis=0))
+            feet_f.append(v / np.maximum(np.linalg.norm(v, axis=-1, keepdims=True), 1e-12))
     if len(feet) == 2:
         f = np.sum([_unit(v - (v @ up) * up) for v in feet], axis=0)
         if np.linalg.norm(f) > 1.0:
-            return _unit(f), "feet"
+            # per frame: each foot's direction, weighted by how level it lies (a foot on
+            # its toes says little about the facing)
+            return found(f, np.sum(feet_f, axis=0), 0.5, "feet")
     knees = []
     for chain in leg_chains.values():
         thigh, shin = chain.get("thigh"), chain.get("shin")
@@ -840,21 +880,22 @@ def _facing(tree, X, up, leg_chains, head, size, tails):
         else:
             continue
         line = _unit(ankle - hip)
-        off = knee - hip - np.sum((knee - hip) * line, axis=-1, keepdims=True) * line
-        knees.append(off.mean(axis=0))
+        knees.append(knee - hip - np.sum((knee - hip) * line, axis=-1, keepdims=True) * line)
     if len(knees) == 2:
-        k = np.sum(knees, axis=0)
+        per = np.sum(knees, axis=0)
+        k = per.mean(axis=0)
         k = k - (k @ up) * up
         if np.linalg.norm(k) > 0.01 * size:
-            return _unit(k), "knees"
+            return found(k, per, 0.01 * size, "knees")
     if head is not None:
         face = tree.subtree(head)[1:]
         if len(face) >= 3:
-            v = np.median(X[:, face].mean(axis=1) - X[:, head], axis=0)
+            per = X[:, face].mean(axis=1) - X[:, head]
+            v = np.median(per, axis=0)
             v = v - (v @ up) * up
             if np.linalg.norm(v) > 0.01 * size:
-                return _unit(v), "face"
-    return None, "none"
+                return found(v, per, 0.01 * size, "face")
+    return None, None, "none"
 
 
 def _facing_from_names(X, up, cls, arms, legs, tree):

@@ -50,6 +50,9 @@ class Poses:
         rest_h = np.array([mw @ b.head_local for b in bones])
         rest_t = np.array([mw @ b.tail_local for b in bones])
         self.rest_heads, self.rest_tails = rest_h, rest_t
+        mw3 = np.array(mw)[:3, :3]
+        rest_r = np.array([mw3 @ np.array(b.matrix_local)[:3, :3] for b in bones])
+        self.rest_rot = rest_r / np.linalg.norm(rest_r, axis=-2, keepdims=True)
         poses = self.heads[np.linspace(0, len(frames) - 1, min(16, len(frames))).astype(int)] \
             if from_motion else None
         self.body = skeleton.analyse([f"n{k}" for k in range(n)], parents, rest_h, rest_t, poses)
@@ -59,6 +62,7 @@ class Poses:
             self.rot = turn @ self.rot
             self.heads, self.tails = self.heads @ turn.T, self.tails @ turn.T
             self.rest_heads, self.rest_tails = rest_h @ turn.T, rest_t @ turn.T
+            self.rest_rot = turn @ self.rest_rot
 
 
 def facing_turn(body, rest_heads):
@@ -492,3 +496,108 @@ def owning_bones(mesh_ob, least=0.0):
         best = max(v.groups, key=lambda g: g.weight, default=None)
         out.append(names[best.group] if best is not None and best.weight > least else None)
     return out
+
+
+def retarget_clip(rt, clip, target, frames=None, report=None):
+    """Retarget the mocap file `clip` onto the armature `target` with the automatic map
+    (rt: the retarget api module), its first `frames` frames (all: None). Returns (source
+    Poses, target Poses, transfer.Result with .warnings (list of str), fps of the sampled
+    frames). Raises what rt.retarget raises."""
+    source, _action, src_fps, _cleanup = rt.source_clip(str(clip))
+    first, last = source.animation_data.action.frame_range
+    if frames is not None:
+        last = min(last, first + frames - 1)
+    bone_map = rt.auto_map(source, target)
+    warnings = []
+
+    def note(level, msg):
+        if level == "WARNING":
+            warnings.append(msg)
+        if report is not None:
+            report(level, msg)
+    result = rt.retarget(source, target, bone_map, source_fps=src_fps, frame_range=(first, last), report=note)
+    result.warnings = warnings
+    scene = bpy.context.scene          # the keys (and the sampled frames) are at the scene's rate
+    return (Poses(source, result.source_frames, from_motion=True), Poses(target, result.frames), result,
+            scene.render.fps / scene.render.fps_base)
+
+
+def _wrap(deg):
+    return (np.asarray(deg) + 180.0) % 360.0 - 180.0
+
+
+def _line_yaw(p, part):
+    """Per frame, the horizontal direction (deg about world Z) of the line from the right
+    `part`'s head to the left one's (F,)."""
+    d = p.heads[:, p.body.limbs[("L", part)][0]] - p.heads[:, p.body.limbs[("R", part)][0]]
+    return np.degrees(np.arctan2(d[:, 1], d[:, 0]))
+
+
+def hip_shoulder_yaw(p):
+    """Per frame, the yaw (deg, F) of the shoulder line (upper arm heads, right → left)
+    relative to the hip line (thigh heads), about world Z: 0 for a square stance, ±180
+    for a pelvis turned around against the chest."""
+    return _wrap(_line_yaw(p, "upper_arm") - _line_yaw(p, "thigh"))
+
+
+def yaw_error(src, tgt):
+    """Largest difference (deg) over the frames between the target's and the source's
+    hip–shoulder yaw (hip_shoulder_yaw)."""
+    return float(np.abs(_wrap(hip_shoulder_yaw(tgt) - hip_shoulder_yaw(src))).max())
+
+
+def _twists(p, bones):
+    """Per frame and bone, the twist (deg, (F, k)) of each bone about its own axis (Y)
+    relative to its parent, from the rest pose: the swing–twist split of the local change."""
+    parents = [p.names.index(p.bones[i].parent.name) if p.bones[i].parent else None for i in bones]
+    out = np.empty((len(p.rot), len(bones)))
+    for k, (i, j) in enumerate(zip(bones, parents)):
+        if j is None:
+            rel, rel0 = p.rot[:, i], p.rest_rot[i]
+        else:
+            rel = np.swapaxes(p.rot[:, j], -1, -2) @ p.rot[:, i]
+            rel0 = p.rest_rot[j].T @ p.rest_rot[i]
+        m = rel0.T @ rel                                            # (F, 3, 3) in the rest frame
+        out[:, k] = np.degrees(2.0 * np.arctan2(m[:, 0, 2] - m[:, 2, 0], 1.0 + np.trace(m, axis1=-2, axis2=-1)))
+    return _wrap(out)
+
+
+def twist_excess(src, tgt, pairs):
+    """{"twist_excess_deg": the largest amount (deg) by which a mapped target spine, neck or
+    head bone twists about its own axis (relative to its parent, from rest) more than its
+    source bone does on the same frame, "twist_worst": that bone}. pairs: {target name:
+    source name}."""
+    b = tgt.body
+    bones = [i for i in list(b.spine) + list(b.neck) + ([b.head] if b.head is not None else [])
+             if tgt.names[i] in pairs]
+    source = [src.names.index(pairs[tgt.names[i]]) for i in bones]
+    excess = (np.abs(_twists(tgt, bones)) - np.abs(_twists(src, source))).max(axis=0)
+    k = int(np.argmax(excess))
+    return {"twist_excess_deg": float(excess[k]), "twist_worst": tgt.names[bones[k]]}
+
+
+def foot_pitch_within(src, tgt, tol=20.0):
+    """Smallest fraction over the feet of frames on which the target foot's pitch (the
+    ankle → foot end line's angle above the horizontal, deg) follows the source's within
+    `tol` degrees, after the constant difference of the two skeletons' feet (the median
+    over the frames) is removed; None without feet on both."""
+    fractions = []
+    for side in skeleton.SIDES:
+        if (side, "foot") not in src.body.limbs or (side, "foot") not in tgt.body.limbs:
+            continue
+        pitch = []
+        for p in (src, tgt):
+            d = _unit(p.tails[:, foot_end(p.body, side)] - p.heads[:, p.body.limbs[(side, "foot")][0]])
+            pitch.append(np.degrees(np.arcsin(np.clip(d[:, 2], -1.0, 1.0))))
+        err = pitch[1] - pitch[0]
+        fractions.append(float(np.mean(np.abs(err - np.median(err)) <= tol)))
+    return min(fractions) if fractions else None
+
+
+def sides_named_crossed(pairs):
+    """(target, source) pairs of a bone map {target: source} whose names both carry a side
+    (bonemap.split_side) and say different ones: a left bone driven by a right one."""
+    from solver.retarget import bonemap
+    return [(t, s) for t, s in pairs.items()
+            if None not in (bonemap.split_side(t)[0], bonemap.split_side(s)[0])
+            and bonemap.split_side(t)[0] != bonemap.split_side(s)[0]]

@@ -1,5 +1,5 @@
 """Issue 36 defects, each on an input the test builds: a fingerless rig given a clap, a
-bowing source, Mixamo thumbs.
+bowing source, Mixamo thumbs, a capture that turns around.
 Driven through `signsim retarget` (the CLI), measured on Blender's evaluated bones."""
 import json
 import pathlib
@@ -220,3 +220,41 @@ def test_thumbs_mapped_alike_on_both_hands(cli, tmp_path, capsys):
     for t in fingers:
         mirror = t[:-1] + "R"
         assert bm.get(mirror, "").replace("Right", "Left") == bm[t], (t, bm[t], bm.get(mirror))
+
+
+def _turning_walk(src, path, rows=240, start=60.0, turn=180.0):
+    """The first `rows` frames of CMU's walk (anatomically right joint names, Y up), the
+    whole body turned about the vertical through its first hip position: `start` degrees
+    throughout, and `turn` more from 30 % to 70 % of the cut (a dancer's half turn: it
+    walks away from where it started facing): written to path."""
+    from scipy.spatial.transform import Rotation
+    from solver.mocap import bvh_file
+    data = bvh_file.read(str(src))
+    motion = np.array(data.motion[:rows], dtype=float)
+    pos, rot, axes = bvh_file.joint_channels(data, 0)
+    ramp = np.clip((np.linspace(0.0, 1.0, rows) - 0.3) / 0.4, 0.0, 1.0)
+    spin = Rotation.from_euler("Y", (start + turn * ramp)[:, None], degrees=True)
+    turned = spin * Rotation.from_euler(axes, motion[:, rot], degrees=True)
+    motion[:, rot] = turned.as_euler(axes, degrees=True)
+    centre = motion[0, pos] * [1.0, 0.0, 1.0]
+    motion[:, pos] = spin.apply(motion[:, pos] - centre) + centre
+    head = bvh_file.skeleton_text(data).split("MOTION")[0]
+    rows_text = "\n".join(" ".join(f"{v:.6f}" for v in r) for r in motion)
+    path.write_text(f"{head}MOTION\nFrames: {rows}\nFrame Time: {data.frame_time!r}\n{rows_text}\n")
+    return path
+
+
+@pytest.mark.slow
+def test_turning_capture_keeps_sides_and_pelvis(addon, shared_data, tmp_path):
+    """A walk with a half turn about the vertical, its joint names anatomically right
+    (the ballet turn's case): onto the signer no left bone is driven by a right one, and
+    the pelvis stays square with the shoulders as the source's (yaw within 30°)."""
+    import retarget_measure as rm
+    from retarget_rigs import signer
+    clip = _turning_walk(shared_data / "mocap" / "cmu_01_01_cgspeed__fairmotion.bvh", tmp_path / "turn.bvh")
+    bpy.ops.wm.read_homefile(use_empty=True)
+    src, tgt, result, _fps = rm.retarget_clip(addon.signsim_addon.retarget.api, clip, signer())
+    pairs = result.bone_map.as_dict()
+    assert pairs["thigh.L"] == "LeftUpLeg" and pairs["upper_arm.L"] == "LeftArm", pairs
+    assert rm.sides_named_crossed(pairs) == []
+    assert rm.yaw_error(src, tgt) <= 30.0

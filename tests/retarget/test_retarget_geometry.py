@@ -85,19 +85,7 @@ def load_rig(path, key):
 
 
 def run(addon, rig_file, clip, rig):
-    rt = addon.signsim_addon.retarget.api
-    target = load_rig(rig_file, rig)
-    source, _action, fps, _cleanup = rt.source_clip(str(DATA / clip))
-    first, last = source.animation_data.action.frame_range
-    bone_map = rt.auto_map(source, target)
-    warnings = []
-    result = rt.retarget(source, target, bone_map, source_fps=fps,
-                         frame_range=(first, last),
-                         report=lambda level, msg: warnings.append(msg) if level == "WARNING" else None)
-    result.warnings = warnings
-    scene = bpy.context.scene          # the keys (and the sampled frames) are at the scene's rate
-    return (rm.Poses(source, result.source_frames, from_motion=True), rm.Poses(target, result.frames), result,
-            scene.render.fps / scene.render.fps_base)
+    return rm.retarget_clip(addon.signsim_addon.retarget.api, DATA / clip, load_rig(rig_file, rig))
 
 
 def measure(src, tgt, result, fps):
