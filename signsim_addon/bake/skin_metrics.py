@@ -8,18 +8,12 @@ Main thread only (bpy).
 """
 import numpy as np
 
-from ..body import geometry
 from ..body.skin import SkinTest, skin_depths
 
 # mm a contact may sink into the skin before the bake is said to leave a penetration:
 # a fingertip on the face must look like a touch, hands and fingers tolerate a little more
 KIND_LIMIT_MM = {"hand–face": 0.5}
 DEFAULT_LIMIT_MM = 1.0
-
-
-def has_skin(ob):
-    """True when the armature `ob` deforms a mesh whose skin can be measured."""
-    return bool(geometry.skinned_meshes(ob))
 
 
 def side_record(depths):
@@ -62,7 +56,7 @@ def measure(scene, ob, job, reference_action, baked_action, slot_identifier):
     """({"reference": side_record, "baked": side_record}, [warnings]) of the skin of
     armature `ob` under both actions at job.frames (bake.job.BakeJob), or (None,
     [a warning]) when `ob` deforms no mesh."""
-    if not has_skin(ob):
+    if not job.rig.skinned:
         return None, [f"armature '{ob.name}' deforms no mesh: penetration is the body model's (capsules and "
                       "distance fields), not measured on a skin"]
     test = SkinTest(ob, job.rig)

@@ -3,6 +3,7 @@ share, below all of them (it imports only compat, errors, keys, files and solver
 
 Entry points:
     rig.read_rig, rig.RigModel   the armature as a solver.core.model.SkeletonModel plus its body
+                                 and the skin read once (RigModel.skeleton, .skin, .skinned)
     rig.skeleton_of              the armature's bones as a solver.retarget.bonemap.Skeleton
     geometry.skinned_meshes, geometry.skin_weights, geometry.body_meshes   the skin as arrays
     fields.body_fields, fields.neck_fields, fields.grid_cache_dir   the body volumes as distance

@@ -12,7 +12,7 @@ from ...solver.core import grid_cache
 from ...solver.core.body_volumes import TORSO, BodyMesh, build_field, hand_plates
 from ...solver.retarget import bonemap
 from ..errors import from_solver
-from . import geometry, rig as rig_reader
+from . import geometry
 
 
 def grid_cache_dir():
@@ -50,16 +50,17 @@ def body_fields(rig, spacing, margin, cache_dir=None):
 
 def neck_fields(ob, rig, spacing, margin, cache_dir=None):
     """The neck's skin of armature `ob` as a body volume (a 1-tuple of BodyField attached
-    to the first neck bone of `rig`), or (): the bake's face volume is the face mesh when
-    the rig has one, and its neck capsules are off, so without this a hand could pass
-    through the neck. Raises SignSimError when the skeleton cannot be analysed."""
-    sk = rig_reader.skeleton_of(ob.data)
+    to the first neck bone of `rig`, a body.rig.RigModel of `ob`), or (): the bake's face
+    volume is the face mesh when the rig has one, and its neck capsules are off, so without
+    this a hand could pass through the neck. The skeleton and the skin are rig's, read
+    once (rig.skeleton, rig.skin). Raises SignSimError when the skeleton cannot be analysed."""
+    sk = rig.skeleton
     with from_solver():
         body = bonemap.analyse(sk)
     neck = [i for i in body.neck if sk.names[i] in rig.bone_names]
     if not neck:
         return ()
-    v, t = geometry.region_points(geometry.skin_regions(ob, sk, {i: 0 for i in neck}), 0)
+    v, t = geometry.region_points(geometry.skin_regions(ob, sk, {i: 0 for i in neck}, rig.skin), 0)
     if len(t) < 4:
         return ()
     to_bone = np.linalg.inv(np.array(ob.data.bones[sk.names[neck[0]]].matrix_local))

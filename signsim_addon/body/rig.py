@@ -55,6 +55,10 @@ class RigModel:
     world_scale: metres per armature-space unit (object scale × scene unit scale);
     limits_widened, hinges_freed: what fit_to_reference changed (JSON-able records);
     warnings: list of str.
+    skeleton: the whole armature as a solver.retarget.bonemap.Skeleton (skeleton_of);
+    skin: the meshes that move with the armature as geometry.skin_weights reads them, each
+    mesh object replaced by its name: read once here, so the body fields and the skin test
+    reuse the same arrays instead of walking the meshes again.
     """
     model: SkeletonModel
     bone_names: tuple
@@ -68,6 +72,13 @@ class RigModel:
     limits_widened: tuple = ()
     hinges_freed: tuple = ()
     warnings: list = field(default_factory=list)
+    skeleton: object = None
+    skin: tuple = ()
+
+    @property
+    def skinned(self):
+        """Names of the meshes the armature deforms (an Armature modifier), in skin's order."""
+        return tuple(name for name, _v, _t, _sparse, bones in self.skin if isinstance(bones, list))
 
 
 def skeleton_of(armature_data):
@@ -194,7 +205,8 @@ def read_rig(armature, simulate_parts=GROUPS, face_object=None, report=None, uni
     meshes = tuple(replace(m, bone=pos[m.bone] if m.bone >= 0 else -1) for m in meshes)
     return RigModel(model=model, bone_names=tuple(sk.names[i] for i in order),
                     base_bone=sk.names[chest], chain_to_base=tuple(chain), fingertips=tips,
-                    face=face, world_scale=scale, meshes=meshes, parts=parts, warnings=warnings)
+                    face=face, world_scale=scale, meshes=meshes, parts=parts, warnings=warnings,
+                    skeleton=sk, skin=tuple((w[0].name,) + tuple(w[1:]) for w in weights))
 
 
 def fit_to_reference(rig, rotations):

@@ -19,7 +19,6 @@ from mathutils.bvhtree import BVHTree
 from ...solver.core import capsule_radii
 from ...solver.core.body_volumes import pair_kind, part_category
 from .. import compat
-from . import geometry
 from ..errors import SignSimError
 
 TORSO = -1
@@ -44,30 +43,30 @@ def _crossings(tree, origin, direction, limit=64):
 
 class SkinTest:
     """Region-pair penetration test of the skin of armature `ob` for the bones of `rig`
-    (body.rig.RigModel). Tested are the pairs the body model separates: a hand part
-    (finger, thumb, palm) against any other region, and the capsule pairs of rig.model.
+    (body.rig.RigModel of `ob`; its skin record gives the meshes, triangles and weights).
+    Tested are the pairs the body model separates: a hand part (finger, thumb, palm)
+    against any other region, and the capsule pairs of rig.model.
     Raises SignSimError when `ob` has no skinned mesh."""
 
     def __init__(self, ob, rig):
         bone_names = rig.bone_names
-        meshes = geometry.skinned_meshes(ob)
-        if not meshes:
+        skins = [s for s in rig.skin if isinstance(s[4], list)]
+        if not skins:
             raise SignSimError(f"armature '{ob.name}' has no skinned mesh to measure penetration on")
         self.ob = ob
-        self.meshes = meshes
+        self.meshes = [bpy.data.objects[s[0]] for s in skins]
         self.bone_names = bone_names
         index = {n: k for k, n in enumerate(bone_names)}
         regions, tris, offset = [], [], 0
-        for m in meshes:
-            me = m.data
-            sparse = [(v.index, g.group, g.weight) for v in me.vertices for g in v.groups]
+        for _name, v, t, sparse, bones in skins:
             # the heaviest group owns a vertex (a joint's skin split 50/50 still has one)
-            owner = capsule_radii.dominant_owner(len(me.vertices), *zip(*sparse), min_weight=0.0) if sparse else np.full(
-                len(me.vertices), -1)
-            group_region = np.array([index.get(g.name, TORSO) for g in m.vertex_groups] + [UNWEIGHTED])
+            owner = capsule_radii.dominant_owner(len(v), *sparse, min_weight=0.0) if sparse is not None else np.full(
+                len(v), -1)
+            group_region = np.array([TORSO if b is None else index.get(rig.skeleton.names[b], TORSO) for b in bones]
+                                    + [UNWEIGHTED])
             regions.append(group_region[owner])
-            tris.append(geometry.mesh_arrays(me)[1] + offset)
-            offset += len(me.vertices)
+            tris.append(t + offset)
+            offset += len(v)
         self.region = np.concatenate(regions)
         self.triangles = np.concatenate(tris)
         # a triangle belongs to the region of its first corner's majority: all corners agree

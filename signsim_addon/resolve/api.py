@@ -151,7 +151,7 @@ def _resolve_into(scene, ob, action, new, frame_range, margin, sequence, method,
         _drop_keys_at(new, pose_frame + 1.0)
     warnings = [w for w in rig.warnings]
     skin = None
-    if measure_skin and geometry.skinned_meshes(ob):
+    if measure_skin and rig.skinned:
         # The capsules' radii are the skin's median distance from the bone: where the skin
         # bulges further, a frame still penetrating is solved again (from its original pose,
         # warm-started from the last solution) with the clearance of the penetrating bone
