@@ -506,6 +506,20 @@ def solve(sk_s, rest_s_world, mats, tails, sk_t, mo_t, rest_t_arm, tails_t, pair
 
 
 INVERTED = 45.0   # degrees the target's hips → head may fall below the source's (elevation) before refusing
+TURNED = 30.0     # degrees the target's shoulder line may turn against its hip line beyond the source's
+
+
+def _hip_shoulder_yaw(heads, body):
+    """Per frame, the angle (deg, (F,)) about world Z from the hip line (thigh heads, right
+    → left) to the shoulder line (upper arm heads); heads(bone) gives a bone's posed heads
+    (F, 3). None without two thighs and two upper arms."""
+    lines = []
+    for part in ("thigh", "upper_arm"):
+        if not all((side, part) in body.limbs for side in bonemap.SIDES):
+            return None
+        d = heads(body.limbs[("L", part)][0]) - heads(body.limbs[("R", part)][0])
+        lines.append(np.arctan2(d[:, 1], d[:, 0]))
+    return (np.degrees(lines[1] - lines[0]) + 180.0) % 360.0 - 180.0
 
 
 def _refuse(target_name, sk_t, sk_s, body_t, body_s, t_of, basis_of, loc, P, mo, rest_arm):
@@ -515,7 +529,9 @@ def _refuse(target_name, sk_t, sk_s, body_t, body_s, t_of, basis_of, loc, P, mo,
     is more than INVERTED degrees lower (elevation from the world's horizontal plane, so
     whatever the facing) than the source's on that frame: a bow, the source's head a few
     centimetres above its hips, may put the target's just below its own; an inverted map
-    puts it far below where the source stands upright."""
+    puts it far below where the source stands upright; or the target's shoulder line
+    turned against its hip line more than TURNED degrees beyond the source's on a frame
+    (a torso turned around on its pelvis)."""
     a_s, a_t = body_s.anatomy, body_t.anatomy
     if "none" not in (a_s.facing_evidence, a_t.facing_evidence):
         crossed = skeleton.sides_crossed(a_s, a_t, list(t_of.items()))
@@ -524,9 +540,20 @@ def _refuse(target_name, sk_t, sk_s, body_t, body_s, t_of, basis_of, loc, P, mo,
             raise RetargetError(f"the bone map drives {len(crossed)} left/right bone(s) of "
                                 f"'{target_name}' with the other side of the source ({shown}"
                                 f"{'…' if len(crossed) > 4 else ''}): refused, nothing written")
+    posed = pose_matrices(sk_t, rest_arm, basis_of, loc)
+    yaw_t = _hip_shoulder_yaw(lambda b: (mo @ posed[b])[:, :3, 3], body_t)
+    yaw_s = _hip_shoulder_yaw(lambda b: P[:, b], body_s)
+    if yaw_t is not None and yaw_s is not None:
+        off = np.abs((yaw_t - yaw_s + 180.0) % 360.0 - 180.0)
+        bad = np.nonzero(off > TURNED)[0]
+        if len(bad):
+            f = int(bad[np.argmax(off[bad])])
+            raise RetargetError(f"'{target_name}' would turn its shoulders against its hips {off[f]:.0f}° "
+                                f"beyond the source's on {len(bad)} frame(s) (worst: {f}, the source's "
+                                f"{yaw_s[f]:.0f}°, the target's {yaw_t[f]:.0f}°): refused, nothing "
+                                f"written (check the bone map of the spine and the hips)")
     if body_t.head is None or body_s.head is None:
         return
-    posed = pose_matrices(sk_t, rest_arm, basis_of, loc)
     up_t = (mo @ posed[body_t.head])[:, :3, 3] - (mo @ posed[body_t.hips])[:, :3, 3]
     up_s = P[:, body_s.head] - P[:, body_s.hips]
     elev_t, elev_s = (np.degrees(np.arcsin(np.clip(u[:, 2] / np.maximum(np.linalg.norm(u, axis=1), 1e-12),

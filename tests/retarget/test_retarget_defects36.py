@@ -222,26 +222,41 @@ def test_thumbs_mapped_alike_on_both_hands(cli, tmp_path, capsys):
         assert bm.get(mirror, "").replace("Right", "Left") == bm[t], (t, bm[t], bm.get(mirror))
 
 
-def _turning_walk(src, path, rows=240, start=60.0, turn=180.0):
-    """The first `rows` frames of CMU's walk (anatomically right joint names, Y up), the
-    whole body turned about the vertical through its first hip position: `start` degrees
-    throughout, and `turn` more from 30 % to 70 % of the cut (a dancer's half turn: it
-    walks away from where it started facing): written to path."""
-    from scipy.spatial.transform import Rotation
+def _edited_walk(src, path, edit, rows=240):
+    """The first `rows` frames of CMU's walk (anatomically right joint names, Y up) with
+    edit(data, motion, ramp) applied to the motion rows (ramp: 0 until 30 % of the cut,
+    rising to 1 at 70 %): written to path."""
     from solver.mocap import bvh_file
     data = bvh_file.read(str(src))
     motion = np.array(data.motion[:rows], dtype=float)
-    pos, rot, axes = bvh_file.joint_channels(data, 0)
-    ramp = np.clip((np.linspace(0.0, 1.0, rows) - 0.3) / 0.4, 0.0, 1.0)
-    spin = Rotation.from_euler("Y", (start + turn * ramp)[:, None], degrees=True)
-    turned = spin * Rotation.from_euler(axes, motion[:, rot], degrees=True)
-    motion[:, rot] = turned.as_euler(axes, degrees=True)
-    centre = motion[0, pos] * [1.0, 0.0, 1.0]
-    motion[:, pos] = spin.apply(motion[:, pos] - centre) + centre
+    edit(data, motion, np.clip((np.linspace(0.0, 1.0, rows) - 0.3) / 0.4, 0.0, 1.0))
     head = bvh_file.skeleton_text(data).split("MOTION")[0]
     rows_text = "\n".join(" ".join(f"{v:.6f}" for v in r) for r in motion)
     path.write_text(f"{head}MOTION\nFrames: {rows}\nFrame Time: {data.frame_time!r}\n{rows_text}\n")
     return path
+
+
+def _turn(data, motion, ramp, start=60.0, turn=180.0):
+    """The whole body turned about the vertical through its first hip position: `start`
+    degrees throughout and `turn` more along the ramp (a dancer's half turn)."""
+    from scipy.spatial.transform import Rotation
+    from solver.mocap import bvh_file
+    pos, rot, axes = bvh_file.joint_channels(data, 0)
+    spin = Rotation.from_euler("Y", (start + turn * ramp)[:, None], degrees=True)
+    motion[:, rot] = (spin * Rotation.from_euler(axes, motion[:, rot], degrees=True)).as_euler(axes, degrees=True)
+    centre = motion[0, pos] * [1.0, 0.0, 1.0]
+    motion[:, pos] = spin.apply(motion[:, pos] - centre) + centre
+
+
+def _twist(data, motion, ramp, degrees=80.0):
+    """The upper body twisted against the pelvis about the lower back's own vertical axis,
+    by `degrees` along the ramp (a torso turning to look behind)."""
+    from scipy.spatial.transform import Rotation
+    from solver.mocap import bvh_file
+    _pos, rot, axes = bvh_file.joint_channels(data, data.names.index("LowerBack"))
+    local = Rotation.from_euler(axes, motion[:, rot], degrees=True)
+    twisted = local * Rotation.from_euler("Y", (degrees * ramp)[:, None], degrees=True)
+    motion[:, rot] = twisted.as_euler(axes, degrees=True)
 
 
 @pytest.mark.slow
@@ -251,10 +266,33 @@ def test_turning_capture_keeps_sides_and_pelvis(addon, shared_data, tmp_path):
     the pelvis stays square with the shoulders as the source's (yaw within 30°)."""
     import retarget_measure as rm
     from retarget_rigs import signer
-    clip = _turning_walk(shared_data / "mocap" / "cmu_01_01_cgspeed__fairmotion.bvh", tmp_path / "turn.bvh")
+    clip = _edited_walk(shared_data / "mocap" / "cmu_01_01_cgspeed__fairmotion.bvh", tmp_path / "turn.bvh", _turn)
     bpy.ops.wm.read_homefile(use_empty=True)
     src, tgt, result, _fps = rm.retarget_clip(addon.signsim_addon.retarget.api, clip, signer())
     pairs = result.bone_map.as_dict()
     assert pairs["thigh.L"] == "LeftUpLeg" and pairs["upper_arm.L"] == "LeftArm", pairs
     assert rm.sides_named_crossed(pairs) == []
     assert rm.yaw_error(src, tgt) <= 30.0
+
+
+@pytest.mark.slow
+def test_shoulders_turned_against_the_hips_are_refused(addon, cli, shared_data, tmp_path, capsys):
+    """A walk whose upper body twists 80° against its pelvis: the automatic map follows
+    the twist (hip–shoulder yaw within 30° of the source's); a preset driving the signer's
+    pelvis from the source's chest turns the hips with the shoulders, the target's yaw
+    staying 0° where the source's reaches 75°: refused with one line, nothing written."""
+    import retarget_measure as rm
+    from retarget_rigs import signer
+    clip = _edited_walk(shared_data / "mocap" / "cmu_01_01_cgspeed__fairmotion.bvh", tmp_path / "twist.bvh", _twist)
+    bpy.ops.wm.read_homefile(use_empty=True)
+    src, tgt, result, _fps = rm.retarget_clip(addon.signsim_addon.retarget.api, clip, signer())
+    assert rm.yaw_error(src, tgt) <= 30.0
+    assert np.abs(rm.hip_shoulder_yaw(src)).max() >= 60.0
+    preset = dict(result.bone_map.as_dict(), spine="Spine1")
+    (tmp_path / "map.json").write_text(json.dumps(preset))
+    out = tmp_path / "out.blend"
+    code = cli(["retarget", "--clip", str(clip), "--rig", str(SAMPLES / "signer.blend"), "--map",
+                str(tmp_path / "map.json"), "--out", str(out), "--no-contacts"])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code != 0 and not out.exists()
+    assert len(err) == 1 and "shoulders" in err[0] and "refused" in err[0], err
