@@ -157,7 +157,8 @@ class Rig:
                             for b, p in enumerate(self.parents)])
             rel[:, :3, :3] /= np.linalg.norm(rel[:, :3, :3], axis=-2, keepdims=True)
             self.rest_rotation = quat.from_matrix(rel[:, :3, :3])      # parent → bone at rest
-            self.rest_offset = rel[:, :3, 3]
+            # forward's rest transforms: a root's rotation and position are already in armature space
+            self.relative = np.where((self.parents < 0)[:, None, None], np.eye(4), rel)
             self.order = _topological(self.parents)
             self.leg_length = float(np.mean([_leg_length(rest, self.lengths, leg) for leg in self.legs])) \
                 if self.legs else 0.0
@@ -228,33 +229,22 @@ def window_slerp(a, b, t):
 # -------------------------------------------------------------------------- kinematics
 
 def forward(track, rig):
-    """World (armature-space) rotations (F, B, 4) and bone heads (F, B, 3) m of a track.
-    W_b = W_parent ⊗ q_rest(parent → b) ⊗ q_b; head_b = head_parent + W_parent · (rest offset
-    + q_rest · location_b). Root bones' rotations and positions are already in armature
-    space. Without a skeleton in rig: the rotations themselves and zero heads."""
+    """World (armature-space) rotations (F, B, 4) (w ≥ 0) and bone heads (F, B, 3) m of a
+    track: kinematics.chain of each bone's local transform (rotation, location channel or
+    none) after its rest transform from the parent, so W_b = W_parent · R_rest(parent → b) ·
+    R_b and head_b = head_parent + W_parent · (rest offset + R_rest · location_b). Root
+    bones' rotations and positions are already in armature space. Without a skeleton in
+    rig: the rotations themselves and zero heads."""
     rot = track.rotations
     n, nb = rot.shape[:2]
     if rig.parents is None:
         return rot, np.zeros((n, nb, 3))
-    world = np.empty_like(rot)
-    heads = np.zeros((n, nb, 3))
-
-    def root(b):
-        world[:, b] = rot[:, b]
-        c = rig.located.get(b)
-        if c is not None:
-            heads[:, b] = track.positions[:, c]
-
-    def child(b, p):
-        c = rig.located.get(b)
-        parent_rest = quat.mul(world[:, p], rig.rest_rotation[b])
-        world[:, b] = quat.mul(parent_rest, rot[:, b])
-        offset = rig.rest_offset[b]
-        if c is not None:
-            offset = offset + quat.rotate(rig.rest_rotation[b], track.positions[:, c])
-        heads[:, b] = heads[:, p] + quat.rotate(world[:, p], np.broadcast_to(offset, (n, 3)))
-    kinematics.descend(rig.parents, rig.order, root, child)
-    return world, heads
+    located = np.zeros((n, nb, 3))
+    for b, c in rig.located.items():
+        located[:, b] = track.positions[:, c]
+    local = kinematics.transforms(quat.to_matrix(rot), located)
+    world = kinematics.chain(rig.parents, None, local[:, rig.order], order=rig.order, relative=rig.relative)
+    return quat.from_matrix(world[..., :3, :3]), world[..., :3, 3]
 
 
 def _tails(world, heads, rig, bones):

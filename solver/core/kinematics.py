@@ -112,10 +112,15 @@ def local_matrices(locations, rotations, scales):
 
     locations (F, B, 3) m, rotations (F, B, 4) w-first, scales (F, B, 3) → (F, B, 4, 4).
     """
-    F, B = rotations.shape[:2]
-    m = np.zeros((F, B, 4, 4))
-    m[..., :3, :3] = quat.to_matrix(quat.normalize(rotations)) * scales[..., None, :]
-    m[..., :3, 3] = locations
+    return transforms(quat.to_matrix(quat.normalize(rotations)) * scales[..., None, :], locations)
+
+
+def transforms(rotations, translations):
+    """Homogeneous matrices (..., 4, 4) of rotation matrices (..., 3, 3) and translations
+    (..., 3) (broadcast to the rotations' batch shape)."""
+    m = np.zeros(rotations.shape[:-2] + (4, 4))
+    m[..., :3, :3] = rotations
+    m[..., :3, 3] = translations
     m[..., 3, 3] = 1.0
     return m
 
@@ -131,24 +136,13 @@ def pose_matrices(parents, rest, locations, rotations, scales):
     return chain(parents, rest, local_matrices(locations, rotations, scales))
 
 
-def descend(parents, order, root, child):
-    """The tree walk of every forward kinematics of the solver (this module's chain,
-    retarget.contact_transfer.Target.pose, compose.composition.forward,
-    mocap.bvh_file.joint_positions; the compiled kernels.forward_kinematics loops the same
-    way): for each bone i of `order` (parents before children) root(i) when it has no parent
-    (parents[i] < 0), else child(i, parents[i]). Each caller keeps its own representation
-    and arithmetic (4×4 matrices, quaternions, 3×3 matrices), so its results stay bit for
-    bit what they were."""
-    for i in order:
-        p = parents[i]
-        if p < 0:
-            root(i)
-        else:
-            child(i, p)
-
-
 def chain(parents, rest, local, world=None, order=None, relative=None):
-    """Posed armature-space matrices (F, B, 4, 4) from local pose matrices local (F, B, 4, 4)
+    """The one forward kinematics of 4×4 transforms (the compiled kernels.forward_kinematics
+    is the physics solver's, with its Jacobians): used for Blender poses (pose_matrices,
+    retarget.contact_transfer.Target.pose), compose tracks (compose.composition.forward) and
+    BVH joints (mocap.bvh_file.joint_positions).
+
+    Posed armature-space matrices (F, B, 4, 4) from local pose matrices local (F, B, 4, 4)
     (PoseBone.matrix_basis), parents (B,) ordered parents first and rest (B, 4, 4).
     Raises ValueError when a parent comes after its child.
 
@@ -165,14 +159,12 @@ def chain(parents, rest, local, world=None, order=None, relative=None):
         out = np.empty_like(local)
     else:
         out = np.zeros(local.shape[:1] + (parents.size, 4, 4))
-    column = {i: k for k, i in enumerate(order)}
-
-    def root(i):
-        base = rest[i] if relative is None else relative[i]
-        out[:, i] = (base if world is None else world @ base) @ local[:, column[i]]
-
-    def child(i, p):
-        rel = np.linalg.inv(rest[p]) @ rest[i] if relative is None else relative[i]
-        out[:, i] = out[:, p] @ rel @ local[:, column[i]]
-    descend(parents, order, root, child)
+    for k, i in enumerate(order):
+        p = parents[i]
+        if p < 0:
+            base = rest[i] if relative is None else relative[i]
+            out[:, i] = (base if world is None else world @ base) @ local[:, k]
+        else:
+            rel = np.linalg.inv(rest[p]) @ rest[i] if relative is None else relative[i]
+            out[:, i] = out[:, p] @ rel @ local[:, k]
     return out

@@ -348,29 +348,17 @@ def local_rotations(data, rows=None):
 
 def joint_positions(data, rows=None):
     """World joint positions (frames, J, 3) in file units and axes (position channels
-    replace the OFFSET, as Blender's importer reads them)."""
+    replace the OFFSET, as Blender's importer reads them): kinematics.chain of each
+    joint's local transform (its rotation channels, at its offset)."""
     m = data.motion if rows is None else data.motion[rows]
     F, J = len(m), len(data.names)
-    mats = quat.to_matrix(local_rotations(data, rows))
-    world_r = np.zeros((F, J, 3, 3))
-    world_p = np.zeros((F, J, 3))
-
-    def local(j):
-        out = np.broadcast_to(data.offsets[j], (F, 3)).copy()
-        for i, c in enumerate(data.channels[j]):
+    offsets = np.broadcast_to(np.asarray(data.offsets, dtype=float), (F, J, 3)).copy()
+    for j, chans in enumerate(data.channels):
+        for i, c in enumerate(chans):
             if c in _POS:
-                out[:, _POS[c]] = m[:, data.first_channel[j] + i]
-        return out
-
-    def root(j):
-        world_r[:, j] = mats[:, j]
-        world_p[:, j] = local(j)
-
-    def child(j, p):
-        world_r[:, j] = world_r[:, p] @ mats[:, j]
-        world_p[:, j] = world_p[:, p] + np.einsum("fij,fj->fi", world_r[:, p], local(j))
-    kinematics.descend(data.parents, range(J), root, child)
-    return world_p
+                offsets[:, j, _POS[c]] = m[:, data.first_channel[j] + i]
+    local = kinematics.transforms(quat.to_matrix(local_rotations(data, rows)), offsets)
+    return kinematics.chain(data.parents, None, local, relative=np.broadcast_to(np.eye(4), (J, 4, 4)))[..., :3, 3]
 
 
 def skeleton_text(data):

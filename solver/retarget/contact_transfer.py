@@ -494,12 +494,11 @@ class Target:
                     b = self.parents[b]
             order = [i for i in order if i in need]
         # local matrices of the bones posed only (a contact's chain is a few of a rig's bones)
-        local = np.zeros((F, len(order), 4, 4))
-        local[..., 3, 3] = 1.0
-        local[..., :3, :3] = quat.to_matrix(self.basis[:, order])
+        located = np.zeros((F, len(order), 3))
         for k, i in enumerate(order):
             if i in self.loc:
-                local[:, k, :3, 3] = self.loc[i]
+                located[:, k] = self.loc[i]
+        local = kinematics.transforms(quat.to_matrix(self.basis[:, order]), located)
         return kinematics.chain(self.parents, self.rest, local, world=self.world, order=order, relative=rel)
 
 
