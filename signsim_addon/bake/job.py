@@ -226,7 +226,7 @@ def solve(job: BakeJob, progress=None) -> Solved:
     record["baked"].update(world_error_record(world))
     record["warnings"] = (list(job.rig.warnings) + held_warnings + divergence_warnings(job.rig, diverged)
                           + world_error_warnings(job.rig, world, job.frames)
-                          + deviation_warnings(job.rig, result, err, touching, frame_time)
+                          + deviation_warnings(job.rig, result, err, touching, frame_time, job.frames)
                           + outcome_warnings(record))
     return Solved(result.rotations, record)
 

@@ -128,11 +128,12 @@ def _chains(rig, off, error_deg):
     return named + (f" and {len(roots) - SHOWN_BONES} more" if len(roots) > SHOWN_BONES else "")
 
 
-def deviation_warnings(rig, result, err, touching, frame_time):
+def deviation_warnings(rig, result, err, touching, frame_time, frames):
     """Warnings (list of str) about the solve: frames that fell back down the ladder, and
     bones that end more than DEVIATION_DEG from the reference on frames where neither they
     nor any bone they carry touch anything, or did within CONTACT_RECOVERY_S before
-    (err (F, n) deg, touching (F, n) bool, frame_time s)."""
+    (err (F, n) deg, touching (F, n) bool, frame_time s); the worst is named by its scene
+    frame (frames (F,)), as every message names frames."""
     out = []
     counts = np.asarray(result.fallback_counts)
     if counts.sum():
@@ -140,11 +141,11 @@ def deviation_warnings(rig, result, err, touching, frame_time):
                    f"to softer contacts, {int(counts[2])} passed through unsimulated)")
     off = (err > DEVIATION_DEG) & ~near_contact(rig.model, touching, frame_time, CONTACT_RECOVERY_S, before=False)
     if np.count_nonzero(off):
-        frames, bones = np.nonzero(off)
+        off_frames, bones = np.nonzero(off)
         worst = np.unravel_index(np.argmax(np.where(off, err, -1.0)), err.shape)
         out.append(f"{len(set(bones.tolist()))} bones end more than {DEVIATION_DEG:.0f}° from the reference on "
-                   f"{len(set(frames.tolist()))} frames without a contact (worst '{rig.bone_names[worst[1]]}' "
-                   f"{err[worst]:.1f}° at frame index {int(worst[0])})")
+                   f"{len(set(off_frames.tolist()))} frames without a contact (worst '{rig.bone_names[worst[1]]}' "
+                   f"{err[worst]:.1f}° at frame {frames[worst[0]]:.0f})")
     return out
 
 
