@@ -464,25 +464,47 @@ def _clip_ids(clips):
 def writer_lock(path, timeout=None):
     """Hold the exclusive lock of the library at `path` (an OS file lock on
     `<library>.lock`, released when the process dies); SignSimError after `timeout`
-    seconds (default LOCK_TIMEOUT_S) of waiting for another writer."""
+    seconds (default LOCK_TIMEOUT_S) of waiting for another writer.
+
+    The lock file is removed on release, so no command leaves it behind. Removing it
+    while still holding it is safe: a writer that was waiting on the removed file finds,
+    once it holds it, that `<library>.lock` is no longer that file, and locks the path's
+    file anew (the lock is always on the file the path names)."""
     timeout = LOCK_TIMEOUT_S if timeout is None else timeout
     lock_path = path + ".lock"
     os.makedirs(os.path.dirname(lock_path), exist_ok=True)
-    f = open(lock_path, "a+b")
-    try:
-        start = time.monotonic()
-        while not _try_lock(f):
-            if time.monotonic() - start > timeout:
-                raise SignSimError(f"the library {path} is being written by another SignSim "
-                                   f"process (waited {timeout:g} s for {lock_path}): try again "
-                                   "when it has finished")
-            time.sleep(0.05)
+    start = time.monotonic()
+    while True:
+        f = open(lock_path, "a+b")
         try:
-            yield
-        finally:
-            _unlock(f)
-    finally:
+            while not _try_lock(f):
+                if time.monotonic() - start > timeout:
+                    raise SignSimError(f"the library {path} is being written by another SignSim "
+                                       f"process (waited {timeout:g} s for {lock_path}): try again "
+                                       "when it has finished")
+                time.sleep(0.05)
+        except BaseException:
+            f.close()
+            raise
+        if _names(f, lock_path):
+            break
+        _unlock(f)
         f.close()
+    try:
+        yield
+    finally:
+        with contextlib.suppress(OSError):  # Windows cannot remove an open file: it stays
+            os.remove(lock_path)
+        _unlock(f)
+        f.close()
+
+
+def _names(f, path):
+    """Whether the open file f is the file at `path` now."""
+    try:
+        return os.path.samestat(os.fstat(f.fileno()), os.stat(path))
+    except FileNotFoundError:
+        return False
 
 
 try:

@@ -118,8 +118,7 @@ def test_malformed_bvh_refused_before_blenders_importer(lib, real, tmp_path, kin
     _refused(lib, bad, library, words)
     assert library.read_bytes() == stamp
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted(   # no temporary file left
-        ["good.bvh", bad.name, "lib.blend", "lib.blend.index.sqlite", "lib.blend.lock",
-         "blender_assets.cats.txt"])
+        ["good.bvh", bad.name, "lib.blend", "lib.blend.index.sqlite", "blender_assets.cats.txt"])
 
 
 def _keys(addon, lib, library, name):

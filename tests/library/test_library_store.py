@@ -147,7 +147,7 @@ def test_atomic_save_keeps_no_backup_copy_and_an_index_for_the_file(lib, tmp_pat
     lib.import_paths([str(a)], str(library))
     lib.import_paths([str(b)], str(library))
     assert sorted(p.name for p in tmp_path.iterdir()) == [
-        "a.bvh", "b.bvh", "blender_assets.cats.txt", "lib.blend", "lib.blend.index.sqlite", "lib.blend.lock"]
+        "a.bvh", "b.bvh", "blender_assets.cats.txt", "lib.blend", "lib.blend.index.sqlite"]
     con = sqlite3.connect(str(library) + ".index.sqlite")
     # one part (the library .blend itself): its size and time stamp
     assert list(con.execute("SELECT part, size, mtime_ns FROM files")) == [
