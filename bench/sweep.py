@@ -22,6 +22,12 @@ def run(*test_files, extra=()):
            "-q", "-rfEX", "--durations=10", *extra,
            *os.environ.get("SIGNSIM_SWEEP_PYTEST_ARGS", "").split()]
     print("SIGNSIM_SWEEP=1", " ".join(cmd), flush=True)
-    code = subprocess.call(cmd, cwd=ROOT, env=env)
+    # pytest's report goes through this process's stdout line by line, so a bench's
+    # --write-results (bench/results.py) records it too
+    with subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                          bufsize=1) as proc:
+        for line in proc.stdout:
+            print(line, end="", flush=True)
+    code = proc.returncode
     print(f"sweep {'passed' if code == 0 else f'FAILED (pytest exit {code})'}: {' '.join(test_files)}", flush=True)
     return code

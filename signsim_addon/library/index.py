@@ -29,8 +29,7 @@ PRIVATE = ("clip_key", "part")
 _COLUMNS = FIELDS + PRIVATE
 _PART_FILE = re.compile(r"part-(\d{4,})\.blend$")
 # Each row holds the whole record as one JSON array (`record`: a search parses all the
-# rows it returns in one json.loads, 10 000 records in ~15 ms, where building them from
-# columns costs ~4x that) and, beside it, the columns the filters test, lower-cased as
+# rows it returns in one json.loads, cheaper than building them from columns) and, beside it, the columns the filters test, lower-cased as
 # store.matcher compares them, so SQL applies every filter exactly. Rows are written in
 # the order searches return them (by name, case-insensitive), so no search sorts.
 _SCHEMA = ("CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT);"
@@ -171,8 +170,8 @@ def search(library, text="", tags=(), any_tag=False, catalog="", min_duration=No
         return None
     keys = FIELDS if public else _COLUMNS
     # Thousands of new containers would start Python's cyclic garbage collector many
-    # times over, each pass walking all of Blender's Python objects (~3x the search);
-    # these hold no cycles.
+    # times over, each pass walking all of Blender's Python objects (costing more than the
+    # search); these hold no cycles.
     collecting = gc.isenabled()
     gc.disable()
     try:

@@ -45,7 +45,7 @@ from ..errors import SignSimError
 from . import importers, index, tracking
 
 LOCK_TIMEOUT_S = 600.0   # a writer loads and saves one part file (≤ PART_CLIPS clips)
-PART_CLIPS = 200         # appending n clips costs ~n² in Blender: 200 load in ~0.2 s
+PART_CLIPS = 200         # appending n clips costs ~n² in Blender: parts keep n small (bench_library.py)
 CATS_FILE = "blender_assets.cats.txt"
 DEFAULT_CATALOG = "imported"
 FACETS = ("style", "body_part", "complexity", "handedness", "gloss")

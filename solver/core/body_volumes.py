@@ -24,7 +24,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.spatial import ConvexHull
 
-from . import quat
+from . import kinematics, quat
 
 FACE, TORSO = "face", "torso"
 FIELD_CONTACT_KIND = {FACE: "hand–face", TORSO: "hand–torso"}
@@ -173,16 +173,9 @@ def axis_samples(radius, length, spacing_radii=SAMPLE_SPACING):
 def rest_frames(model):
     """World-from-bone rigid transforms (n, 4, 4) of the model's bones in the rest pose,
     with the kinematic base at the identity."""
-    n = model.n_bones
-    out = np.zeros((n, 4, 4))
-    R = quat.to_matrix(model.rest_rotations)
-    for i in range(n):
-        p = model.parents[i]
-        parent = np.eye(4) if p < 0 else out[p]
-        local = np.eye(4)
-        local[:3, :3], local[:3, 3] = R[i], model.rest_offsets[i]
-        out[i] = parent @ local
-    return out
+    local = kinematics.transforms(quat.to_matrix(model.rest_rotations), model.rest_offsets)
+    eye = np.broadcast_to(np.eye(4), (model.n_bones, 4, 4))
+    return kinematics.chain(model.parents, None, local[None], relative=eye)[0]
 
 
 HAND_PARTS = ("finger", "thumb", "hand")

@@ -37,7 +37,7 @@ def skew(a):
 
 def cross(a, b):
     """Cross product of broadcastable (..., 3) arrays; with few rows per call this is
-    about twice as fast as np.cross (the solver's arrays are small, overhead dominates)."""
+    faster than np.cross (the solver's arrays are small, call overhead dominates)."""
     return (skew(a) @ b[..., None])[..., 0]
 
 

@@ -4,8 +4,8 @@ Targets: the bundled signer, the CC0 base mesh, the robot (two-joint fingers, IK
 the base mesh with every bone renamed Node_<n>, and the base mesh renamed to 3ds Max Biped
 names with a `Bip01` root above `Bip01 Pelvis` and the thighs on `Bip01 Spine` (both
 copies made here). The rigs are built once per session into a .blend each test appends
-from. Every frame of every clip is measured (the longest, CMU's walk, is 23 s). The suite
-runs 7 of the 45 pairs (SUITE); all 45 (about 1.5 min of CPU) run with SIGNSIM_SWEEP=1:
+from. Every frame of every clip is measured. The suite runs 7 of the 45 pairs (SUITE);
+all 45 run with SIGNSIM_SWEEP=1:
 bench/bench_retarget_geometry.py.
 """
 import json
