@@ -59,8 +59,13 @@ def character(shared_data, key):
 
 
 def target_rig(shared_data, key):
-    """'signer', 'godot' or 'robot' as a fresh armature object in the current scene."""
-    return signer() if key == "signer" else character(shared_data, key)
+    """A fresh armature object in the current scene: 'signer', 'godot' or 'robot', or one
+    of the CC0 base mesh's VARIANTS."""
+    if key == "signer":
+        return signer()
+    if key in VARIANTS:
+        return VARIANTS[key](shared_data)
+    return character(shared_data, key)
 
 
 def posed_heads(ob, frames):
@@ -215,6 +220,30 @@ def max_biped(shared_data):
     """The CC0 base mesh as a 3ds Max Biped exports it: Biped names and hierarchy with the
     clavicles on the neck (biped), bones in centimetres under an object scale of 0.01."""
     return in_centimetres(biped(character(shared_data, "godot"), clavicles_on_neck=True))
+
+
+def numbered(ob):
+    """Rename every bone of ob Node_<n> (n: its index), as a glTF with unnamed joints."""
+    names = [b.name for b in ob.data.bones]
+    rename(ob, lambda n: f"Node_{names.index(n)}")
+    return ob
+
+
+def facing_plus_x(ob):
+    """Turn armature object ob 90° about the world's Z axis: a rig facing -Y faces +X."""
+    ob.rotation_mode = 'XYZ'
+    ob.rotation_euler[2] += np.pi / 2
+    bpy.context.view_layer.update()
+    return ob
+
+
+# the CC0 base mesh built as other tools give a character: every bone renamed Node_<n>, in
+# centimetres under an object scale of 0.01, a 3ds Max Biped with the clavicles on its
+# neck, turned to face +X
+VARIANTS = {"godot_nodes": lambda data: numbered(character(data, "godot")),
+            "godot_cm": lambda data: in_centimetres(character(data, "godot")),
+            "max_biped": max_biped,
+            "godot_plus_x": lambda data: facing_plus_x(character(data, "godot"))}
 
 
 def centimetre_rig(shared_data, variant):

@@ -16,7 +16,7 @@ import bpy
 import pytest
 
 import retarget_measure as rm
-from retarget_rigs import biped, character, rename, signer
+from retarget_rigs import biped, character, numbered, signer
 
 DATA = pathlib.Path(__file__).resolve().parents[3] / "shared" / "data"
 CLIPS = sorted(str(p.relative_to(DATA)) for d in ("mocap", "generated") for p in (DATA / d).glob("*.bvh"))
@@ -30,7 +30,7 @@ def rig_file(tmp_path_factory, addon):
     for key, change in (("godot_nodes", None), ("godot_biped", biped)):
         ob = character(DATA, "godot")
         if change is None:
-            rename(ob, lambda n, names=[b.name for b in ob.data.bones]: f"Node_{names.index(n)}")
+            numbered(ob)
         else:
             change(ob)
         made[key] = ob
