@@ -2,12 +2,16 @@
 (issue 36's Done-when), each target measured in its own facing frame on Blender's
 evaluated bones (tests/helpers/retarget_measure.py, shared with the retarget tests).
 
-    .venv/bin/python bench/bench_retarget.py [--clips PATTERN] [--rigs signer,godot,robot] [--frames N]
+    .venv/bin/python bench/bench_retarget.py [--clips PATTERN] [--rigs signer,godot,…] [--frames N]
 
 Clips: every BVH, FBX and glTF/GLB under ../shared/data/mocap and ../shared/data/generated
 (--clips: a glob on the path below ../shared/data, e.g. 'generated/*'); rigs: the bundled
-signer, the CC0 base mesh (godot), the robot; --frames: the first N frames of each clip
-(default 300; 0 for every frame). Per pair it prints:
+signer, the CC0 base mesh (godot), the robot, and the base mesh built in Blender as other
+tools give a character (retarget_rigs.VARIANTS, as the retarget tests build them): every
+bone renamed Node_<n> (godot_nodes), in centimetres under an object scale of 0.01
+(godot_cm), a 3ds Max Biped with its clavicles on the neck (max_biped), turned to face +X
+(godot_plus_x); --frames: the first N frames of each clip (default 300; 0 for every
+frame). Per pair it prints:
 
   yaw    largest difference (deg) of the hip–shoulder yaw from the source's      ≤ 30
   side   bone-map pairs whose names say different sides                           0
@@ -42,7 +46,7 @@ import retarget_measure as rm  # noqa: E402
 import retarget_rigs  # noqa: E402
 
 DATA = ROOT.parent / "shared" / "data"
-RIGS = ("signer", "godot", "robot")
+RIGS = ("signer", "godot", "robot") + tuple(retarget_rigs.VARIANTS)
 SUFFIXES = (".bvh", ".fbx", ".glb", ".gltf")
 LIMITS = {"yaw": 30.0, "twist": 45.0, "foot": 0.95, "root": 2.0, "cos": 0.98, "step": 20.0}
 
@@ -109,19 +113,19 @@ def main():
     chosen = clips(args.clips)
     if not chosen:
         sys.exit(f"no clip under {DATA} matches {args.clips!r}")
-    print(f"{'clip':<44} {'rig':<7} {'yaw°':>6} {'side':>4} {'twist°':>7} {'foot':>5} {'root cm':>7} "
+    print(f"{'clip':<44} {'rig':<12} {'yaw°':>6} {'side':>4} {'twist°':>7} {'foot':>5} {'root cm':>7} "
           f"{'cos':>6} {'step°':>6}  failed")
     for clip in chosen:
         for rig in rigs:
             m = measure(clip, rig, args.frames or None)
             failed = judge(clip, rig, m)
             if "refused" in m or "crashed" in m:
-                print(f"{clip:<44} {rig:<7} {next(iter(m))}: {next(iter(m.values()))}", flush=True)
+                print(f"{clip:<44} {rig:<12} {next(iter(m))}: {next(iter(m.values()))}", flush=True)
                 continue
             foot = "-" if m["foot"] is None else f"{m['foot']:.2f}"
             worst = {"twist": m["twist_worst"], "cos": m["cos_worst"], "step": m["step_worst"]}
             note = ", ".join(f"{k} ({worst[k]})" if k in worst else k for k in failed)
-            print(f"{clip:<44} {rig:<7} {m['yaw']:6.1f} {m['side']:4d} {m['twist']:7.1f} {foot:>5} "
+            print(f"{clip:<44} {rig:<12} {m['yaw']:6.1f} {m['side']:4d} {m['twist']:7.1f} {foot:>5} "
                   f"{m['root']:7.2f} {m['cos']:6.3f} {m['step']:6.1f}  {note}", flush=True)
 
 

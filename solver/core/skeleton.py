@@ -7,7 +7,9 @@ facing. `analyse` finds:
 - the junctions: the hips are the top-most bone where three long branches meet (two legs
   and the spine); the chest is the first bone in the spine branch where two long branches
   (the arms) leave; a branch is long when it reaches farther than a fraction of the body
-  size (fingers, toes, face and breast bones do not);
+  size (fingers, toes, face and breast bones do not); a bone the arms leave that carries
+  the head straight and sits as high as the arms' first bones is the neck, the bone below
+  it the chest (a 3ds Max Biped hangs its clavicles from the neck);
 - the up axis: from the two leg ends (the chains that end lowest) to the head chain;
 - the facing: the feet point forward (ankle → toe, across the up axis); without feet, the
   knees bend forward, the face sits in front of the head; names only when geometry has
@@ -45,6 +47,8 @@ CONF_TOPOLOGY = 0.8   # geometry found the role, no name says anything about it
 CONF_CONFLICT = 0.6   # geometry found the role, the name says otherwise
 CONF_GUESSED = 0.5    # no geometric evidence: a guess (the facing from nothing, …)
 OVERWHELMING = 0.9    # share of frames on which the geometry must contradict names to win
+NECK_BORNE = 0.1      # a bone carrying the head and the arms this close below the arm roots
+                      # (fraction of their height above the hips) is a neck, not a chest
 
 _HELPER_NAME = re.compile(r"ik|pole|target|twist|roll|ctrl|control|mch|helper|nub|_end$|end$"
                           r"|\bend\b|site|top_?end|headtop", re.IGNORECASE)
@@ -281,6 +285,14 @@ def analyse(names, parents, heads, tails=None, poses=None, classify=None):
     an.spine = tree.path(hips, chest) if chest is not None else []
     an.head = head
     an.neck = (tree.path(chest, head) or [head])[:-1] if head is not None else []
+    neck_borne = head is not None and not an.neck and len(an.spine) >= 2 and arms and \
+        _at_shoulders(X, an.up, hips, chest, arms)
+    if neck_borne:
+        # the arms leave a bone that carries the head straight and sits as high as they do
+        # (3ds Max Biped hangs the clavicles from its neck): by function that bone is the
+        # neck, the one below it the chest
+        an.spine, an.neck = an.spine[:-1], an.spine[-1:]
+        chest = an.spine[-1]
 
     # ---- facing and sides
     leg_chains = {leg: _leg_chain(tree, X, reach, leg, an.up, size, tails, cls) for leg in legs}
@@ -373,7 +385,8 @@ def analyse(names, parents, heads, tails=None, poses=None, classify=None):
         role(i, "spine", number=k + 1, why=["between hips and chest" if i != chest
                                             else "chest: where the arms branch"])
     for k, i in enumerate(an.neck):
-        role(i, "neck", number=k + 1, why=["between chest and head"])
+        role(i, "neck", number=k + 1, why=["carries the head, the arms leave it at the shoulders"
+                                           if neck_borne else "between chest and head"])
     if head is not None:
         role(head, "head", why=["end of the neck chain"])
     for arm, chain in arm_chains.items():
@@ -461,6 +474,16 @@ def _junctions(tree, junctions, long_, reach):
             if below and pair and _alike(tree, reach, *pair):
                 return j, min(below, key=lambda k: len(tree.ancestors(k)))
     return None, (junctions[0] if junctions else None)
+
+
+def _at_shoulders(X, up, hips, chest, arms):
+    """True when the head of the bone `chest` lies within NECK_BORNE of the hips → arm
+    roots height below the heads of the arm branches' first bones `arms` (or above them),
+    measured along `up` over the frames of X (F, N, 3): a neck the arms hang from, where a
+    chest sits well below the shoulders."""
+    height = lambda i: float(np.median((X[:, i] - X[:, hips]) @ up))
+    shoulders = np.mean([height(a) for a in arms])
+    return height(chest) >= shoulders - NECK_BORNE * shoulders
 
 
 def _main_chain(tree, reach, i):

@@ -62,8 +62,8 @@ scaled by the hips → chest lengths from the target's rest hips. The location k
 bone carrying the translation (the hips, a Biped's Bip01) is solved from
   head_b = L_b,rot · t_B + head_local_b   (parents of the hips at rest)
 for the shift the rotated pose still lacks. The pelvis is aligned by the two standing
-poses' body frames and each foot by ankle → toe tip, levelled on the source's planted
-frames (_level_foot); planted feet are held on the target's floor (_plant_feet), and one
+poses' body frames and each foot by ankle → toe tip, levelled on the frames the source's
+foot stands flat (_level_foot); planted feet are held on the target's floor (_plant_feet), and one
 source bone spanning several target bones shares its rotation over them (_share).
 Bones outside the mapped hierarchy (IK targets and poles hanging from a root) follow the
 nearest mapped bone of their side rigidly: M_b(t) = M_anchor(t) · L_anchor⁻¹ · L_b.
@@ -421,7 +421,7 @@ def solve(sk_s, rest_s_world, mats, tails, sk_t, mo_t, rest_t_arm, tails_t, pair
     for b in tips:
         side = next(k[0] for k, v in body_t.limbs.items() if k[1] == "foot" and v[0] == b)
         if side in feet_s:
-            _level_foot(sk_t, b, _foot_end(body_t, side), h_t, tails_t, feet_s[side]["planted"], ax_t, Q, t_of)
+            _level_foot(sk_t, b, _foot_end(body_t, side), h_t, tails_t, feet_s[side]["standing"], ax_t, Q, t_of)
 
     if body_t is not None:
         _share(sk_t, body_t, Q, h_t)
@@ -698,6 +698,9 @@ PITCH_TOL = 0.002     # m: a planted foot this close to where it must stand is n
 PLANT_MISS = 0.015    # m: a held foot further than this from where it must stand is reported
 PLANT_TURN = np.radians(4.5)   # the hold's turn of a leg bone changes this much per frame at most
 FOOT_FLOOR_SPREAD = 0.06  # m: a foot whose lowest points stay this close to the floor has its own
+STAND_RISE = 0.04     # m: a planted foot whose ankle stands this much higher above its lowest point than
+                      # when flat is on its toes (a 20 cm foot pitched about 12°), not standing flat;
+                      # below it, the roll of a walking foot from heel to toes
 
 
 def _leg_ends(body, side, heads, tails, ik_feet=None):
@@ -712,7 +715,8 @@ def _leg_ends(body, side, heads, tails, ik_feet=None):
 
 
 def source_feet(body, P, tails, fps, ik_feet=None):
-    """Where each source foot stands: {side: {"planted": bool (F,), "floor": the height it
+    """Where each source foot stands: {side: {"planted": bool (F,), "standing": bool (F,) the
+    planted frames on which it stands flat, "floor": the height it
     stands on (m), "lift": (F,) its lowest point's height above that floor (m), "leg": the
     standing leg length: thigh + shin (medians over the frames) + the ankle's height above
     the foot's lowest point while it stands planted (m)}}.
@@ -726,7 +730,9 @@ def source_feet(body, P, tails, fps, ik_feet=None):
     over the planted frames of both feet (median): a foot on its toes puts the ankle 7 cm
     higher above its lowest point, which is no longer leg (Rokoko's dance: 16 cm over all
     frames, 9.7 cm planted). Without any planted frame, the medians over all frames are
-    used. P (F, N, 3) posed heads, tails (F, N, 3), fps: frames per second; ik_feet
+    used. A planted foot stands flat where its ankle is no more than STAND_RISE higher
+    above its lowest point than the 5th percentile of that height over its planted frames
+    (a foot on its toes, or rolling onto them, is planted but not flat). P (F, N, 3) posed heads, tails (F, N, 3), fps: frames per second; ik_feet
     {side: bone}: IK feet outside the legs (detached_feet), which stand for those feet (a
     leg ending at its shin high above the floor is no standing leg: the robot's clips
     lifted a character 1.3 m)."""
@@ -760,6 +766,7 @@ def source_feet(body, P, tails, fps, ik_feet=None):
         mask = out[side]["planted"]
         height = above[side][mask] if mask.any() else (flat if flat is not None else above[side])
         out[side]["leg"] = out[side].pop("bones") + float(np.median(height))
+        out[side]["standing"] = mask & (above[side] <= np.percentile(height, 5) + STAND_RISE)
     return out
 
 
@@ -806,8 +813,9 @@ def root_motion(body_s, P, feet_s, hip_t, feet_t):
 def _level_foot(sk, foot, end, heads, tails, mask, axes, Q, t_of):
     """Tilt a target foot (and its mapped toes) about the body's lateral axis by the one
     constant angle that makes its aim (ankle → the tail of its last bone `end`) as steep on
-    the source's planted frames (mask (F,)) as in the target's rest pose: the target's rest
-    foot stands flat, so the source's foot as it stands planted becomes that flat foot,
+    the frames where the source's foot stands flat (mask (F,): source_feet's "standing",
+    never the frames it stands on its toes) as in the target's rest pose: the target's rest
+    foot stands flat, so the source's foot standing flat becomes that flat foot,
     whatever pose the source's reference frame caught it in. The posed aim is summed bone
     by bone down to `end`, each segment turned by its own bone (a toe bent up at the ball
     of the foot tilts the aim too: Rokoko's dance bends it 9°). heads, tails (N, 3): world

@@ -576,21 +576,39 @@ def twist_excess(src, tgt, pairs):
     return {"twist_excess_deg": float(excess[k]), "twist_worst": tgt.names[bones[k]]}
 
 
-def foot_pitch_within(src, tgt, tol=20.0):
-    """Smallest fraction over the feet of frames on which the target foot's pitch (the
-    ankle → foot end line's angle above the horizontal, deg) follows the source's within
-    `tol` degrees, after the constant difference of the two skeletons' feet (the median
-    over the frames) is removed; None without feet on both."""
+def foot_angles(p, side):
+    """Per frame, the pitch and roll (deg, (F,) each) of the foot of `side` relative to its
+    rest: pitch, the ankle → foot end line's angle above the horizontal minus the rest's;
+    roll, the angle above the horizontal of the foot's rest lateral line (horizontal,
+    square to that rest line) as the foot bone carries it."""
+    ft, end = p.body.limbs[(side, "foot")][0], foot_end(p.body, side)
+    aim_rest = _unit(p.rest_tails[end] - p.rest_heads[ft])
+    lateral = _unit(np.cross(aim_rest, [0.0, 0.0, 1.0]))
+    aim = _unit(p.tails[:, end] - p.heads[:, ft])
+    carried = np.einsum("fij,j->fi", p.rot[:, ft] @ p.rest_rot[ft].T, lateral)
+    pitch = np.arcsin(np.clip(aim[:, 2], -1.0, 1.0)) - np.arcsin(np.clip(aim_rest[2], -1.0, 1.0))
+    return np.degrees(pitch), np.degrees(np.arcsin(np.clip(carried[:, 2], -1.0, 1.0)))
+
+
+def foot_pitch_within(src, tgt, tol=20.0, rest=False):
+    """Smallest fraction over the feet of frames on which the target foot follows the
+    source's within `tol` degrees, None without feet on both. By default the pitch (the
+    ankle → foot end line's angle above the horizontal) after the constant difference of
+    the two skeletons' feet (the median over the frames) is removed, which holds whatever
+    the source's rest pose; with rest (a source whose rest pose stands on flat feet) pitch
+    and roll each relative to its own skeleton's rest (foot_angles), so a foot tilted by
+    a constant is caught too."""
     fractions = []
     for side in skeleton.SIDES:
         if (side, "foot") not in src.body.limbs or (side, "foot") not in tgt.body.limbs:
             continue
-        pitch = []
-        for p in (src, tgt):
-            d = _unit(p.tails[:, foot_end(p.body, side)] - p.heads[:, p.body.limbs[(side, "foot")][0]])
-            pitch.append(np.degrees(np.arcsin(np.clip(d[:, 2], -1.0, 1.0))))
-        err = pitch[1] - pitch[0]
-        fractions.append(float(np.mean(np.abs(err - np.median(err)) <= tol)))
+        (pitch_s, roll_s), (pitch_t, roll_t) = foot_angles(src, side), foot_angles(tgt, side)
+        if rest:
+            ok = (np.abs(pitch_t - pitch_s) <= tol) & (np.abs(roll_t - roll_s) <= tol)
+        else:
+            err = pitch_t - pitch_s
+            ok = np.abs(err - np.median(err)) <= tol
+        fractions.append(float(np.mean(ok)))
     return min(fractions) if fractions else None
 
 

@@ -59,8 +59,13 @@ def character(shared_data, key):
 
 
 def target_rig(shared_data, key):
-    """'signer', 'godot' or 'robot' as a fresh armature object in the current scene."""
-    return signer() if key == "signer" else character(shared_data, key)
+    """A fresh armature object in the current scene: 'signer', 'godot' or 'robot', or one
+    of the CC0 base mesh's VARIANTS."""
+    if key == "signer":
+        return signer()
+    if key in VARIANTS:
+        return VARIANTS[key](shared_data)
+    return character(shared_data, key)
 
 
 def posed_heads(ob, frames):
@@ -156,6 +161,91 @@ def direction_cosines(source, target, bone_map, result, pairs):
     return out
 
 
+BIPED = {"spine": "Bip01 Pelvis", "spine.001": "Bip01 Spine", "spine.002": "Bip01 Spine1",
+         "spine.003": "Bip01 Spine2", "spine.004": "Bip01 Neck", "spine.005": "Bip01 Head"}
+for _s in ("L", "R"):
+    BIPED.update({f"shoulder.{_s}": f"Bip01 {_s} Clavicle", f"upper_arm.{_s}": f"Bip01 {_s} UpperArm",
+                  f"forearm.{_s}": f"Bip01 {_s} Forearm", f"hand.{_s}": f"Bip01 {_s} Hand",
+                  f"thigh.{_s}": f"Bip01 {_s} Thigh", f"shin.{_s}": f"Bip01 {_s} Calf",
+                  f"foot.{_s}": f"Bip01 {_s} Foot", f"toe.{_s}": f"Bip01 {_s} Toe0"})
+    for _k, _f in enumerate(("thumb", "f_index", "f_middle", "f_ring", "f_pinky")):
+        for _j in range(3):
+            BIPED[f"{_f}.{_j + 1:02d}.{_s}"] = f"Bip01 {_s} Finger{_k}{'' if _j == 0 else _j}"
+
+
+def rename(ob, names):
+    """Rename every bone of armature object ob: names(old name) → new name."""
+    for b in list(ob.data.bones):
+        b.name = names(b.name)
+
+
+def biped(ob, clavicles_on_neck=False):
+    """Make the CC0 base mesh's armature ob a 3ds Max Biped in place: Biped names (BIPED), a
+    Bip01 root under the pelvis' head, the thighs on Bip01 Spine; with clavicles_on_neck
+    the clavicles hang from Bip01 Neck, where Biped puts them (each stays where it is)."""
+    rename(ob, lambda n: BIPED.get(n, n))
+    bpy.context.view_layer.objects.active = ob
+    bpy.ops.object.mode_set(mode='EDIT')
+    eb = ob.data.edit_bones
+    root = eb.new("Bip01")
+    pelvis = eb["Bip01 Pelvis"]
+    root.head = pelvis.head
+    root.tail = pelvis.head + (pelvis.tail - pelvis.head) * 0.5
+    pelvis.parent = root
+    for s in ("L", "R"):
+        eb[f"Bip01 {s} Thigh"].parent = eb["Bip01 Spine"]
+        if clavicles_on_neck:
+            eb[f"Bip01 {s} Clavicle"].use_connect = False
+            eb[f"Bip01 {s} Clavicle"].parent = eb["Bip01 Neck"]
+    bpy.ops.object.mode_set(mode='OBJECT')
+    return ob
+
+
+def in_centimetres(ob):
+    """Make armature object ob and the objects parented to it 100× larger in their data
+    (scale applied), then shrink them back by the armature object's scale 0.01: the same
+    character in the world, its bones in centimetres (as 3ds Max and many FBX exports)."""
+    for o in bpy.data.objects:
+        o.select_set(o == ob or o.parent == ob)
+    bpy.context.view_layer.objects.active = ob
+    ob.scale = [100.0 * s for s in ob.scale]
+    bpy.context.view_layer.update()
+    bpy.ops.object.transform_apply(location=False, rotation=False, scale=True)
+    ob.scale = (0.01, 0.01, 0.01)
+    bpy.context.view_layer.update()
+    return ob
+
+
+def max_biped(shared_data):
+    """The CC0 base mesh as a 3ds Max Biped exports it: Biped names and hierarchy with the
+    clavicles on the neck (biped), bones in centimetres under an object scale of 0.01."""
+    return in_centimetres(biped(character(shared_data, "godot"), clavicles_on_neck=True))
+
+
+def numbered(ob):
+    """Rename every bone of ob Node_<n> (n: its index), as a glTF with unnamed joints."""
+    names = [b.name for b in ob.data.bones]
+    rename(ob, lambda n: f"Node_{names.index(n)}")
+    return ob
+
+
+def facing_plus_x(ob):
+    """Turn armature object ob 90° about the world's Z axis: a rig facing -Y faces +X."""
+    ob.rotation_mode = 'XYZ'
+    ob.rotation_euler[2] += np.pi / 2
+    bpy.context.view_layer.update()
+    return ob
+
+
+# the CC0 base mesh built as other tools give a character: every bone renamed Node_<n>, in
+# centimetres under an object scale of 0.01, a 3ds Max Biped with the clavicles on its
+# neck, turned to face +X
+VARIANTS = {"godot_nodes": lambda data: numbered(character(data, "godot")),
+            "godot_cm": lambda data: in_centimetres(character(data, "godot")),
+            "max_biped": max_biped,
+            "godot_plus_x": lambda data: facing_plus_x(character(data, "godot"))}
+
+
 def centimetre_rig(shared_data, variant):
     """In a new empty file: the CC0 base mesh ("metres": as imported), or made 100× larger
     in its data (armature and skin, scale applied), then
@@ -166,15 +256,9 @@ def centimetre_rig(shared_data, variant):
     ob = next(o for o in bpy.data.objects if o.type == 'ARMATURE')
     if variant == "metres":
         return ob
-    for o in bpy.data.objects:
-        o.select_set(o == ob or o.parent == ob)
-    bpy.context.view_layer.objects.active = ob
-    ob.scale = [100.0 * s for s in ob.scale]
-    bpy.context.view_layer.update()
-    bpy.ops.object.transform_apply(location=False, rotation=False, scale=True)
-    if variant == "object":
-        ob.scale = (0.01, 0.01, 0.01)
-    else:
+    in_centimetres(ob)
+    if variant == "units":
+        ob.scale = (1.0, 1.0, 1.0)
         bpy.context.scene.unit_settings.scale_length = 0.01
     bpy.context.view_layer.update()
     return ob

@@ -296,3 +296,73 @@ def test_shoulders_turned_against_the_hips_are_refused(addon, cli, shared_data, 
     err = capsys.readouterr().err.strip().splitlines()
     assert code != 0 and not out.exists()
     assert len(err) == 1 and "shoulders" in err[0] and "refused" in err[0], err
+
+
+def _on_toes(data, motion, ramp, pitch=40.0):
+    """Both feet pitched toes-down about their own lateral axis by `pitch` degrees along
+    the ramp and the body raised so that a toe tip stays where it stood (a walk that goes
+    up onto its toes): the planted feet stand flat before the ramp and on their toes after."""
+    from scipy.spatial.transform import Rotation
+    from solver.mocap import bvh_file
+    theta = np.radians(pitch * ramp)
+    for side in ("Left", "Right"):
+        _pos, rot, axes = bvh_file.joint_channels(data, data.names.index(f"{side}Foot"))
+        local = Rotation.from_euler(axes, motion[:, rot], degrees=True)
+        motion[:, rot] = (local * Rotation.from_rotvec(np.outer(theta, [1.0, 0.0, 0.0]))).as_euler(axes, degrees=True)
+    toe = data.names.index("LeftToeBase")          # its rest offsets: Y up, Z forward
+    tip = data.offsets[toe] + next(np.array(o) for j, o in data.end_sites if j == toe)
+    drop = np.arcsin(-tip[1] / np.linalg.norm(tip))  # ankle → toe tip below the horizontal
+    pos, _rot, _axes = bvh_file.joint_channels(data, 0)
+    motion[:, pos[1]] += np.linalg.norm(tip) * (np.sin(drop + theta) - np.sin(drop))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("rig", ["signer", "godot"])
+def test_feet_follow_a_source_that_goes_onto_its_toes(addon, shared_data, tmp_path, rig):
+    """CMU's walk going up onto its toes for the second half: each target foot's pitch and
+    roll, relative to its rest, follow the source's within 20° on at least 95 % of the
+    frames (the feet are levelled from the frames where the source's stand flat, not from
+    every planted frame, whose toe stands tilt the flat ones toe-up)."""
+    import retarget_measure as rm
+    from retarget_rigs import target_rig
+    clip = _edited_walk(shared_data / "mocap" / "cmu_01_01_cgspeed__fairmotion.bvh", tmp_path / "toes.bvh",
+                        _on_toes, rows=480)
+    bpy.ops.wm.read_homefile(use_empty=True)
+    src, tgt, _result, _fps = rm.retarget_clip(addon.signsim_addon.retarget.api, clip, target_rig(shared_data, rig))
+    assert min(rm.foot_angles(src, s)[0].min() for s in ("L", "R")) <= -40.0     # the source on its toes
+    assert rm.foot_pitch_within(src, tgt, rest=True) >= 0.95
+
+
+def _boxing_bvh(path, frames=90):
+    """CLAVICLE_BODY boxing: the arms punch in turn (clavicles following them), the chest
+    turns 35° either way with each punch and the neck turns back against it so that the
+    head keeps facing forward (frames at 30 fps)."""
+    rows = []
+    for t in range(frames):
+        a = np.sin(2 * np.pi * t / 30)
+        rows.append({"Spine2": (0, 0, 35 * a), "Neck": (0, 0, -35 * a),
+                     "LeftShoulder": (5 * max(a, 0), 0, 10 * max(a, 0)), "LeftArm": (-70, 0, 80 * max(a, 0)),
+                     "LeftForeArm": (0, 0, 90 * (1 - max(a, 0))),
+                     "RightShoulder": (-5 * max(-a, 0), 0, -10 * max(-a, 0)), "RightArm": (70, 0, -80 * max(-a, 0)),
+                     "RightForeArm": (0, 0, -90 * (1 - max(-a, 0)))})
+    path.write_text(_clavicle_bvh(rows))
+    return path
+
+
+@pytest.mark.slow
+def test_biped_neck_carrying_the_clavicles_follows_the_source_neck(addon, shared_data, tmp_path):
+    """A boxer (the chest turning with each punch, the neck turning back) onto the CC0
+    base mesh made a 3ds Max Biped as exported (clavicles on Bip01 Neck, centimetres under
+    an object scale of 0.01): Bip01 Neck turns as the source's neck does (its world
+    rotation within 10° of the source neck's on average, after the constant rest
+    difference), not with the chest, and steps between frames at most 20° beyond the
+    source neck's own step."""
+    import retarget_measure as rm
+    from retarget_rigs import max_biped
+    bpy.ops.wm.read_homefile(use_empty=True)
+    target = max_biped(shared_data)
+    src, tgt, _result, _fps = rm.retarget_clip(addon.signsim_addon.retarget.api,
+                                               _boxing_bvh(tmp_path / "boxing.bvh"), target)
+    s_neck, t_neck = src.body.neck[0], tgt.names.index("Bip01 Neck")
+    assert rm.offset_angles(src.rot[:, s_neck], tgt.rot[:, t_neck]).mean() <= 10.0
+    assert (rm.rotation_jumps(tgt)[:, t_neck] - rm.rotation_jumps(src)[:, s_neck]).max() <= 20.0

@@ -16,54 +16,21 @@ import bpy
 import pytest
 
 import retarget_measure as rm
-from retarget_rigs import character, signer
+from retarget_rigs import biped, character, numbered, signer
 
 DATA = pathlib.Path(__file__).resolve().parents[3] / "shared" / "data"
 CLIPS = sorted(str(p.relative_to(DATA)) for d in ("mocap", "generated") for p in (DATA / d).glob("*.bvh"))
 RIGS = ("signer", "godot", "robot", "godot_nodes", "godot_biped")
-
-BIPED = {"spine": "Bip01 Pelvis", "spine.001": "Bip01 Spine", "spine.002": "Bip01 Spine1",
-         "spine.003": "Bip01 Spine2", "spine.004": "Bip01 Neck", "spine.005": "Bip01 Head"}
-for _s in ("L", "R"):
-    BIPED.update({f"shoulder.{_s}": f"Bip01 {_s} Clavicle", f"upper_arm.{_s}": f"Bip01 {_s} UpperArm",
-                  f"forearm.{_s}": f"Bip01 {_s} Forearm", f"hand.{_s}": f"Bip01 {_s} Hand",
-                  f"thigh.{_s}": f"Bip01 {_s} Thigh", f"shin.{_s}": f"Bip01 {_s} Calf",
-                  f"foot.{_s}": f"Bip01 {_s} Foot", f"toe.{_s}": f"Bip01 {_s} Toe0"})
-    for _k, _f in enumerate(("thumb", "f_index", "f_middle", "f_ring", "f_pinky")):
-        for _j in range(3):
-            BIPED[f"{_f}.{_j + 1:02d}.{_s}"] = f"Bip01 {_s} Finger{_k}{'' if _j == 0 else _j}"
-
-
-def _rename(ob, names):
-    for b in list(ob.data.bones):
-        b.name = names(b.name)
-
-
-def _biped(ob):
-    """Biped names, a Bip01 root under the pelvis' head, the thighs on Bip01 Spine."""
-    _rename(ob, lambda n: BIPED.get(n, n))
-    bpy.context.view_layer.objects.active = ob
-    bpy.ops.object.mode_set(mode='EDIT')
-    eb = ob.data.edit_bones
-    root = eb.new("Bip01")
-    pelvis = eb["Bip01 Pelvis"]
-    root.head = pelvis.head
-    root.tail = pelvis.head + (pelvis.tail - pelvis.head) * 0.5
-    pelvis.parent = root
-    for s in ("L", "R"):
-        eb[f"Bip01 {s} Thigh"].parent = eb["Bip01 Spine"]
-    bpy.ops.object.mode_set(mode='OBJECT')
-
 
 @pytest.fixture(scope="session")
 def rig_file(tmp_path_factory, addon):
     """A .blend holding the five target armatures (objects named as RIGS)."""
     bpy.ops.wm.read_homefile(use_empty=True)
     made = {"signer": signer(), "godot": character(DATA, "godot"), "robot": character(DATA, "robot")}
-    for key, change in (("godot_nodes", None), ("godot_biped", _biped)):
+    for key, change in (("godot_nodes", None), ("godot_biped", biped)):
         ob = character(DATA, "godot")
         if change is None:
-            _rename(ob, lambda n, names=[b.name for b in ob.data.bones]: f"Node_{names.index(n)}")
+            numbered(ob)
         else:
             change(ob)
         made[key] = ob
