@@ -58,6 +58,7 @@ class SIGNSIM_PT_physics(SidebarPanel, bpy.types.Panel):
         sub.active = p.use_schedule
         sub.prop(p, "target_depth_mm", text="Target Depth (mm)")
         box.prop(p, "face_object", icon='USER')
+        box.prop(p, "project")
 
         box = layout.box()
         box.prop(p, "soft_face")

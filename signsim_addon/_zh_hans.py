@@ -151,6 +151,10 @@ ZH_HANS = {
     "Target Depth": "目标深度",
     "Penetration depth the adaptive stiffness schedule aims at, in mm": "自适应刚度时间表所追求的穿透深度，单位毫米",
     "Adaptive Stiffness": "自适应刚度",
+    "Project": "投影",
+    "Track a target: the fitted reference moved the least so that no body part is inside another (contacts the "
+    "retarget kept stay); off: track the reference itself":
+        "跟踪目标：拟合后的参考动作以最小改动使身体各部分互不穿透（保留重定向保留的接触）；关闭：直接跟踪参考动作",
     "Adapt the contact stiffness each frame towards the target depth": "每帧调整接触刚度以接近目标深度",
     "Stiffness Multiplier": "刚度倍数",
     "Animator's multiplier on the contact stiffness; key it to make a schedule": "动画师对接触刚度的倍数；为其插帧即可形成时间表",

@@ -50,6 +50,10 @@ def _physics_annotations():
             name="Simulated", options={'ENUM_FLAG'}, default=set(GROUPS),
             items=[(g, GROUP_LABELS[g], f"Simulate the {GROUP_LABELS[g].lower()} bones") for g in GROUPS],
             description="Joint groups the physics pass simulates; the rest follows the reference"),
+        project=bpy.props.BoolProperty(
+            name="Project", default=False,
+            description="Track a target: the fitted reference moved the least so that no body part is inside "
+                        "another (contacts the retarget kept stay); off: track the reference itself"),
         face_object=bpy.props.PointerProperty(
             name="Face", type=bpy.types.Object, poll=lambda self, ob: ob.type == 'MESH',
             description="Mesh used as the face for hand–face contact (default: a mesh parented to the head bone)"),

@@ -39,7 +39,8 @@ class BakeFileRequest(files.FileRequest):
     (the rig's settings) or one of PRESETS; metrics: optional JSON path; picture:
     optional PNG path of a before/after contact sheet (rendered in a child process);
     soft_face: dent the face under the baked fingertips (None: the rig's Physics
-    setting); face_modes: its number of modes (None: the rig's).
+    setting); face_modes: its number of modes (None: the rig's); project: track the
+    projected target (None: the rig's Physics setting; False: the reference itself).
     """
     action: str = None
     preset: str = None
@@ -47,6 +48,7 @@ class BakeFileRequest(files.FileRequest):
     picture: str = None
     soft_face: bool = None
     face_modes: int = None
+    project: bool = None
 
 
 def bake_file(request: BakeFileRequest, report=silent) -> dict:
@@ -63,7 +65,7 @@ def bake_file(request: BakeFileRequest, report=silent) -> dict:
     ob = files.find_armature(r.armature)
     action = files.find_action(r.action, r.rig)
     scene = bpy.context.scene
-    job = prepare(scene, ob, action, preset=r.preset, report=report)
+    job = prepare(scene, ob, action, preset=r.preset, report=report, project=r.project)
     report(INFO, f"baking {len(job.frames)} frames of '{job.action_name}' on '{ob.name}' "
                  f"({len(job.rig.bone_names)} simulated bones)")
     seconds, compiled = warm_up()  # compiles on the first bake after install, then loads
@@ -93,6 +95,14 @@ def bake_file(request: BakeFileRequest, report=silent) -> dict:
             report(INFO, f"{side:>9}: on the skin: penetration max {m['skin_penetration_max_mm']:.2f} mm, "
                          f"intersecting on {m['skin_frames_penetrating']} of {len(job.frames)} frames"
                          + (f" ({by_kind} mm)" if by_kind else ""))
+    if "target" in metrics:
+        t = metrics["target"]
+        report(INFO, f"   target: {t['projected_frames']} of {len(job.frames)} frames projected "
+                     f"({t['colliding_frames']} colliding), largest change {t['largest_change_deg']:.1f}°"
+                     + (f" ('{t['largest_change_bone']}' at frame {t['largest_change_frame']:.0f})"
+                        if t["largest_change_bone"] else "")
+                     + f", mean {t['mean_change_deg']:.1f}°; projection {t['projection_seconds']:.2f} s "
+                       f"({1e3 * t['seconds_per_colliding_frame']:.0f} ms per colliding frame)")
     report(INFO, f"wrote action '{new.name}' to {r.out}")
     result = {"action": new.name, "metrics": metrics, "out": os.path.abspath(r.out),
               "warnings": solved.metrics["warnings"]}

@@ -41,12 +41,14 @@ class BatchRequest(files.FileRequest):
     """Retarget and bake library clips onto one rig (files.FileRequest; out is a folder
     for one .blend and .json per clip): library (None: the preferences'), workers ≥ 1,
     text and tags (comma-separated) filters of the clips, preset (None or
-    'soft'|'default'|'stiff')."""
+    'soft'|'default'|'stiff'), project (None: the rig's Physics setting; False: track the
+    reference itself, bake --no-project)."""
     library: str = None
     workers: int = 1
     text: str = ""
     tags: str = ""
     preset: str = None
+    project: bool = None
     scheduler: str = None
 
 
@@ -124,7 +126,8 @@ def run_clip(command, clip, job, cancel_event):
     bake_many; "cancelled": True when the batch was interrupted first).
 
     command: the CLI argv prefix (a worker's own SIGNSIM_CLI replaces it); job: dict of
-    "library", "rig", "out", "armature", "preset" (absolute paths or None); cancel_event:
+    "library", "rig", "out", "armature", "preset" (absolute paths or None), "project" (None or
+    bool: bake's --project/--no-project); cancel_event:
     name of the batch's dask.distributed Event (runs on a Dask worker)."""
     if os.environ.get("SIGNSIM_CLI"):
         command = json.loads(os.environ["SIGNSIM_CLI"])
@@ -138,7 +141,8 @@ def run_clip(command, clip, job, cancel_event):
         for name in ("retarget", "bake"):
             if name == "bake":
                 step = ["bake", "--blend", retargeted, "--armature", record["armature"], "--out", baked,
-                        "--metrics", metrics, "--json"] + (["--preset", job["preset"]] if job["preset"] else [])
+                        "--metrics", metrics, "--json"] + (["--preset", job["preset"]] if job["preset"] else []) \
+                    + ([] if job.get("project") is None else ["--project" if job["project"] else "--no-project"])
             if cancelled():
                 return {"clip": clip, "cancelled": True}
             code, stdout, stderr = _run_child(command + step, cancelled)
@@ -300,7 +304,7 @@ def bake_many(request: BatchRequest, report=silent) -> dict:
     files.make_folder(args.out)
     command = cli_command()
     job = {"library": args.library, "rig": args.rig, "out": args.out, "armature": args.armature,
-           "preset": args.preset}
+           "preset": args.preset, "project": args.project}
     client, cluster = _connect(args)
     try:
         where = f"the Dask cluster at {args.scheduler}" if args.scheduler else f"{args.workers} local worker(s)"

@@ -1,4 +1,5 @@
 """`signsim bake` and `signsim batch`: argument parsing and printing over bake.api."""
+import argparse
 import os
 import sys
 
@@ -13,6 +14,7 @@ def add_arguments(parser):
     parser.add_argument("--action", help="reference action (default: the armature's assigned action)")
     parser.add_argument("--preset", choices=api.PRESETS,
                         help="physics preset (the Physics panel's preset of that name) instead of the rig's settings")
+    _project_argument(parser)
     parser.add_argument("--out", required=True, help="the .blend file to write (never the input)")
     parser.add_argument("--metrics", help="also write the metrics JSON to this file")
     parser.add_argument("--picture", metavar="PNG",
@@ -22,9 +24,16 @@ def add_arguments(parser):
     parser.add_argument("--face-modes", type=int, metavar="N", help="soft face modes (default: the rig's, 20)")
 
 
+def _project_argument(parser):
+    parser.add_argument("--project", action=argparse.BooleanOptionalAction, default=None,
+                        help="track the reference projected onto collision-free poses (the target); "
+                             "--no-project tracks the reference itself (default: the rig's Physics setting, off)")
+
+
 def run(args, say) -> dict:
     return api.bake_file(api.BakeFileRequest(
         rig=args.blend, armature=args.armature, out=args.out, action=args.action, preset=args.preset,
+        project=args.project,
         metrics=args.metrics, picture=args.picture, soft_face=args.soft_face or None,
         face_modes=args.face_modes), cli_reporter(say))
 
@@ -43,6 +52,7 @@ def add_batch_arguments(parser):
                         "contain every one of these words (as list --text)")
     parser.add_argument("--tags", default="", metavar="a,b", help="only clips with all these tags")
     parser.add_argument("--preset", choices=api.PRESETS, help="physics preset for every bake")
+    _project_argument(parser)
 
 
 def run_batch(args, say) -> dict:
@@ -61,7 +71,8 @@ def run_batch(args, say) -> dict:
     try:
         result = api.bake_many(api.BatchRequest(
             rig=args.rig, out=args.out, library=args.library, armature=args.armature, workers=args.workers,
-            text=args.text, tags=args.tags, preset=args.preset, scheduler=args.scheduler), report)
+            text=args.text, tags=args.tags, preset=args.preset, project=args.project, scheduler=args.scheduler),
+            report)
     except SignSimError as ex:   # "no clips to bake": say why in the error line too
         if typos and "no clips to bake" in str(ex):
             raise SignSimError(f"{ex}: {'; '.join(typos)}") from None

@@ -4,7 +4,9 @@ Three phases so one worker serves the operator (modal, with the solve in a threa
 CLI and the tests:
 1. `prepare` (main thread, bpy): read the rig and sample the reference F-curves into
    solver arrays — no scene update per frame;
-2. `solve` (no bpy: safe in a worker thread): solver.physics.simulate + before/after metrics;
+2. `solve` (no bpy: safe in a worker thread): with settings.project, fit the reference
+   and project it onto collision-free poses (the target, solver.physics.project); simulate
+   tracking the target, or else the reference (solver.physics.simulate); before/after metrics;
 3. `write` (main thread, bpy): a NEW action with the baked keys, written in bulk.
 The reference action is never modified; nothing is written unless phase 3 runs.
 """
@@ -30,7 +32,8 @@ from ...solver.physics.guard import contact_hold, guard, with_pass_through, worl
 from ...solver.physics.held_overlap import held_overlaps, without_held_overlaps
 from ...solver.physics.integrator import FaceSamples
 from ...solver.physics.metrics import compare
-from ...solver.physics.reference import Reference
+from ...solver.physics.project import project
+from ...solver.physics.reference import Reference, fit_reference
 from ...solver.core.settings import PRESETS as SETTINGS_PRESETS, preset_values
 from ...solver.physics.simulate import SimSettings, simulate
 from .. import keys
@@ -79,18 +82,19 @@ def _as_stored(values):
     return {k: float(np.float32(v)) if isinstance(v, float) else v for k, v in values.items()}
 
 
-def sim_settings(physics, multiplier=None, preset=None, n_frames=None) -> tuple:
+def sim_settings(physics, multiplier=None, preset=None, n_frames=None, project=None) -> tuple:
     """(SimSettings, JSON-able record) from an Object.signsim.physics PropertyGroup.
 
     preset: optional 'soft'|'default'|'stiff': the preset's values (solver.core.settings, the
     same as the Physics panel's preset of that name) instead of the stored ones.
     multiplier: (F,) contact stiffness schedule or None. n_frames: when given, the
-    settings are validated for that many frames.
+    settings are validated for that many frames. project: track the projected target
+    (None: the Physics property `project`).
     Raises SignSimError for an unknown preset or a setting the solver rejects.
     """
     try:
         values = _as_stored(preset_values(preset)) if preset is not None else physics_values(physics)
-        s = SimSettings.from_values(values, multiplier)
+        s = SimSettings.from_values(values, multiplier, project=bool(physics.project if project is None else project))
         if n_frames is not None:
             s.validate(n_frames)
     except ValueError as ex:  # the solver's check, reported at the add-on boundary
@@ -99,14 +103,15 @@ def sim_settings(physics, multiplier=None, preset=None, n_frames=None) -> tuple:
               "feedforward": s.feedforward, "contact_stiffness": s.contact_stiffness,
               "contact_damping": s.contact_damping, "schedule": s.schedule,
               "target_depth_mm": float(values["target_depth_mm"]), "max_substeps": s.max_substeps,
-              "preset": preset}
+              "preset": preset, "project": s.project}
     return s, record
 
 
-def prepare(scene, armature, action=None, preset=None, frame_range=None, report=None) -> BakeJob:
+def prepare(scene, armature, action=None, preset=None, frame_range=None, report=None, project=None) -> BakeJob:
     """Read `armature`'s rig and its reference `action` (default: the assigned one).
 
     frame_range: optional (first, last) scene frames, clipped to the action's keyed range.
+    project: track the projected target (None: the armature's Physics property `project`).
     Raises SignSimError: not an armature, no action, an action without keys or with NaN
     keys, fewer than 2 frames to bake, a rig without fingers.
     """
@@ -140,7 +145,7 @@ def prepare(scene, armature, action=None, preset=None, frame_range=None, report=
     reference = Reference(times=(frames - frames[0]) / fps, rotations=pose.rotations,
                           base_positions=chest[:, :3, 3] * unit, base_rotations=quat.from_matrix(rot))
     multiplier = _schedule(armature, action, slot, frames)
-    settings, record = sim_settings(physics, multiplier, preset, len(frames))
+    settings, record = sim_settings(physics, multiplier, preset, len(frames), project)
     return BakeJob(armature.name, action.name, slot.identifier, frames, rig, reference,
                    settings, record, grid_cache_dir(), preserved_contacts(action, rig.bone_names, frames))
 
@@ -186,18 +191,29 @@ def solve(job: BakeJob, progress=None) -> Solved:
     model = without_held_overlaps(job.rig.model, held)
     samples = tuple(FaceSamples(f.grid, f.bones, f.local, f.radius) for f in fields)
     intended = intended_contacts(model, ref, fields, job.contacts, frame_time)
+    settings, target = job.settings, None
     # The solver's matrices are small (n_dof ≈ 100): BLAS threads only add synchronisation,
     # and batch workers already use one core each.
     try:
         with threadpool_limits(1, user_api="blas"):
-            result = simulate(model, ref, job.settings, progress=progress, fields=samples, intended=intended)
+            if settings.project:
+                # Fit, then project: the simulation tracks the fitted reference minus its
+                # interpenetration (the target), already fitted, so it is not fitted again.
+                fitted = fit_reference(ref, settings.fit_tolerance_deg, settings.spike_deg) \
+                    if settings.smooth_reference else ref
+                target = project(model, fields, fitted, intended)
+                track = replace(fitted, rotations=target.rotations)
+                settings = replace(settings, smooth_reference=False)
+            else:
+                track = ref
+            result = simulate(model, track, settings, progress=progress, fields=samples, intended=intended)
     except ValueError as ex:  # the solver's checks, reported at the add-on boundary
         raise SignSimError(f"invalid physics setting: {ex}") from None
-    # Only a reference pose deeper than the zero level pushes the bake off it.
-    reference_touching = bone_contacts(model, ref.rotations, ref.base_positions, ref.base_rotations, fields,
-                                       tolerance=0.0)
-    rotations, diverged = guard(model, ref.rotations, result.rotations, ref.base_positions, ref.base_rotations,
-                                reference_touching, frame_time)
+    # Only a tracked pose deeper than the zero level pushes the bake off it.
+    track_touching = bone_contacts(model, track.rotations, ref.base_positions, ref.base_rotations, fields,
+                                   tolerance=0.0)
+    rotations, diverged = guard(model, track.rotations, result.rotations, ref.base_positions, ref.base_rotations,
+                                track_touching, frame_time)
     result = with_pass_through(result, rotations, diverged)
     if job.contacts:
         # A contact the retarget made is the motion's: its chains keep the reference's
@@ -224,9 +240,16 @@ def solve(job: BakeJob, progress=None) -> Solved:
     touching = bone_contacts(model, result.rotations, ref.base_positions, ref.base_rotations, fields)
     world = world_error_deg(model, ref.rotations, result.rotations, ref.base_positions, ref.base_rotations)
     record["baked"].update(world_error_record(world))
+    tracked = "the reference"
+    if target is not None:
+        # The bake is warned about where it leaves what it tracks, the target.
+        tracked = "the target"
+        record["target"] = target.record(job.rig.bone_names, job.frames)
+        world = world_error_deg(model, track.rotations, result.rotations, ref.base_positions, ref.base_rotations)
+        err = np.degrees(quat.angle_between(track.rotations, result.rotations))
     record["warnings"] = (list(job.rig.warnings) + held_warnings + divergence_warnings(job.rig, diverged)
-                          + world_error_warnings(job.rig, world, job.frames)
-                          + deviation_warnings(job.rig, result, err, touching, frame_time, job.frames)
+                          + world_error_warnings(job.rig, world, job.frames, tracked)
+                          + deviation_warnings(job.rig, result, err, touching, frame_time, job.frames, tracked)
                           + outcome_warnings(record))
     return Solved(result.rotations, record)
 

@@ -2,7 +2,7 @@
 the benchmark and the tests call.
 
 - resolve_action(scene, ob, action, frame_range, margin, …) -> {"action", "summary", "results"}:
-  the nearest poses without a body part inside another (solver.resolve.nearest_pose) for the frames
+  the nearest poses without a body part inside another (solver.core.nearest_pose) for the frames
   of an action, written to a NEW action `<action>.resolved` (the original is never
   modified); a pose-library asset (an action keyed on one frame) gives a new asset;
 - resolve_file(ResolveFileRequest, report) -> summary + {"action", "out", "warnings"}.
@@ -20,7 +20,7 @@ from threadpoolctl import threadpool_limits
 
 from ...solver.core import quat, sdf
 from ...solver.core.body_volumes import TORSO, BodyField, BodyMesh
-from ...solver.resolve.nearest_pose import (ResolveSettings, resolve_pose, resolve_sequence, smooth_corrections,
+from ...solver.core.nearest_pose import (ResolveSettings, resolve_pose, resolve_sequence, smooth_corrections,
                                             warm_up)
 from .. import compat, files, keys
 from ..bake import api as bake_api
@@ -60,14 +60,14 @@ def resolve_action(scene, ob, action=None, frame_range=None, margin=0.002, seque
     frame_range: (first, last) scene frames to solve (None: all keyed frames); the other
     frames keep their poses. margin m ≥ 0. sequence: solve frames in order with the
     temporal term and smooth each run of changed frames as a trajectory
-    (solver.resolve.nearest_pose.smooth_corrections; False: each pose alone, as for unrelated
+    (solver.core.nearest_pose.smooth_corrections; False: each pose alone, as for unrelated
     poses). method: "SLSQP" or
     "penalty" (the baseline). measure_skin: measure the remaining penetration on the
     evaluated skin. assign: make the new action the armature's action (the original
     keeps a fake user so it is never lost). only_frames: optional scene frames, the only
     ones solved (within frame_range).
     Returns {"action": the new Action, "summary": JSON-able (resolve_summary), "results":
-    [solver.resolve.nearest_pose.PoseResult per solved frame], "frames": the solved scene frames}.
+    [solver.core.nearest_pose.PoseResult per solved frame], "frames": the solved scene frames}.
     Raises SignSimError: not an armature, no action, a rig without fingers; BadOption: a margin
     outside 0–50 mm.
     """

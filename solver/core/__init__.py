@@ -10,6 +10,8 @@ Entry points:
     body_volumes.build_field     face, torso and palm volumes from a skin, with their samples
     capsule_pairs.rest_filtered_pairs  the capsule pairs that may collide
     capsule_radii.radius_from_points   a bone's capsule radius from its skin
+    nearest_pose.resolve_pose, nearest_pose.resolve_sequence  the nearest pose without penetration
+                                 (selfdist: the signed distances between body parts, compiled)
     settings                     the physics settings table: groups, defaults, presets
     skeleton.analyse             a skeleton's body (hips, chains, sides, fingers) from its names and shape
     posing                       pose edits shared by retarget and compose (plants, two-bone IK)

@@ -98,16 +98,17 @@ def world_error_record(error_deg):
             f"frames_world_error_above_{CONTACT_MAX_DEG:.0f}_deg": int(np.count_nonzero(worst > CONTACT_MAX_DEG))}
 
 
-def world_error_warnings(rig, error_deg, frames):
+def world_error_warnings(rig, error_deg, frames, tracked="the reference"):
     """[str]: how many frames the bake leaves some bone more than DIVERGED_DEG (and more
-    than CONTACT_MAX_DEG) from the reference's world orientation, contacts included, and
-    the worst bone and scene frame; error_deg (F, n) deg of the final keys; frames (F,)."""
+    than CONTACT_MAX_DEG) from the world orientation of what it tracked (`tracked`: the
+    reference or the target), contacts included, and the worst bone and scene frame;
+    error_deg (F, n) deg of the final keys; frames (F,)."""
     worst = error_deg.max(axis=1, initial=0.0)
     far = int(np.count_nonzero(worst > DIVERGED_DEG))
     if not far:
         return []
     f, b = np.unravel_index(np.argmax(error_deg), error_deg.shape)
-    return [f"in world orientation the bake is more than {DIVERGED_DEG:.0f}° from the reference on {far} of "
+    return [f"in world orientation the bake is more than {DIVERGED_DEG:.0f}° from {tracked} on {far} of "
             f"{len(worst)} frames ({int(np.count_nonzero(worst > CONTACT_MAX_DEG))} frames more than "
             f"{CONTACT_MAX_DEG:.0f}°), contacts included: worst '{rig.bone_names[b]}' {error_deg[f, b]:.0f}° at "
             f"frame {frames[f]:.0f}"]
@@ -128,9 +129,10 @@ def _chains(rig, off, error_deg):
     return named + (f" and {len(roots) - SHOWN_BONES} more" if len(roots) > SHOWN_BONES else "")
 
 
-def deviation_warnings(rig, result, err, touching, frame_time, frames):
+def deviation_warnings(rig, result, err, touching, frame_time, frames, tracked="the reference"):
     """Warnings (list of str) about the solve: frames that fell back down the ladder, and
-    bones that end more than DEVIATION_DEG from the reference on frames where neither they
+    bones that end more than DEVIATION_DEG from what they tracked (`tracked`: the
+    reference or the target) on frames where neither they
     nor any bone they carry touch anything, or did within CONTACT_RECOVERY_S before
     (err (F, n) deg, touching (F, n) bool, frame_time s); the worst is named by its scene
     frame (frames (F,)), as every message names frames."""
@@ -143,7 +145,7 @@ def deviation_warnings(rig, result, err, touching, frame_time, frames):
     if np.count_nonzero(off):
         off_frames, bones = np.nonzero(off)
         worst = np.unravel_index(np.argmax(np.where(off, err, -1.0)), err.shape)
-        out.append(f"{len(set(bones.tolist()))} bones end more than {DEVIATION_DEG:.0f}° from the reference on "
+        out.append(f"{len(set(bones.tolist()))} bones end more than {DEVIATION_DEG:.0f}° from {tracked} on "
                    f"{len(set(off_frames.tolist()))} frames without a contact (worst '{rig.bone_names[worst[1]]}' "
                    f"{err[worst]:.1f}° at frame {frames[worst[0]]:.0f})")
     return out

@@ -74,6 +74,8 @@ class SimSettings:
     lead_in_s: when the first keyed pose penetrates a contact, that pose is held this
         long (s, whole frames) before the clip starts, so that the contact is resolved
         by frame 0 (with_lead_in).
+    project: the bake tracks the fitted reference projected onto collision-free poses
+        (physics.project, run by the bake before simulate) instead of the reference.
     """
 
     group_gains: object = field(default_factory=lambda: DEFAULT_GAINS)
@@ -101,6 +103,7 @@ class SimSettings:
     contact_passes: int = 2
     anticipation_s: float = 0.05
     lead_in_s: float = 0.3
+    project: bool = False
 
     @classmethod
     def from_values(cls, values, stiffness_multiplier=None, **overrides):

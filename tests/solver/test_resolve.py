@@ -8,9 +8,9 @@ import pytest
 from solver.core import quat, sdf
 from solver.core.body_volumes import axis_samples
 from solver.core.model import SkeletonModel
-from solver.resolve.nearest_pose import (ResolveSettings, resolve_pose, resolve_sequence, smooth_corrections,
+from solver.core.nearest_pose import (ResolveSettings, resolve_pose, resolve_sequence, smooth_corrections,
                                          subtree_weights)
-from solver.resolve.selfdist import Pose, all_parts, full_coordinates, right_jacobian, separations
+from solver.core.selfdist import Pose, all_parts, full_coordinates, right_jacobian, separations
 
 R = 0.02  # capsule radius, m
 
@@ -179,7 +179,51 @@ def test_smoothing_a_sequence_lowers_the_jerk_of_its_correction_and_keeps_it_fea
 
 def test_long_runs_are_smoothed_in_windows():
     # SLSQP over a whole 60-frame run took minutes: runs are cut into windows that tile them
-    from solver.resolve.nearest_pose import SMOOTH_WINDOW, _windows
+    from solver.core.nearest_pose import SMOOTH_WINDOW, _windows
     assert _windows([(0, 29), (40, 41)], 12) == [(0, 11), (12, 23), (24, 29), (40, 41)]
     assert all(b - a + 1 <= SMOOTH_WINDOW for a, b in _windows([(3, 200)]))
     assert sum(b - a + 1 for a, b in _windows([(3, 200)])) == 198
+
+
+def _swing_reference(model, frames=41):
+    from solver.physics.reference import Reference
+    rot, base_r, base_p = _swing(model, frames)
+    return Reference(times=np.arange(frames) / 30.0, rotations=rot, base_positions=base_p, base_rotations=base_r)
+
+
+def test_the_projection_clears_every_frame_keeps_clear_frames_and_is_deterministic(body):
+    from solver.physics.project import project
+    model, fields = body
+    ref = _swing_reference(model)
+    target = project(model, fields, ref)
+    margin = 0.001
+    clear = np.array([_gaps(model, fields, q).min() >= margin for q in ref.rotations])
+    assert clear.any() and (~clear).any()
+    for q in target.rotations:
+        assert _gaps(model, fields, q).min() >= margin - 1e-4
+    assert np.array_equal(target.rotations[clear], ref.rotations[clear])
+    assert np.array_equal(target.changed, ~clear) and target.colliding == np.count_nonzero(~clear)
+    assert np.all(target.change_deg[clear] == 0.0) and target.change_deg[~clear].max() > 0.0
+    record = target.record([f"b{i}" for i in range(model.n_bones)], np.arange(41) + 1.0)
+    assert record["projected_frames"] == np.count_nonzero(~clear)
+    assert 0.0 < record["mean_change_deg"] <= record["largest_change_deg"] <= 15.0
+    assert np.array_equal(project(model, fields, ref).rotations, target.rotations)
+
+
+def test_the_projection_keeps_an_intended_contact_down_to_its_level(body):
+    from solver.physics.project import project
+    model, fields = body
+    ref = _swing_reference(model)
+    depth = -min(_gaps(model, fields, q).min() for q in ref.rotations)
+    assert depth > 0.001
+    # every part that touches the ball (the field hangs from the base, −1) is an intended
+    # contact over the whole clip, as deep as the reference goes: nothing is pushed out
+    intended = [(b, -1, 0, 41, depth) for b in (1, 2, 4)]
+    target = project(model, fields, ref, intended)
+    assert not target.changed.any() and np.array_equal(target.rotations, ref.rotations)
+    # a shallower level lets the pair in only that far
+    intended = [(b, -1, 0, 41, 0.5 * depth) for b in (1, 2, 4)]
+    target = project(model, fields, ref, intended)
+    assert target.changed.any()
+    for q in target.rotations:
+        assert _gaps(model, fields, q).min() >= -0.5 * depth - 1e-4

@@ -34,7 +34,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.optimize import minimize
 
-from ..core import quat
+from . import quat
 from .selfdist import (Margins, Pose, PartSet, Separations, distance_term, full_coordinates, near_parts, part_bones,
                        separations)
 
@@ -342,21 +342,22 @@ def penalty_descent(prob, xs, lo, hi, stiffness=PENALTY_STIFFNESS, iterations=PE
 
 
 def resolve_sequence(model, fields, rotations, base_rotations, base_positions, settings=ResolveSettings(),
-                     method="SLSQP"):
+                     method="SLSQP", extra_margins=None):
     """resolve_pose over frames in order, each warm-started from and drawn towards the
     previous frame's correction (settings.temporal_weight); then each run of changed
     frames is smoothed as a trajectory (smooth_corrections).
 
-    rotations (F, n, 4); base_rotations (F, 4); base_positions (F, 3) m.
+    rotations (F, n, 4); base_rotations (F, 4); base_positions (F, 3) m; extra_margins
+    None or (F,) resolve_pose's extra_margin per frame.
     Returns a list of F PoseResult.
     """
     out, previous = [], None
     for f in range(len(rotations)):
         r = resolve_pose(model, fields, rotations[f], base_rotations[f], base_positions[f], settings,
-                         previous, method)
+                         previous, method, extra_margins[f] if extra_margins else None)
         out.append(r)
         previous = r.correction if r.changed else None
-    return smooth_corrections(model, fields, rotations, base_rotations, base_positions, out, settings)
+    return smooth_corrections(model, fields, rotations, base_rotations, base_positions, out, settings, extra_margins)
 
 
 SMOOTH_SHARE = 0.25  # DOFs whose correction reaches this share of the run's largest are smoothed
@@ -509,8 +510,8 @@ def warm_up():
     The first call after an install compiles (tens of seconds), later ones load."""
     from types import SimpleNamespace
 
-    from ..core import sdf
-    from ..core.model import SkeletonModel
+    from . import sdf
+    from .model import SkeletonModel
     start = time.process_time()
     model = SkeletonModel(parents=[-1, -1], rest_offsets=[[0.0, 0.0, 0.0], [0.05, 0.0, 0.0]],
                           rest_rotations=np.tile([1.0, 0.0, 0.0, 0.0], (2, 1)), joint_types=["ball", "hinge"],

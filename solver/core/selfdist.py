@@ -27,8 +27,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..core import kernels, quat
-from ..core.kinematics import forward_kinematics
+from . import kernels, quat
+from .kinematics import forward_kinematics
 
 jit = kernels.jit  # the package's compile settings and its disk cache
 
@@ -380,14 +380,17 @@ def part_bones(model, fields, parts):
 class Margins:
     """The clearance m every part must keep: `margin` m, plus extra[(a, b)] m for the
     parts between bones a and b (either order; −1 is the kinematic base, for volumes
-    attached to it). of(parts) gives the (k,) clearances of a PartSet."""
+    attached to it; the larger when both orders are given). A negative extra lowers the
+    clearance: margin + extra < 0 lets the pair penetrate by that depth (an intended
+    contact). of(parts) gives the (k,) clearances of a PartSet."""
 
     def __init__(self, model, fields, margin, extra=None):
         n = model.n_bones
-        table = np.zeros((n + 1, n + 1))
+        table = np.full((n + 1, n + 1), -np.inf)
         for (a, b), e in (extra or {}).items():
             a, b = (n if a < 0 else a), (n if b < 0 else b)
             table[a, b] = table[b, a] = max(table[a, b], float(e))
+        table[np.isinf(table)] = 0.0
         every = all_parts(model, fields)
         one, other = part_bones(model, fields, every)
         clearance = margin + table[one, other]
