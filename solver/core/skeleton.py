@@ -481,7 +481,8 @@ def _at_shoulders(X, up, hips, chest, arms):
     roots height below the heads of the arm branches' first bones `arms` (or above them),
     measured along `up` over the frames of X (F, N, 3): a neck the arms hang from, where a
     chest sits well below the shoulders."""
-    height = lambda i: float(np.median((X[:, i] - X[:, hips]) @ up))
+    def height(i):
+        return float(np.median((X[:, i] - X[:, hips]) @ up))
     shoulders = np.mean([height(a) for a in arms])
     return height(chest) >= shoulders - NECK_BORNE * shoulders
 

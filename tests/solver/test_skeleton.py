@@ -104,6 +104,25 @@ def test_biped_root_above_the_pelvis_and_thighs_on_the_spine():
     assert set(notes) == {"IK_foot.L", "IK_foot.R", "knee_pole.L", "knee_pole.R"}
 
 
+@pytest.mark.parametrize("convention", ["biped", "none"])
+def test_clavicles_on_the_neck_leave_it_the_neck(convention):
+    """A Biped as 3ds Max exports it hangs the clavicles from Bip01 Neck: that bone carries
+    the head and sits as high as the clavicles, so it is still the neck and Bip01 Spine2
+    the chest, with or without names; a chest well below the shoulders stays the chest."""
+    h = Humanoid(biped=True)
+    names, cls = (h.names, classify) if convention == "biped" else (h.renamed("none"), None)
+    plain = skeleton.analyse(names, h.parents, h.heads, h.tails, classify=cls)
+    neck, chest = h.names.index("Bip01 Neck"), h.names.index("Bip01 Spine2")
+    assert plain.neck == [neck] and plain.spine[-1] == chest
+    for side in ("L", "R"):
+        h.parents[h.names.index(f"Bip01 {side} Clavicle")] = neck
+    an = skeleton.analyse(names, h.parents, h.heads, h.tails, classify=cls)
+    assert an.neck == [neck] and an.spine == plain.spine and an.head == plain.head
+    assert an.roles[neck].part == "neck" and an.roles[chest].part == "spine"
+    for side in ("L", "R"):
+        assert an.limbs[(side, "shoulder")] == [h.names.index(f"Bip01 {side} Clavicle")]
+
+
 def test_helpers_are_recognised_and_left_alone():
     h = Humanoid(twist=True, head_end=True, ik_helpers=True)
     an = skeleton.analyse(h.renamed("none"), h.parents, h.heads, h.tails)
