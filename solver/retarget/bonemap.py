@@ -30,7 +30,7 @@ import re
 
 import numpy as np
 
-from ..core import skeleton as body_of
+from ..core import skeleton
 
 
 class BoneMapError(ValueError):
@@ -159,7 +159,7 @@ def _is_joint_named(names):
 # ---------------------------------------------------------------------------------------
 # hierarchy
 
-class Skeleton(body_of.Tree):
+class Skeleton(skeleton.Tree):
     """Bone names, parent indices (-1 for roots) and rest heads (N, 3) in metres (any
     frame); optionally rest tails (N, 3) and posed heads (F, N, 3) of a few frames of the
     skeleton's motion (a mocap rest may be no human pose: the frames then decide). The tree
@@ -194,15 +194,14 @@ class Body:
         self.conf = {i: r.confidence for i, r in an.roles.items() if r.part != "helper"}
 
 
-def analyse(skeleton):
-    """Read a Skeleton into a Body (solver.core.skeleton.analyse with this module's name
+def analyse(sk):
+    """Read a Skeleton sk into a Body (solver.core.skeleton.analyse with this module's name
     conventions). Raises BoneMapError when no bone joins a spine to two legs nor two arms
     to a neck (no hips: not a humanoid).
     """
-    sk = skeleton
     joint_named = _is_joint_named(sk.names)
     try:
-        an = body_of.analyse(sk.names, sk.parents, sk.heads, sk.tails, sk.poses,
+        an = skeleton.analyse(sk.names, sk.parents, sk.heads, sk.tails, sk.poses,
                              classify=lambda name: classify(name, joint_named))
     except ValueError as ex:
         raise BoneMapError(f"no hips found: {ex}") from None
@@ -279,12 +278,12 @@ def auto_map(source, target):
     is not a humanoid.
     """
     bs, bt = analyse(source), analyse(target)
-    pairs = body_of.pair(bs.anatomy, bt.anatomy)
+    pairs = skeleton.pair(bs.anatomy, bt.anatomy)
     order = {i: k for k, i in enumerate(target.order())}
     pairs.sort(key=lambda p: order[p[0]])
     mapped = {p[0] for p in pairs}
     unmapped = [target.names[i] for i in target.order() if i not in mapped]
-    warnings = body_of.map_warnings(bs.anatomy, bt.anatomy, "source", "target")
+    warnings = skeleton.map_warnings(bs.anatomy, bt.anatomy, "source", "target")
     return BoneMap([(target.names[t], source.names[s], c) for t, s, c in pairs], unmapped,
                    warnings=warnings)
 
