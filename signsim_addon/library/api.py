@@ -7,6 +7,7 @@ Public API (operators, the CLI, batch, the demo and the tests call only these):
 - list_clips(library, **filters) -> [clip record]   (filters: see store.matches)
 - edit_clip(library, name, rename=None, tags=None, delete=False)
 - tag_clip(library, name, add=(), remove=()) -> clip record  (a facet tag replaces its value)
+- tag_clips(library, names, add=(), remove=()) -> [clip record]  (every name checked first)
 - load_clip(library, name) -> (action, skeleton)   appended into the open file
 - unknown_filter_warnings(library, tags=(), catalog="") -> [warning] for tags/catalogs no clip has,
   with the nearest names (did_you_mean(word, names))
@@ -27,10 +28,11 @@ from ..errors import ERROR, SignSimError
 from . import importers, store, tracking
 from .index import path_of as index_file  # noqa: F401
 from .store import CATS_FILE as CATALOG_FILE  # noqa: F401
-from .store import check_not_scene_file, edit_clip, list_clips, load_clip, matches, parse_tags, tag_clip  # noqa: F401
+from .store import (check_not_scene_file, edit_clip, list_clips, load_clip, matches, parse_tags, tag_clip,  # noqa: F401
+                    tag_clips)
 from .store import did_you_mean, unknown_filter_warnings  # noqa: F401
 
-__all__ = ("library_file", "index_file", "CATALOG_FILE", "check_not_scene_file", "import_paths", "list_clips", "edit_clip", "tag_clip",
+__all__ = ("library_file", "index_file", "CATALOG_FILE", "check_not_scene_file", "import_paths", "list_clips", "edit_clip", "tag_clip", "tag_clips",
            "load_clip", "collect_files", "matches", "parse_tags", "did_you_mean", "unknown_filter_warnings")
 
 

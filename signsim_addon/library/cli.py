@@ -56,7 +56,7 @@ def run_import(args, say) -> dict:
 
 
 def add_tag_arguments(parser):
-    parser.add_argument("clip", metavar="CLIP", help="clip name in the library")
+    parser.add_argument("clips", nargs="+", metavar="CLIP", help="clip names in the library")
     parser.add_argument("--library", metavar="FILE",
                         help="library .blend (default: the one in the preferences)")
     parser.add_argument("--add", default="", metavar="a,b",
@@ -67,10 +67,10 @@ def add_tag_arguments(parser):
 def run_tag(args, say) -> dict:
     if not (args.add or args.remove):
         raise SignSimError("nothing to do: give --add and/or --remove")
-    rec = library.tag_clip(library.library_file(args.library), args.clip, add=args.add,
-                           remove=args.remove)
-    say(f"{rec['name']}: {', '.join(rec['tags'])}")
-    return {"clip": rec}
+    recs = library.tag_clips(library.library_file(args.library), args.clips, add=args.add, remove=args.remove)
+    for rec in recs:
+        say(f"{rec['name']}: {', '.join(rec['tags'])}")
+    return {"clips": recs}
 
 
 def add_list_arguments(parser):

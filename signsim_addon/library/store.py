@@ -745,6 +745,24 @@ def tag_clip(path, name, add=(), remove=()):
     return rec
 
 
+def tag_clips(path, names, add=(), remove=()):
+    """tag_clip on each clip of `names` (each once, in order); returns their new records.
+    Every name and every tag to remove is checked against the library's index first, so
+    a misspelt clip or a tag one of them lacks raises SignSimError with nothing written."""
+    path = check_library_path(path)
+    if not os.path.isfile(path):
+        raise SignSimError(f"no motion library at {path}")
+    names = list(dict.fromkeys(names))
+    records = all_records(path)
+    for name in names:
+        old = set(_find(records, path, name)["tags"])
+        missing = [t for t in parse_tags(remove) if t not in old]
+        if missing:
+            raise SignSimError(f"clip '{name}' has no tag '{missing[0]}' (its tags: "
+                               f"{', '.join(sorted(old)) or 'none'}): nothing changed")
+    return [tag_clip(path, name, add, remove) for name in names]
+
+
 def edit_clip(path, name, rename=None, tags=None, delete=False):
     """Rename, retag or delete one clip of the library; returns its new record (or None)."""
     with _edit(path, name) as (part, action, records):

@@ -57,7 +57,7 @@ def test_import_tags_replace_a_facet_value_and_tag_removes(cli, capsys, tmp_path
     code, out, _ = run_cli(cli, capsys, ["tag", "sign", "--library", str(lib), "--remove", "mine",
                                       "--add", "handedness:left", "--json"])
     assert code == 0
-    tags = json.loads(out.strip().splitlines()[-1])["clip"]["tags"]
+    tags = json.loads(out.strip().splitlines()[-1])["clips"][0]["tags"]
     assert "mine" not in tags and "handedness:left" in tags and "style:formal" in tags
     stamp = lib.read_bytes()
     code, out, err = run_cli(cli, capsys, ["tag", "sign", "--library", str(lib), "--remove", "mine"])
@@ -66,11 +66,33 @@ def test_import_tags_replace_a_facet_value_and_tag_removes(cli, capsys, tmp_path
     # removing a facet's value and adding another one in the same call: judged on the stored tags
     code, out, _ = run_cli(cli, capsys, ["tag", "sign", "--library", str(lib), "--remove", "style:formal",
                                       "--add", "style:casual", "--json"])
-    tags = json.loads(out.strip().splitlines()[-1])["clip"]["tags"]
+    tags = json.loads(out.strip().splitlines()[-1])["clips"][0]["tags"]
     assert code == 0 and "style:casual" in tags and "style:formal" not in tags
     stamp = lib.read_bytes()
     code, out, err = run_cli(cli, capsys, ["tag", "sign", "--library", str(lib), "--add", "style:"])
     assert code == 1 and "has no value" in err and lib.read_bytes() == stamp
+
+
+def test_tag_takes_several_clips_and_checks_them_all_first(cli, capsys, tmp_path):
+    lib = tmp_path / "lib.blend"
+    for n, rows in (("one", 10), ("two", 11), ("three", 12)):
+        S.write(tmp_path / f"{n}.bvh", S.bvh_text(S.still_rows(rows)))
+    assert cli(["import", *(str(tmp_path / f"{n}.bvh") for n in ("one", "two", "three")), "--library", str(lib),
+                "--tags", "mine"]) == 0
+    code, out, _ = run_cli(cli, capsys, ["tag", "one", "three", "--library", str(lib), "--add", "reviewed", "--json"])
+    assert code == 0
+    assert [(r["name"], "reviewed" in r["tags"]) for r in json.loads(out.strip().splitlines()[-1])["clips"]] == \
+        [("one", True), ("three", True)]
+    code, out, _ = run_cli(cli, capsys, ["list", "--library", str(lib), "--tags", "reviewed", "--json"])
+    assert sorted(c["name"] for c in json.loads(out.strip().splitlines()[-1])["clips"]) == ["one", "three"]
+    # a misspelt name among them: one line with the nearest name, nothing written
+    stamp = lib.read_bytes()
+    code, out, err = run_cli(cli, capsys, ["tag", "two", "thre", "--library", str(lib), "--add", "x"])
+    assert code == 1 and len(err.strip().splitlines()) == 1 and "'thre'" in err and "did you mean 'three'" in err
+    assert lib.read_bytes() == stamp
+    # a tag to remove that one of them lacks: nothing written either
+    code, out, err = run_cli(cli, capsys, ["tag", "one", "two", "--library", str(lib), "--remove", "reviewed"])
+    assert code == 1 and "clip 'two' has no tag 'reviewed'" in err and lib.read_bytes() == stamp
 
 
 def test_unwritable_outputs_are_refused_before_any_work(cli, capsys, tmp_path):
