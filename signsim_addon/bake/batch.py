@@ -308,7 +308,7 @@ def bake_many(request: BatchRequest, report=silent) -> dict:
     client, cluster = _connect(args)
     try:
         where = f"the Dask cluster at {args.scheduler}" if args.scheduler else f"{args.workers} local worker(s)"
-        report(INFO, f"baking {len(clips)} clip(s) on {where} into {args.out}")
+        report(INFO, f"baking {len(clips)} clip(s) on {where} into {args.out}: {', '.join(clips)}")
         records = _run_on_cluster(client, command, clips, job, report)
     finally:
         client.close()

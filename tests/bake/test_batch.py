@@ -94,6 +94,10 @@ def test_local_cluster_batch_equals_serial_bake(cli, library, serial, tmp_path, 
     code = cli(["batch", "--library", str(library), "--rig", RIG, "--out", str(out), "--workers", "2"])
     human = capsys.readouterr().out
     assert code == 0
+    # the clips it will run are listed before the first one finishes
+    (listing,) = [line for line in human.splitlines() if line.startswith("baking ")]
+    assert human.index(listing) < human.index("[1/") and \
+        sorted(listing.split(": ", 1)[1].split(", ")) == sorted(r["clip"] for r in serial)
     # progress: one line per finished clip, counted
     assert sorted(line.split("] ")[0] for line in human.splitlines() if line.startswith("[")) == \
         [f"[{k}/{len(serial)}" for k in range(1, len(serial) + 1)]
