@@ -40,7 +40,8 @@ def run(args, say) -> dict:
 
 def add_batch_arguments(parser):
     parser.add_argument("--library", metavar="FILE", help="library .blend (default: the preferences')")
-    parser.add_argument("--rig", required=True, metavar="RIG.blend", help=".blend with the target rig")
+    parser.add_argument("--rig", required=True, metavar="RIG",
+                        help="the character: a .blend, or an .fbx/.glb/.gltf file read by Blender's importer")
     parser.add_argument("--armature", metavar="NAME", help="target armature (default: the only one)")
     parser.add_argument("--out", required=True, metavar="DIR", help="folder for one .blend and .json per clip")
     parser.add_argument("--workers", type=int, default=max(1, (os.cpu_count() or 2) // 2),

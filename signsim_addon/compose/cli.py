@@ -1,6 +1,6 @@
 """`signsim compose`: splice clips into one action on a rig, written to a new .blend.
 
-    signsim compose --clips A B [C …] --rig RIG.blend [--armature NAME] [--window N [N …]]
+    signsim compose --clips A B [C …] --rig RIG [--armature NAME] [--window N [N …]]
                     [--curve smoothstep [CURVE …]] [--trim IN:OUT …] [--library FILE]
                     [--map MAP.json] [--threshold EPS] [--max-window N] [--search S]
                     [--keep-height] [--no-foot-lock] [--layer CLIP --layer-bones B1,B2 [--layer-start F]
@@ -28,7 +28,8 @@ from . import api
 def add_arguments(parser):
     parser.add_argument("--clips", nargs="+", required=True, metavar="CLIP",
                         help="clips in order: library clip names, mocap files or actions of RIG")
-    parser.add_argument("--rig", required=True, metavar="RIG.blend", help=".blend file holding the rig")
+    parser.add_argument("--rig", required=True, metavar="RIG",
+                        help="the character: a .blend, or an .fbx/.glb/.gltf file read by Blender's importer")
     parser.add_argument("--armature", metavar="NAME", help="target armature (default: the only one in RIG)")
     parser.add_argument("--window", nargs="+", type=int, metavar="N",
                         help="blend window(s) in frames, one for all seams or one per seam (0: hard cut; "

@@ -12,6 +12,8 @@ Public API (operators, the CLI, batch, the demo and the tests call only these):
 - unknown_filter_warnings(library, tags=(), catalog="") -> [warning] for tags/catalogs no clip has,
   with the nearest names (did_you_mean(word, names))
 - collect_files(paths) -> ([file], [(path, error)])
+- open_character(path): a new current file holding the character of an FBX/glTF file
+  (CHARACTER_FORMATS), as `--rig` takes one
 - check_not_scene_file(library): refuse a scene .blend given as the library
 - index_file(library) -> the path of its SQLite index; CATALOG_FILE: the catalog file's
   name (beside the library)
@@ -26,6 +28,7 @@ import os
 from .. import preferences
 from ..errors import ERROR, SignSimError
 from . import importers, store, tracking
+from .importers import CHARACTER_FORMATS, open_character  # noqa: F401
 from .index import path_of as index_file  # noqa: F401
 from .store import CATS_FILE as CATALOG_FILE  # noqa: F401
 from .store import (check_not_scene_file, edit_clip, list_clips, load_clip, matches, parse_tags, tag_clip,  # noqa: F401
@@ -33,7 +36,8 @@ from .store import (check_not_scene_file, edit_clip, list_clips, load_clip, matc
 from .store import did_you_mean, unknown_filter_warnings  # noqa: F401
 
 __all__ = ("library_file", "index_file", "CATALOG_FILE", "check_not_scene_file", "import_paths", "list_clips", "edit_clip", "tag_clip", "tag_clips",
-           "load_clip", "collect_files", "matches", "parse_tags", "did_you_mean", "unknown_filter_warnings")
+           "load_clip", "collect_files", "matches", "parse_tags", "did_you_mean", "unknown_filter_warnings",
+           "CHARACTER_FORMATS", "open_character")
 
 
 def library_file(path=None) -> str:

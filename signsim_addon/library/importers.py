@@ -437,6 +437,47 @@ def check_fbx_header(path):
                        "no FBX text header)")
 
 
+CHARACTER_FORMATS = (".fbx", ".glb", ".gltf")
+
+
+def open_character(path):
+    """Make a new, empty current file holding the character of an FBX or glTF file (ext in
+    CHARACTER_FORMATS), read by Blender's importer with the checks and settings clip import
+    uses: its armatures, meshes and their modifiers, without its animations (a character's
+    own clips are imported into the library instead). Raises SignSimError for another
+    format, a file the importer refuses, or a file without an armature."""
+    name = os.path.basename(path)
+    ext = os.path.splitext(path)[1].lower()
+    if ext == ".bvh":
+        raise SignSimError(f"{name}: a BVH file holds motion, not a character: give it as a clip; "
+                           "a rig is a .blend, .fbx, .glb or .gltf file")
+    if ext not in CHARACTER_FORMATS:
+        raise SignSimError(f"{name}: unsupported rig file ({ext or 'no extension'}); a rig is a .blend, "
+                           ".fbx, .glb or .gltf file")
+    fmt = SUPPORTED[ext]
+    if fmt == "FBX":
+        check_fbx_header(path)
+    else:
+        try:
+            gltf_file.read_document(path)
+        except gltf_file.GltfError as ex:
+            raise SignSimError(str(ex)) from None
+    with files.quiet():
+        bpy.ops.wm.read_homefile(use_empty=True, load_ui=False)
+    if fmt == "FBX":
+        _run_importer(bpy.ops.import_scene.fbx, "FBX", path, use_anim=False, ignore_leaf_bones=False,
+                      automatic_bone_orientation=False, use_custom_props=False)
+    else:
+        _run_importer(bpy.ops.import_scene.gltf, "glTF", path)
+    for ob in bpy.data.objects:
+        if ob.animation_data is not None:
+            ob.animation_data_clear()
+    for action in list(bpy.data.actions):
+        bpy.data.actions.remove(action)
+    if not any(ob.type == 'ARMATURE' for ob in bpy.data.objects):
+        raise SignSimError(f"{name}: no armature in the file: a rig needs one")
+
+
 def _import_fbx(path, scene, tr):
     check_fbx_header(path)
     # ignore_leaf_bones=True would drop the last bone of *every* chain, added or real

@@ -72,8 +72,12 @@ def import_map(target, filepath):
 
 
 def open_rig(path, armature=None):
-    """Open the rig .blend and return its target armature object (files.find_armature)."""
-    files.open_blend(path)
+    """Open the rig — a .blend, or a character in an FBX/glTF file (library.open_character:
+    a new file holding it) — and return its target armature object (files.find_armature)."""
+    if path.lower().endswith(".blend"):
+        files.open_blend(path)
+    else:
+        library.open_character(path)
     return files.find_armature(armature)
 
 

@@ -1,6 +1,6 @@
 """`signsim retarget`: mocap clips onto a rig in a .blend, written to a new .blend.
 
-    signsim retarget --clip CLIP [--clip CLIP2 …] --rig RIG.blend [--armature NAME]
+    signsim retarget --clip CLIP [--clip CLIP2 …] --rig RIG [--armature NAME]
                      [--map preset.json] [--library FILE] [--no-contacts] --out OUT.blend [--json]
 
 A CLIP is a mocap file (BVH, FBX, glTF/GLB, through the motion library's importer) or the
@@ -20,8 +20,8 @@ def add_arguments(parser):
     parser.add_argument("--clip", action="append", required=True, metavar="CLIP",
                         help="library clip name, or mocap file to retarget (BVH, FBX, glTF/GLB: "
                         "its first clip); repeat for several clips")
-    parser.add_argument("--rig", required=True, metavar="RIG.blend",
-                        help=".blend file holding the target armature")
+    parser.add_argument("--rig", required=True, metavar="RIG",
+                        help="the character: a .blend, or an .fbx/.glb/.gltf file read by Blender's importer")
     parser.add_argument("--armature", metavar="NAME",
                         help="target armature object (default: the only armature in RIG)")
     parser.add_argument("--map", metavar="MAP.json",

@@ -2,8 +2,10 @@
 import json
 
 import bpy
+import numpy as np
 import pytest
 
+from action_keys import all_keys
 from retarget_rigs import stand_in_signer
 
 MIXAMO = "bvhpython_test_freebvh_mixamorig.bvh"
@@ -120,6 +122,8 @@ def _bvh(tmp_path, name, frames):
     ("missing preset", "bone map preset not found"),
     ("missing clip", "clip not found"),
     ("rig not a blend", "cannot open"),
+    ("rig a BVH", "holds motion, not a character"),
+    ("rig a damaged glb", "not a readable glTF file"),
 ])
 def test_bad_input_is_one_line_and_writes_nothing(cli, rig, addon, shared_data, tmp_path, capsys, case,
                                                   message):
@@ -134,7 +138,9 @@ def test_bad_input_is_one_line_and_writes_nothing(cli, rig, addon, shared_data, 
                                             "--library", str(_library(addon, shared_data, tmp_path))],
             "missing preset": lambda: ["--map", str(tmp_path / "nope.json")],
             "missing clip": lambda: ["--clip", "wave_hello"],
-            "rig not a blend": lambda: ["--rig", str(_bvh(tmp_path, "text.blend", 3))]}[case]()
+            "rig not a blend": lambda: ["--rig", str(_bvh(tmp_path, "text.blend", 3))],
+            "rig a BVH": lambda: ["--rig", clip],
+            "rig a damaged glb": lambda: ["--rig", str(_bvh(tmp_path, "text.glb", 3))]}[case]()
     argv = ["retarget", "--rig", str(rig), "--out", str(out), "--json"]
     if "--clip" not in args:
         argv += ["--clip", clip]
@@ -144,6 +150,36 @@ def test_bad_input_is_one_line_and_writes_nothing(cli, rig, addon, shared_data, 
     assert len(err.strip().splitlines()) == 1 and message in err, err
     assert message in result["error"]
     assert not out.exists() and not list(tmp_path.glob("*.partial.blend"))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("character", ["godot_male_base_mesh_cc0.glb", "threejs_RobotExpressive.glb"])
+def test_a_character_file_is_a_rig(cli, shared_data, tmp_path, capsys, character):
+    """--rig CHARACTER.glb: the character read by Blender's importer, no intermediate file;
+    the same keys as through a .blend saved from that import, and none of the file's own
+    animations in the output."""
+    glb = shared_data / "characters" / character
+    clip = str(shared_data / "mocap" / MIXAMO)
+    direct = tmp_path / "direct.blend"
+    assert cli(["retarget", "--clip", clip, "--rig", str(glb), "--out", str(direct), "--json"]) == 0
+    result, _ = _last_json(capsys)
+    bpy.ops.wm.read_homefile(use_empty=True)
+    bpy.ops.import_scene.gltf(filepath=str(glb))
+    for ob in bpy.data.objects:
+        ob.animation_data_clear()
+    for action in list(bpy.data.actions):
+        bpy.data.actions.remove(action)
+    saved = tmp_path / "saved.blend"
+    bpy.ops.wm.save_as_mainfile(filepath=str(saved))
+    via = tmp_path / "via.blend"
+    assert cli(["retarget", "--clip", clip, "--rig", str(saved), "--out", str(via), "--json"]) == 0
+    keys = []
+    for path in (direct, via):
+        bpy.ops.wm.open_mainfile(filepath=str(path))
+        assert [a.name for a in bpy.data.actions] == [result["clips"][0]["action"]]
+        keys.append(all_keys(bpy.data.actions[0]))
+    assert keys[0] and keys[0].keys() == keys[1].keys()
+    assert all(np.array_equal(keys[0][k], keys[1][k]) for k in keys[0])
 
 
 def _library(addon, shared_data, tmp_path):
