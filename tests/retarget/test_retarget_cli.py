@@ -153,18 +153,27 @@ def test_bad_input_is_one_line_and_writes_nothing(cli, rig, addon, shared_data, 
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("character", ["godot_male_base_mesh_cc0.glb", "threejs_RobotExpressive.glb"])
-def test_a_character_file_is_a_rig(cli, shared_data, tmp_path, capsys, character):
-    """--rig CHARACTER.glb: the character read by Blender's importer, no intermediate file;
-    the same keys as through a .blend saved from that import, and none of the file's own
-    animations in the output."""
-    glb = shared_data / "characters" / character
+@pytest.mark.parametrize("character", ["godot_male_base_mesh_cc0.glb", "threejs_RobotExpressive.glb", "signer.fbx"])
+def test_a_character_file_is_a_rig(cli, rig, shared_data, tmp_path, capsys, character):
+    """--rig CHARACTER.glb/.fbx: the character read by Blender's importer, no intermediate
+    file; the same keys as through a .blend saved from that import, and none of the file's
+    own animations in the output. The FBX is the signer stand-in exported by Blender."""
+    if character.endswith(".fbx"):
+        path = tmp_path / character
+        bpy.ops.export_scene.fbx(filepath=str(path), add_leaf_bones=False)
+        assert path.is_file()
+    else:
+        path = shared_data / "characters" / character
     clip = str(shared_data / "mocap" / MIXAMO)
     direct = tmp_path / "direct.blend"
-    assert cli(["retarget", "--clip", clip, "--rig", str(glb), "--out", str(direct), "--json"]) == 0
+    assert cli(["retarget", "--clip", clip, "--rig", str(path), "--out", str(direct), "--json"]) == 0
     result, _ = _last_json(capsys)
     bpy.ops.wm.read_homefile(use_empty=True)
-    bpy.ops.import_scene.gltf(filepath=str(glb))
+    if character.endswith(".fbx"):
+        bpy.ops.import_scene.fbx(filepath=str(path), use_anim=False, ignore_leaf_bones=False,
+                                 automatic_bone_orientation=False, use_custom_props=False)
+    else:
+        bpy.ops.import_scene.gltf(filepath=str(path))
     for ob in bpy.data.objects:
         ob.animation_data_clear()
     for action in list(bpy.data.actions):
