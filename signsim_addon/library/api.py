@@ -26,7 +26,7 @@ validation + numpy FK) and solver/mocap/clip_checks.py.
 import os
 
 from .. import preferences
-from ..errors import ERROR, SignSimError
+from ..errors import ERROR, WARNING, SignSimError
 from . import importers, store, tracking
 from .importers import CHARACTER_FORMATS, open_character  # noqa: F401
 from .index import path_of as index_file  # noqa: F401
@@ -128,7 +128,8 @@ def import_paths(paths, library, tags=(), catalog=None, report=None, progress=No
     is imported and counted once. Returns
     {"imported": [record + "updated"], "failed": [{"path", "error"}],
      "skipped": [{"path", "reason"}] (see collect_files), "library": path}.
-    progress(i, n, path) is called before each file.
+    progress(i, n, path) is called before each file. An interrupt (KeyboardInterrupt) keeps
+    the clips imported before it, reports how many, and is raised again.
     """
     tags = store.parse_tags(tags)
     bad = [t for t in tags if ":" in t and t.split(":", 1)[0] in store.FACETS and not t.split(":", 1)[1]]
@@ -149,31 +150,41 @@ def import_paths(paths, library, tags=(), catalog=None, report=None, progress=No
         def sink(clips):   # each part of a file too long for one clip, as it is made
             imported.extend(store.add_clips(library, clips, guard, tags, catalog))
 
-        for i, path in enumerate(files):
-            if progress:
-                progress(i, len(files), path)
-            clips = []
-            try:
-                sha = importers.file_sha256(path)
-            except OSError:
-                sha = None   # import_file says why the file cannot be read
-            if sha is not None and sha in first_with:
-                skipped.append({"path": path, "reason": f"the same content (SHA-256) as "
-                                f"{os.path.basename(first_with[sha])}, earlier in this import"})
-            else:
-                first_with[sha] = path
+        try:
+            for i, path in enumerate(files):
+                if progress:
+                    progress(i, len(files), path)
+                clips = []
                 try:
-                    clips = importers.import_file(path, report, sink, sha256=sha)
-                except SignSimError as ex:
-                    failed.append({"path": path, "error": str(ex)})
-                    if report:
-                        report(ERROR, str(ex))
-            waiting += clips
-            waiting_keys += sum(store.clip_keys(c.meta["frame_count"], c.meta["bone_count"]) for c in clips)
-            if waiting and (len(waiting) >= store.PART_CLIPS or waiting_keys >= importers.MAX_CLIP_KEYS
-                            or i == len(files) - 1):
+                    sha = importers.file_sha256(path)
+                except OSError:
+                    sha = None   # import_file says why the file cannot be read
+                if sha is not None and sha in first_with:
+                    skipped.append({"path": path, "reason": f"the same content (SHA-256) as "
+                                    f"{os.path.basename(first_with[sha])}, earlier in this import"})
+                else:
+                    first_with[sha] = path
+                    try:
+                        clips = importers.import_file(path, report, sink, sha256=sha)
+                    except SignSimError as ex:
+                        failed.append({"path": path, "error": str(ex)})
+                        if report:
+                            report(ERROR, str(ex))
+                waiting += clips
+                waiting_keys += sum(store.clip_keys(c.meta["frame_count"], c.meta["bone_count"]) for c in clips)
+                if waiting and (len(waiting) >= store.PART_CLIPS or waiting_keys >= importers.MAX_CLIP_KEYS
+                                or i == len(files) - 1):
+                    imported += store.add_clips(library, waiting, guard, tags, catalog)
+                    waiting, waiting_keys = [], 0
+        except KeyboardInterrupt:
+            # Ctrl-C or SIGTERM: the file in progress is rolled back (tracking.Tracker); the
+            # clips imported before it are kept, and the interrupt goes on
+            if waiting:
                 imported += store.add_clips(library, waiting, guard, tags, catalog)
-                waiting, waiting_keys = [], 0
+            if report:
+                report(WARNING, f"interrupted: {len(imported)} clip(s) imported before the interrupt are kept in "
+                                f"{library}; the file in progress was not imported")
+            raise
     return {"imported": imported, "failed": failed, "skipped": skipped, "library": library}
 
 

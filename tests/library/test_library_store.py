@@ -544,3 +544,26 @@ def test_a_large_library_is_split_into_parts_and_a_change_writes_only_its_part(a
     assert lib.list_clips(str(library)) == expected
     (parts / "part-0002.blend").unlink()
     assert sorted(c["name"] for c in lib.list_clips(str(library))) == ["c0", "c1", "c2"]
+
+
+def test_an_interrupted_import_keeps_the_clips_imported_before_it(lib, tmp_path):
+    """Ctrl-C (KeyboardInterrupt, here raised as the third file starts) keeps the two clips
+    imported before it in the library, says so, leaves no lock file, and goes on as an
+    interrupt; the open file is as it was."""
+    library = tmp_path / "lib.blend"
+    paths = [S.write(tmp_path / f"c{k}.bvh", S.bvh_text(S.still_rows(10 + k))) for k in range(4)]
+    before = {a.name for a in bpy.data.actions}
+    said = []
+
+    def progress(i, n, path):
+        if i == 2:
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        lib.import_paths([str(p) for p in paths], str(library), report=lambda level, m: said.append((level, m)),
+                         progress=progress)
+    assert sorted(c["name"] for c in lib.list_clips(str(library))) == ["c0", "c1"]
+    assert ("WARNING", f"interrupted: 2 clip(s) imported before the interrupt are kept in {library}; the file in "
+                       "progress was not imported") in said
+    assert not (tmp_path / "lib.blend.lock").exists()
+    assert {a.name for a in bpy.data.actions} == before
