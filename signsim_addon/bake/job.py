@@ -66,9 +66,11 @@ class BakeJob:
 
 @dataclass(frozen=True)
 class Solved:
-    """Output of `solve`: baked local rotations (F, n, 4) and the metrics record."""
+    """Output of `solve`: baked local rotations (F, n, 4), the metrics record and, with the
+    projection, the target's local rotations (F, n, 4) the simulation tracked (else None)."""
     rotations: np.ndarray
     metrics: dict
+    target: np.ndarray = None
 
 
 def physics_values(physics) -> dict:
@@ -251,7 +253,7 @@ def solve(job: BakeJob, progress=None) -> Solved:
                           + world_error_warnings(job.rig, world, job.frames, tracked)
                           + deviation_warnings(job.rig, result, err, touching, frame_time, tracked)
                           + outcome_warnings(record))
-    return Solved(result.rotations, record)
+    return Solved(result.rotations, record, None if target is None else target.rotations)
 
 
 def write(scene, job: BakeJob, solved: Solved, output="ASSIGN", key_tolerance_deg=0.0, measure_skin=True):
