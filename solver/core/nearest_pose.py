@@ -342,13 +342,14 @@ def penalty_descent(prob, xs, lo, hi, stiffness=PENALTY_STIFFNESS, iterations=PE
 
 
 def resolve_sequence(model, fields, rotations, base_rotations, base_positions, settings=ResolveSettings(),
-                     method="SLSQP", extra_margins=None):
+                     method="SLSQP", extra_margins=None, progress=None):
     """resolve_pose over frames in order, each warm-started from and drawn towards the
     previous frame's correction (settings.temporal_weight); then each run of changed
     frames is smoothed as a trajectory (smooth_corrections).
 
     rotations (F, n, 4); base_rotations (F, 4); base_positions (F, 3) m; extra_margins
-    None or (F,) resolve_pose's extra_margin per frame.
+    None or (F,) resolve_pose's extra_margin per frame; progress: None or callable(fraction
+    of the frames solved, in [0, 1]) after each frame (raise from it to abort).
     Returns a list of F PoseResult.
     """
     out, previous = [], None
@@ -357,6 +358,8 @@ def resolve_sequence(model, fields, rotations, base_rotations, base_positions, s
                          previous, method, extra_margins[f] if extra_margins else None)
         out.append(r)
         previous = r.correction if r.changed else None
+        if progress is not None:
+            progress((f + 1) / len(rotations))
     return smooth_corrections(model, fields, rotations, base_rotations, base_positions, out, settings, extra_margins)
 
 
