@@ -45,6 +45,7 @@ from . import skin_metrics
 SUFFIX = ".physics"
 TRACK_REFERENCE, TRACK_PHYSICS = "SignSim reference", "SignSim physics"
 PRESETS = tuple(SETTINGS_PRESETS)  # 'soft', 'default', 'stiff'
+PROJECT_SHARE = 0.5  # of a bake's progress, the projection's (about its share of the time)
 # the Physics settings a preset sets (solver.core.settings.preset_values' names)
 VALUE_NAMES = tuple(preset_values("default"))
 
@@ -66,9 +67,11 @@ class BakeJob:
 
 @dataclass(frozen=True)
 class Solved:
-    """Output of `solve`: baked local rotations (F, n, 4) and the metrics record."""
+    """Output of `solve`: baked local rotations (F, n, 4), the metrics record and, with the
+    projection, the target's local rotations (F, n, 4) the simulation tracked (else None)."""
     rotations: np.ndarray
     metrics: dict
+    target: np.ndarray = None
 
 
 def physics_values(physics) -> dict:
@@ -173,10 +176,16 @@ def preserved_contacts(action, bone_names, frames):
     return tuple(out)
 
 
+def _share(progress, lo, hi):
+    """progress (callable(fraction) or None) for a stage that covers [lo, hi] of the bake."""
+    return None if progress is None else (lambda x: progress(lo + (hi - lo) * x))
+
+
 def solve(job: BakeJob, progress=None) -> Solved:
     """Run the physics pass and the before/after metrics (no bpy; thread-safe).
 
-    progress: callable(fraction in [0, 1]); raising from it aborts the bake.
+    progress: callable(fraction in [0, 1]); raising from it aborts the bake. With the
+    projection, its frames are the first PROJECT_SHARE of the fraction, the simulation the rest.
     Raises SignSimError when the solver rejects the settings or the rig.
     """
     # The first bake after install compiles the solver (then cached): kept out of bake_seconds.
@@ -201,12 +210,13 @@ def solve(job: BakeJob, progress=None) -> Solved:
                 # interpenetration (the target), already fitted, so it is not fitted again.
                 fitted = fit_reference(ref, settings.fit_tolerance_deg, settings.spike_deg) \
                     if settings.smooth_reference else ref
-                target = project(model, fields, fitted, intended)
+                target = project(model, fields, fitted, intended, progress=_share(progress, 0.0, PROJECT_SHARE))
                 track = replace(fitted, rotations=target.rotations)
                 settings = replace(settings, smooth_reference=False)
             else:
                 track = ref
-            result = simulate(model, track, settings, progress=progress, fields=samples, intended=intended)
+            result = simulate(model, track, settings, fields=samples, intended=intended,
+                              progress=progress if target is None else _share(progress, PROJECT_SHARE, 1.0))
     except ValueError as ex:  # the solver's checks, reported at the add-on boundary
         raise SignSimError(f"invalid physics setting: {ex}") from None
     # Only a tracked pose deeper than the zero level pushes the bake off it.
@@ -251,7 +261,7 @@ def solve(job: BakeJob, progress=None) -> Solved:
                           + world_error_warnings(job.rig, world, job.frames, tracked)
                           + deviation_warnings(job.rig, result, err, touching, frame_time, job.frames, tracked)
                           + outcome_warnings(record))
-    return Solved(result.rotations, record)
+    return Solved(result.rotations, record, None if target is None else target.rotations)
 
 
 def write(scene, job: BakeJob, solved: Solved, output="ASSIGN", key_tolerance_deg=0.0, measure_skin=True):

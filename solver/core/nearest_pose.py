@@ -342,13 +342,14 @@ def penalty_descent(prob, xs, lo, hi, stiffness=PENALTY_STIFFNESS, iterations=PE
 
 
 def resolve_sequence(model, fields, rotations, base_rotations, base_positions, settings=ResolveSettings(),
-                     method="SLSQP", extra_margins=None):
+                     method="SLSQP", extra_margins=None, progress=None):
     """resolve_pose over frames in order, each warm-started from and drawn towards the
     previous frame's correction (settings.temporal_weight); then each run of changed
     frames is smoothed as a trajectory (smooth_corrections).
 
     rotations (F, n, 4); base_rotations (F, 4); base_positions (F, 3) m; extra_margins
-    None or (F,) resolve_pose's extra_margin per frame.
+    None or (F,) resolve_pose's extra_margin per frame; progress: None or callable(fraction
+    of the frames solved, in [0, 1]) after each frame (raise from it to abort).
     Returns a list of F PoseResult.
     """
     out, previous = [], None
@@ -357,15 +358,17 @@ def resolve_sequence(model, fields, rotations, base_rotations, base_positions, s
                          previous, method, extra_margins[f] if extra_margins else None)
         out.append(r)
         previous = r.correction if r.changed else None
+        if progress is not None:
+            progress((f + 1) / len(rotations))
     return smooth_corrections(model, fields, rotations, base_rotations, base_positions, out, settings, extra_margins)
 
 
-SMOOTH_SHARE = 0.25  # DOFs whose correction reaches this share of the run's largest are smoothed
 SIZE_COST = 1e-3  # weight of Σ‖d‖²_W beside the jerk term: of two smooth corrections, the smaller
-# frames optimised together at most: SLSQP's time grows with the cube of its variables
-# (12 frames: about 1 s; 60 frames took minutes), so a longer run is smoothed window by
-# window, each against its neighbours' corrections
+# frames optimised together at most: the dual problem has one variable per constraint of
+# the window's frames, so a long run is smoothed window by window, each against its
+# neighbours' corrections
 SMOOTH_WINDOW = 12
+SMOOTH_ROUNDS = 3  # linearisations of the constraints per window (sequential quadratic programming)
 
 
 def _runs(changed):
@@ -385,6 +388,31 @@ def _windows(runs, size=SMOOTH_WINDOW):
     return [(a, min(a + size - 1, last)) for first, last in runs for a in range(first, last + 1, size)]
 
 
+def _smooth_step(M_inv, d_free, A, b, row_frame, w):
+    """The least-jerk correction under linear constraints, by its dual.
+
+    The objective Σ_j w_j (‖T D_j‖² + SIZE_COST ‖D_j‖²) separates by DOF j with the same
+    frame matrix M = (TᵀT + SIZE_COST I) on the free frames, so with the fixed frames'
+    part folded into the unconstrained optimum d_free (V, k) the problem
+        minimise ½ Σ_j w_j (D_j − d_free_j)ᵀ M (D_j − d_free_j)  subject to  A_r · D[frame_r] ≥ b_r
+    has the dual  min_{λ ≥ 0} ½ λᵀQλ − (b − A d_free)ᵀλ,  Q_rs = M⁻¹[t_r, t_s] Σ_j A_rj A_sj / w_j,
+    and D = d_free + M⁻¹ Σ_r e_{t_r} (A_r / w) λ_r. The dual is a non-negative least-squares
+    problem (Q = L Lᵀ; scipy.optimize.nnls, Lawson & Hanson's active set, deterministic).
+    M_inv (V, V) over the free frames; A (m, k) rows per constraint, b (m,),
+    row_frame (m,) index into the V free frames; w (k,) weights. Returns D (V, k)."""
+    from scipy.linalg import cholesky, solve_triangular
+    from scipy.optimize import nnls
+    if not len(b):
+        return d_free
+    Aw = A / w
+    Q = M_inv[np.ix_(row_frame, row_frame)] * (Aw @ A.T)
+    q = b - np.einsum("rk,rk->r", A, d_free[row_frame])
+    Q[np.diag_indices_from(Q)] += 1e-9 * max(float(np.trace(Q)) / len(Q), 1e-12)
+    L = cholesky(Q, lower=True)
+    lam = nnls(L.T, solve_triangular(L, q, lower=True), maxiter=50 * len(q))[0]
+    return d_free + M_inv[:, row_frame] @ (lam[:, None] * Aw)
+
+
 def smooth_corrections(model, fields, rotations, base_rotations, base_positions, results, settings=ResolveSettings(),
                        extra_margins=None):
     """The per-frame corrections d_t (PoseResult.correction) of each run of changed frames
@@ -393,14 +421,18 @@ def smooth_corrections(model, fields, rotations, base_rotations, base_positions,
         minimise  Σ_t ‖Δ³d_t‖²_W + SIZE_COST Σ_t ‖d_t‖²_W   (Δ³: third difference over
                   frames, so the jerk the correction adds; W the subtree weights)
         subject to g_k(θ⁰_t + d_t) ≥ margin on every frame of the run (the parts near the
-                  per-frame solution) and joint limits,
+                  per-frame solution),
 
-    with d = 0 on the frames clear of every part (they keep their pose exactly), by
-    SLSQP from the per-frame solutions over the DOFs those move. A run whose smoothed
-    trajectory is not feasible or not smoother keeps its per-frame solutions. A run
-    longer than SMOOTH_WINDOW frames is smoothed window by window, each window's third
-    differences reaching into its neighbours' corrections. Arguments as resolve_sequence, results its per-frame PoseResults, extra_margins
-    None or per frame resolve_pose's extra_margin; returns the list.
+    with d = 0 on the frames clear of every part (they keep their pose exactly), over the
+    DOFs the per-frame solutions move: the constraints linearised at the current
+    trajectory (from the per-frame solutions), the quadratic problem solved exactly by its
+    dual (_smooth_step), up to SMOOTH_ROUNDS times until every frame is clear, joint
+    limits clipped. A window whose smoothed trajectory is not as clear on every frame as
+    its per-frame solutions, or not smoother, keeps its per-frame solutions. A run longer
+    than SMOOTH_WINDOW frames is smoothed window by window, each window's third
+    differences reaching into its neighbours' corrections. Arguments as resolve_sequence,
+    results its per-frame PoseResults, extra_margins None or per frame resolve_pose's
+    extra_margin; returns the list.
     """
     results = list(results)
     changed = np.array([r.changed for r in results])
@@ -411,96 +443,76 @@ def smooth_corrections(model, fields, rotations, base_rotations, base_positions,
     x0 = fixed.reshape(len(fixed), -1)[:, model.dof_flat]
     for a, b in _windows(_runs(changed)):
         corr = np.stack([r.correction for r in results])  # the windows before smoothed
-        # the DOFs that carry the correction (the others keep their per-frame values):
-        # SLSQP's cost grows with the square of the variables (frames × DOFs)
-        size = np.abs(corr[a:b + 1]).max(axis=0)
-        scope = np.flatnonzero(size >= SMOOTH_SHARE * size.max())
+        scope = np.flatnonzero(np.abs(corr[a:b + 1]).max(axis=0) > 0)  # the DOFs that carry the correction
         frames = np.arange(a, b + 1)
         w = weights[model.dof_bone[scope]]
         # the third differences reach 3 frames beyond the window, where d is the
         # neighbours' correction (0 on clear frames)
         lo_pad, hi_pad = min(a, 3), min(len(results) - 1 - b, 3)
         L = len(frames) + lo_pad + hi_pad
-        if L < 4:  # no third difference: nothing to smooth
+        if L < 4 or not len(scope):  # no third difference: nothing to smooth
             continue
         T = np.zeros((L - 3, L))
         for k in range(L - 3):
             T[k, k:k + 4] = (-1.0, 3.0, -3.0, 1.0)
-        inner = slice(lo_pad, lo_pad + len(frames))
-        seps, lower, upper = [], [], []
-        for f in frames:
+        H = T.T @ T + SIZE_COST * np.eye(L)
+        rows = np.arange(L)
+        free = lo_pad + np.flatnonzero(changed[frames])  # rows of the frames to optimise
+        held = np.setdiff1d(rows, free)  # padding and clear frames: their corrections stay
+        D0 = corr[a - lo_pad:b + 1 + hi_pad][:, scope]
+        M_inv = np.linalg.inv(H[np.ix_(free, free)])
+        d_free = -M_inv @ (H[np.ix_(free, held)] @ D0[held])  # the unconstrained optimum
+
+        def cost(D):
+            J = T @ D
+            return float(np.sum(w * J * J)) + SIZE_COST * float(np.sum(w * D * D))
+
+        seps, base_r, bases = {}, {}, {}
+        for f in frames[changed[frames]]:
             pose = _start_pose(model, x0[f] + corr[f], fixed[f], quat.to_matrix(base_rotations[f]), base_positions[f])
             margins = Margins(model, fields, settings.margin, extra_margins[f] if extra_margins else None)
             parts = near_parts(model, fields, pose, margins, settings.reach)
-            seps.append((Separations(model, fields, parts, scope), margins.of(parts)))
-            lo = np.minimum(model.dof_lower, x0[f])[scope] - x0[f][scope]
-            hi = np.maximum(model.dof_upper, x0[f])[scope] - x0[f][scope]
-            if not results[f].changed:  # a clear frame between two runs
-                lo, hi = np.zeros(len(scope)), np.zeros(len(scope))
-            lower.append(lo)
-            upper.append(hi)
-        lower, upper = np.concatenate(lower), np.concatenate(upper)
-        s = np.tile(1.0 / np.sqrt(w), len(frames))
-        base_r = [quat.to_matrix(base_rotations[f]) for f in frames]
+            seps[f] = (Separations(model, fields, parts, scope), margins.of(parts))
+            base_r[f] = quat.to_matrix(base_rotations[f])
+            bases[f] = full_coordinates(model, x0[f] + corr[f], fixed[f])  # outside the scope: kept
+        lower = {f: np.minimum(model.dof_lower, x0[f])[scope] - x0[f][scope] for f in seps}
+        upper = {f: np.maximum(model.dof_upper, x0[f])[scope] - x0[f][scope] for f in seps}
 
-        around = np.zeros((L, len(scope)))
-        around[:lo_pad] = corr[a - lo_pad:a][:, scope]
-        around[lo_pad + len(frames):] = corr[b + 1:b + 1 + hi_pad][:, scope]
+        def evaluate(D, gradient):
+            """Per free frame: (g − clearance (k_t,) mm, rows (k_t, scope) mm/rad or None)."""
+            out = []
+            for i, f in enumerate(frames[changed[frames]]):
+                full = bases[f].copy()
+                full.reshape(-1)[model.dof_flat[scope]] = x0[f][scope] + D[free[i]]
+                sep, m = seps[f]
+                g, rows_f = sep(full, base_r[f], base_positions[f], gradient)
+                out.append((1e3 * (g - m), None if rows_f is None else 1e3 * rows_f.copy()))
+            return out
 
-        def cost(z):
-            D = around.copy()
-            D[inner] = (z * s).reshape(len(frames), -1)
-            J = T @ D
-            f = float(np.sum(w * J * J)) + SIZE_COST * float(np.sum(w * D * D))
-            grad = 2.0 * (T.T @ (w * J))[inner] + 2.0 * SIZE_COST * w * D[inner]
-            return f, grad.reshape(-1) * s
-
-        cache = {}
-        # every frame's coordinates outside the scope stay: built once, not per evaluation
-        bases = [full_coordinates(model, x0[f] + corr[f], fixed[f]) for f in frames]
-
-        def constraints(z):
-            key = z.tobytes()
-            if key not in cache:
-                D = (z * s).reshape(len(frames), -1)
-                g, rows = [], []
-                for t, f in enumerate(frames):
-                    full = bases[t].copy()
-                    full.reshape(-1)[model.dof_flat[scope]] = x0[f][scope] + D[t]
-                    sep, m = seps[t]
-                    gt, rt = sep(full, base_r[t], base_positions[f])
-                    g.append(1e3 * (gt - m))
-                    rows.append(1e3 * rt)
-                jac = np.zeros((sum(len(x) for x in g), z.size))
-                r0 = 0
-                for t, rt in enumerate(rows):
-                    jac[r0:r0 + len(rt), t * len(scope):(t + 1) * len(scope)] = rt
-                    r0 += len(rt)
-                cache.clear()
-                cache[key] = (np.concatenate(g), jac * s)
-            return cache[key]
-
-        z0 = np.clip(corr[frames][:, scope].reshape(-1), lower, upper) / s
-        res = minimize(cost, z0, jac=True, method="SLSQP", bounds=list(zip(lower / s, upper / s)),
-                       constraints=[{"type": "ineq", "fun": lambda z: constraints(z)[0],
-                                     "jac": lambda z: constraints(z)[1]}],
-                       options={"maxiter": 50, "ftol": 1e-12})
-        z = np.clip(res.x, lower / s, upper / s)
-        # each frame as clear as its own solution was (or by the tolerance)
-        ends = np.cumsum([len(m) for _sep, m in seps])[:-1]
-        before = [min(np.min(c, initial=np.inf), 0.0) for c in np.split(constraints(z0)[0], ends)]
-        after = [np.min(c, initial=np.inf) for c in np.split(constraints(z)[0], ends)]
-        if any(x < y - 1e3 * settings.tolerance for x, y in zip(after, before)) or cost(z)[0] >= cost(z0)[0]:
+        before = [min(np.min(g, initial=np.inf), 0.0) for g, _ in evaluate(D0, False)]
+        D, rounds = D0.copy(), 0
+        for rounds in range(1, SMOOTH_ROUNDS + 1):
+            lin = evaluate(D, True)
+            A = np.concatenate([r for _, r in lin]) if lin else np.zeros((0, len(scope)))
+            row_frame = np.concatenate([np.full(len(g), i, np.intp) for i, (g, _) in enumerate(lin)])
+            # g + rows (d − d_now) ≥ 0  ⇔  rows d ≥ rows d_now − g
+            b_lin = np.concatenate([r @ D[free[i]] - g for i, (g, r) in enumerate(lin)])
+            D = D0.copy()
+            D[free] = _smooth_step(M_inv, d_free, A, b_lin, row_frame, w)
+            D[free] = np.clip(D[free], [lower[f] for f in seps], [upper[f] for f in seps])
+            after = [np.min(g, initial=np.inf) for g, _ in evaluate(D, False)]
+            if all(x >= -1e3 * settings.tolerance for x in after):
+                break
+        if any(x < y - 1e3 * settings.tolerance for x, y in zip(after, before)) or cost(D) >= cost(D0):
             continue
-        D = (z * s).reshape(len(frames), -1)
-        for t, f in enumerate(frames):
+        for i, f in enumerate(frames[changed[frames]]):
             x = x0[f] + corr[f]
-            x[scope] = x0[f][scope] + D[t]
-            g = seps[t][0](full_coordinates(model, x, fixed[f]), base_r[t], base_positions[f], False)[0]
+            x[scope] = x0[f][scope] + D[free[i]]
+            g = seps[f][0](full_coordinates(model, x, fixed[f]), base_r[f], base_positions[f], False)[0]
             r = results[f]
             results[f] = _result(model, np.asarray(rotations[f], dtype=float), fixed[f], x,
-                                 bool(np.all(g - seps[t][1] >= -settings.tolerance)), r.gap_before,
-                                 float(g.min()) if len(g) else np.inf, r.evaluations + res.nfev)
+                                 bool(np.all(g - seps[f][1] >= -settings.tolerance)), r.gap_before,
+                                 float(g.min()) if len(g) else np.inf, r.evaluations + 2 * rounds + 2)
     return results
 
 

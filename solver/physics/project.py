@@ -76,15 +76,17 @@ def intended_margins(intended, n_frames, margin):
     return out
 
 
-def project(model, fields, reference, intended=(), settings=PROJECT_SETTINGS):
+def project(model, fields, reference, intended=(), settings=PROJECT_SETTINGS, progress=None):
     """The Target of `reference` (physics.reference.Reference, normally the fitted one) for
     model (SkeletonModel) and fields (body volumes: grid, bones, local, radius), keeping
     the intended contacts [(a, b, start, stop, level m)] as the reference has them.
-    settings: nearest_pose.ResolveSettings. Deterministic: same inputs, same rotations."""
+    settings: nearest_pose.ResolveSettings; progress: None or callable(fraction of the frames
+    projected, in [0, 1]); raising from it aborts. Deterministic: same inputs, same rotations."""
     start = time.perf_counter()
     rotations = np.asarray(reference.rotations, dtype=float)
     results = resolve_sequence(model, fields, rotations, reference.base_rotations, reference.base_positions,
-                               settings, extra_margins=intended_margins(intended, len(rotations), settings.margin))
+                               settings, extra_margins=intended_margins(intended, len(rotations), settings.margin),
+                               progress=progress)
     target = np.stack([r.rotations for r in results])  # moved bones keep their input's hemisphere
     changed = np.array([r.changed for r in results])
     colliding = int(np.count_nonzero(changed | ~np.array([r.resolved for r in results])))

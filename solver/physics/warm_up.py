@@ -6,7 +6,7 @@ import time
 
 import numpy as np
 
-from ..core import kernels, kinematics, model, quat, sdf
+from ..core import kernels, kinematics, model, nearest_pose, quat, sdf
 from . import capsule_contacts, dynamics, integrator
 
 
@@ -40,4 +40,5 @@ def warm_up():
     ev = integrator.evaluate(rig, physics, integrator.make_state(rig, q, qd), target)
     integrator.implicit_step(rig, physics, ev, None, target, target, 0.01, 1e4, 1.0)
     integrator.face_tunnelling(physics, ev, ev)
+    nearest_pose.warm_up()  # the projection's distance kernels
     return time.process_time() - start, kernels._misses() > misses

@@ -175,7 +175,7 @@ def test_the_first_pose_is_out_of_contact_from_frame_zero(tmp_path, addon):
 @pytest.mark.slow
 def test_the_projected_target_clears_the_skin_and_bakes_bit_identically(addon, tmp_path):
     """chin_cheek with the projection: the metrics' target block, a change the collisions
-    need (mean ≤ 15°), the evaluated skin less deep in the face than the reference (its
+    need (mean ≤ 15°), its progress reported, the evaluated skin less deep in the face than the reference (its
     kept contacts stay at the reference's depth) and clear between the fingers (≤ 1 mm),
     0 fallbacks, no NaN, and a second solve bit-identical."""
     api = addon.signsim_addon.bake.api
@@ -185,7 +185,10 @@ def test_the_projected_target_clears_the_skin_and_bakes_bit_identically(addon, t
     bpy.ops.wm.open_mainfile(filepath=str(out), load_ui=False)
     job = api.prepare(bpy.context.scene, bpy.data.objects["Signer"], preset="default", project=True)
     assert job.settings.project and job.settings_record["project"]
-    solved = api.solve(job)
+    seen = []
+    solved = api.solve(job, progress=seen.append)
+    # the projection's frames fill the first half of the progress, the simulation the rest
+    assert seen == sorted(seen) and seen[-1] == 1.0 and 0.0 < seen[0] <= 0.5 and any(x > 0.5 for x in seen)
     t = solved.metrics["target"]
     assert 0 < t["projected_frames"] <= t["colliding_frames"] <= len(job.frames)
     assert 0.0 < t["mean_change_deg"] <= t["largest_change_deg"] and t["mean_change_deg"] <= 15.0

@@ -227,3 +227,18 @@ def test_the_projection_keeps_an_intended_contact_down_to_its_level(body):
     assert target.changed.any()
     for q in target.rotations:
         assert _gaps(model, fields, q).min() >= -0.5 * depth - 1e-4
+
+
+def test_the_projection_reports_its_progress_and_can_be_aborted(body):
+    from solver.physics.project import project
+    model, fields = body
+    ref = _swing_reference(model, 21)
+    seen = []
+    project(model, fields, ref, progress=seen.append)
+    assert seen == sorted(seen) and seen[-1] == 1.0 and len(seen) == 21
+
+    def stop(fraction):
+        if fraction > 0.5:
+            raise KeyboardInterrupt
+    with pytest.raises(KeyboardInterrupt):
+        project(model, fields, ref, progress=stop)
