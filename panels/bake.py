@@ -75,6 +75,15 @@ class SIGNSIM_PT_metrics(SidebarPanel, bpy.types.Panel):
             before.label(text=r.text(r.before), translate=False)
             after.label(text=r.text(r.after), translate=False)
             marks.label(text="", icon=VERDICT_ICONS[r.verdict])
+        target = bake.metrics_report.target_rows(metrics)
+        if target:
+            box = layout.box()
+            box.label(text="Projection (Target vs Reference)")
+            col = box.column(align=True)
+            for label, text in target:
+                row = col.row()
+                row.label(text=label)
+                row.label(text=text, translate=False)
         groups = bake.metrics_report.group_rows(metrics)
         if groups:
             box = layout.box()

@@ -95,6 +95,21 @@ def group_rows(metrics) -> list:
     return list(metrics.get("baked", {}).get(GROUP_KEY, {}).items())
 
 
+def target_rows(metrics) -> list:
+    """[(label, text)] of the projection (the record's "target" block: how far the target
+    is from the reference where contacts moved it), or [] for a bake without one."""
+    t = metrics.get("target")
+    if not t:
+        return []
+    where = (f" · {t['largest_change_bone']} · frame {t['largest_change_frame']:.0f}"
+             if t.get("largest_change_bone") else "")
+    return [("Projected Frames", f"{t['projected_frames']} ({t['colliding_frames']} colliding)"),
+            ("Largest Change", f"{t['largest_change_deg']:.1f}°{where}"),
+            ("Mean Change", f"{t['mean_change_deg']:.1f}°"),
+            ("Projection Time", f"{t['projection_seconds']:.2f} s · "
+                                f"{1e3 * t['seconds_per_colliding_frame']:.0f} ms per colliding frame")]
+
+
 def per_frame(metrics, frames=None) -> dict:
     """{(side, key): (frames (F,), values (F,))} of the per-frame lists.
 

@@ -146,6 +146,27 @@ def test_every_panel_draws_after_a_bake(baked, mods):
 
 
 @pytest.mark.slow
+def test_metrics_panel_shows_the_projection(baked, mods):
+    """A bake with the projection: its target block (frames projected, the largest and
+    mean contact-driven change, the time) in its own box; a bake without one draws none."""
+    rig = _open(baked)
+    action = rig.animation_data.action
+    assert "Projection (Target vs Reference)" not in draw(bpy.types.SIGNSIM_PT_metrics).labels
+    metrics = json.loads(action.signsim.bake_metrics)
+    metrics["target"] = {"projected_frames": 12, "colliding_frames": 14, "largest_change_deg": 17.84,
+                         "largest_change_bone": "thumb.01.R", "largest_change_frame": 47.0, "mean_change_deg": 6.51,
+                         "projection_seconds": 1.0, "seconds_per_colliding_frame": 0.0089}
+    action.signsim.bake_metrics = json.dumps(metrics)
+    labels = draw(bpy.types.SIGNSIM_PT_metrics).labels
+    assert mods.metrics_report.target_rows(metrics) == [
+        ("Projected Frames", "12 (14 colliding)"), ("Largest Change", "17.8° · thumb.01.R · frame 47"),
+        ("Mean Change", "6.5°"), ("Projection Time", "1.00 s · 9 ms per colliding frame")]
+    for label, text in mods.metrics_report.target_rows(metrics):
+        assert label in labels and text in labels
+    assert "Projection (Target vs Reference)" in labels
+
+
+@pytest.mark.slow
 def test_metrics_panel_reports_bad_metrics_without_raising(baked):
     rig = _open(baked)
     rig.animation_data.action.signsim.bake_metrics = "{not json"
