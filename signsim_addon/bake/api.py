@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 import bpy
 
+from ...solver.physics.bake_report import verdict
 from ...solver.physics.warm_up import warm_up
 from ...solver.core.settings import GROUP_LABELS, GROUPS  # noqa: F401 (for operators and panels)
 from .. import files
@@ -55,7 +56,9 @@ def bake_file(request: BakeFileRequest, report=silent) -> dict:
     """Bake request.armature's action in request.rig and save the result to request.out.
 
     Returns {"action": new action name, "metrics": public metrics, "out": absolute path,
-    "warnings": every warning reported (the same text), "picture": PNG path when asked,
+    "verdict" (also in the metrics): 'ok', 'check' (warnings) or 'failed' (not usable as it
+    is: solver.physics.bake_report.verdict), "warnings": every warning reported (the same
+    text), "picture": PNG path when asked,
     "soft_face": softface.summary of the soft face when asked}. Raises SignSimError for bad paths, a missing armature
     or action, and anything prepare/solve refuse; nothing is written then.
     """
@@ -80,6 +83,7 @@ def bake_file(request: BakeFileRequest, report=silent) -> dict:
                                       r.face_modes, report)
     solved.metrics["warnings"].extend(notes)
     metrics = public_metrics(solved.metrics)   # the .blend and the metrics: both or neither
+    metrics["verdict"] = verdict(metrics)
     if soft is not None:
         metrics["soft_face"] = softface.summary(soft)
     files.save_atomically(r.out, texts={r.metrics: json.dumps(metrics, indent=1, sort_keys=True)}
@@ -104,7 +108,9 @@ def bake_file(request: BakeFileRequest, report=silent) -> dict:
                      + f", mean {t['mean_change_deg']:.1f}°; projection {t['projection_seconds']:.2f} s "
                        f"({1e3 * t['seconds_per_colliding_frame']:.0f} ms per colliding frame)")
     report(INFO, f"wrote action '{new.name}' to {r.out}")
-    result = {"action": new.name, "metrics": metrics, "out": os.path.abspath(r.out),
+    report(INFO, f"verdict: {metrics['verdict']}" + (f" ({len(metrics['warnings'])} warning(s))"
+                                                       if metrics["warnings"] else ""))
+    result = {"action": new.name, "metrics": metrics, "verdict": metrics["verdict"], "out": os.path.abspath(r.out),
               "warnings": solved.metrics["warnings"]}
     if soft is not None:
         result["soft_face"] = softface.summary(soft)

@@ -154,7 +154,8 @@ def run_clip(command, clip, job, cancel_event):
                         os.remove(path)
                 return {"clip": clip, "cancelled": True}
             result = _last_json(stdout)
-            if code != 0:
+            # exit 3 from bake: written, with the verdict 'failed' (its metrics say so)
+            if code != 0 and not (name == "bake" and code == 3 and "action" in result):
                 err = stderr.strip().splitlines()
                 record["error"] = result.get("error") or (err[-1] if err else f"{name} exited {code}")
                 return record
@@ -253,7 +254,8 @@ def _run_on_cluster(client, command, clips, job, report):
             records[i] = {"clip": clips[i], "warnings": [], "error": f"{type(ex).__name__}: {ex}"}
         r = records[i]
         done = sum(r is not None for r in records)
-        report(INFO, f"[{done}/{len(clips)}] {r['clip']}: " + (f"FAILED {r['error']}" if "error" in r else "baked"))
+        report(INFO, f"[{done}/{len(clips)}] {r['clip']}: " + (f"FAILED {r['error']}" if "error" in r else
+                                                                 f"baked, {r['metrics'].get('verdict')}"))
 
     try:
         for future in as_completed(futures):

@@ -22,6 +22,19 @@ def add_arguments(parser):
     parser.add_argument("--soft-face", action="store_true",
                         help="also dent the head's skin under the fingertips (shape keys keyed per frame)")
     parser.add_argument("--face-modes", type=int, metavar="N", help="soft face modes (default: the rig's, 20)")
+    _strict_argument(parser)
+
+
+EXIT_VERDICT = 3  # written, but a clip's verdict is 'failed' ('check' too with --strict)
+
+
+def _strict_argument(parser):
+    parser.add_argument("--strict", action="store_true",
+                        help="exit 3 on the verdict 'check' (warnings) too, not only on 'failed'")
+
+
+def _failing(verdicts, strict):
+    return [v for v in verdicts if v == "failed" or (strict and v == "check")]
 
 
 def _project_argument(parser):
@@ -31,11 +44,16 @@ def _project_argument(parser):
 
 
 def run(args, say) -> dict:
-    return api.bake_file(api.BakeFileRequest(
+    result = api.bake_file(api.BakeFileRequest(
         rig=args.blend, armature=args.armature, out=args.out, action=args.action, preset=args.preset,
         project=args.project,
         metrics=args.metrics, picture=args.picture, soft_face=args.soft_face or None,
         face_modes=args.face_modes), cli_reporter(say))
+    if _failing([result["verdict"]], args.strict):  # written, but a script must not read it as done
+        print(f"signsim: the bake is written to {result['out']} but its verdict is '{result['verdict']}'",
+              file=sys.stderr, flush=True)
+        result["_exit"] = EXIT_VERDICT
+    return result
 
 
 def add_batch_arguments(parser):
@@ -54,6 +72,7 @@ def add_batch_arguments(parser):
     parser.add_argument("--tags", default="", metavar="a,b", help="only clips with all these tags")
     parser.add_argument("--preset", choices=api.PRESETS, help="physics preset for every bake")
     _project_argument(parser)
+    _strict_argument(parser)
 
 
 def run_batch(args, say) -> dict:
@@ -80,11 +99,17 @@ def run_batch(args, say) -> dict:
         raise
     for r in result["clips"]:
         say(f"  {r['clip']}: " + (f"FAILED {r['error']}" if "error" in r else
-                                  f"{r['action']}, tracking {r['metrics']['baked']['tracking_rms_deg']:.2f}° RMS"))
+                                  f"{r['action']}, {r['metrics'].get('verdict')}, tracking "
+                                  f"{r['metrics']['baked']['tracking_rms_deg']:.2f}° RMS"))
     failed = [r for r in result["clips"] if "error" in r]
     result["failed"] = len(failed)
+    failing = _failing([r["metrics"].get("verdict") for r in result["clips"] if "error" not in r], args.strict)
     if failed:
         print(f"signsim: {len(result['clips']) - len(failed)} clip(s) baked, {len(failed)} failed",
               file=sys.stderr, flush=True)
         result["_exit"] = 1
+    elif failing:
+        print(f"signsim: {len(result['clips'])} clip(s) baked, {len(failing)} with the verdict "
+              f"{' or '.join(sorted(set(failing)))}", file=sys.stderr, flush=True)
+        result["_exit"] = EXIT_VERDICT
     return result

@@ -27,6 +27,19 @@ def outcome_warnings(record):
     return out
 
 
+def verdict(record):
+    """'failed', 'check' or 'ok' for a bake's metrics record (metrics_record's, with
+    world_error_record's keys and "warnings"): 'failed' when the result is not usable as
+    it is — some bone ends more than CONTACT_MAX_DEG from what it tracked on a frame, or
+    the RMS tracking error is above TRACKING_WARN_DEG (the bake no longer shows the keys);
+    'check' when any warning says a threshold the bake reports is not met; else 'ok'."""
+    baked = record["baked"]
+    if baked.get(f"frames_world_error_above_{CONTACT_MAX_DEG:.0f}_deg", 0) > 0 \
+            or baked["tracking_rms_deg"] > TRACKING_WARN_DEG:
+        return "failed"
+    return "check" if record.get("warnings") else "ok"
+
+
 def held_overlap_record(model, pair_kinds, pairs):
     """({contact kind: largest held overlap (mm)} for the kinds that have one, [warnings]).
 

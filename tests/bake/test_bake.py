@@ -234,6 +234,8 @@ def test_cli_bake_prints_the_metrics_contract(cli_bake):
         assert keys <= set(result["metrics"][side])
     assert json.loads(metrics.read_text()) == result["metrics"]
     m = result["metrics"]
+    # the verdict: written with the metrics; 'check' exactly when the bake warns (exit 0 without --strict)
+    assert result["verdict"] == m["verdict"] == ("check" if m["warnings"] else "ok")
     # The main job's promise on the bundled fingerspelling clip:
     assert m["baked"]["jerk_cost"] < m["reference"]["jerk_cost"]
     assert m["baked"]["penetration_max_mm"] < m["reference"]["penetration_max_mm"]
@@ -243,6 +245,20 @@ def test_cli_bake_prints_the_metrics_contract(cli_bake):
     assert not any("fell back" in w for w in result["warnings"])
     assert abs(m["baked"]["lag_ms"]) <= 1000.0 / 30.0
     assert m["baked"]["fallbacks"] == 0
+
+
+@pytest.mark.slow
+def test_cli_bake_strict_exits_3_on_a_bake_to_check(retargeted, addon, tmp_path, capsys):
+    """--strict: a written bake whose verdict is 'check' (it warns) exits 3 with one stderr
+    line; the file and the JSON are still written (the demo clip's bake warns)."""
+    out = tmp_path / "strict.blend"
+    code = addon.signsim_addon.cli.main(["bake", "--blend", str(retargeted), "--armature", "Signer", "--preset",
+                                         "default", "--out", str(out), "--strict", "--json"])
+    captured = capsys.readouterr()
+    result = json.loads(captured.out.strip().splitlines()[-1])
+    assert result["verdict"] == "check" and result["warnings"]
+    assert code == 3 and out.is_file()
+    assert captured.err.strip().splitlines() == [f"signsim: the bake is written to {out} but its verdict is 'check'"]
 
 
 def test_cli_bake_errors_write_nothing(retargeted, addon, tmp_path, capsys):

@@ -30,3 +30,14 @@ def test_deviation_warning_names_the_worst_bone_by_its_scene_frame():
     result = SimpleNamespace(fallback_counts=[0, 0, 0])
     (w,) = bake_report.deviation_warnings(rig, result, err, np.zeros((10, 2), bool), 1 / 30, np.arange(101.0, 111.0))
     assert "'finger' 40.0° at frame 104" in w and "1 bones end more than" in w
+
+
+def test_verdict_fails_an_unusable_bake_and_asks_to_check_a_warned_one():
+    def record(rms, above_90, warnings=()):
+        return {"baked": {"tracking_rms_deg": rms, "frames_world_error_above_90_deg": above_90},
+                "warnings": list(warnings)}
+    assert bake_report.verdict(record(1.0, 0)) == "ok"
+    assert bake_report.verdict(record(1.0, 0, ["a bone strayed"])) == "check"
+    assert bake_report.verdict(record(1.0, 1)) == "failed"      # a bone more than 90° off on a frame
+    assert bake_report.verdict(record(bake_report.TRACKING_WARN_DEG + 0.1, 0)) == "failed"
+    assert bake_report.verdict(record(bake_report.TRACKING_WARN_DEG, 0, ["x"])) == "check"
