@@ -540,10 +540,12 @@ def _refuse(target_name, sk_t, sk_s, body_t, body_s, t_of, basis_of, loc, P, S, 
     puts it far below where the source stands upright; or the target's shoulder line
     turned against its hip line more than TURNED degrees beyond the source's on a frame
     (a torso turned around on its pelvis); or a mapped spine, neck or head bone of the
-    target twisting about its own axis, relative to its parent, more than WRUNG degrees
-    beyond its source bone's twist relative to that bone's parent on a frame (a wrung
-    spine). S (F, Ns, 3, 3) and rest_s (Ns, 3, 3): the source's posed and rest world
-    rotations; basis_of: target bone → (F, 3, 3) local rotations relative to its rest."""
+    target twisting about its own axis, relative to its nearest mapped ancestor and from
+    rest, more than WRUNG degrees beyond its source bone's twist over the same span (from
+    the source bone of that ancestor, or its own parent when it does not hang below it)
+    on a frame (a wrung spine). S (F, Ns, 3, 3) and rest_s (Ns, 3, 3): the source's posed
+    and rest world rotations; basis_of: target bone → (F, 3, 3) local rotations relative
+    to its rest."""
     a_s, a_t = body_s.anatomy, body_t.anatomy
     if "none" not in (a_s.facing_evidence, a_t.facing_evidence):
         crossed = skeleton.sides_crossed(a_s, a_t, list(t_of.items()))
@@ -576,21 +578,29 @@ def _refuse(target_name, sk_t, sk_s, body_t, body_s, t_of, basis_of, loc, P, S, 
                                 f"frame(s) (first: {f}, hips → head {elev_t[f]:.0f}° from level where "
                                 f"the source's is {elev_s[f]:.0f}°): refused, nothing written (check "
                                 f"the bone map and the up axis)")
+    # each trunk bone over the span from its nearest mapped ancestor, the source bone over
+    # the same span (from the source bone of that ancestor when it hangs below it): a
+    # source twist shared with an unmapped bone (CMU's Neck1 under the Neck) is the source's
     trunk = [b for b in list(body_t.spine) + list(body_t.neck) + [body_t.head] if b in t_of]
     if trunk:
-        src = [t_of[b] for b in trunk]
-        par = [sk_s.parents[s] for s in src]
-        local_s = np.stack([rest_s[s].T @ S[:, s] if p < 0 else
-                            (rest_s[p].T @ rest_s[s]).T @ np.swapaxes(S[:, p], -1, -2) @ S[:, s]
-                            for s, p in zip(src, par)], axis=1)                  # (F, k, 3, 3)
-        excess = np.abs(np.stack([_twist(basis_of[b]) for b in trunk], axis=1)) - np.abs(_twist(local_s))
+        rest_t = _rot(rest_arm)
+        spans = []
+        for b in trunk:
+            a = next((x for x in sk_t.ancestors(b) if x in t_of), sk_t.parents[b])
+            s = t_of[b]
+            spans.append((a, b, t_of[a] if a in t_of and sk_s.is_descendant(s, t_of[a]) else sk_s.parents[s], s))
+
+        def local(rot, rest, a, b):
+            return rest[b].T @ rot(b) if a < 0 else (rest[a].T @ rest[b]).T @ np.swapaxes(rot(a), -1, -2) @ rot(b)
+        twist_t = np.stack([_twist(local(lambda i: _rot(posed[i]), rest_t, a, b)) for a, b, _sa, _s in spans], axis=1)
+        twist_s = np.stack([_twist(local(lambda i: S[:, i], rest_s, sa, s)) for _a, _b, sa, s in spans], axis=1)
+        excess = np.abs(twist_t) - np.abs(twist_s)                                   # (F, k)
         f, k = np.unravel_index(int(np.argmax(excess)), excess.shape)
         if excess[f, k] > WRUNG:
             raise RetargetError(f"'{target_name}' would twist {sk_t.names[trunk[k]]} about its own axis "
-                                f"{excess[f, k]:.0f}° beyond the source's {sk_s.names[src[k]]} on "
+                                f"{excess[f, k]:.0f}° beyond the source's {sk_s.names[spans[k][3]]} on "
                                 f"{int((excess > WRUNG).any(axis=1).sum())} frame(s) (worst: {f}): refused, "
                                 f"nothing written (check the bone map of the spine and the neck)")
-
 
 BENT_REST = 30.0   # degrees an elbow or knee may bend in a rest pose taken as neutral
 

@@ -371,10 +371,10 @@ def test_biped_neck_carrying_the_clavicles_follows_the_source_neck(addon, shared
 @pytest.mark.slow
 def test_a_wrung_spine_is_refused(addon, cli, shared_data, tmp_path, capsys):
     """A walk whose upper body twists 80° against its pelvis about the lower back: a preset
-    leaving the signer's two lower spine bones unmapped (its chest driven by the source's
-    Spine1, its pelvis by the Hips) puts the whole twist into the chest's joint, where the
-    source's Spine1 does not twist: refused with one line, nothing written. The automatic
-    map is not refused."""
+    driving the signer's chest from the source's LowerBack (its two lower spine bones left
+    unmapped) wrings the signer's neck 79° beyond the source's Neck (measured with the
+    refusal turned off): refused with one line, nothing written. The automatic map is not
+    refused."""
     import retarget_measure as rm
     from retarget_rigs import signer
     clip = _edited_walk(shared_data / "mocap" / "cmu_01_01_cgspeed__fairmotion.bvh", tmp_path / "twist.bvh", _twist)
@@ -382,6 +382,7 @@ def test_a_wrung_spine_is_refused(addon, cli, shared_data, tmp_path, capsys):
     src, tgt, result, _fps = rm.retarget_clip(addon.signsim_addon.retarget.api, clip, signer())
     assert rm.twist_excess(src, tgt, result.bone_map.as_dict())["twist_excess_deg"] <= 45.0
     preset = {t: s for t, s in result.bone_map.as_dict().items() if t not in ("spine.001", "spine.002")}
+    preset["spine.003"] = "LowerBack"
     (tmp_path / "map.json").write_text(json.dumps(preset))
     out = tmp_path / "out.blend"
     code = cli(["retarget", "--clip", str(clip), "--rig", str(SAMPLES / "signer.blend"), "--map",
