@@ -498,7 +498,8 @@ def solve(sk_s, rest_s_world, mats, tails, sk_t, mo_t, rest_t_arm, tails_t, pair
                      {ft: body_t.limbs[(side, "shin")][0] for side, ft in ik_feet.items()})
     rot.update({sk_t.names[b]: quat.make_continuous(quat.from_matrix(basis_of[b])) for b in loc})
     if body_t is not None and body_s is not None:
-        _refuse(target_name, sk_t, sk_s, body_t, body_s, t_of, basis_of, loc, P, mo_t, rest_t_arm)
+        _refuse(target_name, sk_t, sk_s, body_t, body_s, t_of, basis_of, loc, P, S, _rot(rest_s_world), mo_t,
+                rest_t_arm)
         notes += _lying_source(body_s, P, target_name)
     return {"rot": rot, "loc": {sk_t.names[b]: v for b, v in loc.items()}, "root_path": root,
             "scale": k, "warnings": notes}
@@ -507,6 +508,7 @@ def solve(sk_s, rest_s_world, mats, tails, sk_t, mo_t, rest_t_arm, tails_t, pair
 
 INVERTED = 45.0   # degrees the target's hips → head may fall below the source's (elevation) before refusing
 TURNED = 30.0     # degrees the target's shoulder line may turn against its hip line beyond the source's
+WRUNG = 45.0      # degrees a target spine, neck or head bone may twist about its own axis beyond its source bone
 
 
 def _hip_shoulder_yaw(heads, body):
@@ -522,7 +524,13 @@ def _hip_shoulder_yaw(heads, body):
     return (np.degrees(lines[1] - lines[0]) + 180.0) % 360.0 - 180.0
 
 
-def _refuse(target_name, sk_t, sk_s, body_t, body_s, t_of, basis_of, loc, P, mo, rest_arm):
+def _twist(m):
+    """Twist (deg, (…,)) about the bone's own axis (Y) of local rotations m (…, 3, 3), each
+    relative to its rest: the angle of the swing–twist split's twist, in (−180°, 180°]."""
+    return np.degrees(2.0 * np.arctan2(m[..., 0, 2] - m[..., 2, 0], 1.0 + np.trace(m, axis1=-2, axis2=-1)))
+
+
+def _refuse(target_name, sk_t, sk_s, body_t, body_s, t_of, basis_of, loc, P, S, rest_s, mo, rest_arm):
     """RetargetError for a result that cannot be right, before anything is written: a left
     limb driven by a right one (anatomical sides, each body's own, when both facings are
     known), or the target's head below its hips on a frame where its hips → head direction
@@ -531,7 +539,13 @@ def _refuse(target_name, sk_t, sk_s, body_t, body_s, t_of, basis_of, loc, P, mo,
     centimetres above its hips, may put the target's just below its own; an inverted map
     puts it far below where the source stands upright; or the target's shoulder line
     turned against its hip line more than TURNED degrees beyond the source's on a frame
-    (a torso turned around on its pelvis)."""
+    (a torso turned around on its pelvis); or a mapped spine, neck or head bone of the
+    target twisting about its own axis, relative to its nearest mapped ancestor and from
+    rest, more than WRUNG degrees beyond its source bone's twist over the same span (from
+    the source bone of that ancestor, or its own parent when it does not hang below it)
+    on a frame (a wrung spine). S (F, Ns, 3, 3) and rest_s (Ns, 3, 3): the source's posed
+    and rest world rotations; basis_of: target bone → (F, 3, 3) local rotations relative
+    to its rest."""
     a_s, a_t = body_s.anatomy, body_t.anatomy
     if "none" not in (a_s.facing_evidence, a_t.facing_evidence):
         crossed = skeleton.sides_crossed(a_s, a_t, list(t_of.items()))
@@ -552,20 +566,41 @@ def _refuse(target_name, sk_t, sk_s, body_t, body_s, t_of, basis_of, loc, P, mo,
                                 f"beyond the source's on {len(bad)} frame(s) (worst: {f}, the source's "
                                 f"{yaw_s[f]:.0f}°, the target's {yaw_t[f]:.0f}°): refused, nothing "
                                 f"written (check the bone map of the spine and the hips)")
-    if body_t.head is None or body_s.head is None:
-        return
-    up_t = (mo @ posed[body_t.head])[:, :3, 3] - (mo @ posed[body_t.hips])[:, :3, 3]
-    up_s = P[:, body_s.head] - P[:, body_s.hips]
-    elev_t, elev_s = (np.degrees(np.arcsin(np.clip(u[:, 2] / np.maximum(np.linalg.norm(u, axis=1), 1e-12),
-                                                   -1.0, 1.0))) for u in (up_t, up_s))
-    bad = np.nonzero((elev_t < 0) & (elev_s - elev_t > INVERTED))[0]
-    if len(bad):
-        f = int(bad[0])
-        raise RetargetError(f"'{target_name}' would hold its head below its hips on {len(bad)} "
-                            f"frame(s) (first: {f}, hips → head {elev_t[f]:.0f}° from level where "
-                            f"the source's is {elev_s[f]:.0f}°): refused, nothing written (check "
-                            f"the bone map and the up axis)")
+    if body_t.head is not None and body_s.head is not None:
+        up_t = (mo @ posed[body_t.head])[:, :3, 3] - (mo @ posed[body_t.hips])[:, :3, 3]
+        up_s = P[:, body_s.head] - P[:, body_s.hips]
+        elev_t, elev_s = (np.degrees(np.arcsin(np.clip(u[:, 2] / np.maximum(np.linalg.norm(u, axis=1), 1e-12),
+                                                       -1.0, 1.0))) for u in (up_t, up_s))
+        bad = np.nonzero((elev_t < 0) & (elev_s - elev_t > INVERTED))[0]
+        if len(bad):
+            f = int(bad[0])
+            raise RetargetError(f"'{target_name}' would hold its head below its hips on {len(bad)} "
+                                f"frame(s) (first: {f}, hips → head {elev_t[f]:.0f}° from level where "
+                                f"the source's is {elev_s[f]:.0f}°): refused, nothing written (check "
+                                f"the bone map and the up axis)")
+    # each trunk bone over the span from its nearest mapped ancestor, the source bone over
+    # the same span (from the source bone of that ancestor when it hangs below it): a
+    # source twist shared with an unmapped bone (CMU's Neck1 under the Neck) is the source's
+    trunk = [b for b in list(body_t.spine) + list(body_t.neck) + [body_t.head] if b in t_of]
+    if trunk:
+        rest_t = _rot(rest_arm)
+        spans = []
+        for b in trunk:
+            a = next((x for x in sk_t.ancestors(b) if x in t_of), sk_t.parents[b])
+            s = t_of[b]
+            spans.append((a, b, t_of[a] if a in t_of and sk_s.is_descendant(s, t_of[a]) else sk_s.parents[s], s))
 
+        def local(rot, rest, a, b):
+            return rest[b].T @ rot(b) if a < 0 else (rest[a].T @ rest[b]).T @ np.swapaxes(rot(a), -1, -2) @ rot(b)
+        twist_t = np.stack([_twist(local(lambda i: _rot(posed[i]), rest_t, a, b)) for a, b, _sa, _s in spans], axis=1)
+        twist_s = np.stack([_twist(local(lambda i: S[:, i], rest_s, sa, s)) for _a, _b, sa, s in spans], axis=1)
+        excess = np.abs(twist_t) - np.abs(twist_s)                                   # (F, k)
+        f, k = np.unravel_index(int(np.argmax(excess)), excess.shape)
+        if excess[f, k] > WRUNG:
+            raise RetargetError(f"'{target_name}' would twist {sk_t.names[trunk[k]]} about its own axis "
+                                f"{excess[f, k]:.0f}° beyond the source's {sk_s.names[spans[k][3]]} on "
+                                f"{int((excess > WRUNG).any(axis=1).sum())} frame(s) (worst: {f}): refused, "
+                                f"nothing written (check the bone map of the spine and the neck)")
 
 BENT_REST = 30.0   # degrees an elbow or knee may bend in a rest pose taken as neutral
 

@@ -366,3 +366,27 @@ def test_biped_neck_carrying_the_clavicles_follows_the_source_neck(addon, shared
     s_neck, t_neck = src.body.neck[0], tgt.names.index("Bip01 Neck")
     assert rm.offset_angles(src.rot[:, s_neck], tgt.rot[:, t_neck]).mean() <= 10.0
     assert (rm.rotation_jumps(tgt)[:, t_neck] - rm.rotation_jumps(src)[:, s_neck]).max() <= 20.0
+
+
+@pytest.mark.slow
+def test_a_wrung_spine_is_refused(addon, cli, shared_data, tmp_path, capsys):
+    """A walk whose upper body twists 80° against its pelvis about the lower back: a preset
+    driving the signer's chest from the source's LowerBack (its two lower spine bones left
+    unmapped) wrings the signer's neck 79° beyond the source's Neck (measured with the
+    refusal turned off): refused with one line, nothing written. The automatic map is not
+    refused."""
+    import retarget_measure as rm
+    from retarget_rigs import signer
+    clip = _edited_walk(shared_data / "mocap" / "cmu_01_01_cgspeed__fairmotion.bvh", tmp_path / "twist.bvh", _twist)
+    bpy.ops.wm.read_homefile(use_empty=True)
+    src, tgt, result, _fps = rm.retarget_clip(addon.signsim_addon.retarget.api, clip, signer())
+    assert rm.twist_excess(src, tgt, result.bone_map.as_dict())["twist_excess_deg"] <= 45.0
+    preset = {t: s for t, s in result.bone_map.as_dict().items() if t not in ("spine.001", "spine.002")}
+    preset["spine.003"] = "LowerBack"
+    (tmp_path / "map.json").write_text(json.dumps(preset))
+    out = tmp_path / "out.blend"
+    code = cli(["retarget", "--clip", str(clip), "--rig", str(SAMPLES / "signer.blend"), "--map",
+                str(tmp_path / "map.json"), "--out", str(out), "--no-contacts"])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code != 0 and not out.exists()
+    assert len(err) == 1 and "twist" in err[0] and "refused" in err[0], err
