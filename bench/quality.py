@@ -57,6 +57,13 @@ cannot measure yet, each with its reason (printed, not failures). How the points
   (the demo clip); on a shared machine it depends on the load;
 - 0 fallbacks, no NaN (rotations and fingertip tracks), bit-identical with --repeat
   (without --repeat: "not measured");
+- the body model agrees with the skin: on the reference, per contact kind the skin test
+  reports, the depths of the solver's model (contact_depths: the rig's capsules and body
+  fields, no held overlap or intended contact discounted) against the evaluated skin's,
+  frame by frame (solver.physics.contact_depths.skin_agreement): frames where the model
+  penetrates deeper than the skin by more than 1 mm (those clear on the skin among them)
+  must be none (checked), the other way (the skin deeper than the model by more than
+  1 mm: the model misses it) is printed;
 - with the projection (the target written as an action and measured like the bake): a
   smooth target, its fingertip jerk ≤ 1.1 × the fitted reference's (the product's fit,
   written and measured the same way) when the reference's skin penetrates ≤ 1 mm, ≤ 2 ×
@@ -133,6 +140,12 @@ class Product:
 
     def body(self, armature):
         return self.analyse(self.skeleton_of(armature.data))
+
+    def model_agreement(self, job, rotations, skin):
+        """solver.physics.contact_depths.skin_agreement of the body model's depths of
+        rotations (F, n, 4) (bake.skin_metrics.model_depths) against skin {kind: (F,) m}."""
+        model = ADDON.signsim_addon.bake.skin_metrics.model_depths(job, rotations)
+        return ADDON.solver.physics.contact_depths.skin_agreement(model, skin, AGREE_MM * 1e-3)
 
 
 P = None
@@ -345,7 +358,9 @@ def run_clip(rig_path, clip, tmp, repeat, clean_cache, project=True):
            "baked": summarise(ctx, baked, contact, ref_clear),
            "butterworth": summarise(ctx, bw, contact, ref_clear),
            "fallbacks": int(baked_m["fallbacks"]), "realtime_factor": float(baked_m["realtime_factor"]),
-           "solve_wall_s": wall, "bit_identical": identical, "project": project}
+           "solve_wall_s": wall, "bit_identical": identical, "project": project,
+           "agreement": {k: {kk: (1e3 * v if kk.endswith("excess") else v) for kk, v in a.items()}
+                         for k, a in P.model_agreement(job, job.reference.rotations, ref_pen).items()}}
     if solved.target is not None:
         row["target"] = target_columns(ctx, solved, baked)
     stem = pathlib.Path(clip).stem
@@ -415,6 +430,10 @@ def fmt_row(r):
         lines.append(f"  {'':11s} baked vs target: RMS {t['rms_deg']:.2f}deg, worst world {t['world_bone']}@"
                      f"{t['world_frame']} {t['world_max_deg']:.1f}deg; baked jerk x{t['baked_jerk_vs_target']:.2f} "
                      f"of the target's")
+    if "agreement" in r:
+        lines.append("  model vs skin (reference) frames (clear on skin)/largest mm, model deeper; skin deeper: "
+                     + " ".join(f"{k}={a['model_deeper_frames']}({a['clear_frames']})/{a['model_excess']:.1f};"
+                                f"{a['skin_deeper_frames']}/{a['skin_excess']:.1f}" for k, a in r["agreement"].items()))
     head = (f"{r['rig']} | {r['clip']} | {r['frames']} frames, {r['contact_frames']} contact | "
             f"fallbacks {r['fallbacks']} | RT {r['realtime_factor']:.1f}x | bit-identical {r['bit_identical']}")
     lines.insert(0, head)
@@ -468,6 +487,14 @@ def summary(rows):
                        + "/".join(f"{t['skin_mm'][k]:.1f}" if k in t["skin_mm"] else "-" for k in KINDS)
                        + f" | {t['rms_deg']:.2f} / {t['world_bone']} {t['world_max_deg']:.1f} | "
                        f"{t['baked_jerk_vs_target']:.2f} |")
+    agree = [r for r in rows if "agreement" in r]
+    if agree:  # Done when: clear on the skin => clear in the model within 1 mm
+        out += ["", f"| rig | clip | kind | model deeper than the skin by > {AGREE_MM:g} mm: frames (clear on the "
+                f"skin) / largest excess mm | skin deeper than the model by > {AGREE_MM:g} mm: frames / largest "
+                "excess mm |", "|---|---|---|---|---|"]
+        out += [f"| {r['rig']} | {label(r)} | {k} | {a['model_deeper_frames']} ({a['clear_frames']}) / "
+                f"{a['model_excess']:.1f} | {a['skin_deeper_frames']} / {a['skin_excess']:.1f} |"
+                for r in agree for k, a in r["agreement"].items()]
     noisy = [r for r in rows if "denoise" in r]
     if noisy:  # Done when: the bake removes >= 40 % of the noise, tips and angles, and beats the filter
         out += ["", "| rig | clip vs clean | fingertip RMS mm noisy -> baked (Butterworth) | "
@@ -499,6 +526,7 @@ RT_MIN, RT_DEMO, DEMO_CLIP = 2.0, 5.0, "fingerspelling.bvh"
 TARGET_JERK_CLEAN, TARGET_JERK_COLLIDING = 1.1, 2.0  # × the fitted reference's
 BAKED_JERK_VS_TARGET = 1.1
 MEAN_CHANGE_DEG = 15.0
+AGREE_MM = 1.0  # a pose clear on the skin may penetrate the body model by this much
 NEEDS_TARGET = (  # measured once a row was baked with the projection
     ("a smooth target (projected target's jerk ≤ 1.1× / 2× the fitted reference's)",
      "no row baked with the projection: there is no target to measure"),
@@ -515,8 +543,6 @@ NOT_MEASURED = (
      "run quality.py with and without --no-project (--json each) and join them with --table"),
     ("the Biped-style rig (clavicles on the neck, object scale 0.01)",
      "the rig the tests build is not wired into quality.py's --rig choices"),
-    ("the body model agrees with the skin (clear on the skin ⇒ clear in the model within 1 mm)",
-     "quality.py does not compare the solver's capsule/field model with the evaluated skin"),
     ("projection: progress with an estimate of the time left",
      "the bake reports the projection's progress as a fraction, with no time-left estimate"),
     ("`make demo` prints no warning of a bone off its target", "not run by quality.py (run `make demo`)"),
@@ -594,6 +620,18 @@ def clip_points(r):
                         f"{bb[key]:.2f} {unit}, Butterworth {w[key]:.2f} {unit}", "< Butterworth", bb[key] < w[key]))
         pts.append(("denoise lag", f"{b['lag_frames']:+.2f} fr", f"≤ {DENOISE_LAG_FRAMES:g} fr",
                     abs(b["lag_frames"]) <= DENOISE_LAG_FRAMES))
+    if "agreement" in r and r["agreement"]:
+        a = r["agreement"]
+        k = max(a, key=lambda k: a[k]["model_excess"])
+        pts.append((f"body model vs skin: reference frames where the model is deeper than the skin by > "
+                    f"{AGREE_MM:g} mm", f"{sum(v['model_deeper_frames'] for v in a.values())} frames, "
+                    f"{sum(v['clear_frames'] for v in a.values())} clear on the skin "
+                    f"(largest {k} {a[k]['model_excess']:.1f} mm)", "0 frames",
+                    not any(v["model_deeper_frames"] for v in a.values())))
+        k = max(a, key=lambda k: a[k]["skin_excess"])
+        pts.append((f"body model vs skin: reference skin deeper than the model by > {AGREE_MM:g} mm",
+                    f"{sum(v['skin_deeper_frames'] for v in a.values())} frames (largest {k} "
+                    f"{a[k]['skin_excess']:.1f} mm)", "printed", True))
     lim = RT_DEMO if r["clip"] == DEMO_CLIP else RT_MIN
     pts.append(("real-time factor", f"{r['realtime_factor']:.1f}×", f"≥ {lim:g}×", r["realtime_factor"] >= lim))
     pts.append(("fallbacks", str(r["fallbacks"]), "0", r["fallbacks"] == 0))

@@ -8,12 +8,26 @@ Main thread only (bpy).
 """
 import numpy as np
 
+from ...solver.core.body_volumes import capsule_pair_kinds
+from ...solver.physics.contact_depths import contact_depths
+from ..body.fields import body_fields
 from ..body.skin import SkinTest, skin_depths
 
 # mm a contact may sink into the skin before the bake is said to leave a penetration:
 # a fingertip on the face must look like a touch, hands and fingers tolerate a little more
 KIND_LIMIT_MM = {"hand–face": 0.5}
 DEFAULT_LIMIT_MM = 1.0
+
+
+def model_depths(job, rotations):
+    """{contact kind: (F,) m, ≥ 0}: the body model's penetration depths of rotations
+    (F, n, 4) on job's base (bake.job.BakeJob): the rig's capsules and body fields as the
+    bake builds them, nothing discounted (no held overlap, no intended contact), so that
+    it compares with skin_depths of the same motion (solver.physics.contact_depths.skin_agreement)."""
+    rig, ref, st = job.rig, job.reference, job.settings
+    fields = body_fields(rig, st.sdf_spacing, st.sdf_margin, job.grid_cache)
+    return contact_depths(rig.model, rotations, ref.base_positions, ref.base_rotations, fields,
+                          capsule_pair_kinds(rig.model, rig.parts))
 
 
 def side_record(depths):

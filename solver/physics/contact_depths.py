@@ -127,3 +127,29 @@ def field_clearance(kin, field, base_positions, base):
     local = np.einsum("nij,nki->nkj", Rh, world - ph[:, None])
     phi, _ = field.grid.sample(local.reshape(-1, 3), False)
     return phi.reshape(len(local), -1) - field.radius
+
+
+def skin_agreement(model, skin, tolerance=1e-3):
+    """How far the body model's depths are from the evaluated skin's, per contact kind.
+
+    model, skin: {kind: (F,) m, ≥ 0} of the same frames (contact_depths of a motion and
+    body.skin.skin_depths of the same motion); only kinds present in both are compared
+    (the skin tests hand parts and the capsule pairs, not every field kind).
+    Returns {kind: {"model_deeper_frames": frames where the model penetrates deeper than
+    the skin by more than tolerance m, "clear_frames": those of them where the skin is
+    clear (depth 0), "model_excess": the largest model − skin m on those frames (0 when
+    none), "skin_deeper_frames", "skin_excess": the same the other way (the model misses
+    the skin's penetration)}}. Invariant: the model agrees with the skin within tolerance
+    (a pose clear on the skin is clear in the model within tolerance) ⇔
+    model_deeper_frames == 0 for every kind.
+    """
+    out = {}
+    for kind in sorted(set(model) & set(skin)):
+        m, s = np.asarray(model[kind], float), np.asarray(skin[kind], float)
+        deeper, missed = m - s > tolerance, s - m > tolerance
+        out[kind] = {"model_deeper_frames": int(np.count_nonzero(deeper)),
+                     "clear_frames": int(np.count_nonzero(deeper & (s <= 0.0))),
+                     "model_excess": float(np.max(m - s, where=deeper, initial=0.0)),
+                     "skin_deeper_frames": int(np.count_nonzero(missed)),
+                     "skin_excess": float(np.max(s - m, where=missed, initial=0.0))}
+    return out

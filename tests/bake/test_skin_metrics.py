@@ -79,3 +79,62 @@ def test_skin_penetration_the_body_model_misses_is_reported(addon, tmp_path):
     # the written action carries the same record (the Metrics panel reads it)
     assert api.bake.metrics_report.parse(baked.signsim.bake_metrics)["baked"]["skin_penetration_max_mm"] == \
         pytest.approx(m["baked"]["skin_penetration_max_mm"])
+
+
+def _capsule_depth_in_face(armature, face, bone, radius, length, step=2e-4):
+    """Deepest point (mm, ≥ 0) of the capsule on pose bone `bone` (axis from its head
+    along its evaluated Y, `length` m, `radius` m) inside the closed face mesh at the
+    current frame: radius − signed distance of points along the axis."""
+    tree = BVHTree.FromPolygons(list(map(Vector, evaluated_world_vertices(face))),
+                                [tuple(p.vertices) for p in face.data.polygons])
+    m = armature.matrix_world @ armature.pose.bones[bone].matrix
+    head, axis = m.translation, (m.to_3x3() @ Vector((0.0, 1.0, 0.0))).normalized()
+    deepest = 0.0
+    for s in np.arange(0.0, length + step, step):
+        p = head + axis * min(s, length)
+        loc, normal, _i, dist = tree.find_nearest(p)
+        signed = -dist if (p - loc).dot(normal) < 0 else dist
+        deepest = max(deepest, radius - signed)
+    return 1e3 * deepest
+
+
+@pytest.mark.slow
+def test_the_body_model_is_compared_with_the_skin_frame_by_frame(addon, tmp_path):
+    """chin_cheek's index fingertip resting on the cheek (frames 50–63): the hand–face
+    depths of the body model (bake.skin_metrics.model_depths) and of the evaluated skin
+    (body.skin.skin_depths), and their agreement (solver.physics.contact_depths.skin_agreement),
+    against an independent measure of both on the separate face mesh: the right hand's
+    finger vertices inside it (the skin) and the fingertip's capsule — the model's radius
+    and length along the evaluated pose bone — inside it (the model)."""
+    api = addon.signsim_addon
+    out = tmp_path / "chin_cheek.blend"
+    rt = api.retarget.api.retarget_files(api.retarget.api.RetargetRequest(
+        rig=str(SIGNER), out=str(out), clips=(str(CHIN_CHEEK),)))
+    bpy.ops.wm.open_mainfile(filepath=str(out), load_ui=False)
+    armature = bpy.data.objects[rt["armature"]]
+    scene = bpy.context.scene
+    reference = armature.animation_data.action
+    job = api.bake.api.prepare(scene, armature, preset="default", project=False, frame_range=(50, 63))
+    test = api.body.skin.SkinTest(armature, job.rig)
+    skin = api.body.skin.skin_depths(scene, armature, reference, reference.slots[0], job.rig, job.frames, test)
+    model = api.bake.skin_metrics.model_depths(job, job.reference.rotations)
+    got = addon.solver.physics.contact_depths.skin_agreement(model, skin)["hand–face"]
+    body, face = bpy.data.objects["SignerBody"], bpy.data.objects["SignerFace"]
+    fingers = _finger_vertices(body)
+    tip = job.rig.bone_names.index("f_index.03.R")
+    radius, length = job.rig.model.capsule_radius[tip], job.rig.model.capsule_length[tip]
+    skin_mm, model_mm = [], []
+    for f in job.frames:
+        scene.frame_set(int(f))
+        skin_mm.append(_depth_in_face(body, face, fingers))
+        model_mm.append(_capsule_depth_in_face(armature, face, "f_index.03.R", radius, length))
+    skin_mm, model_mm = np.array(skin_mm), np.array(model_mm)
+    assert 1e3 * skin["hand–face"] == pytest.approx(skin_mm, abs=METHODS_AGREE_MM)
+    # the face's distance field (a grid) and the capsule's sample spheres against the exact mesh
+    assert 1e3 * model["hand–face"] == pytest.approx(model_mm, abs=2 * METHODS_AGREE_MM)
+    deeper = model_mm - skin_mm > 1.0
+    assert got["model_deeper_frames"] == np.count_nonzero(deeper)
+    assert got["clear_frames"] == np.count_nonzero(deeper & (1e3 * skin["hand–face"] <= 0.0))
+    assert 1e3 * got["model_excess"] == pytest.approx((model_mm - skin_mm).max(initial=0.0) if deeper.any() else 0.0,
+                                                      abs=3 * METHODS_AGREE_MM)
+    assert got["skin_deeper_frames"] == np.count_nonzero(skin_mm - model_mm > 1.0)

@@ -90,3 +90,27 @@ def test_an_intended_contact_counts_only_beyond_its_own_depth():
     np.testing.assert_allclose(kept, [0.0, 0.0, 0.005], atol=1e-12)
     deeper = contact_depths.contact_depths(model, rot, *base, intended=[(0, 1, 0, 3, 0.002)])["capsule"]
     np.testing.assert_allclose(deeper, 0.003, atol=1e-12)  # beyond the intended depth still counts
+
+
+def test_skin_agreement_counts_frames_where_one_side_is_deeper_than_the_other():
+    """Per kind present on both sides: frames where the model is deeper than the skin by
+    more than the tolerance (those clear on the skin counted apart) and the largest
+    model − skin there; the same the other way."""
+    model = {"hand–hand": np.array([0.0, 0.0015, 0.0005, 0.004, 0.003]),
+             "finger–finger": np.array([0.002, 0.0, 0.0, 0.0, 0.0]),
+             "arm–torso": np.array([0.05, 0.05, 0.05, 0.05, 0.05])}  # not on the skin: not compared
+    skin = {"hand–hand": np.array([0.0, 0.0, 0.0, 0.001, 0.0045]),
+            "finger–finger": np.array([0.0, 0.0008, 0.0, 0.0025, 0.0])}
+    got = contact_depths.skin_agreement(model, skin, tolerance=1e-3)
+    assert set(got) == {"hand–hand", "finger–finger"}
+    # hand–hand: frame 1 clear on the skin, 1.5 mm in the model; frame 3: 1 mm on the skin,
+    # 4 mm in the model (3 mm deeper); frame 4: the skin 1.5 mm deeper than the model
+    assert got["hand–hand"] == {"model_deeper_frames": 2, "clear_frames": 1, "model_excess": pytest.approx(0.003),
+                                "skin_deeper_frames": 1, "skin_excess": pytest.approx(0.0015)}
+    # finger–finger: frame 0 only in the model (2 mm); frame 3 only on the skin (2.5 mm);
+    # frame 1's 0.8 mm on the skin is within the tolerance
+    assert got["finger–finger"] == {"model_deeper_frames": 1, "clear_frames": 1, "model_excess": pytest.approx(0.002),
+                                    "skin_deeper_frames": 1, "skin_excess": pytest.approx(0.0025)}
+    assert contact_depths.skin_agreement({"hand–hand": np.zeros(3)}, {"hand–hand": np.zeros(3)})["hand–hand"] == {
+        "model_deeper_frames": 0, "clear_frames": 0, "model_excess": 0.0, "skin_deeper_frames": 0,
+        "skin_excess": 0.0}
