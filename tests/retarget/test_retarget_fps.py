@@ -73,6 +73,12 @@ def test_the_clips_own_rate_is_kept_by_default(cli, clip_120, tmp_path, capsys):
     fps, frames, _ = _open(out)
     assert fps == 120
     assert len(frames) == FRAMES
+    # without --json the scene's new rate is said
+    code = cli(["retarget", "--clip", str(clip_120), "--rig", str(SIGNER), "--no-contacts",
+                "--out", str(tmp_path / "said.blend")])
+    said = capsys.readouterr().out
+    assert code == 0
+    assert f"the scene takes the clip's 120 fps (the rig file had {rig_fps:g})" in said, said
 
 
 @pytest.mark.slow
