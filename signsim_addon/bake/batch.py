@@ -33,6 +33,7 @@ import bpy
 
 from .. import files
 from ..library import api as library
+from ..retarget import api as retarget
 from ..errors import INFO, WARNING, BadOption, SignSimError, silent
 
 
@@ -42,7 +43,8 @@ class BatchRequest(files.FileRequest):
     for one .blend and .json per clip): library (None: the preferences'), workers ≥ 1,
     text and tags (comma-separated) filters of the clips, preset (None or
     'soft'|'default'|'stiff'), project (None: the rig's Physics setting; False: track the
-    reference itself, bake --no-project)."""
+    reference itself, bake --no-project), fps (retarget.check_fps: each clip's own rate
+    when None, "rig" the rig file's, else that rate in fps; passed to each retarget)."""
     library: str = None
     workers: int = 1
     text: str = ""
@@ -50,6 +52,7 @@ class BatchRequest(files.FileRequest):
     preset: str = None
     project: bool = None
     scheduler: str = None
+    fps: object = None
 
 
 def cli_command():
@@ -127,7 +130,7 @@ def run_clip(command, clip, job, cancel_event):
 
     command: the CLI argv prefix (a worker's own SIGNSIM_CLI replaces it); job: dict of
     "library", "rig", "out", "armature", "preset" (absolute paths or None), "project" (None or
-    bool: bake's --project/--no-project); cancel_event:
+    bool: bake's --project/--no-project), "fps" (None or retarget's --fps value); cancel_event:
     name of the batch's dask.distributed Event (runs on a Dask worker)."""
     if os.environ.get("SIGNSIM_CLI"):
         command = json.loads(os.environ["SIGNSIM_CLI"])
@@ -136,7 +139,8 @@ def run_clip(command, clip, job, cancel_event):
     retargeted, baked, metrics = clip_outputs(clip, job["out"])
     record = {"clip": clip, "warnings": []}
     step = ["retarget", "--clip", clip, "--library", job["library"], "--rig", job["rig"],
-            "--out", retargeted, "--json"] + (["--armature", job["armature"]] if job["armature"] else [])
+            "--out", retargeted, "--json"] + (["--armature", job["armature"]] if job["armature"] else []) \
+        + ([] if job.get("fps") is None else ["--fps", f"{job['fps']}"])
     try:
         for name in ("retarget", "bake"):
             if name == "bake":
@@ -295,6 +299,7 @@ def bake_many(request: BatchRequest, report=silent) -> dict:
         raise SignSimError(f"rig file not found: {args.rig}")
     if args.workers < 1:
         raise BadOption("--workers must be at least 1")
+    fps = retarget.check_fps(args.fps)
     clips = [c["name"] for c in library.list_clips(args.library, text=args.text,
                                                    tags=library.parse_tags(args.tags))]
     if not clips:
@@ -306,7 +311,7 @@ def bake_many(request: BatchRequest, report=silent) -> dict:
     files.make_folder(args.out)
     command = cli_command()
     job = {"library": args.library, "rig": args.rig, "out": args.out, "armature": args.armature,
-           "preset": args.preset, "project": args.project}
+           "preset": args.preset, "project": args.project, "fps": fps}
     client, cluster = _connect(args)
     try:
         where = f"the Dask cluster at {args.scheduler}" if args.scheduler else f"{args.workers} local worker(s)"

@@ -71,6 +71,8 @@ def add_batch_arguments(parser):
                         "contain every one of these words (as list --text)")
     parser.add_argument("--tags", default="", metavar="a,b", help="only clips with all these tags")
     parser.add_argument("--preset", choices=api.PRESETS, help="physics preset for every bake")
+    parser.add_argument("--fps", metavar="N|rig", help="retarget's --fps for every clip: the output's frame "
+                        "rate (default: each clip's own; 'rig': the rig file's)")
     _project_argument(parser)
     _strict_argument(parser)
 
@@ -91,7 +93,8 @@ def run_batch(args, say) -> dict:
     try:
         result = api.bake_many(api.BatchRequest(
             rig=args.rig, out=args.out, library=args.library, armature=args.armature, workers=args.workers,
-            text=args.text, tags=args.tags, preset=args.preset, project=args.project, scheduler=args.scheduler),
+            text=args.text, tags=args.tags, preset=args.preset, project=args.project, scheduler=args.scheduler,
+            fps=args.fps),
             report)
     except SignSimError as ex:   # "no clips to bake": say why in the error line too
         if typos and "no clips to bake" in str(ex):

@@ -94,11 +94,19 @@ def _keys_from_action(action, target, frame_range=None):
             "loc": {n: pose.locations[:, j] for j, n in enumerate(names) if keyio.bone_path(n, "location") in paths}}
 
 
-def _clip_keys(spec, target, library_path, bone_map, maps, report):
-    """{"rot", "loc"} arrays of one clip on target (see the module docstring) and its name."""
+def _clip_keys(spec, target, library_path, bone_map, maps, report, fps="rig"):
+    """{"rot", "loc"} arrays of one clip on target (see the module docstring), keyed at the
+    scene's rate. fps (retarget_api.check_fps; "rig": the scene's rate as it is) sets the
+    scene's rate from this clip first (retarget_api.set_scene_rate); an action of the rig
+    file is keyed at the scene's rate, which it keeps (another rate asked: SignSimError)."""
     clip = spec.clip
     if not retarget_api.is_clip_file(clip) and clip in bpy.data.actions:
         action = bpy.data.actions[clip]
+        scene = bpy.context.scene
+        rate = scene.render.fps / scene.render.fps_base
+        if fps not in (None, "rig") and abs(fps - rate) > 1e-6 * rate:
+            raise SignSimError(f"--fps {fps:g}: the first clip '{clip}' is an action of the rig file, keyed "
+                               f"at its {rate:g} fps")
         first, last = action.frame_range
         return _keys_from_action(action, target, _trim(spec, first, last))
     with retarget_api.source_clip(clip, library_path, report=report) as src:
@@ -115,6 +123,7 @@ def _clip_keys(spec, target, library_path, bone_map, maps, report):
             bm = maps.get(key) or retarget_api.auto_map(skel, target)
             maps[key] = bm
         scene = bpy.context.scene
+        retarget_api.set_scene_rate(scene, fps, src.fps, report)
         resample = scene.render.fps / scene.render.fps_base / float(src.fps or scene.render.fps / scene.render.fps_base)
         res = retarget_api.transfer_clip(skel, target, bm, source_fps=src.fps, frame_range=_trim(spec, first, last, resample),
                                 report=report)
@@ -305,7 +314,7 @@ def _mark_seams(scene, seams):
 
 def compose(target, clips, layers=(), *, library_path=None, bone_map=None, threshold=None,
             max_window=None, search=composition.SEARCH_TIME, keep_height=False, foot_lock=True, action_name=None,
-            report=None):
+            fps="rig", report=None):
     """Compose clips (ClipSpec, in order) and layers (LayerSpec) into one new action on
     target (an armature object), assigned with its own slot; flagged seams get timeline
     markers. Returns a JSON-able dict:
@@ -337,6 +346,9 @@ def compose(target, clips, layers=(), *, library_path=None, bone_map=None, thres
     threshold: rad/s for every bone's velocity jump (None: each bone's own, see
     solver/compose/composition.py); max_window caps suggested windows (frames); search: seconds of
     each clip end the transition search may cut (0: blend at the clip ends).
+    fps: the scene's frame rate (retarget_api.check_fps): "rig" keeps it (the operator),
+    None takes the first clip's own rate (unless it is an action of the rig), a number sets
+    it (fps); every clip is keyed at that rate, one of another rate resampled (warned).
     Raises SignSimError for unusable input (nothing is written then).
     """
     report = report or silent
@@ -361,10 +373,11 @@ def compose(target, clips, layers=(), *, library_path=None, bone_map=None, thres
             raise SignSimError(f"layer '{layer.clip}': its start {layer.start} is before the composition's first "
                                f"frame (0 or more, counted from the first frame)")
     scene = bpy.context.scene
-    fps = scene.render.fps / scene.render.fps_base
     maps = {}
-    keys = [_clip_keys(c, target, library_path, bone_map, maps, report) for c in clips]
+    keys = [_clip_keys(c, target, library_path, bone_map, maps, report, fps if i == 0 else "rig")
+            for i, c in enumerate(clips)]
     layer_keys = [_clip_keys(ClipSpec(l.clip), target, library_path, bone_map, maps, report) for l in layers]
+    fps = scene.render.fps / scene.render.fps_base
 
     roots = [names[i] for i in _root_indices(target)]
     located = sorted({n for k in keys for n in k["loc"]} - set(roots), key=names.index)
@@ -530,7 +543,8 @@ class ComposeRequest(files.FileRequest):
     """Compose clips onto the rig of a .blend file, written to a new .blend (the options of
     `signsim compose`; files.FileRequest's rig, out, armature): clips in order (library names, mocap files or actions of rig),
     windows/curves (None, one value, or one per seam), trims ("IN:OUT" per clip), layer
-    (clip, comma-separated bones, start frame, weight)."""
+    (clip, comma-separated bones, start frame, weight), fps (retarget_api.check_fps: None,
+    the first clip's own rate; "rig", the rig file's; or that rate in fps)."""
     clips: tuple
     windows: tuple = None
     curves: tuple = None
@@ -546,6 +560,7 @@ class ComposeRequest(files.FileRequest):
     layer_bones: str = ""
     layer_start: int = 0
     layer_weight: float = 1.0
+    fps: object = None
 
 
 def _per_seam(values, n, what):
@@ -585,6 +600,7 @@ def compose_files(args: ComposeRequest, report=silent) -> dict:
     n = len(args.clips)
     if n < 1:
         raise BadOption("--clips: name at least one clip")
+    fps = retarget_api.check_fps(args.fps)
     windows = _per_seam(args.windows, n - 1, "window")
     curves = _per_seam(args.curves, n - 1, "curve")
     trims = _trims(args.trims, n)
@@ -622,7 +638,7 @@ def compose_files(args: ComposeRequest, report=silent) -> dict:
                                         args.layer_start, args.layer_weight))
     result = compose(target, specs, layers, library_path=library_file, bone_map=preset,
                              threshold=args.threshold, max_window=args.max_window, search=args.search,
-                             keep_height=args.keep_height, foot_lock=args.foot_lock, report=report)
+                             keep_height=args.keep_height, foot_lock=args.foot_lock, fps=fps, report=report)
     scene = bpy.context.scene
     scene.frame_start, scene.frame_end = int(result["frames"][0]), int(result["frames"][1])
     result["out"] = files.save_atomically(args.out)

@@ -4,7 +4,7 @@
                     [--curve smoothstep [CURVE …]] [--trim IN:OUT …] [--library FILE]
                     [--map MAP.json] [--threshold EPS] [--max-window N] [--search S]
                     [--keep-height] [--no-foot-lock] [--layer CLIP --layer-bones B1,B2 [--layer-start F]
-                    [--layer-weight W]] --out OUT.blend [--json]
+                    [--layer-weight W]] [--fps N|rig] --out OUT.blend [--json]
 
 A clip is a mocap file (BVH, FBX, glTF/GLB), a clip name of the motion library (--library,
 default: the preferences' library) or an action already in RIG. --window and --curve take
@@ -60,6 +60,9 @@ def add_arguments(parser):
     parser.add_argument("--layer-start", type=int, default=0, metavar="F",
                         help="frame offset of the layer in the composition (default 0)")
     parser.add_argument("--layer-weight", type=float, default=1.0, metavar="W", help="layer weight, 0–1 (default 1: all of it)")
+    parser.add_argument("--fps", metavar="N|rig",
+                        help="frame rate of the sequence (default: the first clip's own rate; 'rig': the "
+                        "rig file's); a clip of another rate is resampled")
     parser.add_argument("--out", required=True, metavar="OUT.blend", help="where to write the rig")
 
 
@@ -68,7 +71,8 @@ def run(args, say):
         clips=tuple(args.clips), rig=args.rig, out=args.out, armature=args.armature, windows=args.window,
         curves=args.curve, trims=args.trim, library=args.library, bone_map=args.map, threshold=args.threshold,
         max_window=args.max_window, search=args.search, keep_height=args.keep_height, foot_lock=args.foot_lock, layer=args.layer,
-        layer_bones=args.layer_bones, layer_start=args.layer_start, layer_weight=args.layer_weight),
+        layer_bones=args.layer_bones, layer_start=args.layer_start, layer_weight=args.layer_weight,
+        fps=args.fps),
         cli_reporter(say))
     say(f"wrote {result['out']}")
     for seam in result["seams"]:

@@ -13,6 +13,7 @@ CLI and the operator alike.
   skeleton) and write_action (the bulk key writer).
 """
 import contextlib
+import math
 import os
 from dataclasses import dataclass
 
@@ -20,7 +21,7 @@ import bpy
 
 
 from .. import compat, files
-from ..errors import WARNING, SignSimError, silent
+from ..errors import INFO, WARNING, BadOption, SignSimError, silent
 from ..library import api as library
 from ...solver.retarget import bonemap
 from . import contacts as contact_pass
@@ -39,12 +40,49 @@ class RetargetRequest(files.FileRequest):
     clips: library clip names or mocap files (BVH, FBX, glTF/GLB); bone_map: preset JSON
     path (None: the automatic map of each skeleton); library: motion library .blend for
     clip names (None: the preferences'); contacts: keep the source's contacts on the
-    rig's skin (contacts.preserve; on by default).
+    rig's skin (contacts.preserve; on by default); fps: the output scene's frame rate
+    (check_fps: None keeps the first clip's own rate, "rig" the rig file's, a number in fps
+    that rate); every clip is keyed at that rate, a clip of another rate resampled.
     """
     clips: tuple
     bone_map: str = None
     library: str = None
     contacts: bool = True
+    fps: object = None
+
+
+def check_fps(fps):
+    """The output frame rate asked for, checked: None (the first clip's own rate), "rig"
+    (the rig file's scene rate) or a rate above 0 and at most 1000 fps (a float). Takes those or
+    their text (--fps N|rig); raises BadOption for anything else ('abc', 0, -5)."""
+    if fps is None or fps == "rig":
+        return fps
+    try:
+        rate = float(fps)
+    except (TypeError, ValueError):
+        raise BadOption(f"--fps: '{fps}' is not a frame rate (a number of frames per second, "
+                        f"or 'rig' for the rig file's)") from None
+    if not (math.isfinite(rate) and 0 < rate <= 1000):
+        raise BadOption(f"--fps: {fps} is not a frame rate above 0 and at most 1000 fps")
+    return rate
+
+
+def set_scene_rate(scene, fps, clip_fps, report=silent):
+    """Give scene the output rate check_fps(fps) names for a first clip of clip_fps (fps)
+    and return it (fps): None takes clip_fps, "rig" keeps the scene's. A change from the
+    scene's rate is reported at INFO ("the scene takes the clip's 30 fps (the rig file had
+    24)"). scene.render.fps is the whole rate rounded, fps_base the ratio making fps / fps_base
+    exact (29.97: 30 / 1.001)."""
+    old = scene.render.fps / scene.render.fps_base
+    if fps == "rig":
+        return old
+    rate = float(clip_fps if fps is None else fps)
+    if abs(rate - old) > 1e-6 * old:
+        scene.render.fps = max(1, int(round(rate)))
+        scene.render.fps_base = scene.render.fps / rate
+        report(INFO, f"the scene takes the clip's {rate:g} fps (the rig file had {old:g})" if fps is None
+               else f"the scene takes {rate:g} fps (--fps; the rig file had {old:g})")
+    return scene.render.fps / scene.render.fps_base
 
 
 def load_preset(filepath, target=None):
@@ -150,13 +188,17 @@ def retarget_files(request: RetargetRequest, report=silent) -> dict:
     One map serves all clips: the preset, or the automatic map of each skeleton (clips
     sharing a skeleton share it). OUT is written only when every clip succeeded, through
     a temporary file renamed into place; the clips' own armatures are not kept in it.
+    The output scene's rate is set by request.fps (set_scene_rate) before the first clip is
+    retargeted; a clip of another rate is resampled to it (a warning gives the frames
+    before and after), so every action is keyed at whole frames of the scene's rate.
     Returns {"armature", "action" (the first clip's, assigned to the armature), "bone_map":
     {target: source} (the map stored on the armature: the first clip's), "coverage",
     "unmapped_target", "confidence" (of that map), "frames": [first, last] (of "action"),
-    "out"[, "actions"], "clips": [{"clip", "action", "frames", "bone_map", "coverage",
+    "fps" (the scene's rate, frames/s), "out"[, "actions"], "clips": [{"clip", "action", "frames", "bone_map", "coverage",
     "warnings"}] (one per clip, in order)}. Raises SignSimError.
     """
     r = request
+    fps = check_fps(r.fps)
     clips, library_file = resolve_clips(list(r.clips), r.library)
     preset = transfer.load_preset(r.bone_map) if r.bone_map else None
     files.check_files([r.rig, library_file, r.bone_map, *(c for c in clips if is_clip_file(c))], [r.out])
@@ -183,6 +225,8 @@ def retarget_files(request: RetargetRequest, report=silent) -> dict:
             bone_map = preset or maps.get(skeleton_key) or auto_map(src.armature, target)
             maps.setdefault(skeleton_key, bone_map)
             name = os.path.splitext(os.path.basename(clip))[0] if is_clip_file(clip) else clip
+            if not results:
+                scene_fps = set_scene_rate(bpy.context.scene, fps, src.fps, report)
             results.append(retarget(src.armature, target, bone_map, source_fps=src.fps,
                                     action_name=f"{name}_{target.name}", report=clip_report))
             if r.contacts:
@@ -215,6 +259,7 @@ def retarget_files(request: RetargetRequest, report=silent) -> dict:
         "unmapped_target": [b.name for b in target.data.bones if b.name not in bone_map.as_dict()],
         "confidence": bone_map.confidence(),
         "frames": [float(results[0].frames[0]), float(results[0].frames[-1])],
+        "fps": scene_fps,
         "out": out,
     }
     if r.contacts:

@@ -1,7 +1,8 @@
 """`signsim retarget`: mocap clips onto a rig in a .blend, written to a new .blend.
 
     signsim retarget --clip CLIP [--clip CLIP2 …] --rig RIG [--armature NAME]
-                     [--map preset.json] [--library FILE] [--no-contacts] --out OUT.blend [--json]
+                     [--map preset.json] [--library FILE] [--no-contacts] [--fps N|rig]
+                     --out OUT.blend [--json]
 
 A CLIP is a mocap file (BVH, FBX, glTF/GLB, through the motion library's importer) or the
 name of a clip in the motion library (--library, default: the preferences' library).
@@ -33,8 +34,16 @@ def add_arguments(parser):
     parser.add_argument("--no-contacts", dest="contacts", action="store_false",
                         help="do not keep the source's contacts (fingertip on the face, hand on "
                         "hand) on the rig's skin: plain rotation transfer")
+    add_fps_argument(parser)
     parser.add_argument("--out", required=True, metavar="OUT.blend",
                         help="where to write the rig with the new action(s)")
+
+
+def add_fps_argument(parser):
+    """--fps N|rig (api.check_fps, checked by the command: exit 2 when malformed)."""
+    parser.add_argument("--fps", metavar="N|rig",
+                        help="frame rate of the output scene (default: the first clip's own rate; "
+                        "'rig': the rig file's); a clip of another rate is resampled")
 
 
 def run(args, say):
@@ -47,7 +56,8 @@ def run(args, say):
 
     result = api.retarget_files(api.RetargetRequest(
         clips=tuple(args.clip), rig=args.rig, out=args.out, armature=args.armature,
-        bone_map=args.map, library=args.library, contacts=args.contacts), report)
+        bone_map=args.map, library=args.library, contacts=args.contacts,
+        fps=args.fps), report)
     for c in result["clips"]:
         say(f"  {c['clip']}: action '{c['action']}', frames {c['frames'][0]:g}–{c['frames'][1]:g}, "
             f"{len(c['bone_map'])} bones mapped ({len(c['coverage'])} body parts)"

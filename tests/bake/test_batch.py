@@ -214,3 +214,25 @@ def test_unreachable_scheduler_is_one_clear_error(cli, library, tmp_path, capsys
     err = capsys.readouterr().err.strip().splitlines()
     assert code == 1 and len(err) == 1
     assert err[0].startswith("signsim: error: cannot reach the Dask scheduler at tcp://127.0.0.1:9"), err
+
+
+@pytest.mark.slow
+def test_fps_is_passed_to_every_retarget(cli, library, tmp_path, capsys):
+    """batch --fps N: each clip retargeted at N fps (retarget --fps), resampled and said so."""
+    (run,) = _batch(cli, capsys, library, tmp_path / "out", "--fps", "15", "--workers", "1",
+                    "--text", "chin_cheek")
+    assert "error" not in run, run.get("error")
+    assert any("the clip's 30 fps resampled to the scene's 15 fps: 12 frames became 6" in w
+               for w in run["warnings"]), run["warnings"]
+    bpy.ops.wm.open_mainfile(filepath=run["out"], load_ui=False)
+    scene = bpy.context.scene
+    assert scene.render.fps / scene.render.fps_base == 15
+
+
+@pytest.mark.parametrize("value", ["abc", "0"])
+def test_a_malformed_fps_is_a_usage_error_before_any_work(cli, library, tmp_path, capsys, value):
+    out = tmp_path / "out"
+    code = cli(["batch", "--library", str(library), "--rig", RIG, "--out", str(out), "--fps", value])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and len(err) == 1 and "--fps" in err[0] and "frame rate" in err[0], err
+    assert not out.exists()

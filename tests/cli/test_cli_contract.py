@@ -36,8 +36,8 @@ def test_retarget_reports_the_frame_rate_change(cli, capsys, tmp_path):
                                                                  "Frame Time: 0.0083333333")
     clip = S.write(tmp_path / "fast.bvh", text)     # the same keys at 120 fps
     code, out, err = run_cli(cli, capsys, ["retarget", "--clip", str(clip), "--rig", str(SAMPLES / "signer.blend"),
-                                        "--out", str(tmp_path / "o.blend"), "--json"])
-    assert code == 0, err
+                                        "--out", str(tmp_path / "o.blend"), "--fps", "rig", "--json"])
+    assert code == 0, err   # --fps rig: resampled to the rig file's rate, as before issue 37
     result = json.loads(out.strip().splitlines()[-1])
     scene_fps = bpy.context.scene.render.fps / bpy.context.scene.render.fps_base
     (w,) = [w for w in result["warnings"] if "resampled" in w]

@@ -380,3 +380,31 @@ def test_cli_layer_weight_is_range_checked_and_reported(addon, tmp_path, capsys)
     assert cli([*base, "--layer-weight", "0.25", "--out", str(tmp_path / "ok.blend"), "--json"]) == 0
     result = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     assert result["layers"] == [{"clip": str(spell), "bones": ["head"], "start": 0, "weight": 0.25}]
+
+
+def test_cli_compose_takes_the_first_clips_rate(addon, tmp_path, capsys):
+    """The sequence takes the first clip's own rate (issue 37): chin_cheek declared at 120
+    fps then fingerspelling (30 fps, resampled to 120 and warned); --fps rig keeps the
+    signer file's 30 fps and resamples the first clip instead; --fps abc is a usage error."""
+    cli = addon.signsim_addon.cli.main
+    fast = tmp_path / "chin_120.bvh"
+    fast.write_text(CHIN.read_text().replace("Frame Time: 0.033333", "Frame Time: 0.0083333"))
+    base = ["compose", "--clips", str(fast), str(FINGERS), "--rig", str(SIGNER), "--json"]
+    runs = {}
+    for name, extra in (("own", []), ("rig", ["--fps", "rig"])):
+        code = cli(base + ["--out", str(tmp_path / f"{name}.blend"), *extra])
+        captured = capsys.readouterr()
+        assert code == 0, captured.err
+        runs[name] = json.loads(captured.out.strip().splitlines()[-1])
+    own, rig = runs["own"], runs["rig"]
+    assert own["fps"] == 120 and rig["fps"] == 30
+    assert [w for w in own["warnings"] if "resampled" in w] == \
+        ["the clip's 30 fps resampled to the scene's 120 fps: 135 frames became 537"]
+    assert [w for w in rig["warnings"] if "resampled" in w] == \
+        ["the clip's 120 fps resampled to the scene's 30 fps: 91 frames became 23"]
+    bpy.ops.wm.open_mainfile(filepath=str(tmp_path / "own.blend"))
+    assert bpy.context.scene.render.fps / bpy.context.scene.render.fps_base == 120
+    assert cli(base + ["--out", str(tmp_path / "bad.blend"), "--fps", "abc"]) == 2
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1 and "--fps" in err and "frame rate" in err, err
+    assert not (tmp_path / "bad.blend").exists()
