@@ -168,6 +168,13 @@ def test_a_character_file_is_a_rig(cli, rig, shared_data, tmp_path, capsys, char
     direct = tmp_path / "direct.blend"
     assert cli(["retarget", "--clip", clip, "--rig", str(path), "--out", str(direct), "--json"]) == 0
     result, _ = _last_json(capsys)
+    # the clip's frames at the clip's rate (69 at 30 fps), whatever rate the character file had
+    assert result["fps"] == pytest.approx(30.0, abs=1e-3) and result["frames"] == [1, 69]
+    baked = tmp_path / "baked.blend"
+    code = cli(["bake", "--blend", str(direct), "--out", str(baked), "--json"])
+    bake = _last_json(capsys)[0]
+    assert bake["action"].endswith(".physics") and baked.is_file()
+    assert code == (3 if bake["verdict"] == "failed" else 0), bake["verdict"]
     bpy.ops.wm.read_homefile(use_empty=True)
     if character.endswith(".fbx"):
         bpy.ops.import_scene.fbx(filepath=str(path), use_anim=False, ignore_leaf_bones=False,
