@@ -610,7 +610,7 @@ def compose_files(args: ComposeRequest, report=silent) -> dict:
         raise BadOption(f"--layer-weight: {args.layer_weight:g} is outside 0–1 (0: no layer, 1: all of it)")
     for clip in list(args.clips) + ([args.layer] if args.layer else []):
         if retarget_api.is_clip_file(clip) and not os.path.isfile(clip):
-            raise SignSimError(f"clip not found: {clip}")
+            raise retarget_api.clip_not_found(clip)
     library_file = library.library_file(args.library) if args.library else None
     if library_file and not os.path.isfile(library_file):
         raise SignSimError(f"no motion library at {library_file}")

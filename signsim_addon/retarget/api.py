@@ -27,7 +27,7 @@ from ...solver.retarget import bonemap
 from . import contacts as contact_pass
 from .contacts import add_contact  # noqa: F401
 from . import transfer
-from .transfer import (auto_map, export_map, is_clip_file, mirror_map, retarget, set_pair,  # noqa: F401
+from .transfer import (auto_map, clip_not_found, export_map, is_clip_file, mirror_map, retarget, set_pair,  # noqa: F401
                        skeleton, source_clip, store_map, stored_map)
 from .transfer import _write_action as write_action, rest_matrices, transfer as transfer_clip  # noqa: F401 (compose)
 
@@ -129,7 +129,7 @@ def resolve_clips(clips, library_path):
     names = [c for c in clips if not is_clip_file(c)]
     for clip in clips:
         if is_clip_file(clip) and not os.path.isfile(clip):
-            raise SignSimError(f"clip not found: {clip}")
+            raise clip_not_found(clip)
     library_file = None
     if names:
         library_file = library.library_file(library_path)

@@ -273,6 +273,17 @@ def is_clip_file(clip):
     return os.path.isfile(clip) or os.path.splitext(clip)[1].lower() in library.importers.SUPPORTED
 
 
+def clip_not_found(clip):
+    """The SignSimError for a mocap file that does not exist: "clip not found: CLIP", with
+    the nearest mocap files of the folder it was looked for in (a misspelt name)."""
+    folder = os.path.dirname(os.path.abspath(clip))
+    try:
+        near = [n for n in os.listdir(folder) if os.path.splitext(n)[1].lower() in library.importers.SUPPORTED]
+    except OSError:
+        near = []
+    return SignSimError(f"clip not found: {clip}{library.did_you_mean(os.path.basename(clip), near)}")
+
+
 def source_clip(clip, library_path=None, scene=None, report=None):
     """Bring one clip into the open file as an animated source armature: a SourceClip.
 

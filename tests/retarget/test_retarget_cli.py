@@ -152,6 +152,17 @@ def test_bad_input_is_one_line_and_writes_nothing(cli, rig, addon, shared_data, 
     assert not out.exists() and not list(tmp_path.glob("*.partial.blend"))
 
 
+def test_a_misspelt_clip_file_gets_the_nearest_names(cli, rig, shared_data, tmp_path, capsys):
+    """--clip fingerspeling.bvh next to fingerspelling.bvh: one line naming the file beside it."""
+    (tmp_path / "fingerspelling.bvh").write_text((shared_data / "mocap" / MIXAMO).read_text())
+    out = tmp_path / "out.blend"
+    code = cli(["retarget", "--clip", str(tmp_path / "fingerspeling.bvh"), "--rig", str(rig), "--out", str(out)])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 1 and not out.exists()
+    assert err == [f"signsim: error: clip not found: {tmp_path / 'fingerspeling.bvh'}; did you mean "
+                   "'fingerspelling.bvh'?"]
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("character", ["godot_male_base_mesh_cc0.glb", "threejs_RobotExpressive.glb", "signer.fbx"])
 def test_a_character_file_is_a_rig(cli, rig, shared_data, tmp_path, capsys, character):
