@@ -73,8 +73,9 @@ def write_section(name, args, output, code):
     """Replace (or add) the section `## name` of RESULTS.md with this run."""
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True,
                             text=True).stdout.strip() or "unknown"
-    dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=ROOT,
-                           capture_output=True, text=True).stdout.strip()
+    # RESULTS.md itself does not count: the benches of one session write it in turn
+    dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no", "--", ".",
+                            ":(exclude)bench/RESULTS.md"], cwd=ROOT, capture_output=True, text=True).stdout.strip()
     load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
     when = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     body = (f"## {name}\n\n{when} · commit {commit}{' (modified tree)' if dirty else ''} · "
