@@ -285,7 +285,7 @@ def _run_on_cluster(client, command, clips, job, report):
 def bake_many(request: BatchRequest, report=silent) -> dict:
     """Retarget + bake every matching library clip, one Dask task per clip (a local
     cluster of request.workers processes, or the one at request.scheduler), each clip in
-    its own child processes; reports "[k/n] <clip>: baked|FAILED …" as clips finish.
+    its own child processes; reports "[k/n] <clip>: baked, <verdict>|FAILED …" as clips finish.
     Returns {"clips": [record], "out": folder}; records in library order, each with
     "clip", "warnings" (the retarget's and the bake's, each also reported as
     "<clip>: <warning>") and either "error" or "armature", "action", "metrics", "out",

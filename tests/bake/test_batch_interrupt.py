@@ -1,6 +1,7 @@
 """`signsim batch` interrupted: SIGTERM, or Ctrl-C to its process group, cancels the
 tasks, ends every child process and leaves only the clips finished before the signal."""
 import os
+import re
 import signal
 import subprocess
 import time
@@ -52,8 +53,9 @@ def test_sigterm_cancels_the_tasks_and_leaves_no_partial_output(library4, tmp_pa
         os.killpg(proc.pid, signal.SIGINT)
     stdout, err = proc.communicate(timeout=300)
     assert proc.returncode == 130 and err.strip().splitlines()[-1] == "signsim: interrupted", err
-    reported = {line.split("] ", 1)[1][:-len(": baked")] for line in stdout.splitlines()
-                if line.startswith("[") and line.endswith(": baked")}
+    # progress lines "[k/n] <clip>: baked, <verdict>"
+    reported = {m.group(1) for m in (re.fullmatch(r"\[\d+/\d+\] (.+): baked, (ok|check|failed)", line)
+                                     for line in stdout.splitlines()) if m}
     gone, alive = psutil.wait_procs(descendants, timeout=60)
     assert not alive, [p.pid for p in alive]
     # clips finished before the signal keep both files; the interrupted ones left nothing
