@@ -75,24 +75,9 @@ class SIGNSIM_PT_metrics(SidebarPanel, bpy.types.Panel):
             before.label(text=r.text(r.before), translate=False)
             after.label(text=r.text(r.after), translate=False)
             marks.label(text="", icon=VERDICT_ICONS[r.verdict])
-        target = bake.metrics_report.target_rows(metrics)
-        if target:
-            box = layout.box()
-            box.label(text="Projection (Target vs Reference)")
-            col = box.column(align=True)
-            for label, text in target:
-                row = col.row()
-                row.label(text=label)
-                row.label(text=text, translate=False)
-        groups = bake.metrics_report.group_rows(metrics)
-        if groups:
-            box = layout.box()
-            box.label(text="Tracking per Group (°)")
-            col = box.column(align=True)
-            for g, value in groups:
-                row = col.row()
-                row.label(text=bake.GROUP_LABELS.get(g, g))
-                row.label(text=f"{value:.2f}", translate=False)
+        _table(layout, "Projection (Target vs Reference)", bake.metrics_report.target_rows(metrics))
+        _table(layout, "Tracking per Group (°)", [(bake.GROUP_LABELS.get(g, g), f"{value:.2f}")
+                                                  for g, value in bake.metrics_report.group_rows(metrics)])
         warnings = metrics.get("warnings", ())
         if warnings:
             box = layout.box()
@@ -110,6 +95,20 @@ class SIGNSIM_PT_metrics(SidebarPanel, bpy.types.Panel):
         for prop, _side, _key in bake.METRIC_CURVES:
             if prop in ob:
                 col.prop(ob, f'["{prop}"]', text=prop)
+
+
+def _table(layout, title, rows):
+    """A box titled `title` with one (label, value) line per row; nothing without rows.
+    Labels are translated, values are not."""
+    if not rows:
+        return
+    box = layout.box()
+    box.label(text=title)
+    col = box.column(align=True)
+    for label, text in rows:
+        row = col.row()
+        row.label(text=label)
+        row.label(text=text, translate=False)
 
 
 classes = (SIGNSIM_PT_bake, SIGNSIM_PT_metrics)

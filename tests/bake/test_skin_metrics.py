@@ -21,6 +21,22 @@ SIGNER = ROOT / "sample_blends" / "signer.blend"
 METHODS_AGREE_MM = 0.5  # the face mesh and the body mesh's own head skin lie this close
 
 
+@pytest.fixture(scope="module")
+def chin_cheek_on_signer(addon, tmp_path_factory):
+    """(the .blend, the armature's name) of chin_cheek retargeted onto the signer, made once."""
+    out = tmp_path_factory.mktemp("skin_metrics") / "chin_cheek.blend"
+    api = addon.signsim_addon.retarget.api
+    rt = api.retarget_files(api.RetargetRequest(rig=str(SIGNER), out=str(out), clips=(str(CHIN_CHEEK),)))
+    return out, rt["armature"]
+
+
+def _open(retargeted):
+    """Open the retargeted file; its armature object."""
+    path, name = retargeted
+    bpy.ops.wm.open_mainfile(filepath=str(path), load_ui=False)
+    return bpy.data.objects[name]
+
+
 def _finger_vertices(mesh_ob, side="R"):
     """Vertices whose heaviest group is a finger or thumb bone of `side`."""
     names = {g.index for g in mesh_ob.vertex_groups
@@ -43,13 +59,9 @@ def _depth_in_face(body, face, fingers):
 
 
 @pytest.mark.slow
-def test_skin_penetration_the_body_model_misses_is_reported(addon, tmp_path):
+def test_skin_penetration_the_body_model_misses_is_reported(addon, chin_cheek_on_signer):
     api = addon.signsim_addon
-    out = tmp_path / "chin_cheek.blend"
-    rt = api.retarget.api.retarget_files(api.retarget.api.RetargetRequest(
-        rig=str(SIGNER), out=str(out), clips=(str(CHIN_CHEEK),)))
-    bpy.ops.wm.open_mainfile(filepath=str(out), load_ui=False)
-    armature = bpy.data.objects[rt["armature"]]
+    armature = _open(chin_cheek_on_signer)
     scene = bpy.context.scene
     reference = armature.animation_data.action
     # the case needs a bake whose finger sinks into the face skin: tracking the reference
@@ -99,7 +111,7 @@ def _capsule_depth_in_face(armature, face, bone, radius, length, step=2e-4):
 
 
 @pytest.mark.slow
-def test_the_body_model_is_compared_with_the_skin_frame_by_frame(addon, tmp_path):
+def test_the_body_model_is_compared_with_the_skin_frame_by_frame(addon, chin_cheek_on_signer):
     """chin_cheek's index fingertip resting on the cheek (frames 50–63): the hand–face
     depths of the body model (bake.skin_metrics.model_depths) and of the evaluated skin
     (body.skin.skin_depths), and their agreement (solver.physics.contact_depths.skin_agreement),
@@ -107,11 +119,7 @@ def test_the_body_model_is_compared_with_the_skin_frame_by_frame(addon, tmp_path
     finger vertices inside it (the skin) and the fingertip's capsule — the model's radius
     and length along the evaluated pose bone — inside it (the model)."""
     api = addon.signsim_addon
-    out = tmp_path / "chin_cheek.blend"
-    rt = api.retarget.api.retarget_files(api.retarget.api.RetargetRequest(
-        rig=str(SIGNER), out=str(out), clips=(str(CHIN_CHEEK),)))
-    bpy.ops.wm.open_mainfile(filepath=str(out), load_ui=False)
-    armature = bpy.data.objects[rt["armature"]]
+    armature = _open(chin_cheek_on_signer)
     scene = bpy.context.scene
     reference = armature.animation_data.action
     job = api.bake.api.prepare(scene, armature, preset="default", project=False, frame_range=(50, 63))

@@ -282,20 +282,11 @@ def test_shoulders_turned_against_the_hips_are_refused(addon, cli, shared_data, 
     pelvis from the source's chest turns the hips with the shoulders, the target's yaw
     staying 0° where the source's reaches 75°: refused with one line, nothing written."""
     import retarget_measure as rm
-    from retarget_rigs import signer
-    clip = _edited_walk(shared_data / "mocap" / "cmu_01_01_cgspeed__fairmotion.bvh", tmp_path / "twist.bvh", _twist)
-    bpy.ops.wm.read_homefile(use_empty=True)
-    src, tgt, result, _fps = rm.retarget_clip(addon.signsim_addon.retarget.api, clip, signer())
+    clip, src, tgt, result = _twisting_walk_onto_the_signer(addon, shared_data, tmp_path)
     assert rm.yaw_error(src, tgt) <= 30.0
     assert np.abs(rm.hip_shoulder_yaw(src)).max() >= 60.0
-    preset = dict(result.bone_map.as_dict(), spine="Spine1")
-    (tmp_path / "map.json").write_text(json.dumps(preset))
-    out = tmp_path / "out.blend"
-    code = cli(["retarget", "--clip", str(clip), "--rig", str(SAMPLES / "signer.blend"), "--map",
-                str(tmp_path / "map.json"), "--out", str(out), "--no-contacts"])
-    err = capsys.readouterr().err.strip().splitlines()
-    assert code != 0 and not out.exists()
-    assert len(err) == 1 and "shoulders" in err[0] and "refused" in err[0], err
+    err = _retarget_refused(cli, capsys, clip, dict(result.bone_map.as_dict(), spine="Spine1"), tmp_path)
+    assert "shoulders" in err and "refused" in err, err
 
 
 def _on_toes(data, motion, ramp, pitch=40.0):
@@ -376,17 +367,34 @@ def test_a_wrung_spine_is_refused(addon, cli, shared_data, tmp_path, capsys):
     refusal turned off): refused with one line, nothing written. The automatic map is not
     refused."""
     import retarget_measure as rm
+    clip, src, tgt, result = _twisting_walk_onto_the_signer(addon, shared_data, tmp_path)
+    assert rm.twist_excess(src, tgt, result.bone_map.as_dict())["twist_excess_deg"] <= 45.0
+    preset = {t: s for t, s in result.bone_map.as_dict().items() if t not in ("spine.001", "spine.002")}
+    preset["spine.003"] = "LowerBack"
+    err = _retarget_refused(cli, capsys, clip, preset, tmp_path)
+    assert "twist" in err and "refused" in err, err
+
+
+def _twisting_walk_onto_the_signer(addon, shared_data, tmp_path):
+    """(clip path, source Poses, target Poses, retarget result) of CMU's walk with its upper
+    body twisting 80° against the pelvis (_twist), retargeted onto the signer with the
+    automatic map."""
+    import retarget_measure as rm
     from retarget_rigs import signer
     clip = _edited_walk(shared_data / "mocap" / "cmu_01_01_cgspeed__fairmotion.bvh", tmp_path / "twist.bvh", _twist)
     bpy.ops.wm.read_homefile(use_empty=True)
     src, tgt, result, _fps = rm.retarget_clip(addon.signsim_addon.retarget.api, clip, signer())
-    assert rm.twist_excess(src, tgt, result.bone_map.as_dict())["twist_excess_deg"] <= 45.0
-    preset = {t: s for t, s in result.bone_map.as_dict().items() if t not in ("spine.001", "spine.002")}
-    preset["spine.003"] = "LowerBack"
+    return clip, src, tgt, result
+
+
+def _retarget_refused(cli, capsys, clip, preset, tmp_path):
+    """`signsim retarget` of clip onto the bundled signer with the bone map `preset`
+    ({target: source}); asserts it is refused with one stderr line and nothing written,
+    and returns that line."""
     (tmp_path / "map.json").write_text(json.dumps(preset))
     out = tmp_path / "out.blend"
     code = cli(["retarget", "--clip", str(clip), "--rig", str(SAMPLES / "signer.blend"), "--map",
                 str(tmp_path / "map.json"), "--out", str(out), "--no-contacts"])
     err = capsys.readouterr().err.strip().splitlines()
-    assert code != 0 and not out.exists()
-    assert len(err) == 1 and "twist" in err[0] and "refused" in err[0], err
+    assert code != 0 and not out.exists() and len(err) == 1, err
+    return err[0]
