@@ -36,6 +36,8 @@ from ..library import api as library
 from ..retarget import api as retarget
 from ..errors import INFO, WARNING, BadOption, SignSimError, silent
 
+EXIT_VERDICT = 3  # `bake`/`batch`: written, but a clip's verdict is 'failed' ('check' too with --strict)
+
 
 @dataclass(frozen=True, kw_only=True)
 class BatchRequest(files.FileRequest):
@@ -159,7 +161,7 @@ def run_clip(command, clip, job, cancel_event):
                 return {"clip": clip, "cancelled": True}
             result = _last_json(stdout)
             # exit 3 from bake: written, with the verdict 'failed' (its metrics say so)
-            if code != 0 and not (name == "bake" and code == 3 and "action" in result):
+            if code != 0 and not (name == "bake" and code == EXIT_VERDICT and "action" in result):
                 err = stderr.strip().splitlines()
                 record["error"] = result.get("error") or (err[-1] if err else f"{name} exited {code}")
                 return record

@@ -6,6 +6,7 @@ import sys
 from ..errors import INFO, WARNING, SignSimError, cli_reporter
 from ..library import api as library
 from . import api
+from .batch import EXIT_VERDICT
 
 
 def add_arguments(parser):
@@ -25,7 +26,6 @@ def add_arguments(parser):
     _strict_argument(parser)
 
 
-EXIT_VERDICT = 3  # written, but a clip's verdict is 'failed' ('check' too with --strict)
 
 
 def _strict_argument(parser):

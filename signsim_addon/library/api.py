@@ -174,8 +174,9 @@ def import_paths(paths, library, tags=(), catalog=None, report=None, progress=No
                 waiting_keys += sum(store.clip_keys(c.meta["frame_count"], c.meta["bone_count"]) for c in clips)
                 if waiting and (len(waiting) >= store.PART_CLIPS or waiting_keys >= importers.MAX_CLIP_KEYS
                                 or i == len(files) - 1):
-                    imported += store.add_clips(library, waiting, guard, tags, catalog)
-                    waiting, waiting_keys = [], 0
+                    # taken off `waiting` first: an interrupt inside add_clips must not add them again
+                    batch, waiting, waiting_keys = waiting, [], 0
+                    imported += store.add_clips(library, batch, guard, tags, catalog)
         except KeyboardInterrupt:
             # Ctrl-C or SIGTERM: the file in progress is rolled back (tracking.Tracker); the
             # clips imported before it are kept, and the interrupt goes on

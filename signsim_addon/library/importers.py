@@ -438,6 +438,10 @@ def check_fbx_header(path):
 
 
 CHARACTER_FORMATS = (".fbx", ".glb", ".gltf")
+# Blender's FBX importer as clips and characters are read: ignore_leaf_bones=True would drop
+# the last bone of *every* chain, added or real (a file without added leaves loses its heads
+# and fingertips), so clip import drops exporter leaves by name afterwards (_drop_leaf_bones).
+FBX_OPTIONS = {"ignore_leaf_bones": False, "automatic_bone_orientation": False, "use_custom_props": False}
 
 
 def open_character(path):
@@ -465,8 +469,7 @@ def open_character(path):
     with files.quiet():
         bpy.ops.wm.read_homefile(use_empty=True, load_ui=False)
     if fmt == "FBX":
-        _run_importer(bpy.ops.import_scene.fbx, "FBX", path, use_anim=False, ignore_leaf_bones=False,
-                      automatic_bone_orientation=False, use_custom_props=False)
+        _run_importer(bpy.ops.import_scene.fbx, "FBX", path, use_anim=False, **FBX_OPTIONS)
     else:
         _run_importer(bpy.ops.import_scene.gltf, "glTF", path)
     for ob in bpy.data.objects:
@@ -480,11 +483,7 @@ def open_character(path):
 
 def _import_fbx(path, scene, tr):
     check_fbx_header(path)
-    # ignore_leaf_bones=True would drop the last bone of *every* chain, added or real
-    # (a file without added leaves loses its heads and fingertips): drop them ourselves.
-    _run_importer(bpy.ops.import_scene.fbx, "FBX", path, use_anim=True,
-                  ignore_leaf_bones=False, automatic_bone_orientation=False,
-                  use_custom_props=False)
+    _run_importer(bpy.ops.import_scene.fbx, "FBX", path, use_anim=True, **FBX_OPTIONS)
     fps = scene.render.fps / scene.render.fps_base
     _check_fps(path, fps)
     return _clips_from_keyed(path, scene, tr, fps, "FBX")

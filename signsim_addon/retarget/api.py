@@ -29,7 +29,7 @@ from .contacts import add_contact  # noqa: F401
 from . import transfer
 from .transfer import (auto_map, clip_not_found, export_map, is_clip_file, mirror_map, retarget, set_pair,  # noqa: F401
                        skeleton, source_clip, store_map, stored_map)
-from .transfer import _write_action as write_action, rest_matrices, transfer as transfer_clip  # noqa: F401 (compose)
+from .transfer import write_action, rest_matrices, transfer as transfer_clip  # noqa: F401 (compose)
 
 
 @dataclass(frozen=True, kw_only=True)

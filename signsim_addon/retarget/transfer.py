@@ -120,7 +120,7 @@ def retarget(source, target, bone_map, *, source_fps=None, frame_range=None, act
     res = transfer(source, target, bone_map, source_fps=source_fps, frame_range=frame_range,
                    shoulder_rhythm=shoulder_rhythm, plant_feet=plant_feet, report=report)
     src_name = source.animation_data.action.name
-    res.action = _write_action(target, res.keys, res.frames,
+    res.action = write_action(target, res.keys, res.frames,
                                action_name or f"{src_name}_{target.name}")
     report(INFO, f"retargeted {len(res.frames)} frames of '{src_name}' onto '{target.name}' "
            f"({len(bone_map.as_dict())} mapped bones)")
@@ -191,7 +191,7 @@ def transfer(source, target, bone_map, *, source_fps=None, frame_range=None,
                   root_path=keys["root_path"], scale=keys["scale"], bone_map=bone_map)
 
 
-def _write_action(target, keys, frames, name):
+def write_action(target, keys, frames, name):
     """A new action with the keys, assigned to target with its own slot (bulk key writing).
 
     keys: dict from _solve; frames: (F,) target frames. Every bone gets rotation keys (the

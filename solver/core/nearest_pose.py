@@ -468,12 +468,13 @@ def smooth_corrections(model, fields, rotations, base_rotations, base_positions,
             return float(np.sum(w * J * J)) + SIZE_COST * float(np.sum(w * D * D))
 
         seps, base_r, bases = {}, {}, {}
-        for f in frames[changed[frames]]:
-            pose = _start_pose(model, x0[f] + corr[f], fixed[f], quat.to_matrix(base_rotations[f]), base_positions[f])
+        moved = frames[changed[frames]]  # the run's frames the per-frame solutions changed
+        for f in moved:
+            base_r[f] = quat.to_matrix(base_rotations[f])
+            pose = _start_pose(model, x0[f] + corr[f], fixed[f], base_r[f], base_positions[f])
             margins = Margins(model, fields, settings.margin, extra_margins[f] if extra_margins else None)
             parts = near_parts(model, fields, pose, margins, settings.reach)
             seps[f] = (Separations(model, fields, parts, scope), margins.of(parts))
-            base_r[f] = quat.to_matrix(base_rotations[f])
             bases[f] = full_coordinates(model, x0[f] + corr[f], fixed[f])  # outside the scope: kept
         lower = {f: np.minimum(model.dof_lower, x0[f])[scope] - x0[f][scope] for f in seps}
         upper = {f: np.maximum(model.dof_upper, x0[f])[scope] - x0[f][scope] for f in seps}
@@ -481,7 +482,7 @@ def smooth_corrections(model, fields, rotations, base_rotations, base_positions,
         def evaluate(D, gradient):
             """Per free frame: (g − clearance (k_t,) mm, rows (k_t, scope) mm/rad or None)."""
             out = []
-            for i, f in enumerate(frames[changed[frames]]):
+            for i, f in enumerate(moved):
                 full = bases[f].copy()
                 full.reshape(-1)[model.dof_flat[scope]] = x0[f][scope] + D[free[i]]
                 sep, m = seps[f]
@@ -505,7 +506,7 @@ def smooth_corrections(model, fields, rotations, base_rotations, base_positions,
                 break
         if any(x < y - 1e3 * settings.tolerance for x, y in zip(after, before)) or cost(D) >= cost(D0):
             continue
-        for i, f in enumerate(frames[changed[frames]]):
+        for i, f in enumerate(moved):
             x = x0[f] + corr[f]
             x[scope] = x0[f][scope] + D[free[i]]
             g = seps[f][0](full_coordinates(model, x, fixed[f]), base_r[f], base_positions[f], False)[0]

@@ -11,6 +11,9 @@ from .held_overlap import HOLD_S
 
 
 TRACKING_WARN_DEG = 10.0  # RMS over every simulated bone and frame: the bake no longer shows the keys
+# the metrics' keys counting frames with some bone beyond DIVERGED_DEG / CONTACT_MAX_DEG
+ABOVE_DIVERGED = f"frames_world_error_above_{DIVERGED_DEG:.0f}_deg"
+ABOVE_CONTACT_MAX = f"frames_world_error_above_{CONTACT_MAX_DEG:.0f}_deg"
 
 
 def outcome_warnings(record):
@@ -34,7 +37,7 @@ def verdict(record):
     the RMS tracking error is above TRACKING_WARN_DEG (the bake no longer shows the keys);
     'check' when any warning says a threshold the bake reports is not met; else 'ok'."""
     baked = record["baked"]
-    if baked.get(f"frames_world_error_above_{CONTACT_MAX_DEG:.0f}_deg", 0) > 0 \
+    if baked.get(ABOVE_CONTACT_MAX, 0) > 0 \
             or baked["tracking_rms_deg"] > TRACKING_WARN_DEG:
         return "failed"
     return "check" if record.get("warnings") else "ok"
@@ -107,8 +110,8 @@ def world_error_record(error_deg):
     frame, contacts included (DIVERGED_DEG and CONTACT_MAX_DEG are 30° and 90°)."""
     worst = error_deg.max(axis=1, initial=0.0)
     return {"world_error_max_deg": float(worst.max(initial=0.0)),
-            f"frames_world_error_above_{DIVERGED_DEG:.0f}_deg": int(np.count_nonzero(worst > DIVERGED_DEG)),
-            f"frames_world_error_above_{CONTACT_MAX_DEG:.0f}_deg": int(np.count_nonzero(worst > CONTACT_MAX_DEG))}
+            ABOVE_DIVERGED: int(np.count_nonzero(worst > DIVERGED_DEG)),
+            ABOVE_CONTACT_MAX: int(np.count_nonzero(worst > CONTACT_MAX_DEG))}
 
 
 def world_error_warnings(rig, error_deg, frames, tracked="the reference"):

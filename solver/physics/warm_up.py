@@ -2,6 +2,7 @@
 compiled kernel once on a tiny model (kept out of core/kernels.py so that the compiled layer
 imports none of the modules built on it)."""
 
+import functools
 import time
 
 import numpy as np
@@ -10,10 +11,12 @@ from ..core import kernels, kinematics, model, nearest_pose, quat, sdf
 from . import capsule_contacts, dynamics, integrator
 
 
+@functools.cache
 def warm_up():
     """Compile (or load from the cache) every kernel through the public functions, on a
     three-bone model, so that the signatures are the ones a bake uses; returns
-    (CPU seconds, True when this call compiled anything rather than loading it)."""
+    (CPU seconds, True when this call compiled anything rather than loading it). Once per
+    process: a later call returns the first call's result (the kernels stay loaded)."""
     start, misses = time.process_time(), kernels._misses()
     rig = model.SkeletonModel(parents=[-1, -1, 1], rest_offsets=[[0.0, 0.0, 0.0], [0.5, 0.0, 0.0], [0.0, 0.1, 0.0]],
                               rest_rotations=np.tile([1.0, 0.0, 0.0, 0.0], (3, 1)), joint_types=["ball", "ball", "hinge"],

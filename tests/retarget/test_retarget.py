@@ -139,7 +139,7 @@ def test_failed_write_removes_the_new_action(addon, shared_data):
     names = {a.name for a in bpy.data.actions}
     bad = {"rot": {"hand.L": np.full((3, 4), np.nan)}, "loc": {}}
     with pytest.raises(addon.signsim_addon.errors.SignSimError):
-        addon.signsim_addon.retarget.transfer._write_action(target, bad, np.arange(3.0), "broken")
+        addon.signsim_addon.retarget.transfer.write_action(target, bad, np.arange(3.0), "broken")
     assert {a.name for a in bpy.data.actions} == names
     assert target.animation_data.action == first.action
 
