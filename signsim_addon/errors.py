@@ -52,3 +52,24 @@ def cli_reporter(say):
 def operator_reporter(operator):
     """A reporter forwarding to bpy.types.Operator.report."""
     return lambda level, message: operator.report({level}, message)
+
+
+@contextlib.contextmanager
+def window_progress(context, label):
+    """A progress callable (signsim_addon/progress.py) for an operator's use case:
+    Blender's progress bar shows the task's fraction (progress.overall) and the status bar
+    '<label>: <stage> 43 %'; both are cleared when the block ends."""
+    from .progress import overall
+    wm, workspace = context.window_manager, context.workspace
+    wm.progress_begin(0, 100)
+
+    def progress(stage, k, n, fraction):
+        wm.progress_update(int(100 * overall(k, n, fraction)))
+        if workspace is not None:
+            workspace.status_text_set(f"{label}: {stage} {100 * fraction:.0f} %")
+    try:
+        yield progress
+    finally:
+        wm.progress_end()
+        if workspace is not None:
+            workspace.status_text_set(None)

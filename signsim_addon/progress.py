@@ -89,6 +89,8 @@ class Lines:
 
     def __call__(self, stage, k, n, fraction):
         now = time.monotonic()
+        if fraction >= 1.0 and (stage, k) != self._stage:
+            return  # its end was said already (a last tick at 100 %, then the stage's exit)
         if (stage, k) != self._stage or fraction == 0.0:
             self._stage, self._start, self._last = (stage, k), now, None
         elapsed = now - self._start

@@ -26,6 +26,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import time
 import uuid
 from dataclasses import dataclass, replace
 
@@ -35,6 +36,7 @@ from .. import files
 from ..library import api as library
 from ..retarget import api as retarget
 from ..errors import INFO, WARNING, BadOption, SignSimError, silent
+from ..progress import eta, eta_text
 
 EXIT_VERDICT = 3  # `bake`/`batch`: written, but a clip's verdict is 'failed' ('check' too with --strict)
 
@@ -251,6 +253,7 @@ def _run_on_cluster(client, command, clips, job, report):
     futures = {client.submit(*_task(run_clip, command, clip, job, event.name), key=f"signsim-{batch}-{i}",
                              pure=False): i for i, clip in enumerate(clips)}
     records = [None] * len(clips)
+    start = time.monotonic()
 
     def collect(future):
         i = futures[future]
@@ -260,8 +263,10 @@ def _run_on_cluster(client, command, clips, job, report):
             records[i] = {"clip": clips[i], "warnings": [], "error": f"{type(ex).__name__}: {ex}"}
         r = records[i]
         done = sum(r is not None for r in records)
+        left = eta(time.monotonic() - start, done / len(clips)) if done < len(clips) else None
         report(INFO, f"[{done}/{len(clips)}] {r['clip']}: " + (f"FAILED {r['error']}" if "error" in r else
-                                                                 f"baked, {r['metrics'].get('verdict')}"))
+                                                                 f"baked, {r['metrics'].get('verdict')}")
+               + (f", {eta_text(left)}" if left is not None else ""))
 
     try:
         for future in as_completed(futures):
@@ -287,7 +292,8 @@ def _run_on_cluster(client, command, clips, job, report):
 def bake_many(request: BatchRequest, report=silent) -> dict:
     """Retarget + bake every matching library clip, one Dask task per clip (a local
     cluster of request.workers processes, or the one at request.scheduler), each clip in
-    its own child processes; reports "[k/n] <clip>: baked, <verdict>|FAILED …" as clips finish.
+    its own child processes; reports "[k/n] <clip>: baked, <verdict>|FAILED …[, eta 40 s]" as
+    clips finish (the time left while clips remain: progress.eta over the clips done).
     Returns {"clips": [record], "out": folder}; records in library order, each with
     "clip", "warnings" (the retarget's and the bake's, each also reported as
     "<clip>: <warning>") and either "error" or "armature", "action", "metrics", "out",

@@ -3,6 +3,7 @@ import os
 import sys
 
 from ..errors import WARNING, SignSimError, cli_reporter
+from ..progress import cli_lines
 from . import api as library
 
 # `import` exit codes: 0 every file imported, 1 no clip imported (every file failed or none
@@ -27,11 +28,12 @@ def add_import_arguments(parser):
 
 def run_import(args, say) -> dict:
     lib = library.library_file(args.library)
-    n_files = [0]
+    lines = cli_lines(say, "import")
 
-    def progress(i, n, path):
-        n_files[0] = n
-        say(f"[{i + 1}/{n}] {os.path.basename(path)}")
+    def progress(path, k, n, fraction):  # every file's first line; a long one's progress
+        if fraction == 0.0:
+            say(f"[{k}/{n}] {os.path.basename(path)}")
+        lines(os.path.basename(path), k, n, fraction)
 
     result = library.import_paths(args.paths, lib, tags=args.tags, catalog=args.catalog,
                                   report=cli_reporter(say), progress=progress)

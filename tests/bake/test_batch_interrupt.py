@@ -53,8 +53,8 @@ def test_sigterm_cancels_the_tasks_and_leaves_no_partial_output(library4, tmp_pa
         os.killpg(proc.pid, signal.SIGINT)
     stdout, err = proc.communicate(timeout=300)
     assert proc.returncode == 130 and err.strip().splitlines()[-1] == "signsim: interrupted", err
-    # progress lines "[k/n] <clip>: baked, <verdict>"
-    reported = {m.group(1) for m in (re.fullmatch(r"\[\d+/\d+\] (.+): baked, (ok|check|failed)", line)
+    # progress lines "[k/n] <clip>: baked, <verdict>[, eta 12 s]"
+    reported = {m.group(1) for m in (re.fullmatch(r"\[\d+/\d+\] (.+): baked, (ok|check|failed)(, eta .+)?", line)
                                      for line in stdout.splitlines()) if m}
     gone, alive = psutil.wait_procs(descendants, timeout=60)
     assert not alive, [p.pid for p in alive]
