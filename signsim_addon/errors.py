@@ -57,14 +57,17 @@ def operator_reporter(operator):
 @contextlib.contextmanager
 def window_progress(context, label):
     """A progress callable (signsim_addon/progress.py) for an operator's use case:
-    Blender's progress bar shows the task's fraction (progress.overall) and the status bar
-    '<label>: <stage> 43 %'; both are cleared when the block ends."""
+    Blender's progress bar shows the task's fraction (progress.overall; it never goes back
+    when a stage runs again) and the status bar '<label>: <stage> 43 %'; both are cleared
+    when the block ends."""
     from .progress import overall
     wm, workspace = context.window_manager, context.workspace
     wm.progress_begin(0, 100)
+    shown = [0]
 
     def progress(stage, k, n, fraction):
-        wm.progress_update(int(100 * overall(k, n, fraction)))
+        shown[0] = max(shown[0], int(100 * overall(k, n, fraction)))
+        wm.progress_update(shown[0])
         if workspace is not None:
             workspace.status_text_set(f"{label}: {stage} {100 * fraction:.0f} %")
     try:

@@ -22,6 +22,7 @@ import json
 import logging
 import os
 import pickle
+import shutil
 import signal
 import subprocess
 import sys
@@ -196,9 +197,12 @@ def _task(f, *args):
     return pickle.loads, cloudpickle.dumps(_Call(f, *args))
 
 
-def _connect(request):
+def _connect(request, scratch):
     """(client, cluster or None): a client of the scheduler at request.scheduler, or of a
-    new local cluster of request.workers single-threaded processes. Raises SignSimError.
+    new local cluster of request.workers single-threaded processes whose temporary files
+    (the scheduler file, Dask's worker spaces, the children's and Blender's own) all go
+    into the folder `scratch`, so none outlives the batch however its processes end.
+    Raises SignSimError.
 
     The local cluster's scheduler and workers are fresh `python -m dask spec` processes
     (distributed.deploy.subprocess.SubprocessCluster), as on a farm: LocalCluster's
@@ -221,10 +225,11 @@ def _connect(request):
     # in their own session, so only this process sees it and cancels the tasks through the
     # batch's event (their children stop with SIGTERM and leave no partial files)
     subprocess_module = sys.modules[SubprocessCluster.__module__]
-    subprocess_module.asyncio = _OwnSession()
+    subprocess_module.asyncio = _OwnSession(scratch)
     try:
         cluster = SubprocessCluster(n_workers=request.workers, threads_per_worker=1, dashboard_address=None,
-                                    silence_logs=logging.ERROR)
+                                    silence_logs=logging.ERROR,
+                                    scheduler_kwargs={"scheduler_file": os.path.join(scratch, "scheduler.json")})
     except RuntimeError as ex:  # e.g. Windows, which SubprocessCluster does not support
         raise SignSimError(f"cannot start a local Dask cluster ({ex}): start one and pass --scheduler") from None
     return Client(cluster), cluster
@@ -232,14 +237,18 @@ def _connect(request):
 
 class _OwnSession:
     """asyncio as distributed's SubprocessCluster sees it, but its processes start in a
-    session of their own (a terminal's Ctrl-C does not reach them)."""
+    session of their own (a terminal's Ctrl-C does not reach them), with the folder
+    `scratch` as their temporary folder (TMPDIR, inherited by their children)."""
+
+    def __init__(self, scratch):
+        self.scratch = scratch
 
     def __getattr__(self, name):
         return getattr(asyncio, name)
 
-    @staticmethod
-    def create_subprocess_exec(*args, **kwargs):
-        return asyncio.create_subprocess_exec(*args, start_new_session=True, **kwargs)
+    def create_subprocess_exec(self, *args, **kwargs):
+        return asyncio.create_subprocess_exec(*args, start_new_session=True,
+                                              env={**os.environ, "TMPDIR": self.scratch}, **kwargs)
 
 
 def _run_on_cluster(client, command, clips, job, report):
@@ -320,15 +329,19 @@ def bake_many(request: BatchRequest, report=silent) -> dict:
     command = cli_command()
     job = {"library": args.library, "rig": args.rig, "out": args.out, "armature": args.armature,
            "preset": args.preset, "project": args.project, "fps": fps}
-    client, cluster = _connect(args)
+    scratch = tempfile.mkdtemp(prefix="signsim-batch-")
     try:
-        where = f"the Dask cluster at {args.scheduler}" if args.scheduler else f"{args.workers} local worker(s)"
-        report(INFO, f"baking {len(clips)} clip(s) on {where} into {args.out}: {', '.join(clips)}")
-        records = _run_on_cluster(client, command, clips, job, report)
+        client, cluster = _connect(args, scratch)
+        try:
+            where = f"the Dask cluster at {args.scheduler}" if args.scheduler else f"{args.workers} local worker(s)"
+            report(INFO, f"baking {len(clips)} clip(s) on {where} into {args.out}: {', '.join(clips)}")
+            records = _run_on_cluster(client, command, clips, job, report)
+        finally:
+            client.close()
+            if cluster is not None:
+                cluster.close()
     finally:
-        client.close()
-        if cluster is not None:
-            cluster.close()
+        shutil.rmtree(scratch, ignore_errors=True)
     for r in records:
         for w in r.get("warnings", ()):
             report(WARNING, f"{r['clip']}: {w}")

@@ -54,7 +54,7 @@ def _single_key_frame(action):
     return next(iter(frames)) if len(frames) == 1 else None
 
 
-STAGES = ("reading", "body", "poses", "skin_check", "writing")  # a resolve's, in order (progress.Stages)
+STAGES = ("reading", "body", "poses", "writing", "skin_check")  # a resolve's, in order (progress.Stages)
 
 
 def resolve_action(scene, ob, action=None, frame_range=None, margin=0.002, sequence=True, method="SLSQP",
