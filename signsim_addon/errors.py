@@ -6,6 +6,7 @@ A reporter is a callable `report(level, message)`: level is 'INFO', 'WARNING' or
 """
 
 import contextlib
+import difflib
 
 INFO, WARNING, ERROR = 'INFO', 'WARNING', 'ERROR'
 
@@ -32,6 +33,20 @@ def from_solver(prefix=""):
         yield
     except ValueError as ex:
         raise SignSimError(f"{prefix}{ex}") from None
+
+
+def did_you_mean(word, names):
+    """"; did you mean 'a' or 'b'?" naming the existing `names` nearest to the unknown
+    `word` (difflib.get_close_matches, any case), or "" when none is near. The one helper
+    every typo message uses (clip names, tags, catalogs, armatures)."""
+    by_lower = {}
+    for n in sorted(set(names)):
+        by_lower.setdefault(n.lower(), n)
+    near = [by_lower[n] for n in difflib.get_close_matches(word.lower(), list(by_lower), n=3, cutoff=0.6)]
+    if not near:
+        return ""
+    quoted = [f"'{n}'" for n in near]
+    return "; did you mean " + (quoted[0] if len(quoted) == 1 else ", ".join(quoted[:-1]) + " or " + quoted[-1]) + "?"
 
 
 def silent(level, message):

@@ -68,8 +68,8 @@ def add_batch_arguments(parser):
     parser.add_argument("--scheduler", metavar="ADDRESS",
                         help="run on the Dask cluster of this scheduler (e.g. tcp://10.0.0.5:8786) instead "
                              "of a local one; its workers must see the library, rig and --out at the same paths")
-    parser.add_argument("--text", default="", help="only clips whose name, catalog, source file or tags "
-                        "contain every one of these words (as list --text)")
+    parser.add_argument("--text", default="", help=f"only clips whose {library.TEXT_FIELDS} contain every "
+                        "one of these words (any case, as list --text)")
     parser.add_argument("--tags", default="", metavar="a,b", help="only clips with all these tags")
     parser.add_argument("--preset", choices=api.PRESETS, help="physics preset for every bake")
     parser.add_argument("--fps", metavar="N|rig", help="retarget's --fps for every clip: the output's frame "

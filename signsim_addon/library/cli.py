@@ -78,8 +78,8 @@ def run_tag(args, say) -> dict:
 def add_list_arguments(parser):
     parser.add_argument("--library", metavar="FILE",
                         help="library .blend (default: the one in the preferences)")
-    parser.add_argument("--text", default="", help="clips whose name, catalog, source file or tags "
-                        "contain every one of these words (any case)")
+    parser.add_argument("--text", default="", help=f"clips whose {library.TEXT_FIELDS} contain every one "
+                        "of these words (any case)")
     parser.add_argument("--tags", default="", metavar="a,b", help="clips with all these tags")
     parser.add_argument("--any", action="store_true", help="any of --tags instead of all")
     parser.add_argument("--catalog", default="", help="catalog path (and its sub-catalogs)")
@@ -102,5 +102,7 @@ def run_list(args, say) -> dict:
     for c in clips:
         say(f"{c['name']:40s} {c['duration_s']:8.2f} s {c['fps']:7g} fps {c['bones']:4d} bones  "
             f"[{c['catalog']}] {', '.join(c['tags'])}")
+    if not clips and args.text:
+        report(WARNING, f"no clip matches: {library.text_note(args.text)}")
     say(f"{len(clips)} clip(s) in {os.path.abspath(lib)}")
     return {"clips": clips}
