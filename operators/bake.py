@@ -87,8 +87,8 @@ class SIGNSIM_OT_bake(bpy.types.Operator):
         if event.type != 'TIMER' and not worker.done.is_set():
             return {'PASS_THROUGH'}
         context.window_manager.progress_update(int(100 * worker.fraction))
-        context.workspace.status_text_set(rpt_("SignSim: baking physics {:.0f}% (Esc to cancel)").format(
-            100 * worker.fraction))
+        context.workspace.status_text_set(rpt_("SignSim: baking physics, {} {:.0f}% (Esc to cancel)").format(
+            worker.stage, 100 * worker.fraction))
         if not worker.done.is_set():
             return {'RUNNING_MODAL'}
         self._end(context)

@@ -3,7 +3,7 @@ import bpy
 
 from ..signsim_addon.compose import api as compose
 from ..signsim_addon.library import api as library
-from ..signsim_addon.errors import SignSimError
+from ..signsim_addon.errors import SignSimError, window_progress
 from .common import active_armature
 
 rpt_ = bpy.app.translations.pgettext_rpt
@@ -34,10 +34,12 @@ class SIGNSIM_OT_compose(bpy.types.Operator):
         settings = target.signsim.compose
         warnings = []
         try:
-            result = compose.compose(target, clips, layers, threshold=threshold,
-                                     library_path=library.ui.library_path(context),
-                                     keep_height=settings.keep_height, foot_lock=settings.foot_lock,
-                                     report=lambda level, m: level == 'WARNING' and warnings.append(m))
+            with window_progress(context, rpt_("SignSim: composing")) as progress:
+                result = compose.compose(target, clips, layers, threshold=threshold,
+                                         library_path=library.ui.library_path(context),
+                                         keep_height=settings.keep_height, foot_lock=settings.foot_lock,
+                                         report=lambda level, m: level == 'WARNING' and warnings.append(m),
+                                         progress=progress)
         except SignSimError as ex:
             self.report({'ERROR'}, str(ex))
             return {'CANCELLED'}

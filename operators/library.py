@@ -6,7 +6,7 @@ import bpy
 from bpy_extras.io_utils import ImportHelper
 
 from ..signsim_addon.library import api as library
-from ..signsim_addon.errors import SignSimError
+from ..signsim_addon.errors import SignSimError, window_progress
 
 rpt_ = bpy.app.translations.pgettext_rpt
 
@@ -56,17 +56,13 @@ class SIGNSIM_OT_import_clips(bpy.types.Operator, ImportHelper):
         else:
             paths = [self.filepath]
         lib = library.ui.library_path(context, self.library_path)
-        wm = context.window_manager
-        wm.progress_begin(0, 100)
         try:
-            result = library.import_paths(
-                paths, lib, tags=self.tags, catalog=self.catalog or None,
-                progress=lambda i, n, p: wm.progress_update(int(100 * i / max(n, 1))))
+            with window_progress(context, rpt_("SignSim: importing")) as progress:
+                result = library.import_paths(paths, lib, tags=self.tags, catalog=self.catalog or None,
+                                              progress=progress)
         except SignSimError as ex:
             self.report({'ERROR'}, str(ex))
             return {'CANCELLED'}
-        finally:
-            wm.progress_end()
         imported, failed = result["imported"], result["failed"]
         for f in (failed if imported else failed[1:]):
             self.report({'WARNING'}, f["error"])

@@ -2,7 +2,7 @@
 inside another (signsim_addon.resolve.api)."""
 import bpy
 
-from ..signsim_addon.errors import SignSimError, operator_reporter
+from ..signsim_addon.errors import SignSimError, operator_reporter, window_progress
 from ..signsim_addon.resolve import api as resolve
 from .common import active_armature
 
@@ -50,8 +50,9 @@ class SIGNSIM_OT_resolve_collisions(bpy.types.Operator):
                 return {'CANCELLED'}
             assign = False
         try:
-            res = resolve.resolve_action(scene, ob, action, frames, self.margin_mm * 1e-3, assign=assign,
-                                         report=operator_reporter(self))
+            with window_progress(context, rpt_("SignSim: resolving")) as progress:
+                res = resolve.resolve_action(scene, ob, action, frames, self.margin_mm * 1e-3, assign=assign,
+                                             report=operator_reporter(self), progress=progress)
         except SignSimError as ex:
             self.report({'ERROR'}, str(ex))
             return {'CANCELLED'}

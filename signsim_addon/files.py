@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import bpy
 
-from .errors import SignSimError
+from .errors import SignSimError, did_you_mean
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -134,13 +134,14 @@ def open_blend(path):
 
 def find_armature(name=None):
     """The armature object called `name` in the open file; with no name, the only armature
-    there. Raises SignSimError naming the armatures there are."""
+    there. Raises SignSimError naming the armatures there are (the nearest first when
+    `name` matches none)."""
     armatures = sorted(o.name for o in bpy.data.objects if o.type == 'ARMATURE')
     if name:
         ob = bpy.data.objects.get(name)
         if ob is None or ob.type != 'ARMATURE':
-            raise SignSimError(f"no armature named '{name}' in the rig file; armatures: "
-                               f"{', '.join(armatures) or 'none'}")
+            raise SignSimError(f"no armature named '{name}' in the rig file{did_you_mean(name, armatures)} "
+                               f"(armatures: {', '.join(armatures) or 'none'})")
         return ob
     if len(armatures) != 1:
         raise SignSimError(f"the rig file has {len(armatures)} armatures "

@@ -22,6 +22,7 @@ from ...solver.physics.warm_up import warm_up
 from ...solver.core.settings import GROUP_LABELS, GROUPS  # noqa: F401 (for operators and panels)
 from .. import files
 from ..errors import INFO, WARNING, SignSimError, silent
+from ..progress import Stages
 from ..softface import api as softface
 from . import contact_sheet
 # the modules behind the Physics, Schedule and Metrics panels' buttons
@@ -29,7 +30,7 @@ from . import metrics_report, physics_presets, schedule  # noqa: F401
 from .batch import BatchRequest, bake_many  # noqa: F401
 from .preview import baked_pair, toggle as toggle_preview, toggle_ghost  # noqa: F401
 from .job import (METRIC_CURVES, PRESETS, SUFFIX, TRACK_PHYSICS, TRACK_REFERENCE, BakeCancelled,  # noqa: F401
-                  BakeJob, BakeWorker, Solved, prepare, public_metrics, reference_of, solve, write)
+                  BakeJob, BakeWorker, Solved, bake_stages, prepare, public_metrics, reference_of, solve, write)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -52,42 +53,52 @@ class BakeFileRequest(files.FileRequest):
     project: bool = None
 
 
-def bake_file(request: BakeFileRequest, report=silent) -> dict:
+def bake_file(request: BakeFileRequest, report=silent, progress=None) -> dict:
     """Bake request.armature's action in request.rig and save the result to request.out.
 
+    progress: None or progress(stage, k, n, fraction) (signsim_addon/progress.py) over the
+    stages of bake_stages (with 'soft_face' and 'picture' when asked).
     Returns {"action": new action name, "metrics": public metrics, "out": absolute path,
     "verdict" (also in the metrics): 'ok', 'check' (warnings) or 'failed' (not usable as it
     is: solver.physics.bake_report.verdict), "warnings": every warning reported (the same
-    text), "picture": PNG path when asked,
-    "soft_face": softface.summary of the soft face when asked}. Raises SignSimError for bad paths, a missing armature
-    or action, and anything prepare/solve refuse; nothing is written then.
+    text), "stage_seconds": {stage: wall seconds} (together the bake's wall time),
+    "picture": PNG path when asked, "soft_face": softface.summary of the soft face when
+    asked}. Raises SignSimError for bad paths, a missing armature or action, and anything
+    prepare/solve refuse; nothing is written then.
     """
     r = request
-    files.check_files([r.rig], [r.out, r.metrics, r.picture])
-    files.open_blend(r.rig)
-    ob = files.find_armature(r.armature)
-    action = files.find_action(r.action, r.rig)
-    scene = bpy.context.scene
-    job = prepare(scene, ob, action, preset=r.preset, report=report, project=r.project)
-    report(INFO, f"baking {len(job.frames)} frames of '{job.action_name}' on '{ob.name}' "
-                 f"({len(job.rig.bone_names)} simulated bones)")
-    seconds, compiled = warm_up()  # compiles on the first bake after install, then loads
-    if compiled:
-        report(INFO, f"compiling the solver (once): {seconds:.1f} s")
-    solved = solve(job)
-    physics = ob.signsim.physics
-    new = write(scene, job, solved, physics.output_mode, physics.key_tolerance_deg)  # adds the skin's warnings
+    stages = Stages(bake_stages(bool(r.project)), progress)
+    with stages("reading"):
+        files.check_files([r.rig], [r.out, r.metrics, r.picture])
+        files.open_blend(r.rig)
+        ob = files.find_armature(r.armature)
+        action = files.find_action(r.action, r.rig)
+        scene = bpy.context.scene
+        job = prepare(scene, ob, action, preset=r.preset, report=report, project=r.project)
+        physics = ob.signsim.physics
+        soft_face = physics.soft_face if r.soft_face is None else r.soft_face
+        stages.plan(bake_stages(job.settings.project, *(("soft_face",) if soft_face else ()),
+                                *(("picture",) if r.picture else ())))
+        report(INFO, f"baking {len(job.frames)} frames of '{job.action_name}' on '{ob.name}' "
+                     f"({len(job.rig.bone_names)} simulated bones)")
+        seconds, compiled = warm_up()  # compiles on the first bake after install, then loads
+        if compiled:
+            report(INFO, f"compiling the solver (once): {seconds:.1f} s")
+    solved = solve(job, stages)
+    new = write(scene, job, solved, physics.output_mode, physics.key_tolerance_deg,
+                stages=stages)  # adds the skin's warnings
     for w in solved.metrics["warnings"][len(job.rig.warnings):]:
         report(WARNING, w)
-    soft, notes = softface.after_bake(scene, ob, job.frames, physics.soft_face if r.soft_face is None else r.soft_face,
-                                      r.face_modes, report)
+    with stages("soft_face" if soft_face else "writing"):  # off, it only removes an earlier bake's dent
+        soft, notes = softface.after_bake(scene, ob, job.frames, soft_face, r.face_modes, report)
     solved.metrics["warnings"].extend(notes)
     metrics = public_metrics(solved.metrics)   # the .blend and the metrics: both or neither
     metrics["verdict"] = verdict(metrics)
     if soft is not None:
         metrics["soft_face"] = softface.summary(soft)
-    files.save_atomically(r.out, texts={r.metrics: json.dumps(metrics, indent=1, sort_keys=True)}
-                          if r.metrics else None)
+    with stages("writing"):
+        files.save_atomically(r.out, texts={r.metrics: json.dumps(metrics, indent=1, sort_keys=True)}
+                              if r.metrics else None)
     for side in ("reference", "baked"):
         m = metrics[side]
         report(INFO, f"{side:>9}: tracking {m['tracking_rms_deg']:.2f}° RMS, lag {m['lag_ms']:.1f} ms, "
@@ -119,9 +130,12 @@ def bake_file(request: BakeFileRequest, report=silent) -> dict:
     if r.picture:
         frames = contact_sheet.pick_frames(solved.metrics["reference"]["per_frame_penetration_mm"],
                                            int(job.frames[0]))
-        result["picture"] = render_contact_sheet(os.path.abspath(r.out), ob.name, job.action_name,
-                                                 new.name, frames, r.picture)
+        with stages("picture"):
+            result["picture"] = render_contact_sheet(os.path.abspath(r.out), ob.name, job.action_name,
+                                                     new.name, frames, r.picture)
         report(INFO, f"wrote contact sheet {result['picture']}")
+    result["stage_seconds"] = {k: round(v, 3) for k, v in stages.timed().items()}
+    report(INFO, f"   stages: {stages.summary()}")
     return result
 
 

@@ -22,10 +22,12 @@ import json
 import logging
 import os
 import pickle
+import shutil
 import signal
 import subprocess
 import sys
 import tempfile
+import time
 import uuid
 from dataclasses import dataclass, replace
 
@@ -35,6 +37,7 @@ from .. import files
 from ..library import api as library
 from ..retarget import api as retarget
 from ..errors import INFO, WARNING, BadOption, SignSimError, silent
+from ..progress import eta, eta_text
 
 EXIT_VERDICT = 3  # `bake`/`batch`: written, but a clip's verdict is 'failed' ('check' too with --strict)
 
@@ -194,9 +197,12 @@ def _task(f, *args):
     return pickle.loads, cloudpickle.dumps(_Call(f, *args))
 
 
-def _connect(request):
+def _connect(request, scratch):
     """(client, cluster or None): a client of the scheduler at request.scheduler, or of a
-    new local cluster of request.workers single-threaded processes. Raises SignSimError.
+    new local cluster of request.workers single-threaded processes whose temporary files
+    (the scheduler file, Dask's worker spaces, the children's and Blender's own) all go
+    into the folder `scratch`, so none outlives the batch however its processes end.
+    Raises SignSimError.
 
     The local cluster's scheduler and workers are fresh `python -m dask spec` processes
     (distributed.deploy.subprocess.SubprocessCluster), as on a farm: LocalCluster's
@@ -219,10 +225,11 @@ def _connect(request):
     # in their own session, so only this process sees it and cancels the tasks through the
     # batch's event (their children stop with SIGTERM and leave no partial files)
     subprocess_module = sys.modules[SubprocessCluster.__module__]
-    subprocess_module.asyncio = _OwnSession()
+    subprocess_module.asyncio = _OwnSession(scratch)
     try:
         cluster = SubprocessCluster(n_workers=request.workers, threads_per_worker=1, dashboard_address=None,
-                                    silence_logs=logging.ERROR)
+                                    silence_logs=logging.ERROR,
+                                    scheduler_kwargs={"scheduler_file": os.path.join(scratch, "scheduler.json")})
     except RuntimeError as ex:  # e.g. Windows, which SubprocessCluster does not support
         raise SignSimError(f"cannot start a local Dask cluster ({ex}): start one and pass --scheduler") from None
     return Client(cluster), cluster
@@ -230,14 +237,18 @@ def _connect(request):
 
 class _OwnSession:
     """asyncio as distributed's SubprocessCluster sees it, but its processes start in a
-    session of their own (a terminal's Ctrl-C does not reach them)."""
+    session of their own (a terminal's Ctrl-C does not reach them), with the folder
+    `scratch` as their temporary folder (TMPDIR, inherited by their children)."""
+
+    def __init__(self, scratch):
+        self.scratch = scratch
 
     def __getattr__(self, name):
         return getattr(asyncio, name)
 
-    @staticmethod
-    def create_subprocess_exec(*args, **kwargs):
-        return asyncio.create_subprocess_exec(*args, start_new_session=True, **kwargs)
+    def create_subprocess_exec(self, *args, **kwargs):
+        return asyncio.create_subprocess_exec(*args, start_new_session=True,
+                                              env={**os.environ, "TMPDIR": self.scratch}, **kwargs)
 
 
 def _run_on_cluster(client, command, clips, job, report):
@@ -251,6 +262,7 @@ def _run_on_cluster(client, command, clips, job, report):
     futures = {client.submit(*_task(run_clip, command, clip, job, event.name), key=f"signsim-{batch}-{i}",
                              pure=False): i for i, clip in enumerate(clips)}
     records = [None] * len(clips)
+    start = time.monotonic()
 
     def collect(future):
         i = futures[future]
@@ -260,8 +272,10 @@ def _run_on_cluster(client, command, clips, job, report):
             records[i] = {"clip": clips[i], "warnings": [], "error": f"{type(ex).__name__}: {ex}"}
         r = records[i]
         done = sum(r is not None for r in records)
+        left = eta(time.monotonic() - start, done / len(clips)) if done < len(clips) else None
         report(INFO, f"[{done}/{len(clips)}] {r['clip']}: " + (f"FAILED {r['error']}" if "error" in r else
-                                                                 f"baked, {r['metrics'].get('verdict')}"))
+                                                                 f"baked, {r['metrics'].get('verdict')}")
+               + (f", {eta_text(left)}" if left is not None else ""))
 
     try:
         for future in as_completed(futures):
@@ -287,7 +301,8 @@ def _run_on_cluster(client, command, clips, job, report):
 def bake_many(request: BatchRequest, report=silent) -> dict:
     """Retarget + bake every matching library clip, one Dask task per clip (a local
     cluster of request.workers processes, or the one at request.scheduler), each clip in
-    its own child processes; reports "[k/n] <clip>: baked, <verdict>|FAILED …" as clips finish.
+    its own child processes; reports "[k/n] <clip>: baked, <verdict>|FAILED …[, eta 40 s]" as
+    clips finish (the time left while clips remain: progress.eta over the clips done).
     Returns {"clips": [record], "out": folder}; records in library order, each with
     "clip", "warnings" (the retarget's and the bake's, each also reported as
     "<clip>: <warning>") and either "error" or "armature", "action", "metrics", "out",
@@ -305,7 +320,8 @@ def bake_many(request: BatchRequest, report=silent) -> dict:
     clips = [c["name"] for c in library.list_clips(args.library, text=args.text,
                                                    tags=library.parse_tags(args.tags))]
     if not clips:
-        raise SignSimError(f"no clips to bake in {args.library}")
+        raise SignSimError(f"no clips to bake in {args.library}"
+                           + (f" ({library.text_note(args.text)})" if args.text else ""))
     # before any work: no clip's files may be the rig, the library or another clip's files
     outputs = [(path, c) for c in clips for path in clip_outputs(c, args.out)]
     files.check_distinct([args.rig, args.library], [p for p, _ in outputs],
@@ -314,15 +330,19 @@ def bake_many(request: BatchRequest, report=silent) -> dict:
     command = cli_command()
     job = {"library": args.library, "rig": args.rig, "out": args.out, "armature": args.armature,
            "preset": args.preset, "project": args.project, "fps": fps}
-    client, cluster = _connect(args)
+    scratch = tempfile.mkdtemp(prefix="signsim-batch-")
     try:
-        where = f"the Dask cluster at {args.scheduler}" if args.scheduler else f"{args.workers} local worker(s)"
-        report(INFO, f"baking {len(clips)} clip(s) on {where} into {args.out}: {', '.join(clips)}")
-        records = _run_on_cluster(client, command, clips, job, report)
+        client, cluster = _connect(args, scratch)
+        try:
+            where = f"the Dask cluster at {args.scheduler}" if args.scheduler else f"{args.workers} local worker(s)"
+            report(INFO, f"baking {len(clips)} clip(s) on {where} into {args.out}: {', '.join(clips)}")
+            records = _run_on_cluster(client, command, clips, job, report)
+        finally:
+            client.close()
+            if cluster is not None:
+                cluster.close()
     finally:
-        client.close()
-        if cluster is not None:
-            cluster.close()
+        shutil.rmtree(scratch, ignore_errors=True)
     for r in records:
         for w in r.get("warnings", ()):
             report(WARNING, f"{r['clip']}: {w}")

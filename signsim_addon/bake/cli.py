@@ -5,6 +5,7 @@ import sys
 
 from ..errors import INFO, WARNING, SignSimError, cli_reporter
 from ..library import api as library
+from ..progress import cli_lines
 from . import api
 from .batch import EXIT_VERDICT
 
@@ -48,7 +49,7 @@ def run(args, say) -> dict:
         rig=args.blend, armature=args.armature, out=args.out, action=args.action, preset=args.preset,
         project=args.project,
         metrics=args.metrics, picture=args.picture, soft_face=args.soft_face or None,
-        face_modes=args.face_modes), cli_reporter(say))
+        face_modes=args.face_modes), cli_reporter(say), progress=cli_lines(say, "bake"))
     if _failing([result["verdict"]], args.strict):  # written, but a script must not read it as done
         print(f"signsim: the bake is written to {result['out']} but its verdict is '{result['verdict']}'",
               file=sys.stderr, flush=True)
@@ -67,8 +68,8 @@ def add_batch_arguments(parser):
     parser.add_argument("--scheduler", metavar="ADDRESS",
                         help="run on the Dask cluster of this scheduler (e.g. tcp://10.0.0.5:8786) instead "
                              "of a local one; its workers must see the library, rig and --out at the same paths")
-    parser.add_argument("--text", default="", help="only clips whose name, catalog, source file or tags "
-                        "contain every one of these words (as list --text)")
+    parser.add_argument("--text", default="", help=f"only clips whose {library.TEXT_FIELDS} contain every "
+                        "one of these words (any case, as list --text)")
     parser.add_argument("--tags", default="", metavar="a,b", help="only clips with all these tags")
     parser.add_argument("--preset", choices=api.PRESETS, help="physics preset for every bake")
     parser.add_argument("--fps", metavar="N|rig", help="retarget's --fps for every clip: the output's frame "

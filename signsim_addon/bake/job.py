@@ -39,13 +39,13 @@ from ...solver.physics.simulate import SimSettings, simulate
 from .. import keys
 from ..body import rig as rig_reader
 from ..body.fields import body_fields, grid_cache_dir
-from ..errors import SignSimError
+from ..errors import SignSimError, from_solver
+from ..progress import Stages, overall
 from . import skin_metrics
 
 SUFFIX = ".physics"
 TRACK_REFERENCE, TRACK_PHYSICS = "SignSim reference", "SignSim physics"
 PRESETS = tuple(SETTINGS_PRESETS)  # 'soft', 'default', 'stiff'
-PROJECT_SHARE = 0.5  # of a bake's progress, the projection's (about its share of the time)
 # the Physics settings a preset sets (solver.core.settings.preset_values' names)
 VALUE_NAMES = tuple(preset_values("default"))
 
@@ -176,95 +176,104 @@ def preserved_contacts(action, bone_names, frames):
     return tuple(out)
 
 
-def _share(progress, lo, hi):
-    """progress (callable(fraction) or None) for a stage that covers [lo, hi] of the bake."""
-    return None if progress is None else (lambda x: progress(lo + (hi - lo) * x))
+def bake_stages(project, *extra):
+    """The stages of a bake, in order (progress.Stages names): reading the file and the rig,
+    the body's distance fields, with the projection the reference's fit and the projection
+    itself, the simulation, the metrics, writing the keys and metric curves (and the
+    file), the skin check; then `extra` (e.g. 'soft_face', 'picture')."""
+    return (("reading", "body") + (("fit", "projection") if project else ())
+            + ("simulation", "metrics", "writing", "skin_check") + tuple(extra))
 
 
-def solve(job: BakeJob, progress=None) -> Solved:
+def solve(job: BakeJob, stages=None) -> Solved:
     """Run the physics pass and the before/after metrics (no bpy; thread-safe).
 
-    progress: callable(fraction in [0, 1]); raising from it aborts the bake. With the
-    projection, its frames are the first PROJECT_SHARE of the fraction, the simulation the rest.
+    stages: progress.Stages over bake_stages (None: untimed, unreported): the fit and the
+    projection (with settings.project), the simulation and the metrics are timed and
+    reported there; raising from its progress callable aborts the bake.
     Raises SignSimError when the solver rejects the settings or the rig.
     """
+    stages = stages or Stages(bake_stages(job.settings.project))
     # The first bake after install compiles the solver (then cached): kept out of bake_seconds.
     warm_up()
     start = time.perf_counter()
     ref = job.reference
     frame_time = float(ref.times[1] - ref.times[0])
-    fields = body_fields(job.rig, job.settings.sdf_spacing, job.settings.sdf_margin, job.grid_cache)
-    kinds = capsule_pair_kinds(job.rig.model, job.rig.parts)
-    held = held_overlaps(job.rig.model, ref.rotations, ref.base_positions, ref.base_rotations, frame_time)
-    held_record, held_warnings = held_overlap_record(job.rig.model, kinds, held)
-    model = without_held_overlaps(job.rig.model, held)
-    samples = tuple(FaceSamples(f.grid, f.bones, f.local, f.radius) for f in fields)
-    intended = intended_contacts(model, ref, fields, job.contacts, frame_time)
+    with stages("body"):
+        fields = body_fields(job.rig, job.settings.sdf_spacing, job.settings.sdf_margin, job.grid_cache)
+        kinds = capsule_pair_kinds(job.rig.model, job.rig.parts)
+        held = held_overlaps(job.rig.model, ref.rotations, ref.base_positions, ref.base_rotations, frame_time)
+        held_record, held_warnings = held_overlap_record(job.rig.model, kinds, held)
+        model = without_held_overlaps(job.rig.model, held)
+        samples = tuple(FaceSamples(f.grid, f.bones, f.local, f.radius) for f in fields)
+        intended = intended_contacts(model, ref, fields, job.contacts, frame_time)
     settings, target = job.settings, None
+    invalid = "invalid physics setting: "  # the solver's checks, reported at the add-on boundary
     # The solver's matrices are small (n_dof ≈ 100): BLAS threads only add synchronisation,
     # and batch workers already use one core each.
-    try:
-        with threadpool_limits(1, user_api="blas"):
-            if settings.project:
-                # Fit, then project: the simulation tracks the fitted reference minus its
-                # interpenetration (the target), already fitted, so it is not fitted again.
+    with threadpool_limits(1, user_api="blas"):
+        if settings.project:
+            # Fit, then project: the simulation tracks the fitted reference minus its
+            # interpenetration (the target), already fitted, so it is not fitted again.
+            with stages("fit"), from_solver(invalid):
                 fitted = fit_reference(ref, settings.fit_tolerance_deg, settings.spike_deg) \
                     if settings.smooth_reference else ref
-                target = project(model, fields, fitted, intended, progress=_share(progress, 0.0, PROJECT_SHARE))
-                track = replace(fitted, rotations=target.rotations)
-                settings = replace(settings, smooth_reference=False)
-            else:
-                track = ref
-            result = simulate(model, track, settings, fields=samples, intended=intended,
-                              progress=progress if target is None else _share(progress, PROJECT_SHARE, 1.0))
-    except ValueError as ex:  # the solver's checks, reported at the add-on boundary
-        raise SignSimError(f"invalid physics setting: {ex}") from None
-    # Only a tracked pose deeper than the zero level pushes the bake off it.
-    track_touching = bone_contacts(model, track.rotations, ref.base_positions, ref.base_rotations, fields,
-                                   tolerance=0.0)
-    rotations, diverged = guard(model, track.rotations, result.rotations, ref.base_positions, ref.base_rotations,
-                                track_touching, frame_time)
-    result = with_pass_through(result, rotations, diverged)
-    if job.contacts:
-        # A contact the retarget made is the motion's: its chains keep the reference's
-        # pose there, at the distance the retarget put the parts (solver.physics.guard.contact_hold).
-        hold = contact_hold(model, len(ref.rotations), [(c["index"], c["start"], c["stop"]) for c in job.contacts],
-                            frame_time, HOLD_RAMP_S)
-        result = replace(result, rotations=smooth_ramps(model, ref, fields, result.rotations, hold, intended, kinds,
-                                                        job.rig.fingertips))
-    seconds = time.perf_counter() - start
-    cmp = compare(model, ref, result, tips=job.rig.fingertips, fields=fields, pair_kinds=kinds, intended=intended)
-    err = np.degrees(quat.angle_between(ref.rotations, result.rotations))  # (F, n) deg
-    record = metrics_record(cmp, result, ref, seconds, float(np.sqrt(np.mean(err ** 2))))
-    for side, rotations in (("reference", ref.rotations), ("baked", result.rotations)):
-        depth = contact_depths(model, rotations, ref.base_positions, ref.base_rotations, fields, kinds, intended)
-        per_frame = np.max(np.stack(list(depth.values())), axis=0)
-        record[side]["per_frame_penetration_mm"] = np.round(1e3 * per_frame, 4).tolist()
-        record[side]["penetration_max_mm_by_kind"] = {k: float(1e3 * d.max()) for k, d in depth.items()}
-    record["baked"]["per_frame_tracking_deg"] = np.round(np.sqrt(np.mean(err ** 2, axis=1)), 4).tolist()
-    record["contact_pairs"] = contact_pairs(job.rig, kinds, fields)
-    record["held_overlap_mm"] = held_record
-    record["contacts_honoured"] = [{k: c[k] for k in ("name", "parts", "frames", "bones")} for c in job.contacts]
-    record["limits_widened"] = list(job.rig.limits_widened)
-    record["hinges_freed"] = list(job.rig.hinges_freed)
-    touching = bone_contacts(model, result.rotations, ref.base_positions, ref.base_rotations, fields)
-    world = world_error_deg(model, ref.rotations, result.rotations, ref.base_positions, ref.base_rotations)
-    record["baked"].update(world_error_record(world))
-    tracked = "the reference"
-    if target is not None:
-        # The bake is warned about where it leaves what it tracks, the target.
-        tracked = "the target"
-        record["target"] = target.record(job.rig.bone_names, job.frames)
-        world = world_error_deg(model, track.rotations, result.rotations, ref.base_positions, ref.base_rotations)
-        err = np.degrees(quat.angle_between(track.rotations, result.rotations))
-    record["warnings"] = (list(job.rig.warnings) + held_warnings + divergence_warnings(job.rig, diverged)
-                          + world_error_warnings(job.rig, world, job.frames, tracked)
-                          + deviation_warnings(job.rig, result, err, touching, frame_time, job.frames, tracked)
-                          + outcome_warnings(record))
-    return Solved(result.rotations, record, None if target is None else target.rotations)
+            with stages("projection") as tick, from_solver(invalid):
+                target = project(model, fields, fitted, intended, progress=tick)
+            track = replace(fitted, rotations=target.rotations)
+            settings = replace(settings, smooth_reference=False)
+        else:
+            track = ref
+        with stages("simulation") as tick:
+            with from_solver(invalid):
+                result = simulate(model, track, settings, fields=samples, intended=intended, progress=tick)
+            # Only a tracked pose deeper than the zero level pushes the bake off it.
+            track_touching = bone_contacts(model, track.rotations, ref.base_positions, ref.base_rotations, fields,
+                                           tolerance=0.0)
+            rotations, diverged = guard(model, track.rotations, result.rotations, ref.base_positions,
+                                        ref.base_rotations, track_touching, frame_time)
+            result = with_pass_through(result, rotations, diverged)
+            if job.contacts:
+                # A contact the retarget made is the motion's: its chains keep the reference's
+                # pose there, at the distance the retarget put the parts (solver.physics.guard.contact_hold).
+                hold = contact_hold(model, len(ref.rotations),
+                                    [(c["index"], c["start"], c["stop"]) for c in job.contacts], frame_time, HOLD_RAMP_S)
+                result = replace(result, rotations=smooth_ramps(model, ref, fields, result.rotations, hold, intended,
+                                                                kinds, job.rig.fingertips))
+    with stages("metrics"):
+        seconds = time.perf_counter() - start
+        cmp = compare(model, ref, result, tips=job.rig.fingertips, fields=fields, pair_kinds=kinds, intended=intended)
+        err = np.degrees(quat.angle_between(ref.rotations, result.rotations))  # (F, n) deg
+        record = metrics_record(cmp, result, ref, seconds, float(np.sqrt(np.mean(err ** 2))))
+        for side, rotations in (("reference", ref.rotations), ("baked", result.rotations)):
+            depth = contact_depths(model, rotations, ref.base_positions, ref.base_rotations, fields, kinds, intended)
+            per_frame = np.max(np.stack(list(depth.values())), axis=0)
+            record[side]["per_frame_penetration_mm"] = np.round(1e3 * per_frame, 4).tolist()
+            record[side]["penetration_max_mm_by_kind"] = {k: float(1e3 * d.max()) for k, d in depth.items()}
+        record["baked"]["per_frame_tracking_deg"] = np.round(np.sqrt(np.mean(err ** 2, axis=1)), 4).tolist()
+        record["contact_pairs"] = contact_pairs(job.rig, kinds, fields)
+        record["held_overlap_mm"] = held_record
+        record["contacts_honoured"] = [{k: c[k] for k in ("name", "parts", "frames", "bones")} for c in job.contacts]
+        record["limits_widened"] = list(job.rig.limits_widened)
+        record["hinges_freed"] = list(job.rig.hinges_freed)
+        touching = bone_contacts(model, result.rotations, ref.base_positions, ref.base_rotations, fields)
+        world = world_error_deg(model, ref.rotations, result.rotations, ref.base_positions, ref.base_rotations)
+        record["baked"].update(world_error_record(world))
+        tracked = "the reference"
+        if target is not None:
+            # The bake is warned about where it leaves what it tracks, the target.
+            tracked = "the target"
+            record["target"] = target.record(job.rig.bone_names, job.frames)
+            world = world_error_deg(model, track.rotations, result.rotations, ref.base_positions, ref.base_rotations)
+            err = np.degrees(quat.angle_between(track.rotations, result.rotations))
+        record["warnings"] = (list(job.rig.warnings) + held_warnings + divergence_warnings(job.rig, diverged)
+                              + world_error_warnings(job.rig, world, job.frames, tracked)
+                              + deviation_warnings(job.rig, result, err, touching, frame_time, job.frames, tracked)
+                              + outcome_warnings(record))
+        return Solved(result.rotations, record, None if target is None else target.rotations)
 
 
-def write(scene, job: BakeJob, solved: Solved, output="ASSIGN", key_tolerance_deg=0.0, measure_skin=True):
+def write(scene, job: BakeJob, solved: Solved, output="ASSIGN", key_tolerance_deg=0.0, measure_skin=True, stages=None):
     """Write the baked action and hook it up to the armature; returns the new Action.
 
     output: 'ASSIGN' (the new action becomes the armature's action) or 'NLA' (reference
@@ -273,36 +282,41 @@ def write(scene, job: BakeJob, solved: Solved, output="ASSIGN", key_tolerance_de
     bones in quaternion mode; Euler curves interpolate their angles instead).
     measure_skin: measure the penetration of the reference and of the written keys on
     the evaluated skin (skin_metrics.measure) into solved.metrics' sides, its warnings
-    appended to solved.metrics["warnings"].
+    appended to solved.metrics["warnings"]. stages: progress.Stages over bake_stages (None:
+    untimed): 'writing' and 'skin_check' are timed there.
     """
     import bpy
 
+    stages = stages or Stages(bake_stages(job.settings.project))
     ob = bpy.data.objects[job.armature_name]
     ref = bpy.data.actions[job.action_name]
     new = ref.copy()
     try:
-        new.name = ref.name + SUFFIX
-        if new.asset_data:
-            new.asset_clear()
-        new.use_fake_user = False
-        slot = new.slots[job.slot_identifier]
-        bag = keys.channelbag(new, slot)
-        simulated = set(job.rig.bone_names)
-        for fc in [fc for fc in bag.fcurves if _bone_of(fc.data_path) in simulated
-                   and ".rotation_" in fc.data_path]:
-            bag.fcurves.remove(fc)
-        rotations = quat.make_continuous(solved.rotations)
-        keys.write_rotations(ob, new, slot, job.frames, job.rig.bone_names, rotations, key_tolerance_deg)
+        with stages("writing"):
+            new.name = ref.name + SUFFIX
+            if new.asset_data:
+                new.asset_clear()
+            new.use_fake_user = False
+            slot = new.slots[job.slot_identifier]
+            bag = keys.channelbag(new, slot)
+            simulated = set(job.rig.bone_names)
+            for fc in [fc for fc in bag.fcurves if _bone_of(fc.data_path) in simulated
+                       and ".rotation_" in fc.data_path]:
+                bag.fcurves.remove(fc)
+            rotations = quat.make_continuous(solved.rotations)
+            keys.write_rotations(ob, new, slot, job.frames, job.rig.bone_names, rotations, key_tolerance_deg)
         if measure_skin:
-            skin, warnings = skin_metrics.measure(scene, ob, job, ref, new, job.slot_identifier)
-            for side in (skin or {}):
-                solved.metrics.setdefault(side, {}).update(skin[side])
-            solved.metrics.setdefault("warnings", []).extend(warnings)
-        new.signsim.reference_action = ref
-        new.signsim.bake_metrics = json.dumps(solved.metrics, sort_keys=True)
-        new.signsim.bake_settings = json.dumps(job.settings_record, sort_keys=True)
-        _write_metric_curves(ob, new, slot, job.frames, solved.metrics)
-        _hook_up(ob, ref, new, slot, output)
+            with stages("skin_check"):
+                skin, warnings = skin_metrics.measure(scene, ob, job, ref, new, job.slot_identifier)
+                for side in (skin or {}):
+                    solved.metrics.setdefault(side, {}).update(skin[side])
+                solved.metrics.setdefault("warnings", []).extend(warnings)
+        with stages("writing"):
+            new.signsim.reference_action = ref
+            new.signsim.bake_metrics = json.dumps(solved.metrics, sort_keys=True)
+            new.signsim.bake_settings = json.dumps(job.settings_record, sort_keys=True)
+            _write_metric_curves(ob, new, slot, job.frames, solved.metrics)
+            _hook_up(ob, ref, new, slot, output)
     except Exception:
         bpy.data.actions.remove(new)
         raise
@@ -407,7 +421,7 @@ class BakeWorker:
     """The solve of one BakeJob in a background thread, for the modal operator.
 
     The solver never touches bpy, so it may run off the main thread; the main thread polls
-    `fraction`, may call `cancel()`, and calls `write` itself once `done` is set and
+    `fraction` (of the whole bake) and `stage` (its name), may call `cancel()`, and calls `write` itself once `done` is set and
     `error` is None. A cancelled worker ends with error = BakeCancelled and no result.
     """
 
@@ -415,6 +429,7 @@ class BakeWorker:
         import threading
         self.job = job
         self.fraction = 0.0
+        self.stage = ""
         self.result = None
         self.error = None
         self._cancel = threading.Event()
@@ -431,14 +446,14 @@ class BakeWorker:
     def join(self, timeout=None):
         self._thread.join(timeout)
 
-    def _progress(self, fraction):
+    def _progress(self, stage, k, n, fraction):
         if self._cancel.is_set():
             raise BakeCancelled("bake cancelled")
-        self.fraction = fraction
+        self.stage, self.fraction = stage, overall(k, n, fraction)
 
     def _run(self):
         try:
-            self.result = solve(self.job, progress=self._progress)
+            self.result = solve(self.job, Stages(bake_stages(self.job.settings.project), self._progress))
         except Exception as ex:  # handed to the main thread, which reports it
             self.error = ex
         finally:

@@ -39,8 +39,10 @@ from ..library import api as library
 from ..retarget import api as retarget_api
 from .. import keys as keyio
 from ..errors import INFO, WARNING, BadOption, SignSimError, from_solver, silent
+from ..progress import Stages
 
 CURVES = composition.CURVES  # blend curve names, for the CLI's choices
+STAGES = ("reading", "clips", "composing", "writing")  # a composition's, in order (progress.Stages)
 
 WEIGHT_PATH = "signsim.compose.layers[{}].weight"
 
@@ -314,7 +316,7 @@ def _mark_seams(scene, seams):
 
 def compose(target, clips, layers=(), *, library_path=None, bone_map=None, threshold=None,
             max_window=None, search=composition.SEARCH_TIME, keep_height=False, foot_lock=True, action_name=None,
-            fps="rig", report=None):
+            fps="rig", report=None, progress=None):
     """Compose clips (ClipSpec, in order) and layers (LayerSpec) into one new action on
     target (an armature object), assigned with its own slot; flagged seams get timeline
     markers. Returns a JSON-able dict:
@@ -349,9 +351,13 @@ def compose(target, clips, layers=(), *, library_path=None, bone_map=None, thres
     fps: the scene's frame rate (retarget_api.check_fps): "rig" keeps it (the operator),
     None takes the first clip's own rate (unless it is an action of the rig), a number sets
     it (fps); every clip is keyed at that rate, one of another rate resampled (warned).
+    progress: None, a progress(stage, k, n, fraction) callable (signsim_addon/progress.py)
+    over STAGES ('clips' ticks after each clip read and retargeted, 'composing' is the
+    seams' search and checks) or a progress.Stages over them.
     Raises SignSimError for unusable input (nothing is written then).
     """
     report = report or silent
+    stages = progress if isinstance(progress, Stages) else Stages(STAGES, progress)
     if target is None or target.type != 'ARMATURE':
         raise SignSimError("compose needs an armature to write the action on")
     clips = [c if isinstance(c, ClipSpec) else ClipSpec(c) for c in clips]
@@ -374,9 +380,14 @@ def compose(target, clips, layers=(), *, library_path=None, bone_map=None, thres
                                f"frame (0 or more, counted from the first frame)")
     scene = bpy.context.scene
     maps = {}
-    keys = [_clip_keys(c, target, library_path, bone_map, maps, report, fps if i == 0 else "rig")
-            for i, c in enumerate(clips)]
-    layer_keys = [_clip_keys(ClipSpec(l.clip), target, library_path, bone_map, maps, report) for l in layers]
+    keys, layer_keys = [], []
+    with stages("clips") as tick:
+        for i, c in enumerate(clips):
+            keys.append(_clip_keys(c, target, library_path, bone_map, maps, report, fps if i == 0 else "rig"))
+            tick(len(keys) / (len(clips) + len(layers)))
+        for layer in layers:
+            layer_keys.append(_clip_keys(ClipSpec(layer.clip), target, library_path, bone_map, maps, report))
+            tick((len(keys) + len(layer_keys)) / (len(clips) + len(layers)))
     fps = scene.render.fps / scene.render.fps_base
 
     roots = [names[i] for i in _root_indices(target)]
@@ -388,22 +399,23 @@ def compose(target, clips, layers=(), *, library_path=None, bone_map=None, thres
         raise SignSimError(f"clip '{short[0][0]}' has {short[0][1]} frame(s) after trimming; composing needs "
                            f"at least 3")
     rig = _rig(target, channels, keep_height)
-    try:
-        infos = [composition.ClipInfo(t, fps, rig) for t in tracks]
-        track, seams, planted = composition.compose(
-            tracks, fps, windows=[c.window for c in clips[1:]], kinds=[c.curve for c in clips[1:]], rig=rig,
-            threshold=threshold, max_window=max_window, search=search or 0.0, names=names, infos=infos)
-    except ValueError as ex:
-        raise SignSimError(str(ex)) from None
-    plants = []
-    held = bool(foot_lock and rig.has_legs and rig.feet_carried)
-    if foot_lock and rig.has_legs and not rig.feet_carried:
-        report(WARNING, f"the feet of '{target.name}' are not children of its shins (IK feet): they are not held "
-               f"at seams, only checked")
-    if held:
-        track, plants = composition.hold_feet(track, rig, fps, seams, planted, infos[0].floor)
-    if rig.has_legs:      # what the feet do is checked on the output, the lock on or off
-        composition.recheck(track, rig, fps, seams, names, infos[0].floor)
+    with stages("composing"):
+        try:
+            infos = [composition.ClipInfo(t, fps, rig) for t in tracks]
+            track, seams, planted = composition.compose(
+                tracks, fps, windows=[c.window for c in clips[1:]], kinds=[c.curve for c in clips[1:]], rig=rig,
+                threshold=threshold, max_window=max_window, search=search or 0.0, names=names, infos=infos)
+        except ValueError as ex:
+            raise SignSimError(str(ex)) from None
+        plants = []
+        held = bool(foot_lock and rig.has_legs and rig.feet_carried)
+        if foot_lock and rig.has_legs and not rig.feet_carried:
+            report(WARNING, f"the feet of '{target.name}' are not children of its shins (IK feet): they are not held "
+                   f"at seams, only checked")
+        if held:
+            track, plants = composition.hold_feet(track, rig, fps, seams, planted, infos[0].floor)
+        if rig.has_legs:      # what the feet do is checked on the output, the lock on or off
+            composition.recheck(track, rig, fps, seams, names, infos[0].floor)
     late = [l for l in layers if l.start >= len(track)]
     if late:
         raise SignSimError(f"layer '{late[0].clip}': its start {late[0].start} is past the composition's last "
@@ -594,9 +606,12 @@ def _absolute(clip):
     return os.path.abspath(clip) if retarget_api.is_clip_file(clip) else clip
 
 
-def compose_files(args: ComposeRequest, report=silent) -> dict:
+def compose_files(args: ComposeRequest, report=silent, progress=None) -> dict:
     """Compose the request's clips on its rig and save args.out; returns compose()'s result
-    with "out". Raises SignSimError for bad options or paths (nothing is written then)."""
+    with "out". progress: None or a progress(stage, k, n, fraction) callable over STAGES
+    (signsim_addon/progress.py). Raises SignSimError for bad options or paths (nothing is
+    written then)."""
+    stages = Stages(STAGES, progress)
     n = len(args.clips)
     if n < 1:
         raise BadOption("--clips: name at least one clip")
@@ -622,7 +637,8 @@ def compose_files(args: ComposeRequest, report=silent) -> dict:
     clips = [_absolute(c) for c in args.clips]
     layer = _absolute(args.layer) if args.layer else None
 
-    target = retarget_api.open_rig(args.rig, args.armature)
+    with stages("reading"):
+        target = retarget_api.open_rig(args.rig, args.armature)
     for clip in clips + ([layer] if layer else []):
         if not retarget_api.is_clip_file(clip) and clip not in bpy.data.actions:
             path = library_file or library.library_file(None)
@@ -638,8 +654,10 @@ def compose_files(args: ComposeRequest, report=silent) -> dict:
                                         args.layer_start, args.layer_weight))
     result = compose(target, specs, layers, library_path=library_file, bone_map=preset,
                              threshold=args.threshold, max_window=args.max_window, search=args.search,
-                             keep_height=args.keep_height, foot_lock=args.foot_lock, fps=fps, report=report)
+                             keep_height=args.keep_height, foot_lock=args.foot_lock, fps=fps, report=report,
+                             progress=stages)
     scene = bpy.context.scene
     scene.frame_start, scene.frame_end = int(result["frames"][0]), int(result["frames"][1])
-    result["out"] = files.save_atomically(args.out)
+    with stages("writing"):
+        result["out"] = files.save_atomically(args.out)
     return result

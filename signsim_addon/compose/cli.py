@@ -22,6 +22,7 @@ markers in OUT. OUT is written only on success, atomically.
 import argparse
 
 from ..errors import cli_reporter
+from ..progress import cli_lines
 from . import api
 
 
@@ -73,7 +74,7 @@ def run(args, say):
         max_window=args.max_window, search=args.search, keep_height=args.keep_height, foot_lock=args.foot_lock, layer=args.layer,
         layer_bones=args.layer_bones, layer_start=args.layer_start, layer_weight=args.layer_weight,
         fps=args.fps),
-        cli_reporter(say))
+        cli_reporter(say), progress=cli_lines(say, "compose"))
     say(f"wrote {result['out']}")
     for seam in result["seams"]:
         worst = ", ".join(f"{w['bone']} {w['step_deg']:.0f}° (clips {w['own_step_deg']:.0f}°)" for w in seam["worst"])

@@ -27,16 +27,19 @@ import os
 
 from .. import preferences
 from ..errors import ERROR, WARNING, SignSimError
+from ..progress import Stages
 from . import importers, store, tracking
 from .importers import CHARACTER_FORMATS, open_character  # noqa: F401
 from .index import path_of as index_file  # noqa: F401
 from .store import CATS_FILE as CATALOG_FILE  # noqa: F401
 from .store import (check_not_scene_file, edit_clip, list_clips, load_clip, matches, parse_tags, tag_clip,  # noqa: F401
                     tag_clips)
-from .store import did_you_mean, unknown_filter_warnings  # noqa: F401
+from ..errors import did_you_mean  # noqa: F401
+from .store import TEXT_FIELDS, text_note, unknown_filter_warnings  # noqa: F401
 
 __all__ = ("library_file", "index_file", "CATALOG_FILE", "check_not_scene_file", "import_paths", "list_clips", "edit_clip", "tag_clip", "tag_clips",
            "load_clip", "collect_files", "matches", "parse_tags", "did_you_mean", "unknown_filter_warnings",
+           "TEXT_FIELDS", "text_note",
            "CHARACTER_FORMATS", "open_character")
 
 
@@ -128,7 +131,8 @@ def import_paths(paths, library, tags=(), catalog=None, report=None, progress=No
     is imported and counted once. Returns
     {"imported": [record + "updated"], "failed": [{"path", "error"}],
      "skipped": [{"path", "reason"}] (see collect_files), "library": path}.
-    progress(i, n, path) is called before each file. An interrupt (KeyboardInterrupt) keeps
+    progress: None or a progress(stage, k, n, fraction) callable (signsim_addon/progress.py)
+    whose stages are the files (named by their paths). An interrupt (KeyboardInterrupt) keeps
     the clips imported before it, reports how many, and is raised again.
     """
     tags = store.parse_tags(tags)
@@ -144,6 +148,7 @@ def import_paths(paths, library, tags=(), catalog=None, report=None, progress=No
     library = store.check_library_path(library, write=True)   # before any work
     if os.path.isfile(library):
         store.check_not_scene_file(library)
+    stages = Stages(files, progress)
     with tracking.NameGuard() as guard, tracking.Tracker():
         waiting, waiting_keys = [], 0   # clips not yet in the library, and their keys
 
@@ -152,31 +157,30 @@ def import_paths(paths, library, tags=(), catalog=None, report=None, progress=No
 
         try:
             for i, path in enumerate(files):
-                if progress:
-                    progress(i, len(files), path)
-                clips = []
-                try:
-                    sha = importers.file_sha256(path)
-                except OSError:
-                    sha = None   # import_file says why the file cannot be read
-                if sha is not None and sha in first_with:
-                    skipped.append({"path": path, "reason": f"the same content (SHA-256) as "
-                                    f"{os.path.basename(first_with[sha])}, earlier in this import"})
-                else:
-                    first_with[sha] = path
+                with stages(path):
+                    clips = []
                     try:
-                        clips = importers.import_file(path, report, sink, sha256=sha)
-                    except SignSimError as ex:
-                        failed.append({"path": path, "error": str(ex)})
-                        if report:
-                            report(ERROR, str(ex))
-                waiting += clips
-                waiting_keys += sum(store.clip_keys(c.meta["frame_count"], c.meta["bone_count"]) for c in clips)
-                if waiting and (len(waiting) >= store.PART_CLIPS or waiting_keys >= importers.MAX_CLIP_KEYS
-                                or i == len(files) - 1):
-                    # taken off `waiting` first: an interrupt inside add_clips must not add them again
-                    batch, waiting, waiting_keys = waiting, [], 0
-                    imported += store.add_clips(library, batch, guard, tags, catalog)
+                        sha = importers.file_sha256(path)
+                    except OSError:
+                        sha = None   # import_file says why the file cannot be read
+                    if sha is not None and sha in first_with:
+                        skipped.append({"path": path, "reason": f"the same content (SHA-256) as "
+                                        f"{os.path.basename(first_with[sha])}, earlier in this import"})
+                    else:
+                        first_with[sha] = path
+                        try:
+                            clips = importers.import_file(path, report, sink, sha256=sha)
+                        except SignSimError as ex:
+                            failed.append({"path": path, "error": str(ex)})
+                            if report:
+                                report(ERROR, str(ex))
+                    waiting += clips
+                    waiting_keys += sum(store.clip_keys(c.meta["frame_count"], c.meta["bone_count"]) for c in clips)
+                    if waiting and (len(waiting) >= store.PART_CLIPS or waiting_keys >= importers.MAX_CLIP_KEYS
+                                    or i == len(files) - 1):
+                        # taken off `waiting` first: an interrupt inside add_clips must not add them again
+                        batch, waiting, waiting_keys = waiting, [], 0
+                        imported += store.add_clips(library, batch, guard, tags, catalog)
         except KeyboardInterrupt:
             # Ctrl-C or SIGTERM: the file in progress is rolled back (tracking.Tracker); the
             # clips imported before it are kept, and the interrupt goes on

@@ -3,6 +3,7 @@ import os
 import sys
 
 from ..errors import WARNING, SignSimError, cli_reporter
+from ..progress import cli_lines
 from . import api as library
 
 # `import` exit codes: 0 every file imported, 1 no clip imported (every file failed or none
@@ -27,11 +28,12 @@ def add_import_arguments(parser):
 
 def run_import(args, say) -> dict:
     lib = library.library_file(args.library)
-    n_files = [0]
+    lines = cli_lines(say, "import")
 
-    def progress(i, n, path):
-        n_files[0] = n
-        say(f"[{i + 1}/{n}] {os.path.basename(path)}")
+    def progress(path, k, n, fraction):  # every file's first line; a long one's progress
+        if fraction == 0.0:
+            say(f"[{k}/{n}] {os.path.basename(path)}")
+        lines(os.path.basename(path), k, n, fraction)
 
     result = library.import_paths(args.paths, lib, tags=args.tags, catalog=args.catalog,
                                   report=cli_reporter(say), progress=progress)
@@ -76,8 +78,8 @@ def run_tag(args, say) -> dict:
 def add_list_arguments(parser):
     parser.add_argument("--library", metavar="FILE",
                         help="library .blend (default: the one in the preferences)")
-    parser.add_argument("--text", default="", help="clips whose name, catalog, source file or tags "
-                        "contain every one of these words (any case)")
+    parser.add_argument("--text", default="", help=f"clips whose {library.TEXT_FIELDS} contain every one "
+                        "of these words (any case)")
     parser.add_argument("--tags", default="", metavar="a,b", help="clips with all these tags")
     parser.add_argument("--any", action="store_true", help="any of --tags instead of all")
     parser.add_argument("--catalog", default="", help="catalog path (and its sub-catalogs)")
@@ -100,5 +102,7 @@ def run_list(args, say) -> dict:
     for c in clips:
         say(f"{c['name']:40s} {c['duration_s']:8.2f} s {c['fps']:7g} fps {c['bones']:4d} bones  "
             f"[{c['catalog']}] {', '.join(c['tags'])}")
+    if not clips and args.text:
+        report(WARNING, f"no clip matches: {library.text_note(args.text)}")
     say(f"{len(clips)} clip(s) in {os.path.abspath(lib)}")
     return {"clips": clips}

@@ -31,7 +31,6 @@ UUID per catalog path, parents included), also written atomically; the Asset Bro
 shows every part when the library's folder is an asset library.
 """
 import contextlib
-import difflib
 import math
 import os
 import re
@@ -41,7 +40,7 @@ import uuid
 import bpy
 
 from .. import files
-from ..errors import SignSimError
+from ..errors import SignSimError, did_you_mean
 from . import importers, index, tracking
 
 LOCK_TIMEOUT_S = 600.0   # a writer loads and saves one part file (≤ PART_CLIPS clips)
@@ -203,10 +202,18 @@ def matches(rec, **filters):
     return matcher(**filters)(rec)
 
 
+TEXT_FIELDS = "name, catalog, source file name or tags"  # what a text filter looks in (matcher)
+
+
+def text_note(text):
+    """Why a text filter may have matched nothing: which fields it looks in."""
+    return f"--text '{text}' looks for every word in a clip's {TEXT_FIELDS} (any case)"
+
+
 def matcher(text="", tags=(), any_tag=False, catalog="", min_duration=None,
             max_duration=None, fps=None, skeleton=""):
     """The test record → bool for these filters (prepared once, applied per record):
-    every word of `text` in the name, catalog, source file name or tags (any case); all
+    every word of `text` in the TEXT_FIELDS (any case); all
     (any_tag: any) of `tags` (any case); the catalog or one of its sub-catalogs; duration
     within [min_duration, max_duration] s; fps within ±0.5; a skeleton signature prefix.
     Raises SignSimError for filters no clip can pass (min_duration above max_duration, a
@@ -636,20 +643,6 @@ def _find(records, library, name):
                            f"consecutive clips, too long for one ('{parts[0]}' … '{parts[-1]}'); "
                            "name the parts you want")
     raise SignSimError(f"no clip named '{name}' in {library}{did_you_mean(name, [r['name'] for r in records])}")
-
-
-def did_you_mean(word, names):
-    """"; did you mean 'a' or 'b'?" naming the existing `names` nearest to the unknown
-    `word` (difflib.get_close_matches, any case), or "" when none is near. The one helper
-    every typo message uses (clip names, tags, catalogs)."""
-    by_lower = {}
-    for n in sorted(set(names)):
-        by_lower.setdefault(n.lower(), n)
-    near = [by_lower[n] for n in difflib.get_close_matches(word.lower(), list(by_lower), n=3, cutoff=0.6)]
-    if not near:
-        return ""
-    quoted = [f"'{n}'" for n in near]
-    return "; did you mean " + (quoted[0] if len(quoted) == 1 else ", ".join(quoted[:-1]) + " or " + quoted[-1]) + "?"
 
 
 def unknown_filter_warnings(path, tags=(), catalog=""):

@@ -27,6 +27,7 @@ from ..bake import api as bake_api
 from ..body import geometry
 from ..body.fields import body_fields, neck_fields
 from ..errors import INFO, WARNING, BadOption, SignSimError, from_solver, silent
+from ..progress import Stages
 from ..body.skin import TORSO as TORSO_SKIN, SkinTest, skin_penetration  # noqa: F401 (skin_penetration: benches)
 
 SUFFIX = ".resolved"
@@ -53,8 +54,11 @@ def _single_key_frame(action):
     return next(iter(frames)) if len(frames) == 1 else None
 
 
+STAGES = ("reading", "body", "poses", "writing", "skin_check")  # a resolve's, in order (progress.Stages)
+
+
 def resolve_action(scene, ob, action=None, frame_range=None, margin=0.002, sequence=True, method="SLSQP",
-                   measure_skin=True, assign=True, only_frames=None, report=silent) -> dict:
+                   measure_skin=True, assign=True, only_frames=None, report=silent, progress=None) -> dict:
     """Resolve the self-collisions of `ob`'s `action` (default: the assigned one).
 
     frame_range: (first, last) scene frames to solve (None: all keyed frames); the other
@@ -65,7 +69,9 @@ def resolve_action(scene, ob, action=None, frame_range=None, margin=0.002, seque
     "penalty" (the baseline). measure_skin: measure the remaining penetration on the
     evaluated skin. assign: make the new action the armature's action (the original
     keeps a fake user so it is never lost). only_frames: optional scene frames, the only
-    ones solved (within frame_range).
+    ones solved (within frame_range). progress: None, a progress(stage, k, n, fraction)
+    callable (signsim_addon/progress.py) over STAGES ('poses' ticks after each pose; raise
+    from it to abort) or a progress.Stages over them.
     Returns {"action": the new Action, "summary": JSON-able (resolve_summary), "results":
     [solver.core.nearest_pose.PoseResult per solved frame], "frames": the solved scene frames}.
     Raises SignSimError: not an armature, no action, a rig without fingers; BadOption: a margin
@@ -82,8 +88,9 @@ def resolve_action(scene, ob, action=None, frame_range=None, margin=0.002, seque
     new.name = action.name + SUFFIX
     new.use_fake_user = False
     try:
+        stages = progress if isinstance(progress, Stages) else Stages(STAGES, progress)
         out = _resolve_into(scene, ob, action, new, frame_range, margin, sequence, method, measure_skin, only_frames,
-                            report)
+                            report, stages)
     except Exception:
         bpy.data.actions.remove(new)
         raise
@@ -100,7 +107,8 @@ def resolve_action(scene, ob, action=None, frame_range=None, margin=0.002, seque
     return out
 
 
-def _resolve_into(scene, ob, action, new, frame_range, margin, sequence, method, measure_skin, only_frames, report):
+def _resolve_into(scene, ob, action, new, frame_range, margin, sequence, method, measure_skin, only_frames, report,
+                  stages):
     pose_frame = _single_key_frame(new)
     if pose_frame is not None:
         # A pose asset has one keyed frame; the bake's sampling needs two: a copy of every
@@ -109,7 +117,8 @@ def _resolve_into(scene, ob, action, new, frame_range, margin, sequence, method,
             for fc in bag.fcurves:
                 fc.keyframe_points.insert(pose_frame + 1.0, fc.keyframe_points[0].co[1], options={'FAST'})
         frame_range = (pose_frame, pose_frame)
-    job = bake_api.prepare(scene, ob, new, report=report)
+    with stages("reading"):
+        job = bake_api.prepare(scene, ob, new, report=report)
     if frame_range is not None and not (job.frames[0] <= frame_range[1] and job.frames[-1] >= frame_range[0]):
         raise SignSimError(f"frames {frame_range[0]:g}–{frame_range[1]:g} are outside the keyed range "
                            f"{job.frames[0]:g}–{job.frames[-1]:g} of '{action.name}'")
@@ -118,22 +127,27 @@ def _resolve_into(scene, ob, action, new, frame_range, margin, sequence, method,
     if only_frames is not None:
         solve &= np.isin(job.frames, np.asarray(only_frames, dtype=float))
     rig, ref = job.rig, job.reference
-    fields = body_fields(rig, job.settings.sdf_spacing, job.settings.sdf_margin, job.grid_cache)
-    fields += neck_fields(ob, rig, job.settings.sdf_spacing, job.settings.sdf_margin, job.grid_cache)
+    with stages("body"):
+        fields = body_fields(rig, job.settings.sdf_spacing, job.settings.sdf_margin, job.grid_cache)
+        fields += neck_fields(ob, rig, job.settings.sdf_spacing, job.settings.sdf_margin, job.grid_cache)
+        warm_up()  # compiles on the first resolve after install (not a pose's time), then loads
     with from_solver("cannot resolve: "):
         settings = ResolveSettings(margin=float(margin))
     idx = np.flatnonzero(solve)
     report(INFO, f"resolving {len(idx)} poses of '{action.name}' on '{ob.name}' "
                  f"({len(rig.bone_names)} bones, margin {margin * 1e3:g} mm)")
-    warm_up()  # compiles on the first resolve after install (not a pose's time), then loads
     start = time.process_time()
-    with threadpool_limits(1, user_api="blas"):  # one core: BLAS threads only cost on small systems
+    # one core: BLAS threads only cost on small systems
+    with stages("poses") as tick, threadpool_limits(1, user_api="blas"):
         if sequence:
             results = resolve_sequence(rig.model, fields, ref.rotations[idx], ref.base_rotations[idx],
-                                       ref.base_positions[idx], settings, method)
+                                       ref.base_positions[idx], settings, method, progress=tick)
         else:
-            results = [resolve_pose(rig.model, fields, ref.rotations[f], ref.base_rotations[f],
-                                    ref.base_positions[f], settings, method=method) for f in idx]
+            results = []
+            for f in idx:
+                results.append(resolve_pose(rig.model, fields, ref.rotations[f], ref.base_rotations[f],
+                                            ref.base_positions[f], settings, method=method))
+                tick(len(results) / len(idx))
     seconds = time.process_time() - start
     slot = new.slots[job.slot_identifier]
 
@@ -146,84 +160,87 @@ def _resolve_into(scene, ob, action, new, frame_range, margin, sequence, method,
             keys.write_rotations(ob, new, slot, job.frames[rows], [rig.bone_names[b] for b in changed],
                                  quat.make_continuous(rotations[rows][:, changed]))
 
-    write()
-    if pose_frame is not None:
-        _drop_keys_at(new, pose_frame + 1.0)
+    with stages("writing"):
+        write()
+        if pose_frame is not None:
+            _drop_keys_at(new, pose_frame + 1.0)
     warnings = [w for w in rig.warnings]
     skin = None
-    if measure_skin and rig.skinned:
-        # The capsules' radii are the skin's median distance from the bone: where the skin
-        # bulges further, a frame still penetrating is solved again (from its original pose,
-        # warm-started from the last solution) with the clearance of the penetrating bone
-        # pairs grown by the skin's depth; only the frames solved again are measured again.
-        test = SkinTest(ob, rig)
-        extra = [{} for _ in idx]
-        patches = [{} for _ in idx]  # posed_torso's grids of each frame
-        todo = np.arange(len(idx))
-        skin, pairs, best = {}, {}, {}
-        for round_ in range(SKIN_ROUNDS + 1):
-            posed = {}
-            measured = skin_penetration(scene, ob, new, slot, rig, job.frames[idx[todo]], posed, pairs=pairs,
-                                        test=test)
-            worse = False
-            for k in todo:  # a solve again that leaves the skin deeper is undone
-                frame = float(job.frames[idx[k]])
-                if k in best and best[k][0] <= measured[frame]:
-                    skin[frame], results[k] = best[k]
-                    worse = True
-                else:
-                    skin[frame] = measured[frame]
-                    best[k] = (measured[frame], results[k])
-            if worse:
+    with stages("skin_check") as tick:
+        if measure_skin and rig.skinned:
+            # The capsules' radii are the skin's median distance from the bone: where the skin
+            # bulges further, a frame still penetrating is solved again (from its original pose,
+            # warm-started from the last solution) with the clearance of the penetrating bone
+            # pairs grown by the skin's depth; only the frames solved again are measured again.
+            test = SkinTest(ob, rig)
+            extra = [{} for _ in idx]
+            patches = [{} for _ in idx]  # posed_torso's grids of each frame
+            todo = np.arange(len(idx))
+            skin, pairs, best = {}, {}, {}
+            for round_ in range(SKIN_ROUNDS + 1):
+                tick(round_ / (SKIN_ROUNDS + 1))
+                posed = {}
+                measured = skin_penetration(scene, ob, new, slot, rig, job.frames[idx[todo]], posed, pairs=pairs,
+                                            test=test)
+                worse = False
+                for k in todo:  # a solve again that leaves the skin deeper is undone
+                    frame = float(job.frames[idx[k]])
+                    if k in best and best[k][0] <= measured[frame]:
+                        skin[frame], results[k] = best[k]
+                        worse = True
+                    else:
+                        skin[frame] = measured[frame]
+                        best[k] = (measured[frame], results[k])
+                if worse:
+                    write()
+                todo = [k for k in todo if skin[float(job.frames[idx[k]])] > SKIN_TOLERANCE]
+                if round_ == SKIN_ROUNDS or not todo:
+                    break
+                start = time.process_time()
+                with threadpool_limits(1, user_api="blas"):
+                    for k in todo:
+                        f = idx[k]
+                        frame = float(job.frames[f])
+                        for (a, b), depth in pairs[frame].items():
+                            if depth > SKIN_TOLERANCE:
+                                for pair in _skin_neighbour_pairs(rig.model.parents, a, b):
+                                    extra[k][pair] = extra[k].get(pair, 0.0) + depth + SKIN_TOLERANCE
+                        results[k] = resolve_pose(rig.model, posed_torso(fields, test, posed[frame], pairs[frame],
+                                                                         ref.base_rotations[f], ref.base_positions[f],
+                                                                         job.settings.sdf_spacing, patches[k]),
+                                                  ref.rotations[f], ref.base_rotations[f],
+                                                  ref.base_positions[f], settings,
+                                                  results[k].correction if results[k].changed else None, method,
+                                                  extra_margin=extra[k])
+                    if sequence:  # the frames solved again, smoothed into their neighbours' corrections
+                        results = smooth_corrections(rig.model, fields, ref.rotations[idx], ref.base_rotations[idx],
+                                                     ref.base_positions[idx], results, settings, extra)
+                        todo = [k for k in range(len(idx)) if results[k].changed]
+                    # resolved means clear by the margin asked for, not by the grown one
+                    results = [replace(r, resolved=r.gap_after >= margin - settings.tolerance) if extra[k] else r
+                               for k, r in enumerate(results)]
+                seconds += time.process_time() - start
                 write()
-            todo = [k for k in todo if skin[float(job.frames[idx[k]])] > SKIN_TOLERANCE]
-            if round_ == SKIN_ROUNDS or not todo:
-                break
-            start = time.process_time()
-            with threadpool_limits(1, user_api="blas"):
-                for k in todo:
+            deep = [k for k in range(len(idx)) if skin[float(job.frames[idx[k]])] > SKIN_TOLERANCE]
+            if deep:
+                # a pose the solves left no shallower on the skin than the input is no
+                # correction (the robot's palm in its head turned every joint 50–170°): it stays
+                # as it was, and every pose still inside the skin counts as failed
+                before = skin_penetration(scene, ob, action, action.slots[job.slot_identifier], rig,
+                                          job.frames[idx[deep]], test=test)
+                kept = [k for k in deep if skin[float(job.frames[idx[k]])] >= before[float(job.frames[idx[k]])] - 1e-4]
+                for k in kept:
                     f = idx[k]
-                    frame = float(job.frames[f])
-                    for (a, b), depth in pairs[frame].items():
-                        if depth > SKIN_TOLERANCE:
-                            for pair in _skin_neighbour_pairs(rig.model.parents, a, b):
-                                extra[k][pair] = extra[k].get(pair, 0.0) + depth + SKIN_TOLERANCE
-                    results[k] = resolve_pose(rig.model, posed_torso(fields, test, posed[frame], pairs[frame],
-                                                                     ref.base_rotations[f], ref.base_positions[f],
-                                                                     job.settings.sdf_spacing, patches[k]),
-                                              ref.rotations[f], ref.base_rotations[f],
-                                              ref.base_positions[f], settings,
-                                              results[k].correction if results[k].changed else None, method,
-                                              extra_margin=extra[k])
-                if sequence:  # the frames solved again, smoothed into their neighbours' corrections
-                    results = smooth_corrections(rig.model, fields, ref.rotations[idx], ref.base_rotations[idx],
-                                                 ref.base_positions[idx], results, settings, extra)
-                    todo = [k for k in range(len(idx)) if results[k].changed]
-                # resolved means clear by the margin asked for, not by the grown one
-                results = [replace(r, resolved=r.gap_after >= margin - settings.tolerance) if extra[k] else r
-                           for k, r in enumerate(results)]
-            seconds += time.process_time() - start
-            write()
-        deep = [k for k in range(len(idx)) if skin[float(job.frames[idx[k]])] > SKIN_TOLERANCE]
-        if deep:
-            # a pose the solves left no shallower on the skin than the input is no
-            # correction (the robot's palm in its head turned every joint 50–170°): it stays
-            # as it was, and every pose still inside the skin counts as failed
-            before = skin_penetration(scene, ob, action, action.slots[job.slot_identifier], rig,
-                                      job.frames[idx[deep]], test=test)
-            kept = [k for k in deep if skin[float(job.frames[idx[k]])] >= before[float(job.frames[idx[k]])] - 1e-4]
-            for k in kept:
-                f = idx[k]
-                skin[float(job.frames[f])] = before[float(job.frames[f])]
-                r = results[k]
-                results[k] = replace(r, rotations=ref.rotations[f], changed=False, gap_after=r.gap_before,
-                                     change=np.zeros_like(r.change), correction=np.zeros_like(r.correction))
-            if kept:
-                write()
-                warnings.append(f"{len(kept)} poses kept as they were (frames "
-                                f"{_frame_list([int(job.frames[idx[k]]) for k in kept])}): no solve left the skin "
-                                "shallower than in the input")
-            results = [replace(r, resolved=False) if k in deep else r for k, r in enumerate(results)]
+                    skin[float(job.frames[f])] = before[float(job.frames[f])]
+                    r = results[k]
+                    results[k] = replace(r, rotations=ref.rotations[f], changed=False, gap_after=r.gap_before,
+                                         change=np.zeros_like(r.change), correction=np.zeros_like(r.correction))
+                if kept:
+                    write()
+                    warnings.append(f"{len(kept)} poses kept as they were (frames "
+                                    f"{_frame_list([int(job.frames[idx[k]]) for k in kept])}): no solve left the skin "
+                                    "shallower than in the input")
+                results = [replace(r, resolved=False) if k in deep else r for k, r in enumerate(results)]
     summary = resolve_summary(results, seconds)
     failed = [int(job.frames[f]) for f, r in zip(idx, results) if not r.resolved]
     if failed:
@@ -355,25 +372,32 @@ def resolve_summary(results, seconds):
             "remaining_penetration_mm": round(deepest * 1e3, 3)}
 
 
-def resolve_file(request: ResolveFileRequest, report=silent) -> dict:
+def resolve_file(request: ResolveFileRequest, report=silent, progress=None) -> dict:
     """Resolve request.armature's action in request.rig and save the file to request.out.
 
-    Returns resolve_summary's fields plus "action" (the new action's name), "out", and
-    "warnings". Raises SignSimError for bad paths, a missing armature or action, a bad
-    frame range or margin; nothing is written then.
+    progress: None or a progress(stage, k, n, fraction) callable over STAGES
+    (signsim_addon/progress.py). Returns resolve_summary's fields plus "action" (the new
+    action's name), "out", "warnings" and "stage_seconds" ({stage: wall seconds}). Raises
+    SignSimError for bad paths, a missing armature or action, a bad frame range or margin;
+    nothing is written then.
     """
     r = request
-    files.check_files([r.rig], [r.out])
-    if r.frames is not None and r.frames[0] > r.frames[1]:
-        raise BadOption(f"--frames {r.frames[0]}:{r.frames[1]} is empty")
-    files.open_blend(r.rig)
-    ob = files.find_armature(r.armature)
-    action = files.find_action(r.action, r.rig)
-    res = resolve_action(bpy.context.scene, ob, action, r.frames, r.margin_mm * 1e-3, report=report)
+    stages = Stages(STAGES, progress)
+    with stages("reading"):
+        files.check_files([r.rig], [r.out])
+        if r.frames is not None and r.frames[0] > r.frames[1]:
+            raise BadOption(f"--frames {r.frames[0]}:{r.frames[1]} is empty")
+        files.open_blend(r.rig)
+        ob = files.find_armature(r.armature)
+        action = files.find_action(r.action, r.rig)
+    res = resolve_action(bpy.context.scene, ob, action, r.frames, r.margin_mm * 1e-3, report=report, progress=stages)
     s = res["summary"]
     report(INFO, f"{s['resolved']} of {s['poses']} poses clear by {r.margin_mm:g} mm ({s['changed']} changed, "
                  f"mean change {s['mean_change_deg']:.2f}°, max {s['max_change_deg']:.2f}°, {s['ms_per_pose']:.1f} ms "
                  f"per pose); deepest penetration left {s['remaining_penetration_mm']:.2f} mm on the {s['measured_on']}")
-    out = files.save_atomically(r.out)
+    with stages("writing"):
+        out = files.save_atomically(r.out)
     report(INFO, f"wrote action '{res['action'].name}' to {out}")
-    return {**s, "action": res["action"].name, "out": os.path.abspath(out)}
+    report(INFO, f"   stages: {stages.summary()}")
+    return {**s, "action": res["action"].name, "out": os.path.abspath(out),
+            "stage_seconds": {k: round(v, 3) for k, v in stages.timed().items()}}

@@ -22,6 +22,7 @@ import bpy
 
 from .. import compat, files
 from ..errors import INFO, WARNING, BadOption, SignSimError, silent
+from ..progress import Stages
 from ..library import api as library
 from ...solver.retarget import bonemap
 from . import contacts as contact_pass
@@ -182,7 +183,7 @@ def _previewed_clip(source):
             t.mute = m
 
 
-def retarget_files(request: RetargetRequest, report=silent) -> dict:
+def retarget_files(request: RetargetRequest, report=silent, progress=None) -> dict:
     """Retarget every clip of the request onto the rig and save request.out.
 
     One map serves all clips: the preset, or the automatic map of each skeleton (clips
@@ -195,7 +196,10 @@ def retarget_files(request: RetargetRequest, report=silent) -> dict:
     {target: source} (the map stored on the armature: the first clip's), "coverage",
     "unmapped_target", "confidence" (of that map), "frames": [first, last] (of "action"),
     "fps" (the scene's rate, frames/s), "out"[, "actions"], "clips": [{"clip", "action", "frames", "bone_map", "coverage",
-    "warnings"}] (one per clip, in order)}. Raises SignSimError.
+    "warnings"}] (one per clip, in order)}. progress: None or a progress(stage, k, n,
+    fraction) callable (signsim_addon/progress.py) over the stages 'reading' (the rig),
+    one per clip (named as its action's prefix; ticks after the clip is read and after it
+    is retargeted) and 'writing'. Raises SignSimError.
     """
     r = request
     fps = check_fps(r.fps)
@@ -203,7 +207,10 @@ def retarget_files(request: RetargetRequest, report=silent) -> dict:
     preset = transfer.load_preset(r.bone_map) if r.bone_map else None
     files.check_files([r.rig, library_file, r.bone_map, *(c for c in clips if is_clip_file(c))], [r.out])
 
-    target = open_rig(r.rig, r.armature)
+    names = [os.path.splitext(os.path.basename(c))[0] if is_clip_file(c) else c for c in clips]
+    stages = Stages(("reading", *names, "writing"), progress)
+    with stages("reading"):
+        target = open_rig(r.rig, r.armature)
     if preset is not None:
         check_preset(preset, target, r.bone_map)
     results, maps, clip_warnings = [], {}, []
@@ -211,7 +218,7 @@ def retarget_files(request: RetargetRequest, report=silent) -> dict:
     # the rig file's contact list (switched off / added in the Contacts panel) is in the
     # first clip's frames: the clip the armature gets, whose contacts the list shows
     choices = contact_pass.animator_choices(target) if r.contacts else {}
-    for clip in clips:
+    for clip, name in zip(clips, names):
         warned = []
         clip_warnings.append(warned)
 
@@ -219,20 +226,22 @@ def retarget_files(request: RetargetRequest, report=silent) -> dict:
             if level == WARNING:
                 warned.append(message)
             report(level, message)
-        with source_clip(clip, library_file, report=clip_report) as src:
-            # one map for every clip of one skeleton: the preset, or the automatic map
-            skeleton_key = tuple(b.name for b in src.armature.data.bones)
-            bone_map = preset or maps.get(skeleton_key) or auto_map(src.armature, target)
-            maps.setdefault(skeleton_key, bone_map)
-            name = os.path.splitext(os.path.basename(clip))[0] if is_clip_file(clip) else clip
-            if not results:
-                scene_fps = set_scene_rate(bpy.context.scene, fps, src.fps, report)
-            results.append(retarget(src.armature, target, bone_map, source_fps=src.fps,
-                                    action_name=f"{name}_{target.name}", report=clip_report))
-            if r.contacts:
-                results[-1].contacts = contact_pass.preserve(src.armature, target, results[-1],
-                                                             report=clip_report,
-                                                             **(choices if len(results) == 1 else {}))
+        with stages(name) as tick:
+            with source_clip(clip, library_file, report=clip_report) as src:
+                # one map for every clip of one skeleton: the preset, or the automatic map
+                skeleton_key = tuple(b.name for b in src.armature.data.bones)
+                bone_map = preset or maps.get(skeleton_key) or auto_map(src.armature, target)
+                maps.setdefault(skeleton_key, bone_map)
+                tick(1 / 3)
+                if not results:
+                    scene_fps = set_scene_rate(bpy.context.scene, fps, src.fps, report)
+                results.append(retarget(src.armature, target, bone_map, source_fps=src.fps,
+                                        action_name=f"{name}_{target.name}", report=clip_report))
+                tick(2 / 3)
+                if r.contacts:
+                    results[-1].contacts = contact_pass.preserve(src.armature, target, results[-1],
+                                                                 report=clip_report,
+                                                                 **(choices if len(results) == 1 else {}))
     for res in results[1:]:
         res.action.use_fake_user = True    # kept in OUT although only the first is assigned
     first = results[0].action
@@ -249,7 +258,8 @@ def retarget_files(request: RetargetRequest, report=silent) -> dict:
     scene.frame_start, scene.frame_end = int(results[0].frames[0]), int(results[0].frames[-1])
     scene.frame_current = scene.frame_start
 
-    out = files.save_atomically(r.out)
+    with stages("writing"):
+        out = files.save_atomically(r.out)
     sk_t = skeleton(target)
     result = {
         "armature": target.name,

@@ -14,6 +14,7 @@ the rig's skin unless --no-contacts; "contacts" lists them ("frames", "parts",
 "spot_error_mm", "gap_mm", "penetration_mm").
 """
 from ..errors import WARNING, cli_reporter
+from ..progress import cli_lines
 from . import api
 
 
@@ -57,7 +58,7 @@ def run(args, say):
     result = api.retarget_files(api.RetargetRequest(
         clips=tuple(args.clip), rig=args.rig, out=args.out, armature=args.armature,
         bone_map=args.map, library=args.library, contacts=args.contacts,
-        fps=args.fps), report)
+        fps=args.fps), report, progress=cli_lines(say, "retarget"))
     for c in result["clips"]:
         say(f"  {c['clip']}: action '{c['action']}', frames {c['frames'][0]:g}–{c['frames'][1]:g}, "
             f"{len(c['bone_map'])} bones mapped ({len(c['coverage'])} body parts)"

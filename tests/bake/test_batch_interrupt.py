@@ -1,5 +1,6 @@
 """`signsim batch` interrupted: SIGTERM, or Ctrl-C to its process group, cancels the
-tasks, ends every child process and leaves only the clips finished before the signal."""
+tasks, ends every child process and leaves only the clips finished before the signal: no
+lock or scheduler file, no temporary folder (Dask's worker spaces included)."""
 import os
 import re
 import signal
@@ -26,10 +27,13 @@ def test_sigterm_cancels_the_tasks_and_leaves_no_partial_output(library4, tmp_pa
     """SIGTERM to the batch, or SIGINT to its whole process group (what a terminal's Ctrl-C
     sends: it used to kill the cluster's own processes, leaving .retargeted files); and
     SIGTERM once a clip's files are written (that clip used to go unreported)."""
-    out = tmp_path / "out"
+    out, temp, cwd = tmp_path / "out", tmp_path / "tmp", tmp_path / "cwd"
+    temp.mkdir()
+    cwd.mkdir()
+    library_files = sorted(os.listdir(library4.parent))
     proc = subprocess.Popen(LAUNCHER + ["batch", "--library", str(library4), "--rig", RIG, "--out", str(out),
                                         "--workers", "2"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True, start_new_session=True)
+                            text=True, start_new_session=True, cwd=cwd, env=dict(os.environ, TMPDIR=str(temp)))
     batch = psutil.Process(proc.pid)
     deadline = time.monotonic() + 600
     while time.monotonic() < deadline:  # until a bake is under way
@@ -53,8 +57,8 @@ def test_sigterm_cancels_the_tasks_and_leaves_no_partial_output(library4, tmp_pa
         os.killpg(proc.pid, signal.SIGINT)
     stdout, err = proc.communicate(timeout=300)
     assert proc.returncode == 130 and err.strip().splitlines()[-1] == "signsim: interrupted", err
-    # progress lines "[k/n] <clip>: baked, <verdict>"
-    reported = {m.group(1) for m in (re.fullmatch(r"\[\d+/\d+\] (.+): baked, (ok|check|failed)", line)
+    # progress lines "[k/n] <clip>: baked, <verdict>[, eta 12 s]"
+    reported = {m.group(1) for m in (re.fullmatch(r"\[\d+/\d+\] (.+): baked, (ok|check|failed)(, eta .+)?", line)
                                      for line in stdout.splitlines()) if m}
     gone, alive = psutil.wait_procs(descendants, timeout=60)
     assert not alive, [p.pid for p in alive]
@@ -62,3 +66,7 @@ def test_sigterm_cancels_the_tasks_and_leaves_no_partial_output(library4, tmp_pa
     finished = only_finished_outputs(out)
     assert len(finished) < 4 and finished == reported, (finished, stdout)
     assert finished or how != "SIGTERM after a clip"
+    # nothing else left behind: the temporary folder (where Dask puts its worker spaces and
+    # the children their files), the working folder and the library's folder as they were
+    assert [str(p) for p in temp.rglob("*")] == [] and [str(p) for p in cwd.rglob("*")] == []
+    assert sorted(os.listdir(library4.parent)) == library_files

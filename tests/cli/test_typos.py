@@ -67,3 +67,34 @@ def test_a_misspelt_clip_name_suggests_the_nearest(cli, capsys, lib, tmp_path, c
     lines = err.strip().splitlines()
     assert len(lines) == 1, err
     assert "no clip named 'fingerspeling'" in lines[0] and "did you mean 'fingerspelling'?" in lines[0]
+
+
+@pytest.mark.parametrize("command", ["retarget", "bake", "resolve"])
+def test_a_misspelt_armature_suggests_the_nearest(cli, capsys, lib, tmp_path, command):
+    blend = ["--clip", "fingerspelling", "--library", str(lib), "--rig"] if command == "retarget" else ["--blend"]
+    code, out, err = run_cli(cli, capsys, [command, *blend, str(SAMPLES / "signer.blend"), "--armature", "Signr",
+                                        "--out", str(tmp_path / "o.blend")])
+    assert code == 1
+    assert err.strip().splitlines() == ["signsim: error: no armature named 'Signr' in the rig file; did you mean "
+                                        "'Signer'? (armatures: Signer)"], err
+    assert not (tmp_path / "o.blend").exists()
+
+
+def test_a_text_filter_says_which_fields_it_matches(cli, capsys, lib, tmp_path):
+    fields = "name, catalog, source file name or tags"
+    code, out, err = run_cli(cli, capsys, ["list", "--help"])
+    assert code == 0 and fields in " ".join(out.split())
+    code, out, err = run_cli(cli, capsys, ["list", "--library", str(lib), "--text", "fingerspell reviewd", "--json"])
+    result = json.loads(out.strip().splitlines()[-1])
+    assert code == 0 and result["clips"] == []
+    assert result["warnings"] == [f"no clip matches: --text 'fingerspell reviewd' looks for every word in a clip's "
+                                  f"{fields} (any case)"]
+    code, out, err = run_cli(cli, capsys, ["list", "--library", str(lib), "--text", "fingerspell reviewed", "--json"])
+    assert len(json.loads(out.strip().splitlines()[-1])["clips"]) == 1 and "warning" not in err
+    code, out, err = run_cli(cli, capsys, ["batch", "--help"])
+    assert fields in " ".join(out.split())
+    code, out, err = run_cli(cli, capsys, ["batch", "--library", str(lib), "--rig", str(SAMPLES / "signer.blend"),
+                                        "--out", str(tmp_path / "baked"), "--text", "fingerspell reviewd"])
+    assert code == 1 and err.strip().splitlines() == [
+        f"signsim: error: no clips to bake in {lib} (--text 'fingerspell reviewd' looks for every word in a clip's "
+        f"{fields} (any case))"], err

@@ -555,8 +555,8 @@ def test_an_interrupted_import_keeps_the_clips_imported_before_it(lib, tmp_path)
     before = {a.name for a in bpy.data.actions}
     said = []
 
-    def progress(i, n, path):
-        if i == 2:
+    def progress(path, k, n, fraction):   # the third file's stage starts
+        if k == 3:
             raise KeyboardInterrupt
 
     with pytest.raises(KeyboardInterrupt):

@@ -1,0 +1,115 @@
+"""Progress of a long use case in named stages, with a time-left estimate.
+
+A use case that runs long takes `progress`: None or a callable
+`progress(stage, k, n, fraction)` — the stage's name, its place k (1-based) of n stages,
+and the fraction of it done, in [0, 1]; it may raise to abort (the UI's cancel). `Stages`
+drives that callable and times each stage; `Lines` turns the calls into throttled text
+lines for the CLI (`[bake 4/8] simulation 43 % eta 12 s`); `overall` is the whole task's
+fraction for a progress bar.
+"""
+import sys
+import time
+from contextlib import contextmanager
+
+AFTER_S = 2.0  # s: a stage prints progress once it has run this long
+EVERY_S = 1.0  # s: at most one line per stage this often (plus its end)
+
+
+def overall(k, n, fraction):
+    """The task's fraction done in [0, 1] with stage k of n at `fraction` (stages counted equal)."""
+    return (k - 1 + fraction) / max(n, 1)
+
+
+def eta(elapsed, fraction):
+    """Seconds left when `fraction` (0–1) took `elapsed` seconds; None before any progress."""
+    return None if fraction <= 0 else elapsed * (1 - fraction) / fraction
+
+
+def eta_text(seconds):
+    """'eta 12 s' ('eta 3 min 5 s' from a minute on); '' for None."""
+    if seconds is None:
+        return ""
+    s = int(round(seconds))
+    return f"eta {s // 60} min {s % 60} s" if s >= 60 else f"eta {s} s"
+
+
+class Stages:
+    """The stages of one task, timed and reported to `progress` (see the module).
+
+    names: the stages in order (k of n counts in them; `plan` replaces them once they are
+    known). `with stages(name) as tick:` reports (name, k, n, 0) on entry, tick(fraction)
+    inside, (name, k, n, 1) on a normal exit, and adds the stage's wall seconds to
+    `seconds[name]` (a stage entered twice adds up).
+    """
+
+    def __init__(self, names, progress=None):
+        self.names = tuple(names)
+        self.progress = progress
+        self.seconds = {}
+
+    def plan(self, names):
+        self.names = tuple(names)
+
+    @contextmanager
+    def __call__(self, name):
+        k, n = self.names.index(name) + 1, len(self.names)
+
+        def tick(fraction):
+            if self.progress is not None:
+                self.progress(name, k, n, min(max(float(fraction), 0.0), 1.0))
+        start = time.perf_counter()
+        try:
+            tick(0.0)
+            yield tick
+        finally:
+            self.seconds[name] = self.seconds.get(name, 0.0) + time.perf_counter() - start
+        tick(1.0)
+
+    def timed(self):
+        """{stage: wall seconds} of the stages run, in the planned order."""
+        return {name: self.seconds[name] for name in self.names if name in self.seconds}
+
+    def summary(self):
+        """'reading 1.2 s, simulation 8.0 s, …, total 9.9 s' (stages in order)."""
+        parts = [f"{name} {s:.1f} s" for name, s in self.timed().items()]
+        return ", ".join(parts + [f"total {sum(self.seconds.values()):.1f} s"])
+
+
+class Lines:
+    """A progress callable printing `[task k/n] stage 43 % eta 12 s` through write(line):
+    for a stage once it has run `after` seconds (default AFTER_S), at most every `every`
+    seconds (default EVERY_S), and `[task k/n] stage done in 14 s` at its end when the
+    stage lasted that long."""
+
+    def __init__(self, task, write, after=None, every=None):
+        self.task, self.write = task, write
+        self.after = AFTER_S if after is None else after
+        self.every = EVERY_S if every is None else every
+        self._stage, self._start, self._last = None, 0.0, None
+
+    def __call__(self, stage, k, n, fraction):
+        now = time.monotonic()
+        if fraction >= 1.0 and (stage, k) != self._stage:
+            return  # its end was said already (a last tick at 100 %, then the stage's exit)
+        if (stage, k) != self._stage or fraction == 0.0:
+            self._stage, self._start, self._last = (stage, k), now, None
+        elapsed = now - self._start
+        head = f"[{self.task} {k}/{n}] {stage}"
+        if fraction >= 1.0:
+            if elapsed >= self.after:
+                self.write(f"{head} done in {elapsed:.0f} s")
+            self._stage = None
+        elif elapsed >= self.after and (self._last is None or now - self._last >= self.every):
+            self._last = now
+            self.write(" ".join(filter(None, (f"{head} {100 * fraction:.0f} %", eta_text(eta(elapsed, fraction))))))
+
+
+def cli_lines(say, task):
+    """Lines for a CLI command: through `say` (stdout), or on stderr when `say` is silent
+    (--json), so the last stdout line stays the JSON."""
+    def write(line):
+        if getattr(say, "silent", False):
+            print(line, file=sys.stderr, flush=True)
+        else:
+            say(line)
+    return Lines(task, write)
