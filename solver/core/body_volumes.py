@@ -196,19 +196,21 @@ def part_side(part):
 
 def capsule_pair_kinds(model, parts):
     """Contact kind (n_pairs,) of each capsule pair of model.pairs from the bones' part
-    labels (n,): "finger–finger" within one hand, "hand–hand" between the hands, else
-    the two categories joined ("arm–hand", "arm–arm", …)."""
+    labels (n,), as pair_kind."""
     return tuple(pair_kind(parts[i], parts[j]) for i, j in model.pairs)
 
 
 def pair_kind(a, b):
-    """Contact kind of two parts labelled like "finger.L", "head" or "torso": "finger–finger"
-    within one hand, "hand–hand" between the hands, "hand–face" between a hand part and the
-    head or neck, else the two categories joined in alphabetical order ("arm–hand",
-    "hand–torso", …)."""
+    """Contact kind of two parts labelled like "finger.L", "head" or "torso": within one
+    hand "finger–palm" between a finger or thumb and the palm (the hand part: the kind of
+    the palm volume's samples, field_candidates) and "finger–finger" otherwise, "hand–hand"
+    between the hands, "hand–face" between a hand part and the head or neck, else the two
+    categories joined in alphabetical order ("arm–hand", "hand–torso", …)."""
     ca, cb = part_category(a), part_category(b)
     if ca == cb == "hand":
-        return "finger–finger" if part_side(a) == part_side(b) else "hand–hand"
+        if part_side(a) != part_side(b):
+            return "hand–hand"
+        return "finger–palm" if (a.split(".")[0] == "hand") != (b.split(".")[0] == "hand") else "finger–finger"
     if "hand" in (ca, cb) and {ca, cb} & {"head", "neck"}:
         return "hand–face"
     return "–".join(sorted((ca, cb)))

@@ -114,3 +114,14 @@ def test_skin_agreement_counts_frames_where_one_side_is_deeper_than_the_other():
     assert contact_depths.skin_agreement({"hand–hand": np.zeros(3)}, {"hand–hand": np.zeros(3)})["hand–hand"] == {
         "model_deeper_frames": 0, "clear_frames": 0, "model_excess": 0.0, "skin_deeper_frames": 0,
         "skin_excess": 0.0}
+
+
+def test_contact_kinds_name_the_two_parts():
+    """One name per kind of contact, the same for the body model and the evaluated skin:
+    a finger in its own palm is "finger–palm" (the palm volume's samples), not "finger–finger"."""
+    kind = body_volumes.pair_kind
+    assert kind("finger.R", "thumb.R") == kind("thumb.R", "finger.R") == "finger–finger"
+    assert kind("thumb.L", "hand.L") == kind("hand.L", "finger.L") == "finger–palm"
+    assert kind("finger.L", "hand.R") == kind("hand.L", "hand.R") == "hand–hand"
+    assert kind("finger.R", "head") == kind("neck", "hand.L") == "hand–face"
+    assert kind("arm.R", "hand.L") == "arm–hand" and kind("torso", "finger.R") == "hand–torso"
