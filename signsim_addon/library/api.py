@@ -14,6 +14,7 @@ Public API (operators, the CLI, batch, the demo and the tests call only these):
 - collect_files(paths) -> ([file], [(path, error)])
 - open_character(path): a new current file holding the character of an FBX/glTF file
   (CHARACTER_FORMATS), as `--rig` takes one
+- import_character(path, out, report=None) -> {"out", "armatures", "meshes"}: that file saved
 - check_not_scene_file(library): refuse a scene .blend given as the library
 - index_file(library) -> the path of its SQLite index; CATALOG_FILE: the catalog file's
   name (beside the library)
@@ -25,8 +26,10 @@ validation + numpy FK) and solver/mocap/clip_checks.py.
 """
 import os
 
-from .. import preferences
-from ..errors import ERROR, WARNING, SignSimError
+import bpy
+
+from .. import files, preferences
+from ..errors import ERROR, INFO, WARNING, SignSimError, silent
 from ..progress import Stages
 from . import importers, store, tracking
 from .importers import CHARACTER_FORMATS, open_character  # noqa: F401
@@ -191,6 +194,23 @@ def import_paths(paths, library, tags=(), catalog=None, report=None, progress=No
                                 f"{library}; the file in progress was not imported")
             raise
     return {"imported": imported, "failed": failed, "skipped": skipped, "library": library}
+
+
+def import_character(path, out, report=silent) -> dict:
+    """Save the character of the FBX or glTF file `path` (open_character: armatures and
+    meshes, no animation) as the .blend `out`, which then serves as a rig file.
+
+    Returns {"out": absolute path, "armatures": [names], "meshes": [names]}. Raises
+    SignSimError for a missing file or output folder, a BVH file (motion, not a
+    character), another format, or a file without an armature; nothing is written then.
+    """
+    files.check_files([path], [out])
+    open_character(path)
+    armatures = sorted(o.name for o in bpy.data.objects if o.type == 'ARMATURE')
+    meshes = sorted(o.name for o in bpy.data.objects if o.type == 'MESH')
+    out = files.save_atomically(out)
+    report(INFO, f"wrote {out}: armature {', '.join(armatures)}, {len(meshes)} mesh(es)")
+    return {"out": out, "armatures": armatures, "meshes": meshes}
 
 
 # the sidebar's state (which library, its clip list, the preview): imported last, it uses this API
