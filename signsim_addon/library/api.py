@@ -135,7 +135,8 @@ def import_paths(paths, library, tags=(), catalog=None, report=None, progress=No
     {"imported": [record + "updated"], "failed": [{"path", "error"}],
      "skipped": [{"path", "reason"}] (see collect_files), "library": path}.
     progress: None or a progress(stage, k, n, fraction) callable (signsim_addon/progress.py)
-    whose stages are the files (named by their paths). An interrupt (KeyboardInterrupt) keeps
+    whose stages are the files (named by their paths; a BVH file's advances as its rows
+    are read). An interrupt (KeyboardInterrupt) keeps
     the clips imported before it, reports how many, and is raised again.
     """
     tags = store.parse_tags(tags)
@@ -160,7 +161,7 @@ def import_paths(paths, library, tags=(), catalog=None, report=None, progress=No
 
         try:
             for i, path in enumerate(files):
-                with stages(path):
+                with stages(path) as tick:
                     clips = []
                     try:
                         sha = importers.file_sha256(path)
@@ -172,7 +173,7 @@ def import_paths(paths, library, tags=(), catalog=None, report=None, progress=No
                     else:
                         first_with[sha] = path
                         try:
-                            clips = importers.import_file(path, report, sink, sha256=sha)
+                            clips = importers.import_file(path, report, sink, sha256=sha, progress=tick)
                         except SignSimError as ex:
                             failed.append({"path": path, "error": str(ex)})
                             if report:
