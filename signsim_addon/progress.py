@@ -39,9 +39,8 @@ class Stages:
 
     names: the stages in order (k of n counts in them; `plan` replaces them once they are
     known). `with stages(name) as tick:` reports (name, k, n, 0) on entry, tick(fraction)
-    inside (below 1: MAX_TICK at most), (name, k, n, 1) — the stage's end — on a normal
-    exit, and adds the stage's wall seconds to
-    `seconds[name]` (a stage entered twice adds up).
+    inside (at most MAX_TICK), (name, k, n, 1) — the stage's end — on a normal exit, and
+    adds the stage's wall seconds to `seconds[name]` (a stage entered twice adds up).
     """
 
     def __init__(self, names, progress=None):
