@@ -90,7 +90,7 @@ class Lines:
 
     def __call__(self, stage, k, n, fraction):
         now = time.monotonic()
-        if (stage, k) != self._stage or fraction == 0.0:
+        if (stage, k) != self._stage:  # a new stage, or one entered again after its end
             self._stage, self._start, self._last = (stage, k), now, None
         elapsed = now - self._start
         head = f"[{self.task} {k}/{n}] {stage}"
