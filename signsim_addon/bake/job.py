@@ -306,8 +306,8 @@ def write(scene, job: BakeJob, solved: Solved, output="ASSIGN", key_tolerance_de
             rotations = quat.make_continuous(solved.rotations)
             keys.write_rotations(ob, new, slot, job.frames, job.rig.bone_names, rotations, key_tolerance_deg)
         if measure_skin:
-            with stages("skin_check"):
-                skin, warnings = skin_metrics.measure(scene, ob, job, ref, new, job.slot_identifier)
+            with stages("skin_check") as tick:
+                skin, warnings = skin_metrics.measure(scene, ob, job, ref, new, job.slot_identifier, tick)
                 for side in (skin or {}):
                     solved.metrics.setdefault(side, {}).update(skin[side])
                 solved.metrics.setdefault("warnings", []).extend(warnings)
