@@ -61,7 +61,7 @@ def test_bake_progress_on_stderr_and_stage_times_add_up(cli, capsys, tmp_path, r
     assert {(name, int(k), int(n)) for task, k, n, name, _ in lines} == \
         {(name, i + 1, len(expected)) for i, name in enumerate(expected)}
     assert all(task == "bake" for task, *_ in lines)
-    for stage in ("simulation", "skin_check"):  # each frame's progress
+    for stage in ("body", "simulation", "skin_check"):  # per body volume, per frame
         ticks = [int(p) for _, _, _, name, p in lines if name == stage and p is not None]
         assert len(ticks) > 3 and ticks == sorted(ticks), (stage, ticks)
     # nothing unaccounted: the stages together are the bake's wall time
