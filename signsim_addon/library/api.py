@@ -43,7 +43,7 @@ from .store import TEXT_FIELDS, text_note, unknown_filter_warnings  # noqa: F401
 __all__ = ("library_file", "index_file", "CATALOG_FILE", "check_not_scene_file", "import_paths", "list_clips", "edit_clip", "tag_clip", "tag_clips",
            "load_clip", "collect_files", "matches", "parse_tags", "did_you_mean", "unknown_filter_warnings",
            "TEXT_FIELDS", "text_note",
-           "CHARACTER_FORMATS", "open_character")
+           "CHARACTER_FORMATS", "open_character", "import_character")
 
 
 def library_file(path=None) -> str:
