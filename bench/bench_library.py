@@ -35,6 +35,7 @@ import json
 import math
 import os
 import pathlib
+import re
 import subprocess
 import sys
 import tempfile
@@ -104,7 +105,7 @@ def run(cmd, **kw):
 def import_rate(lines, stamps):
     """(clips per wall second, clips per CPU second of the child) over the first and the
     last 10 % of a call's progress lines: ((first, last), (first, last))."""
-    idx = [k for k, ln in enumerate(lines) if ln.startswith("[")]
+    idx = [k for k, ln in enumerate(lines) if FILE_LINE.match(ln)]
     n = len(idx)
     if n < 4:
         return (float("nan"),) * 2, (float("nan"),) * 2
@@ -116,6 +117,7 @@ def import_rate(lines, stamps):
     return tuple(rates)
 
 
+FILE_LINE = re.compile(r"\[\d+/\d+\] ")  # import's line as each file starts ('[k/n] name')
 FIRST = 100     # clips of the first folder (the first probe's library size)
 PROBE = 20      # clips of a probe import
 
@@ -160,7 +162,7 @@ def main():
     def imp(folder, what):
         have = count(lib)
         lines, stamps, wall, cpu, rss = run([SIGNSIM, "import", str(folder), "--library", str(lib)])
-        n = sum(1 for ln in lines if ln.startswith("["))
+        n = sum(1 for ln in lines if FILE_LINE.match(ln))
         (first, last), (first_cpu, last_cpu) = import_rate(lines, stamps)
         size = sum(f.stat().st_size for f in [lib, *(work / "library.blend.parts").glob("*.blend")]
                    if f.exists()) / 2**20

@@ -49,6 +49,8 @@ def _commands():
          library_cli.add_list_arguments, library_cli.run_list),
         ("tag", "add or remove tags of a library clip",
          library_cli.add_tag_arguments, library_cli.run_tag),
+        ("rig", "rig import CHARACTER --out RIG.blend: a character from an FBX/glTF file saved as a rig file",
+         library_cli.add_rig_arguments, library_cli.run_rig),
         ("retarget", "retarget clips onto a rig",
          retarget_cli.add_arguments, retarget_cli.run),
         ("bake", "bake the physics pass onto an armature's keyframes",

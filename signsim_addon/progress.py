@@ -13,6 +13,7 @@ from contextlib import contextmanager
 
 AFTER_S = 2.0  # s: a stage prints progress once it has run this long
 EVERY_S = 1.0  # s: at most one line per stage this often (plus its end)
+MAX_TICK = 0.99  # a tick inside a stage stays below 1, its end (work after the last tick may remain)
 
 
 def overall(k, n, fraction):
@@ -38,8 +39,8 @@ class Stages:
 
     names: the stages in order (k of n counts in them; `plan` replaces them once they are
     known). `with stages(name) as tick:` reports (name, k, n, 0) on entry, tick(fraction)
-    inside, (name, k, n, 1) on a normal exit, and adds the stage's wall seconds to
-    `seconds[name]` (a stage entered twice adds up).
+    inside (at most MAX_TICK), (name, k, n, 1) — the stage's end — on a normal exit, and
+    adds the stage's wall seconds to `seconds[name]` (a stage entered twice adds up).
     """
 
     def __init__(self, names, progress=None):
@@ -54,16 +55,16 @@ class Stages:
     def __call__(self, name):
         k, n = self.names.index(name) + 1, len(self.names)
 
-        def tick(fraction):
+        def tick(fraction, end=False):
             if self.progress is not None:
-                self.progress(name, k, n, min(max(float(fraction), 0.0), 1.0))
+                self.progress(name, k, n, 1.0 if end else min(max(float(fraction), 0.0), MAX_TICK))
         start = time.perf_counter()
         try:
             tick(0.0)
             yield tick
         finally:
             self.seconds[name] = self.seconds.get(name, 0.0) + time.perf_counter() - start
-        tick(1.0)
+        tick(1.0, end=True)
 
     def timed(self):
         """{stage: wall seconds} of the stages run, in the planned order."""
@@ -89,9 +90,7 @@ class Lines:
 
     def __call__(self, stage, k, n, fraction):
         now = time.monotonic()
-        if fraction >= 1.0 and (stage, k) != self._stage:
-            return  # its end was said already (a last tick at 100 %, then the stage's exit)
-        if (stage, k) != self._stage or fraction == 0.0:
+        if (stage, k) != self._stage:  # a new stage, or one entered again after its end
             self._stage, self._start, self._last = (stage, k), now, None
         elapsed = now - self._start
         head = f"[{self.task} {k}/{n}] {stage}"

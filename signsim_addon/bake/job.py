@@ -199,8 +199,8 @@ def solve(job: BakeJob, stages=None) -> Solved:
     start = time.perf_counter()
     ref = job.reference
     frame_time = float(ref.times[1] - ref.times[0])
-    with stages("body"):
-        fields = body_fields(job.rig, job.settings.sdf_spacing, job.settings.sdf_margin, job.grid_cache)
+    with stages("body") as tick:
+        fields = body_fields(job.rig, job.settings.sdf_spacing, job.settings.sdf_margin, job.grid_cache, tick)
         kinds = capsule_pair_kinds(job.rig.model, job.rig.parts)
         held = held_overlaps(job.rig.model, ref.rotations, ref.base_positions, ref.base_rotations, frame_time)
         held_record, held_warnings = held_overlap_record(job.rig.model, kinds, held)
@@ -306,8 +306,8 @@ def write(scene, job: BakeJob, solved: Solved, output="ASSIGN", key_tolerance_de
             rotations = quat.make_continuous(solved.rotations)
             keys.write_rotations(ob, new, slot, job.frames, job.rig.bone_names, rotations, key_tolerance_deg)
         if measure_skin:
-            with stages("skin_check"):
-                skin, warnings = skin_metrics.measure(scene, ob, job, ref, new, job.slot_identifier)
+            with stages("skin_check") as tick:
+                skin, warnings = skin_metrics.measure(scene, ob, job, ref, new, job.slot_identifier, tick)
                 for side in (skin or {}):
                     solved.metrics.setdefault(side, {}).update(skin[side])
                 solved.metrics.setdefault("warnings", []).extend(warnings)

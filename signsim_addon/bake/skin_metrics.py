@@ -66,15 +66,17 @@ def skin_warnings(reference, baked, frames):
     return out
 
 
-def measure(scene, ob, job, reference_action, baked_action, slot_identifier):
+def measure(scene, ob, job, reference_action, baked_action, slot_identifier, progress=None):
     """({"reference": side_record, "baked": side_record}, [warnings]) of the skin of
     armature `ob` under both actions at job.frames (bake.job.BakeJob), or (None,
-    [a warning]) when `ob` deforms no mesh."""
+    [a warning]) when `ob` deforms no mesh. progress: None or callable(fraction of the
+    frames measured, the reference's then the bake's)."""
     if not job.rig.skinned:
         return None, [f"armature '{ob.name}' deforms no mesh: penetration is the body model's (capsules and "
                       "distance fields), not measured on a skin"]
     test = SkinTest(ob, job.rig)
-    depths = {side: skin_depths(scene, ob, action, action.slots[slot_identifier], job.rig, job.frames, test)
-              for side, action in (("reference", reference_action), ("baked", baked_action))}
+    depths = {side: skin_depths(scene, ob, action, action.slots[slot_identifier], job.rig, job.frames, test,
+                                None if progress is None else (lambda x, j=j: progress((j + x) / 2)))
+              for j, (side, action) in enumerate((("reference", reference_action), ("baked", baked_action)))}
     return ({side: side_record(d) for side, d in depths.items()},
             skin_warnings(depths["reference"], depths["baked"], job.frames))

@@ -31,20 +31,23 @@ def _field(rig, mesh, plates, spacing, margin, cache_dir):
                        lambda *a: grid_cache.face_grid(*a, cache_dir=cache_dir), spacing, margin)
 
 
-def body_fields(rig, spacing, margin, cache_dir=None):
+def body_fields(rig, spacing, margin, cache_dir=None, progress=None):
     """BodyField of every volume of `rig` (body.rig.RigModel) that some sample may touch.
 
     The hands are sampled as plates across their palm volumes; torso fields use a
     coarser grid (geometry.TORSO_SPACING_FACTOR × spacing m). margin m: how far beyond
-    the surface each grid reaches. cache_dir: folder of cached grids, or None.
+    the surface each grid reaches. cache_dir: folder of cached grids, or None. progress:
+    None or callable(fraction of the volumes done) after each volume.
     """
     plates = hand_plates(rig.model, rig.parts, rig.meshes)
     fields = []
-    for mesh in rig.meshes:
+    for i, mesh in enumerate(rig.meshes):
         h = spacing * (geometry.TORSO_SPACING_FACTOR if mesh.kind == TORSO else 1.0)
         f = _field(rig, mesh, plates, h, margin, cache_dir)
         if f is not None:
             fields.append(f)
+        if progress is not None:
+            progress((i + 1) / len(rig.meshes))
     return tuple(fields)
 
 

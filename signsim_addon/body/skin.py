@@ -178,20 +178,22 @@ class SkinTest:
         return "torso" if r == TORSO else self.bone_names[r]
 
 
-def skin_penetration(scene, ob, action, slot, rig, frames, vertices=None, worst=None, pairs=None, test=None):
+def skin_penetration(scene, ob, action, slot, rig, frames, vertices=None, worst=None, pairs=None, test=None,
+                     progress=None):
     """{frame: deepest skin penetration m} with `action` (its `slot`) shown on `ob` at
     each of `frames` (skin.SkinTest of `rig`, or `test` when given); with a dict
     `vertices`, also fills {frame: evaluated skin vertices (V, 3) m}, with a dict `worst`
     {frame: "bone–bone" of the deepest pair, or None}, with a dict `pairs` {frame:
     {(bone a, bone b): depth m}} of every penetrating pair (bone indices of rig, −1 for
-    the torso's skin). The armature's own action, slot and the scene frame are restored."""
+    the torso's skin). progress: None or callable(fraction of the frames measured) after
+    each frame. The armature's own action, slot and the scene frame are restored."""
     ad = ob.animation_data
     old_action, old_handle, old_frame = ad.action, compat.assigned_slot_handle(ob), scene.frame_current
     test = test or SkinTest(ob, rig)
     out = {}
     try:
         compat.assign_action(ob, action, slot)
-        for f in frames:
+        for i, f in enumerate(frames):
             scene.frame_set(int(f))
             v = test.world_vertices()
             hits = test.penetrating(v)
@@ -203,19 +205,22 @@ def skin_penetration(scene, ob, action, slot, rig, frames, vertices=None, worst=
                 worst[float(f)] = deepest and "–".join(test.region_name(r) for r in deepest)
             if pairs is not None:
                 pairs[float(f)] = {(int(a), int(b)): x for (a, b), x in hits.items()}
+            if progress is not None:
+                progress((i + 1) / len(frames))
     finally:
         compat.restore_action(ob, old_action, old_handle)
         scene.frame_set(old_frame)
     return out
 
 
-def skin_depths(scene, ob, action, slot, rig, frames, test):
+def skin_depths(scene, ob, action, slot, rig, frames, test, progress=None):
     """{contact kind: (F,) deepest skin penetration m per frame} with `action` (its
     `slot`) shown on `ob` at each of `frames` (F,) scene frames; `test`: a
     SkinTest of `rig` (body.rig.RigModel) on `ob`. Every kind any tested
-    region pair has appears, 0 where that pair's skin does not intersect."""
+    region pair has appears, 0 where that pair's skin does not intersect. progress: as
+    skin_penetration's."""
     pairs = {}
-    skin_penetration(scene, ob, action, slot, rig, frames, pairs=pairs, test=test)
+    skin_penetration(scene, ob, action, slot, rig, frames, pairs=pairs, test=test, progress=progress)
 
     def part(r):
         return "torso" if r == TORSO else rig.parts[r]

@@ -14,6 +14,7 @@ Public API (operators, the CLI, batch, the demo and the tests call only these):
 - collect_files(paths) -> ([file], [(path, error)])
 - open_character(path): a new current file holding the character of an FBX/glTF file
   (CHARACTER_FORMATS), as `--rig` takes one
+- import_character(path, out, report=None) -> {"out", "armatures", "meshes"}: that file saved
 - check_not_scene_file(library): refuse a scene .blend given as the library
 - index_file(library) -> the path of its SQLite index; CATALOG_FILE: the catalog file's
   name (beside the library)
@@ -25,8 +26,10 @@ validation + numpy FK) and solver/mocap/clip_checks.py.
 """
 import os
 
-from .. import preferences
-from ..errors import ERROR, WARNING, SignSimError
+import bpy
+
+from .. import files, preferences
+from ..errors import ERROR, INFO, WARNING, SignSimError, silent
 from ..progress import Stages
 from . import importers, store, tracking
 from .importers import CHARACTER_FORMATS, open_character  # noqa: F401
@@ -40,7 +43,7 @@ from .store import TEXT_FIELDS, text_note, unknown_filter_warnings  # noqa: F401
 __all__ = ("library_file", "index_file", "CATALOG_FILE", "check_not_scene_file", "import_paths", "list_clips", "edit_clip", "tag_clip", "tag_clips",
            "load_clip", "collect_files", "matches", "parse_tags", "did_you_mean", "unknown_filter_warnings",
            "TEXT_FIELDS", "text_note",
-           "CHARACTER_FORMATS", "open_character")
+           "CHARACTER_FORMATS", "open_character", "import_character")
 
 
 def library_file(path=None) -> str:
@@ -132,7 +135,8 @@ def import_paths(paths, library, tags=(), catalog=None, report=None, progress=No
     {"imported": [record + "updated"], "failed": [{"path", "error"}],
      "skipped": [{"path", "reason"}] (see collect_files), "library": path}.
     progress: None or a progress(stage, k, n, fraction) callable (signsim_addon/progress.py)
-    whose stages are the files (named by their paths). An interrupt (KeyboardInterrupt) keeps
+    whose stages are the files (named by their paths; a BVH file's advances as its rows
+    are read). An interrupt (KeyboardInterrupt) keeps
     the clips imported before it, reports how many, and is raised again.
     """
     tags = store.parse_tags(tags)
@@ -157,7 +161,7 @@ def import_paths(paths, library, tags=(), catalog=None, report=None, progress=No
 
         try:
             for i, path in enumerate(files):
-                with stages(path):
+                with stages(path) as tick:
                     clips = []
                     try:
                         sha = importers.file_sha256(path)
@@ -169,7 +173,7 @@ def import_paths(paths, library, tags=(), catalog=None, report=None, progress=No
                     else:
                         first_with[sha] = path
                         try:
-                            clips = importers.import_file(path, report, sink, sha256=sha)
+                            clips = importers.import_file(path, report, sink, sha256=sha, progress=tick)
                         except SignSimError as ex:
                             failed.append({"path": path, "error": str(ex)})
                             if report:
@@ -191,6 +195,23 @@ def import_paths(paths, library, tags=(), catalog=None, report=None, progress=No
                                 f"{library}; the file in progress was not imported")
             raise
     return {"imported": imported, "failed": failed, "skipped": skipped, "library": library}
+
+
+def import_character(path, out, report=silent) -> dict:
+    """Save the character of the FBX or glTF file `path` (open_character: armatures and
+    meshes, no animation) as the .blend `out`, which then serves as a rig file.
+
+    Returns {"out": absolute path, "armatures": [names], "meshes": [names]}. Raises
+    SignSimError for a missing file or output folder, a BVH file (motion, not a
+    character), another format, or a file without an armature; nothing is written then.
+    """
+    files.check_files([path], [out])
+    open_character(path)
+    armatures = sorted(o.name for o in bpy.data.objects if o.type == 'ARMATURE')
+    meshes = sorted(o.name for o in bpy.data.objects if o.type == 'MESH')
+    out = files.save_atomically(out)
+    report(INFO, f"wrote {out}: armature {', '.join(armatures)}, {len(meshes)} mesh(es)")
+    return {"out": out, "armatures": armatures, "meshes": meshes}
 
 
 # the sidebar's state (which library, its clip list, the preview): imported last, it uses this API

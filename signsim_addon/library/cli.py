@@ -75,6 +75,16 @@ def run_tag(args, say) -> dict:
     return {"clips": recs}
 
 
+def add_rig_arguments(parser):
+    parser.add_argument("action", choices=("import",), help="import: save the character of CHARACTER as a .blend")
+    parser.add_argument("character", metavar="CHARACTER", help="an .fbx, .glb or .gltf file with an armature")
+    parser.add_argument("--out", required=True, metavar="RIG.blend", help="the .blend file to write")
+
+
+def run_rig(args, say) -> dict:
+    return library.import_character(args.character, args.out, cli_reporter(say))
+
+
 def add_list_arguments(parser):
     parser.add_argument("--library", metavar="FILE",
                         help="library .blend (default: the one in the preferences)")

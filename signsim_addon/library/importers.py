@@ -49,7 +49,6 @@ FINGER_BONES_MIN = 10   # articulated hands, not a single "hand end" joint per h
 FINGER_MOTION_MIN = math.radians(1.0)  # fingers that never move are not finger animation
 SHORT_S, LONG_S = 2.0, 10.0
 KEYED_HEIGHT_RANGE = (0.3, 4.0)  # FBX/glTF heights (m) trusted as they are
-LONG_FILE_BYTES = 16 << 20  # BVH files above this report their reading every 10 %
 # Keys of one clip at most: Blender holds a key in 72 bytes (a BezTriple), so ~290 MB.
 MAX_CLIP_KEYS = 4_000_000
 
@@ -86,9 +85,10 @@ def format_of(path):
     return fmt
 
 
-def import_file(path, report=None, sink=None, sha256=None):
+def import_file(path, report=None, sink=None, sha256=None, progress=None):
     """Import one BVH/FBX/glTF file; returns [Clip]. bpy.data is unchanged on failure.
-    sha256: the file's SHA-256 (hex) when the caller has it (else computed here).
+    sha256: the file's SHA-256 (hex) when the caller has it (else computed here);
+    progress: None or callable(fraction of a BVH file's rows read, 0–1).
 
     sink(clips): when given, a BVH file too long for one clip (see MAX_CLIP_KEYS) hands
     each of its clips to sink as soon as it is made (which must take it out of bpy.data,
@@ -123,7 +123,7 @@ def import_file(path, report=None, sink=None, sha256=None):
 
         try:
             if fmt == "BVH":
-                clips = _import_bvh(path, scene, tr, report, finish)
+                clips = _import_bvh(path, scene, tr, report, finish, progress)
             elif fmt == "FBX":
                 clips = finish(_import_fbx(path, scene, tr))
             else:
@@ -215,21 +215,7 @@ def _keep_only(tr, clips, keep_also=()):
 
 # ---------------------------------------------------------------------------------- BVH
 
-def _read_progress(path, report):
-    """progress(fraction) for bvh.read that reports each 10 % step of a long file."""
-    if report is None or os.path.getsize(path) < LONG_FILE_BYTES:
-        return None
-    name, shown = os.path.basename(path), [0]
-
-    def progress(fraction):
-        step = int(fraction * 10 + 1e-9)
-        if step > shown[0]:
-            shown[0] = step
-            report(INFO, f"  {name}: {10 * step} % read")
-    return progress
-
-
-def _import_bvh(path, scene, tr, report, finish):
+def _import_bvh(path, scene, tr, report, finish, progress=None):
     """Blender's BVH importer builds the armature (rest pose, axis conversion, scale) from
     the file's hierarchy and first frame; every frame's keys are then computed here in
     numpy with the importer's own formulas (see _bvh_keys) and written in bulk. Keying
@@ -238,9 +224,10 @@ def _import_bvh(path, scene, tr, report, finish):
 
     A file with more keys than MAX_CLIP_KEYS becomes consecutive clips '<name> part 01',
     … of equal length, each on its own copy of the skeleton, made and handed to
-    finish(…, to_sink=True) one after the other. Returns the finished clips."""
+    finish(…, to_sink=True) one after the other. progress(fraction read) as the rows are
+    read. Returns the finished clips."""
     try:
-        data = bvh_file.read(path, progress=_read_progress(path, report))
+        data = bvh_file.read(path, progress=progress)
     except bvh_file.BvhError as ex:  # one line naming the file
         raise SignSimError(str(ex)) from None
     up, forward, scale, _height, note = bvh_file.detect_orientation(data)

@@ -127,8 +127,8 @@ def _resolve_into(scene, ob, action, new, frame_range, margin, sequence, method,
     if only_frames is not None:
         solve &= np.isin(job.frames, np.asarray(only_frames, dtype=float))
     rig, ref = job.rig, job.reference
-    with stages("body"):
-        fields = body_fields(rig, job.settings.sdf_spacing, job.settings.sdf_margin, job.grid_cache)
+    with stages("body") as tick:
+        fields = body_fields(rig, job.settings.sdf_spacing, job.settings.sdf_margin, job.grid_cache, tick)
         fields += neck_fields(ob, rig, job.settings.sdf_spacing, job.settings.sdf_margin, job.grid_cache)
         warm_up()  # compiles on the first resolve after install (not a pose's time), then loads
     with from_solver("cannot resolve: "):

@@ -175,7 +175,7 @@ def test_the_first_pose_is_out_of_contact_from_frame_zero(tmp_path, addon):
 @pytest.mark.slow
 def test_the_projected_target_clears_the_skin_and_bakes_bit_identically(addon, tmp_path):
     """chin_cheek with the projection: the metrics' target block, a change the collisions
-    need (mean ≤ 15°), its progress reported, the evaluated skin less deep in the face than the reference (its
+    need (mean ≤ 15°), its stages' progress reported, the evaluated skin less deep in the face than the reference (its
     kept contacts stay at the reference's depth) and clear between the fingers (≤ 1 mm),
     0 fallbacks, no NaN, and a second solve bit-identical."""
     api = addon.signsim_addon.bake.api
@@ -186,9 +186,15 @@ def test_the_projected_target_clears_the_skin_and_bakes_bit_identically(addon, t
     job = api.prepare(bpy.context.scene, bpy.data.objects["Signer"], preset="default", project=True)
     assert job.settings.project and job.settings_record["project"]
     seen = []
-    solved = api.solve(job, progress=seen.append)
-    # the projection's frames fill the first half of the progress, the simulation the rest
-    assert seen == sorted(seen) and seen[-1] == 1.0 and 0.0 < seen[0] <= 0.5 and any(x > 0.5 for x in seen)
+    solved = api.solve(job, addon.signsim_addon.progress.Stages(api.bake_stages(True),
+                                                                lambda *stage: seen.append(stage)))
+    # the solve's stages in order (k of the bake's n), the projection's and the simulation's
+    # frames each counted from 0 to the stage's end
+    assert list(dict.fromkeys((s, k) for s, k, _n, _f in seen)) == [("body", 2), ("fit", 3), ("projection", 4),
+                                                                  ("simulation", 5), ("metrics", 6)]
+    for stage in ("projection", "simulation"):
+        done = [f for s, _k, _n, f in seen if s == stage]
+        assert len(done) > 3 and done == sorted(done) and done[0] == 0.0 and done[-1] == 1.0, (stage, done)
     t = solved.metrics["target"]
     assert 0 < t["projected_frames"] <= t["colliding_frames"] <= len(job.frames)
     assert 0.0 < t["mean_change_deg"] <= t["largest_change_deg"] and t["mean_change_deg"] <= 15.0

@@ -61,8 +61,9 @@ def test_bake_progress_on_stderr_and_stage_times_add_up(cli, capsys, tmp_path, r
     assert {(name, int(k), int(n)) for task, k, n, name, _ in lines} == \
         {(name, i + 1, len(expected)) for i, name in enumerate(expected)}
     assert all(task == "bake" for task, *_ in lines)
-    ticks = [int(p) for _, _, _, name, p in lines if name == "simulation" and p is not None]
-    assert len(ticks) > 3 and ticks == sorted(ticks), ticks
+    for stage in ("body", "simulation", "skin_check"):  # per body volume, per frame
+        ticks = [int(p) for _, _, _, name, p in lines if name == stage and p is not None]
+        assert len(ticks) > 3 and ticks == sorted(ticks), (stage, ticks)
     # nothing unaccounted: the stages together are the bake's wall time
     assert abs(sum(stages.values()) - wall) <= 0.1 * wall, (stages, wall)
 
@@ -110,3 +111,22 @@ def test_import_retarget_compose_resolve_print_progress_on_stderr(cli, capsys, t
                                                     "--out", str(tmp_path / "s.blend")])
     assert [s for s, _k, _n in stages] == ["reading", "body", "poses", "writing", "skin_check"]
     assert set(result["stage_seconds"]) == {"reading", "body", "poses", "skin_check", "writing"}
+
+
+def test_lines_are_throttled_and_quiet_for_short_stages(addon):
+    """At most one line a second per stage (plus its end), and nothing for a stage shorter
+    than the threshold: the CLI's defaults."""
+    progress = addon.signsim_addon.progress
+    said = []
+    lines = progress.Lines("bake", said.append, after=0.0)     # EVERY_S: one a second
+    stages = progress.Stages(("reading", "simulation"), lines)
+    with stages("simulation") as tick:
+        for i in range(200):                                   # far less than a second
+            tick(i / 200)
+    assert len(said) == 2 and said[0] == "[bake 2/2] simulation 0 %", said
+    assert re.fullmatch(r"\[bake 2/2\] simulation done in 0 s", said[1])
+    said.clear()
+    quiet = progress.Stages(("reading",), progress.Lines("bake", said.append))   # AFTER_S: 2 s
+    with quiet("reading") as tick:
+        tick(0.5)
+    assert said == [] and set(quiet.seconds) == {"reading"}

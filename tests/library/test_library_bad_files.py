@@ -257,21 +257,26 @@ def test_interrupted_import_leaves_no_temporary_files(shared_data, tmp_path, sig
 
 
 @pytest.mark.slow
-def test_long_file_reports_progress_every_ten_percent(addon, shared_data, tmp_path, capsys):
-    importers = addon.signsim_addon.library.importers
+def test_long_file_reports_its_reading_progress(addon, shared_data, tmp_path, capsys, monkeypatch):
+    """A BVH file's import stage advances as its rows are read: '[import 1/1] long.bvh
+    43 % eta 2 s' lines (progress.py; every tick here, at most one a second in use)."""
+    monkeypatch.setattr(addon.signsim_addon.progress, "AFTER_S", 0.0)
+    monkeypatch.setattr(addon.signsim_addon.progress, "EVERY_S", 0.0)
     real = (shared_data / "mocap" / "cmu_01_01_cgspeed__fairmotion.bvh").read_text()
     head, rest = real.split("Frame Time:", 1)
     ft, body = rest.split("\n", 1)
     body = body.strip() + "\n"
-    reps = importers.LONG_FILE_BYTES // len(body) + 1
+    reps = (4 << 20) // len(body) + 1   # 4 MB: read in 20 chunks
     big = tmp_path / "long.bvh"
     big.write_text(f"{head}Frame Time:{ft}\n" + body * reps)
     capsys.readouterr()
     code = addon.signsim_addon.cli.main(["import", str(big), "--library", str(tmp_path / "l.blend")])
     out = capsys.readouterr().out
     assert code == 0
-    steps = [int(ln.split(": ")[1].split(" %")[0]) for ln in out.splitlines() if "% read" in ln]
-    assert steps == list(range(10, 101, 10))
+    lines = [ln for ln in out.splitlines() if ln.startswith("[import 1/1] long.bvh ")]
+    steps = [int(ln.split()[3]) for ln in lines[:-1]]
+    assert len(steps) >= 20 and steps == sorted(steps) and steps[0] == 0 and steps[-1] >= 95, lines
+    assert all(" eta " in ln for ln in lines[1:-1]) and " done in " in lines[-1], lines
     (clip,) = addon.signsim_addon.library.api.list_clips(str(tmp_path / "l.blend"))
     rows = reps * len(body.strip().splitlines())   # every row (a calibration pose may be trimmed)
     trimmed = rows - clip["frames"]
