@@ -25,8 +25,11 @@ class DemoRequest:
     force: bool = False
 
 
-def run_demo(request: DemoRequest, report=silent) -> dict:
+def run_demo(request: DemoRequest, report=silent, progress=None) -> dict:
     """Import, retarget and bake the bundled sample clip into request.out.
+
+    progress: None or a progress(stage, k, n, fraction) callable (signsim_addon/progress.py)
+    given to each step's use case (their stages, counted within the step).
 
     Returns {"action": baked action, "metrics": public metrics, "paths": {"library",
     "retargeted", "baked", "metrics"}}. Raises SignSimError when a step fails, and before
@@ -48,7 +51,7 @@ def run_demo(request: DemoRequest, report=silent) -> dict:
     clip = str(SAMPLES / CLIP)
     report(INFO, f"1/3 import {CLIP} into the motion library {paths['library']}")
     imported = library.import_paths([clip], paths["library"], tags="gloss:fingerspelling,handedness:right",
-                                    catalog="signs/fingerspelling")
+                                    catalog="signs/fingerspelling", progress=progress)
     if imported["failed"]:
         raise SignSimError(imported["failed"][0]["error"])
     rec = imported["imported"][0]
@@ -56,10 +59,11 @@ def run_demo(request: DemoRequest, report=silent) -> dict:
                  f"tags {', '.join(rec['tags'])}")
     report(INFO, "2/3 retarget onto the bundled signer rig")
     rt = retarget.retarget_files(retarget.RetargetRequest(
-        clips=(clip,), rig=str(SIGNER_BLEND), armature="Signer", out=paths["retargeted"]))
+        clips=(clip,), rig=str(SIGNER_BLEND), armature="Signer", out=paths["retargeted"]), progress=progress)
     report(INFO, f"    action '{rt['action']}' on '{rt['armature']}', {len(rt['bone_map'])} bones mapped")
     report(INFO, "3/3 bake the physics pass")
     baked = bake.bake_file(bake.BakeFileRequest(
-        rig=paths["retargeted"], armature="Signer", out=paths["baked"], metrics=paths["metrics"]), report)
+        rig=paths["retargeted"], armature="Signer", out=paths["baked"], metrics=paths["metrics"]), report,
+        progress=progress)
     report(INFO, "wrote: " + ", ".join(paths.values()))
     return {"action": baked["action"], "metrics": baked["metrics"], "paths": paths}

@@ -1,5 +1,6 @@
 """`signsim demo`: the main job on the bundled sample, end to end (demo.api.run_demo)."""
 from ..errors import cli_reporter
+from ..progress import cli_lines
 from . import api
 
 
@@ -11,4 +12,5 @@ def add_arguments(parser):
 
 
 def run(args, say) -> dict:
-    return api.run_demo(api.DemoRequest(out=args.out, force=args.force), cli_reporter(say))
+    return api.run_demo(api.DemoRequest(out=args.out, force=args.force), cli_reporter(say),
+                        progress=cli_lines(say, "demo"))

@@ -135,8 +135,8 @@ def import_paths(paths, library, tags=(), catalog=None, report=None, progress=No
     {"imported": [record + "updated"], "failed": [{"path", "error"}],
      "skipped": [{"path", "reason"}] (see collect_files), "library": path}.
     progress: None or a progress(stage, k, n, fraction) callable (signsim_addon/progress.py)
-    whose stages are the files (named by their paths; a BVH file's advances as its rows
-    are read). An interrupt (KeyboardInterrupt) keeps
+    whose stages are the files (named by their file names; a BVH file's advances as its
+    rows are read). An interrupt (KeyboardInterrupt) keeps
     the clips imported before it, reports how many, and is raised again.
     """
     tags = store.parse_tags(tags)
@@ -152,7 +152,7 @@ def import_paths(paths, library, tags=(), catalog=None, report=None, progress=No
     library = store.check_library_path(library, write=True)   # before any work
     if os.path.isfile(library):
         store.check_not_scene_file(library)
-    stages = Stages(files, progress)
+    stages = Stages([os.path.basename(p) for p in files], progress)
     with tracking.NameGuard() as guard, tracking.Tracker():
         waiting, waiting_keys = [], 0   # clips not yet in the library, and their keys
 
@@ -161,7 +161,7 @@ def import_paths(paths, library, tags=(), catalog=None, report=None, progress=No
 
         try:
             for i, path in enumerate(files):
-                with stages(path) as tick:
+                with stages(os.path.basename(path)) as tick:
                     clips = []
                     try:
                         sha = importers.file_sha256(path)

@@ -30,10 +30,10 @@ def run_import(args, say) -> dict:
     lib = library.library_file(args.library)
     lines = cli_lines(say, "import")
 
-    def progress(path, k, n, fraction):  # every file's first line; a long one's progress
+    def progress(name, k, n, fraction):  # every file's first line; a long one's progress
         if fraction == 0.0:
-            say(f"[{k}/{n}] {os.path.basename(path)}")
-        lines(os.path.basename(path), k, n, fraction)
+            say(f"[{k}/{n}] {name}")
+        lines(name, k, n, fraction)
 
     result = library.import_paths(args.paths, lib, tags=args.tags, catalog=args.catalog,
                                   report=cli_reporter(say), progress=progress)

@@ -6,7 +6,7 @@ import subprocess
 import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent.parent
-SUBCOMMANDS = ("demo", "import", "list", "tag", "retarget", "bake", "batch", "compose")
+SUBCOMMANDS = ("demo", "import", "list", "tag", "rig", "retarget", "bake", "batch", "compose", "resolve")
 
 
 @pytest.fixture
@@ -36,9 +36,15 @@ def test_usage_error_is_one_stderr_line_and_exit_2(cli, capsys):
 
 @pytest.mark.compat
 @pytest.mark.slow
-def test_demo_runs_the_main_job_and_json_is_the_last_stdout_line(cli, capsys, tmp_path):
+def test_demo_runs_the_main_job_and_json_is_the_last_stdout_line(addon, cli, capsys, tmp_path, monkeypatch):
+    monkeypatch.setattr(addon.signsim_addon.progress, "AFTER_S", 0.0)   # every step's progress
     assert cli(["demo", "--out", str(tmp_path), "--json"]) == 0
-    result = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    captured = capsys.readouterr()
+    result = json.loads(captured.out.strip().splitlines()[-1])
+    # each step's progress on stderr: the import's file, the retarget's and the bake's stages
+    done = {line.split("] ", 1)[1].split(" done in ")[0] for line in captured.err.splitlines()
+            if line.startswith("[demo ") and " done in " in line}
+    assert {"fingerspelling.bvh", "reading", "fingerspelling", "simulation", "skin_check"} <= done, captured.err
     assert result["action"] == "fingerspelling_Signer.physics"
     for path in result["paths"].values():
         assert pathlib.Path(path).is_file() and pathlib.Path(path).parent == tmp_path
