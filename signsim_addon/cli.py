@@ -20,6 +20,7 @@ from .errors import BadOption, SignSimError
 
 EXIT_ERROR = 1
 EXIT_USAGE = 2
+EXIT_INTERRUPTED = 130  # 128 + SIGINT, as a shell reports Ctrl-C
 
 
 class _UsageError(Exception):
@@ -107,8 +108,10 @@ def main(argv) -> int:
     except (SignSimError, OSError, ValueError) as ex:
         return _fail(f"signsim: error: {ex}", EXIT_ERROR, want_json)
     except KeyboardInterrupt:
-        return _fail("signsim: interrupted", 130, want_json)
+        return _fail("signsim: interrupted", EXIT_INTERRUPTED, want_json)
     except Exception as ex:  # a bug: still one line unless --debug asks for more
+        if interrupted(ex):
+            return _fail("signsim: interrupted", EXIT_INTERRUPTED, want_json)
         if "--debug" in argv:
             traceback.print_exc()
         return _fail(f"signsim: internal error: {type(ex).__name__}: {ex}", EXIT_ERROR, want_json)
@@ -120,6 +123,20 @@ def main(argv) -> int:
     if args.json:
         _print_json(result)
     return code
+
+
+def interrupted(ex) -> bool:
+    """True when Ctrl-C (or SIGTERM) caused `ex`: an interrupt that arrives while compiled
+    code runs (a numba kernel) surfaces as SystemError "returned a result with an exception
+    set" whose __cause__ (or __context__) is the KeyboardInterrupt (CPython's
+    _Py_CheckFunctionResult)."""
+    seen = set()
+    while ex is not None and id(ex) not in seen:
+        if isinstance(ex, KeyboardInterrupt):
+            return True
+        seen.add(id(ex))
+        ex = ex.__cause__ or ex.__context__
+    return False
 
 
 class _Say:

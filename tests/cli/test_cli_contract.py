@@ -228,3 +228,21 @@ def test_batch_text_selects_clips_with_every_word_as_its_help_says(cli, capsys, 
                                         "--out", str(tmp_path / "baked"), "--text", "chin fingerspelling"])
     assert code == 1 and "no clips to bake" in err
     assert not (tmp_path / "baked").exists()
+
+
+def test_ctrl_c_inside_compiled_code_is_an_interrupt(addon):
+    """Ctrl-C that lands while a numba kernel runs reaches Python as SystemError "returned a
+    result with an exception set" caused by the KeyboardInterrupt: the CLI reports it as an
+    interrupt (exit 130), not as an internal error; a SystemError of its own stays a bug."""
+    cli = addon.signsim_addon.cli
+    try:
+        try:
+            raise KeyboardInterrupt
+        except KeyboardInterrupt as ki:
+            raise SystemError("CPUDispatcher(<function implicit_step>) returned a result with an "
+                              "exception set") from ki
+    except SystemError as ex:
+        caught = ex
+    assert cli.interrupted(caught)
+    assert not cli.interrupted(SystemError("a bug"))
+    assert cli.EXIT_INTERRUPTED == 130
