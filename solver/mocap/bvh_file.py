@@ -348,8 +348,14 @@ def local_rotations(data, rows=None):
 
 def joint_positions(data, rows=None):
     """World joint positions (frames, J, 3) in file units and axes (position channels
-    replace the OFFSET, as Blender's importer reads them): kinematics.chain of each
-    joint's local transform (its rotation channels, at its offset)."""
+    replace the OFFSET, as Blender's importer reads them)."""
+    return joint_matrices(data, rows)[..., :3, 3]
+
+
+def joint_matrices(data, rows=None):
+    """World joint transforms (frames, J, 4, 4), translations in file units and axes:
+    kinematics.chain of each joint's local transform (its rotation channels, at its
+    offset, or at its position channels where it has them)."""
     m = data.motion if rows is None else data.motion[rows]
     F, J = len(m), len(data.names)
     offsets = np.broadcast_to(np.asarray(data.offsets, dtype=float), (F, J, 3)).copy()
@@ -358,7 +364,7 @@ def joint_positions(data, rows=None):
             if c in _POS:
                 offsets[:, j, _POS[c]] = m[:, data.first_channel[j] + i]
     local = kinematics.transforms(quat.to_matrix(local_rotations(data, rows)), offsets)
-    return kinematics.chain(data.parents, None, local, relative=np.broadcast_to(np.eye(4), (J, 4, 4)))[..., :3, 3]
+    return kinematics.chain(data.parents, None, local, relative=np.broadcast_to(np.eye(4), (J, 4, 4)))
 
 
 def skeleton_text(data):

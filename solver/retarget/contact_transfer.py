@@ -26,6 +26,7 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 from scipy.ndimage import gaussian_filter1d
+from scipy.signal import savgol_filter
 from scipy.sparse import coo_matrix
 from scipy.sparse.csgraph import connected_components
 from scipy.spatial import cKDTree
@@ -55,8 +56,8 @@ PALM_HALF_THICKNESS = 0.013   # m, a reference adult's palm
 TOUCH = 0.004                 # m (reference adult) from touching counts as a contact
 SLOW = 0.15                   # m/s (reference adult): parts resting on each other move slower
 MIN_RUN = 2                   # frames a contact lasts at least
-HOLD = 2.0                    # runs of a pair within HOLD · TOUCH and HOLD · SLOW between them are one
-BRIDGE_SECONDS = 0.1          # runs of one pair this close are one contact
+HOLD = 2.0                    # a contact lasts while its parts stay within HOLD · TOUCH and HOLD · SLOW
+SMOOTH_SECONDS = 0.2          # s: the window of the local cubic fit distances and speeds are read from
 RAMP_SECONDS = 0.4            # ease-in and ease-out of each correction
 FINGERS = ("thumb", "index", "middle", "ring", "pinky")
 
@@ -203,9 +204,29 @@ class SourceBody:
     palms: dict
 
 
-def _runs(mask, shortest=MIN_RUN):
-    edges = np.flatnonzero(np.diff(np.concatenate([[0], mask.astype(int), [0]])))
-    return [(int(a), int(b)) for a, b in zip(edges[::2], edges[1::2]) if b - a >= shortest]
+def _runs(enter, stay, shortest=MIN_RUN):
+    """(start, stop) of each contact, stop exclusive, over frames (F,) bool: hysteresis,
+    the `enter` frames of one run of `stay` are one contact, from the first to the last
+    of them, lasting at least `shortest` frames."""
+    out = []
+    for a, b in posing.runs(stay):
+        on = np.flatnonzero(enter[a:b])
+        if len(on) and on[-1] + 1 - on[0] >= shortest:
+            out.append((a + int(on[0]), a + int(on[-1]) + 1))
+    return out
+
+
+def _smoothed_track(x, fps, deriv=0):
+    """x (F, ...) smoothed along the frames by a zero-phase local cubic fit over
+    SMOOTH_SECONDS (odd window, at least 5 frames, at most F), or its time derivative
+    (deriv=1: units of x per second); x itself (or np.gradient · fps) where F is too short
+    for a fit. Savitzky & Golay 1964, "Smoothing and Differentiation of Data by Simplified
+    Least Squares Procedures"."""
+    n = len(x)
+    window = min(max(5, 2 * int(round(SMOOTH_SECONDS * fps / 2)) + 1), n - 1 + n % 2)
+    if window < 5:
+        return x if deriv == 0 else (np.gradient(x, axis=0) * fps if n > 1 else np.zeros_like(x))
+    return savgol_filter(x, window, 3, deriv=deriv, delta=1.0 / fps, axis=0, mode="interp")
 
 
 def detect(body, fps, forced=(), disabled=()):
@@ -213,10 +234,15 @@ def detect(body, fps, forced=(), disabled=()):
 
     fingertip ↔ face (the proportional face), fingertip ↔ fingertip (thumb with a finger
     of the same hand, or across the hands), fingertip ↔ the other palm, palm ↔ palm (the
-    two palms facing, overlapping, their surfaces within TOUCH). A pair touches where its
-    surfaces are within TOUCH · scale and move slower than SLOW · scale; two runs of one
-    pair are joined where the parts stay within HOLD times both between them or where
-    they are at most BRIDGE_SECONDS apart; runs shorter than MIN_RUN frames are dropped.
+    two palms facing, overlapping, their surfaces within TOUCH). Distances and relative
+    speeds are read from a short zero-phase local polynomial fit of the tracks
+    (_smoothed_track; the speed over each stretch the parts stay within HOLD · TOUCH, so
+    the approach does not blur a short rest), so capture noise neither splits a contact
+    nor makes one. A pair touches where its surfaces are within TOUCH · scale and move
+    slower than SLOW · scale; its touching frames are one contact while the parts stay
+    within HOLD times both between them (hysteresis), from the first to the last;
+    contacts shorter than MIN_RUN frames are dropped. Each contact's gap is smoothed over
+    it.
     forced: [(part_a, part_b, start, stop)] contacts the animator added (taken on those
     frames whatever the distance); disabled: [(part_a, part_b, start, stop)] detected
     contacts overlapping one of these are dropped. fps: frames per second (the ramps).
@@ -268,27 +294,34 @@ def detect(body, fps, forced=(), disabled=()):
             *_palm_palm(body.palms["L"], body.palms["R"], PALM_HALF_THICKNESS * s),
             np.einsum("fji,fj->fi", axa, cb - ca))
     ramp = max(1, int(round(RAMP_SECONDS * fps)))
+    far = 2 * HOLD * touch
     for (kind, a, b), (d, spot_a, spot_b, relative) in candidates.items():
+        # capture noise (a degree or two on the finger joints) moves a resting fingertip by
+        # millimetres from frame to frame: distance and speed are read from the fitted
+        # tracks; a distance beyond `far` (or none: off the palm) only says "apart"
+        d = np.minimum(d, far)
+        near = _smoothed_track(d, fps)
         # touching and resting on each other: a fingertip sweeping past the skin within
-        # TOUCH is not a contact (nor is a brush, which this does not keep)
-        speed = np.linalg.norm(np.gradient(relative, axis=0), axis=1) * fps if n > 1 else np.zeros(n)
+        # TOUCH is not a contact (nor is a brush, which this does not keep); the speed is
+        # fitted over the frames the parts are near, not across the approach
+        band = near < HOLD * touch
+        speed = np.full(n, np.inf)
+        for r0, r1 in posing.runs(band):
+            speed[r0:r1] = np.linalg.norm(_smoothed_track(relative[r0:r1], fps, deriv=1), axis=1)
         # two palms meet in a clap at speed: their impact is the contact
         clap = a == "palm_L" and b == "palm_R"
-        mask = (d < touch) & ((speed < SLOW * s) | clap)
-        # capture noise (a degree or two on the finger joints) moves a resting fingertip by
-        # millimetres from frame to frame: two runs of one pair are one contact where the
-        # parts stay within HOLD times both limits between them, or are a few frames apart
-        hold = (d < HOLD * touch) & ((speed < HOLD * SLOW * s) | clap)
-        runs = _runs(posing.joined(mask, int(round(BRIDGE_SECONDS * fps)), hold))
+        enter = (near < touch) & ((speed < SLOW * s) | clap)
+        stay = band & ((speed < HOLD * SLOW * s) | clap)
+        runs = _runs(enter, stay)
         if kind == "face":
             names = [face_region(np.median(spot_b[s0:s1], axis=0) * 1.0) for s0, s1 in runs]
         else:
             names = [b] * len(runs)
         for (s0, s1), name in zip(runs, names):
-            out.append(_with_gap(Contact(kind, a, name, s0, s1, spot_a[s0:s1], spot_b[s0:s1]), d / s))
+            out.append(_with_gap(Contact(kind, a, name, s0, s1, spot_a[s0:s1], spot_b[s0:s1]), d / s, fps))
         for fa, fb, s0, s1 in forced:
             if fa == a and (fb == b or (kind == "face" and fb in LANDMARKS)):
-                out.append(_with_gap(Contact(kind, a, fb, s0, s1, spot_a[s0:s1], spot_b[s0:s1]), d / s))
+                out.append(_with_gap(Contact(kind, a, fb, s0, s1, spot_a[s0:s1], spot_b[s0:s1]), d / s, fps))
     out = [c for c in out if not any(c.part_a == a and c.part_b == b and c.start < s1 and s0 < c.stop
                                      for a, b, s0, s1 in disabled)]
     palms = [c for c in out if c.part_a == "palm_L" and c.part_b == "palm_R"]
@@ -301,10 +334,10 @@ def detect(body, fps, forced=(), disabled=()):
     return sorted(out, key=lambda c: (c.start, c.name))
 
 
-def _with_gap(c, distance):
+def _with_gap(c, distance, fps):
     """Contact c with the source's own gap per frame (c.gap, ≥ 0, m of the reference adult)
-    from distance (F,) (the same unit)."""
-    c.gap = np.clip(distance[c.start:c.stop], 0.0, None)
+    from distance (F,) (the same unit), smoothed over the run (_smoothed_track)."""
+    c.gap = np.clip(_smoothed_track(distance[c.start:c.stop], fps), 0.0, None)
     return c
 
 

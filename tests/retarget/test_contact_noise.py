@@ -1,7 +1,8 @@
 """Contacts found in a clip with capture noise: the bundled chin_cheek.bvh with 1–1.5° of
-Gaussian noise on every joint (the shared noise tool) has one chin and one cheek contact,
-over the frames the clean clip has them, retargeted onto the CC0 base mesh (found, not
-split into fragments; whether they are kept is test_contact_preserve's)."""
+Gaussian noise on the hand and finger joints (the shared noise tool) has one chin and one
+cheek contact, starting and stopping within two frames of the clean clip's, retargeted onto
+the CC0 base mesh (found, not split into fragments; whether they are kept is
+test_contact_preserve's; the solver-level cases are tests/solver/test_contact_noise.py)."""
 import json
 import pathlib
 import subprocess
@@ -30,11 +31,7 @@ def _contacts(addon, clip):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("sigma, seed", (
-    (1.0, 11), (1.0, 12),
-    pytest.param(1.5, 7, marks=pytest.mark.xfail(
-        strict=True, reason="at 1.5° the chin is within TOUCH and SLOW on two frames only: its "
-                            "contact is found on those (the cheek's on all of them)"))))
+@pytest.mark.parametrize("sigma, seed", ((1.0, 11), (1.0, 12), (1.5, 7)))
 def test_capture_noise_does_not_split_contacts(addon, tmp_path, sigma, seed):
     if not NOISE_TOOL.is_file():
         pytest.skip(f"{NOISE_TOOL} not found")
@@ -46,5 +43,4 @@ def test_capture_noise_does_not_split_contacts(addon, tmp_path, sigma, seed):
     print(json.dumps({"sigma": sigma, "seed": seed, "clean": clean, "noisy": found}))
     assert [c["parts"] for c in found] == [c["parts"] for c in clean]
     for a, b in zip(clean, found):
-        overlap = min(a["frames"][1], b["frames"][1]) - max(a["frames"][0], b["frames"][0]) + 1
-        assert overlap >= 0.8 * (a["frames"][1] - a["frames"][0] + 1)
+        assert all(abs(x - y) <= 2 for x, y in zip(a["frames"], b["frames"])), (clean, found)

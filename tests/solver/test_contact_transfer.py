@@ -52,8 +52,9 @@ def test_two_palms_facing_and_touching_are_a_palm_contact():
     body = _body(n, np.tile([5.0, 5.0, 5.0], (n, 1)), {"L": (c_l, axes_l, half), "R": (c_r, axes_r, half)})
     body.tips.clear()
     found = contact_transfer.detect(body, fps=30)
-    # palms meeting in a clap move fast: their impact frames are the contact
-    assert [(c.part_a, c.part_b, c.start, c.stop) for c in found] == [("palm_L", "palm_R", 8, 14)]
+    # palms meeting in a clap move fast: their impact frames are the contact (but the
+    # first and last, next to a 5 cm jump in one frame, which the fitted distance reads)
+    assert [(c.part_a, c.part_b, c.start, c.stop) for c in found] == [("palm_L", "palm_R", 9, 13)]
     assert np.allclose(found[0].spot_a[:, 2], 1.0) and np.allclose(found[0].spot_b[:, 2], 1.0)   # palm sides
 
 
