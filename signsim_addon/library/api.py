@@ -10,7 +10,7 @@ Public API (operators, the CLI, batch, the demo and the tests call only these):
 - tag_clips(library, names, add=(), remove=()) -> [clip record]  (every name checked first)
 - load_clip(library, name) -> (action, skeleton)   appended into the open file
 - unknown_filter_warnings(library, tags=(), catalog="") -> [warning] for tags/catalogs no clip has,
-  with the nearest names (did_you_mean(word, names))
+  with the nearest names
 - collect_files(paths) -> ([file], [(path, error)])
 - open_character(path): a new current file holding the character of an FBX/glTF file
   (CHARACTER_FORMATS), as `--rig` takes one
@@ -37,11 +37,10 @@ from .index import path_of as index_file  # noqa: F401
 from .store import CATS_FILE as CATALOG_FILE  # noqa: F401
 from .store import (check_not_scene_file, edit_clip, list_clips, load_clip, matches, parse_tags, tag_clip,  # noqa: F401
                     tag_clips)
-from ..errors import did_you_mean  # noqa: F401
 from .store import TEXT_FIELDS, text_note, unknown_filter_warnings  # noqa: F401
 
 __all__ = ("library_file", "index_file", "CATALOG_FILE", "check_not_scene_file", "import_paths", "list_clips", "edit_clip", "tag_clip", "tag_clips",
-           "load_clip", "collect_files", "matches", "parse_tags", "did_you_mean", "unknown_filter_warnings",
+           "load_clip", "collect_files", "matches", "parse_tags", "unknown_filter_warnings",
            "TEXT_FIELDS", "text_note",
            "CHARACTER_FORMATS", "open_character", "import_character")
 

@@ -13,7 +13,7 @@ from ...solver.retarget import bonemap
 from ...solver.retarget import transfer_math
 from ..library import api as library
 from .. import keys as key_io  # `keys` names the solved key arrays below
-from ..errors import INFO, WARNING, SignSimError, from_solver, silent
+from ..errors import INFO, WARNING, SignSimError, did_you_mean, from_solver, silent
 
 
 # ---------------------------------------------------------------------------------------
@@ -281,7 +281,7 @@ def clip_not_found(clip):
         near = [n for n in os.listdir(folder) if os.path.splitext(n)[1].lower() in library.importers.SUPPORTED]
     except OSError:
         near = []
-    return SignSimError(f"clip not found: {clip}{library.did_you_mean(os.path.basename(clip), near)}")
+    return SignSimError(f"clip not found: {clip}{did_you_mean(os.path.basename(clip), near)}")
 
 
 def source_clip(clip, library_path=None, scene=None, report=None):

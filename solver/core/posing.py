@@ -65,14 +65,13 @@ def runs(mask):
     return [(int(a), int(b)) for a, b in zip(edges[::2], edges[1::2])]
 
 
-def joined(mask, frames, hold=None):
+def joined(mask, frames):
     """mask (F,) bool with the gap between two of its runs filled where it lasts at most
-    `frames` frames, or where hold (F,) bool holds on all of it: a run that detection
-    loses for a frame or two (capture noise) stays one run."""
+    `frames` frames: a run that detection loses for a frame or two stays one run."""
     out = np.array(mask, dtype=bool)
     r = runs(mask)
     for (_a, b), (c, _d) in zip(r, r[1:]):
-        if c - b <= frames or (hold is not None and hold[b:c].all()):
+        if c - b <= frames:
             out[b:c] = True
     return out
 

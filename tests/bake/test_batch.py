@@ -102,7 +102,7 @@ def test_local_cluster_batch_equals_serial_bake(cli, library, serial, tmp_path, 
     # progress: one line per finished clip, counted, with the time left while clips remain
     progress = [line for line in human.splitlines() if line.startswith("[")]
     assert sorted(line.split("] ")[0] for line in progress) == [f"[{k}/{len(serial)}" for k in range(1, len(serial) + 1)]
-    assert all(re.search(r", eta \d+ s$", line) for line in progress[:-1]) and "eta" not in progress[-1], progress
+    assert all(re.search(r", eta (\d+ min )?\d+ s$", line) for line in progress[:-1]) and "eta" not in progress[-1], progress
     assert only_finished_outputs(out) == {r["clip"] for r in serial}
     runs = [{"clip": r["clip"], "out": str(out / f"{r['clip']}.blend"),
              "metrics": json.loads((out / f"{r['clip']}.json").read_text())} for r in serial]

@@ -127,10 +127,9 @@ def test_a_resting_fingertip_with_capture_noise_is_one_contact():
     assert found[0].start <= reference.start + 2 and found[0].stop >= reference.stop - 2
 
 
-def test_runs_of_a_pair_join_across_short_or_held_gaps():
-    mask = np.array([0, 1, 1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1, 1], bool)
-    hold = np.array([0, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1], bool)
-    # the first gap (4 frames) is held throughout, the second (4 frames) is not
-    assert posing.joined(mask, 2, hold).tolist() == [0] + [1] * 7 + [0] * 4 + [1, 1]
-    assert posing.joined(mask, 4, hold).tolist() == [0] + [1] * 13
-    assert posing.joined(mask, 3, np.zeros_like(hold)).tolist() == mask.tolist()
+def test_runs_join_across_short_gaps_only():
+    mask = np.array([0, 1, 1, 0, 0, 0, 0, 1, 0, 0, 1, 1], bool)
+    # gaps of 4 and 2 frames
+    assert posing.joined(mask, 2).tolist() == [0, 1, 1, 0, 0, 0, 0] + [1] * 5
+    assert posing.joined(mask, 4).tolist() == [0] + [1] * 11
+    assert posing.joined(mask, 1).tolist() == mask.tolist()
