@@ -267,8 +267,9 @@ class _OwnSession:
 
 def _run_on_cluster(client, command, clips, job, report, parallel):
     """Submit one task per clip and collect the records in clip order, reporting each
-    finished clip with the time left (clips_eta, `parallel` clips at once); on KeyboardInterrupt set the cancel event, wait for the running tasks
-    to stop and re-raise."""
+    finished clip with the time left (clips_eta, `parallel` clips at once); on
+    KeyboardInterrupt set the cancel event, wait for the running tasks to stop and raise
+    KeyboardInterrupt('<k> of <n> clip(s) baked in <out>'), the clips kept."""
     from distributed import Event, as_completed
     from distributed.client import FutureCancelledError
     batch = uuid.uuid4().hex
@@ -308,7 +309,8 @@ def _run_on_cluster(client, command, clips, job, report, parallel):
                     not future.result().get("cancelled"):
                 collect(future)
         client.cancel(list(futures))
-        raise
+        baked = sum(r is not None and "error" not in r for r in records)
+        raise KeyboardInterrupt(f"{baked} of {len(clips)} clip(s) baked in {job['out']}") from None
     return records
 
 
@@ -324,7 +326,8 @@ def bake_many(request: BatchRequest, report=silent) -> dict:
     "armature", "action", "metrics", "out", "metrics_file".
     Raises SignSimError for a missing rig or library, no matching clip, a bad --out, an
     unreachable scheduler, or output files that would overwrite the rig, the library or
-    each other (before any work); KeyboardInterrupt after cancelling the tasks."""
+    each other (before any work); KeyboardInterrupt after cancelling the tasks, saying
+    how many clips were baked before it and where."""
     args = replace(request, library=library.library_file(request.library), rig=os.path.abspath(request.rig),
                    out=os.path.abspath(request.out))
     if not os.path.isfile(args.rig):

@@ -88,7 +88,8 @@ def run_batch(args, say) -> dict:
             to_say(level, message)
 
     lib = library.library_file(args.library)
-    typos = library.unknown_filter_warnings(lib, tags=library.parse_tags(args.tags)) if os.path.isfile(lib) else []
+    typos = library.unknown_filter_warnings(lib, tags=library.parse_tags(args.tags), text=args.text) \
+        if os.path.isfile(lib) else []
     for w in typos:
         report(WARNING, w)
     try:
