@@ -107,8 +107,8 @@ def main(argv) -> int:
         return _fail(f"signsim {args.command}: {ex} (see --help)", EXIT_USAGE, want_json)
     except (SignSimError, OSError, ValueError) as ex:
         return _fail(f"signsim: error: {ex}", EXIT_ERROR, want_json)
-    except KeyboardInterrupt:
-        return _fail("signsim: interrupted", EXIT_INTERRUPTED, want_json)
+    except KeyboardInterrupt as ex:  # its text, if any, says what was kept
+        return _fail("signsim: interrupted" + (f"; {ex}" if str(ex) else ""), EXIT_INTERRUPTED, want_json)
     except Exception as ex:  # a bug: still one line unless --debug asks for more
         if interrupted(ex):
             return _fail("signsim: interrupted", EXIT_INTERRUPTED, want_json)

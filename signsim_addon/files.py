@@ -135,16 +135,18 @@ def open_blend(path):
 def find_armature(name=None):
     """The armature object called `name` in the open file; with no name, the only armature
     there. Raises SignSimError naming the armatures there are (the nearest first when
-    `name` matches none)."""
+    `name` matches none) and the file by its path (a character read from FBX/glTF, which has
+    none: 'the rig file')."""
     armatures = sorted(o.name for o in bpy.data.objects if o.type == 'ARMATURE')
+    where = bpy.data.filepath or "the rig file"
     if name:
         ob = bpy.data.objects.get(name)
         if ob is None or ob.type != 'ARMATURE':
-            raise SignSimError(f"no armature named '{name}' in the rig file{did_you_mean(name, armatures)} "
+            raise SignSimError(f"no armature named '{name}' in {where}{did_you_mean(name, armatures)} "
                                f"(armatures: {', '.join(armatures) or 'none'})")
         return ob
     if len(armatures) != 1:
-        raise SignSimError(f"the rig file has {len(armatures)} armatures "
+        raise SignSimError(f"{where} has {len(armatures)} armatures "
                            f"({', '.join(armatures) or 'none'}): choose one with --armature")
     return bpy.data.objects[armatures[0]]
 

@@ -5,8 +5,10 @@ A use case that runs long takes `progress`: None or a callable
 and the fraction of it done, in [0, 1]; it may raise to abort (the UI's cancel). `Stages`
 drives that callable and times each stage; `Lines` turns the calls into throttled text
 lines for the CLI (`[bake 4/8] simulation 43 % eta 12 s`); `overall` is the whole task's
-fraction for a progress bar.
+fraction for a progress bar. `startup_seconds` is how long a CLI process ran before its command
+(the `startup` stage).
 """
+import os
 import sys
 import time
 from contextlib import contextmanager
@@ -34,6 +36,27 @@ def eta_text(seconds):
     return f"eta {s // 60} min {s % 60} s" if s >= 60 else f"eta {s} s"
 
 
+LAUNCHER_PID = "SIGNSIM_LAUNCHER_PID"  # set by tools/launch.py to its process id, before `import bpy`
+
+
+def startup_seconds():
+    """Wall seconds this process ran before the command started (Python, Blender and the
+    extension loading) when it was started for one command — by tools/launch.py (`./signsim`),
+    or by Blender's `-c signsim` — from the start time Linux gives in /proc/self/stat
+    against CLOCK_BOOTTIME (both counted from boot). None for an in-process call (the tests,
+    the UI) or where the OS does not say."""
+    import bpy
+    if os.environ.get(LAUNCHER_PID) != str(os.getpid()) and not bpy.app.binary_path:
+        return None
+    try:
+        with open("/proc/self/stat", encoding="ascii") as f:
+            fields = f.read().rsplit(")", 1)[1].split()  # after the command name, which may hold spaces
+        started = int(fields[19]) / os.sysconf("SC_CLK_TCK")  # field 22: starttime, in clock ticks
+        return max(time.clock_gettime(time.CLOCK_BOOTTIME) - started, 0.0)
+    except (OSError, ValueError, IndexError, AttributeError):
+        return None
+
+
 class Stages:
     """The stages of one task, timed and reported to `progress` (see the module).
 
@@ -41,11 +64,15 @@ class Stages:
     known). `with stages(name) as tick:` reports (name, k, n, 0) on entry, tick(fraction)
     inside (at most MAX_TICK), (name, k, n, 1) — the stage's end — on a normal exit, and
     adds the stage's wall seconds to `seconds[name]` (a stage entered twice adds up).
+    before: {stage: wall seconds} of stages that ran before this object existed (a CLI
+    command's `startup`, see startup_seconds): listed first by timed and summary, not
+    counted in k of n.
     """
 
-    def __init__(self, names, progress=None):
+    def __init__(self, names, progress=None, before=None):
         self.names = tuple(names)
         self.progress = progress
+        self.before = dict(before or {})
         self.seconds = {}
 
     def plan(self, names):
@@ -67,13 +94,14 @@ class Stages:
         tick(1.0, end=True)
 
     def timed(self):
-        """{stage: wall seconds} of the stages run, in the planned order."""
-        return {name: self.seconds[name] for name in self.names if name in self.seconds}
+        """{stage: wall seconds} of the stages run: `before`'s, then the planned order."""
+        return {**self.before, **{name: self.seconds[name] for name in self.names if name in self.seconds}}
 
     def summary(self):
-        """'reading 1.2 s, simulation 8.0 s, …, total 9.9 s' (stages in order)."""
-        parts = [f"{name} {s:.1f} s" for name, s in self.timed().items()]
-        return ", ".join(parts + [f"total {sum(self.seconds.values()):.1f} s"])
+        """'startup 1.4 s, reading 1.2 s, …, total 9.9 s' (stages in order)."""
+        timed = self.timed()
+        parts = [f"{name} {s:.1f} s" for name, s in timed.items()]
+        return ", ".join(parts + [f"total {sum(timed.values()):.1f} s"])
 
 
 class Lines:

@@ -14,6 +14,7 @@ import devenv
 def main() -> int:
     # `signsim batch` starts its workers with this same launcher.
     os.environ["SIGNSIM_CLI"] = json.dumps([sys.executable, os.path.abspath(__file__)])
+    os.environ["SIGNSIM_LAUNCHER_PID"] = str(os.getpid())  # the command's 'startup' stage counts from this process's start
     tmp = devenv.isolate_user_resources("signsim-cli-")
     try:
         import bpy  # noqa: F401  (Blender must load before the add-on is enabled)

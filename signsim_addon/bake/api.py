@@ -53,11 +53,13 @@ class BakeFileRequest(files.FileRequest):
     project: bool = None
 
 
-def bake_file(request: BakeFileRequest, report=silent, progress=None) -> dict:
+def bake_file(request: BakeFileRequest, report=silent, progress=None, startup=None) -> dict:
     """Bake request.armature's action in request.rig and save the result to request.out.
 
     progress: None or progress(stage, k, n, fraction) (signsim_addon/progress.py) over the
-    stages of bake_stages (with 'soft_face' and 'picture' when asked).
+    stages of bake_stages (with 'soft_face' and 'picture' when asked). startup: None or
+    the wall seconds the process ran before this call (the CLI: progress.startup_seconds),
+    the first of "stage_seconds" as 'startup'.
     Returns {"action": new action name, "metrics": public metrics, "out": absolute path,
     "verdict" (also in the metrics): 'ok', 'check' (warnings) or 'failed' (not usable as it
     is: solver.physics.bake_report.verdict), "warnings": every warning reported (the same
@@ -67,7 +69,7 @@ def bake_file(request: BakeFileRequest, report=silent, progress=None) -> dict:
     prepare/solve refuse; nothing is written then.
     """
     r = request
-    stages = Stages(bake_stages(bool(r.project)), progress)
+    stages = Stages(bake_stages(bool(r.project)), progress, None if startup is None else {"startup": startup})
     with stages("reading"):
         files.check_files([r.rig], [r.out, r.metrics, r.picture])
         files.open_blend(r.rig)
@@ -81,10 +83,10 @@ def bake_file(request: BakeFileRequest, report=silent, progress=None) -> dict:
                                 *(("picture",) if r.picture else ())))
         report(INFO, f"baking {len(job.frames)} frames of '{job.action_name}' on '{ob.name}' "
                      f"({len(job.rig.bone_names)} simulated bones)")
-        seconds, compiled = warm_up()  # compiles on the first bake after install, then loads
-        if compiled:
-            report(INFO, f"compiling the solver (once): {seconds:.1f} s")
-    solved = solve(job, stages)
+    solved = solve(job, stages)  # its stage 'compile' compiles the solver on the first bake after install
+    seconds, compiled = warm_up()  # the first call's result
+    if compiled:
+        report(INFO, f"compiled the solver (once after install, then loaded from the cache): {seconds:.1f} s")
     new = write(scene, job, solved, physics.output_mode, physics.key_tolerance_deg,
                 stages=stages)  # adds the skin's warnings
     for w in solved.metrics["warnings"][len(job.rig.warnings):]:

@@ -20,6 +20,7 @@ Source: Dask distributed documentation (Client.submit, as_completed, Event, Subp
 import asyncio
 import json
 import logging
+import math
 import os
 import pickle
 import shutil
@@ -37,7 +38,7 @@ from .. import files
 from ..library import api as library
 from ..retarget import api as retarget
 from ..errors import INFO, WARNING, BadOption, SignSimError, silent
-from ..progress import eta, eta_text
+from ..progress import eta_text
 
 EXIT_VERDICT = 3  # `bake`/`batch`: written, but a clip's verdict is 'failed' ('check' too with --strict)
 
@@ -80,6 +81,16 @@ def clip_outputs(clip, out):
 POLL_S = 0.5
 # How long an interrupted batch waits for its running tasks to stop their children (seconds).
 CANCEL_WAIT_S = 60
+
+
+def clips_eta(seconds, left, parallel):
+    """Seconds until the `left` clips still to finish are done, when the finished clips took
+    `seconds` (each its own wall seconds in its task: the cluster's start is not a clip's)
+    and `parallel` clips run at once: the mean clip time for each round of `parallel`
+    clips. None before a clip has finished."""
+    if not seconds:
+        return None
+    return sum(seconds) / len(seconds) * math.ceil(left / max(parallel, 1))
 
 
 def _last_json(stdout):
@@ -131,7 +142,8 @@ def _run_child(argv, cancelled):
 
 def run_clip(command, clip, job, cancel_event):
     """Retarget + bake one clip in fresh child processes; returns its result record (see
-    bake_many; "cancelled": True when the batch was interrupted first).
+    bake_many, with "seconds": its wall seconds here; "cancelled": True when the batch was
+    interrupted first).
 
     command: the CLI argv prefix (a worker's own SIGNSIM_CLI replaces it); job: dict of
     "library", "rig", "out", "armature", "preset" (absolute paths or None), "project" (None or
@@ -140,9 +152,10 @@ def run_clip(command, clip, job, cancel_event):
     if os.environ.get("SIGNSIM_CLI"):
         command = json.loads(os.environ["SIGNSIM_CLI"])
     from distributed import Event
+    start = time.monotonic()
     cancelled = Event(cancel_event).is_set
     retargeted, baked, metrics = clip_outputs(clip, job["out"])
-    record = {"clip": clip, "warnings": []}
+    record = {"clip": clip, "warnings": [], "seconds": 0.0}
     step = ["retarget", "--clip", clip, "--library", job["library"], "--rig", job["rig"],
             "--out", retargeted, "--json"] + (["--armature", job["armature"]] if job["armature"] else []) \
         + ([] if job.get("fps") is None else ["--fps", f"{job['fps']}"])
@@ -173,6 +186,7 @@ def run_clip(command, clip, job, cancel_event):
     finally:
         if os.path.exists(retargeted):
             os.remove(retargeted)
+        record["seconds"] = round(time.monotonic() - start, 3)
     record["out"], record["metrics_file"] = baked, metrics
     return record
 
@@ -251,10 +265,11 @@ class _OwnSession:
                                               env={**os.environ, "TMPDIR": self.scratch}, **kwargs)
 
 
-def _run_on_cluster(client, command, clips, job, report):
+def _run_on_cluster(client, command, clips, job, report, parallel):
     """Submit one task per clip and collect the records in clip order, reporting each
-    finished clip; on KeyboardInterrupt set the cancel event, wait for the running tasks
-    to stop and re-raise."""
+    finished clip with the time left (clips_eta, `parallel` clips at once); on
+    KeyboardInterrupt set the cancel event, wait for the running tasks to stop and raise
+    KeyboardInterrupt('<k> of <n> clip(s) baked in <out>'), the clips kept."""
     from distributed import Event, as_completed
     from distributed.client import FutureCancelledError
     batch = uuid.uuid4().hex
@@ -262,7 +277,6 @@ def _run_on_cluster(client, command, clips, job, report):
     futures = {client.submit(*_task(run_clip, command, clip, job, event.name), key=f"signsim-{batch}-{i}",
                              pure=False): i for i, clip in enumerate(clips)}
     records = [None] * len(clips)
-    start = time.monotonic()
 
     def collect(future):
         i = futures[future]
@@ -272,7 +286,8 @@ def _run_on_cluster(client, command, clips, job, report):
             records[i] = {"clip": clips[i], "warnings": [], "error": f"{type(ex).__name__}: {ex}"}
         r = records[i]
         done = sum(r is not None for r in records)
-        left = eta(time.monotonic() - start, done / len(clips)) if done < len(clips) else None
+        left = clips_eta([r["seconds"] for r in records if r is not None and "seconds" in r],
+                         len(clips) - done, parallel) if done < len(clips) else None
         report(INFO, f"[{done}/{len(clips)}] {r['clip']}: " + (f"FAILED {r['error']}" if "error" in r else
                                                                  f"baked, {r['metrics'].get('verdict')}")
                + (f", {eta_text(left)}" if left is not None else ""))
@@ -294,22 +309,25 @@ def _run_on_cluster(client, command, clips, job, report):
                     not future.result().get("cancelled"):
                 collect(future)
         client.cancel(list(futures))
-        raise
+        baked = sum(r is not None and "error" not in r for r in records)
+        raise KeyboardInterrupt(f"{baked} of {len(clips)} clip(s) baked in {job['out']}") from None
     return records
 
 
 def bake_many(request: BatchRequest, report=silent) -> dict:
     """Retarget + bake every matching library clip, one Dask task per clip (a local
     cluster of request.workers processes, or the one at request.scheduler), each clip in
-    its own child processes; reports "[k/n] <clip>: baked, <verdict>|FAILED …[, eta 40 s]" as
-    clips finish (the time left while clips remain: progress.eta over the clips done).
+    its own child processes; reports the clips and the cluster's start first, then
+    "[k/n] <clip>: baked, <verdict>|FAILED …[, eta 40 s]" as clips finish (the time left
+    while clips remain: clips_eta over the finished clips' own times).
     Returns {"clips": [record], "out": folder}; records in library order, each with
     "clip", "warnings" (the retarget's and the bake's, each also reported as
-    "<clip>: <warning>") and either "error" or "armature", "action", "metrics", "out",
-    "metrics_file".
+    "<clip>: <warning>"), "seconds" (its wall seconds in its task) and either "error" or
+    "armature", "action", "metrics", "out", "metrics_file".
     Raises SignSimError for a missing rig or library, no matching clip, a bad --out, an
     unreachable scheduler, or output files that would overwrite the rig, the library or
-    each other (before any work); KeyboardInterrupt after cancelling the tasks."""
+    each other (before any work); KeyboardInterrupt after cancelling the tasks, saying
+    how many clips were baked before it and where."""
     args = replace(request, library=library.library_file(request.library), rig=os.path.abspath(request.rig),
                    out=os.path.abspath(request.out))
     if not os.path.isfile(args.rig):
@@ -332,11 +350,16 @@ def bake_many(request: BatchRequest, report=silent) -> dict:
            "preset": args.preset, "project": args.project, "fps": fps}
     scratch = tempfile.mkdtemp(prefix="signsim-batch-")
     try:
+        where = f"the Dask cluster at {args.scheduler}" if args.scheduler else f"{args.workers} local worker(s)"
+        report(INFO, f"baking {len(clips)} clip(s) on {where} into {args.out}: {', '.join(clips)}")
+        report(INFO, f"connecting to {args.scheduler}…" if args.scheduler else
+               f"starting {args.workers} local worker(s)…")
         client, cluster = _connect(args, scratch)
         try:
-            where = f"the Dask cluster at {args.scheduler}" if args.scheduler else f"{args.workers} local worker(s)"
-            report(INFO, f"baking {len(clips)} clip(s) on {where} into {args.out}: {', '.join(clips)}")
-            records = _run_on_cluster(client, command, clips, job, report)
+            parallel = args.workers if cluster is not None else len(client.scheduler_info()["workers"])
+            report(INFO, f"started: {min(parallel, len(clips))} clip(s) at a time, each retargeted then baked "
+                         "in processes of its own")
+            records = _run_on_cluster(client, command, clips, job, report, parallel)
         finally:
             client.close()
             if cluster is not None:

@@ -5,7 +5,7 @@ import sys
 
 from ..errors import INFO, WARNING, SignSimError, cli_reporter
 from ..library import api as library
-from ..progress import cli_lines
+from ..progress import cli_lines, startup_seconds
 from . import api
 from .batch import EXIT_VERDICT
 
@@ -49,7 +49,7 @@ def run(args, say) -> dict:
         rig=args.blend, armature=args.armature, out=args.out, action=args.action, preset=args.preset,
         project=args.project,
         metrics=args.metrics, picture=args.picture, soft_face=args.soft_face or None,
-        face_modes=args.face_modes), cli_reporter(say), progress=cli_lines(say, "bake"))
+        face_modes=args.face_modes), cli_reporter(say), progress=cli_lines(say, "bake"), startup=startup_seconds())
     if _failing([result["verdict"]], args.strict):  # written, but a script must not read it as done
         print(f"signsim: the bake is written to {result['out']} but its verdict is '{result['verdict']}'",
               file=sys.stderr, flush=True)
@@ -88,7 +88,8 @@ def run_batch(args, say) -> dict:
             to_say(level, message)
 
     lib = library.library_file(args.library)
-    typos = library.unknown_filter_warnings(lib, tags=library.parse_tags(args.tags)) if os.path.isfile(lib) else []
+    typos = library.unknown_filter_warnings(lib, tags=library.parse_tags(args.tags), text=args.text) \
+        if os.path.isfile(lib) else []
     for w in typos:
         report(WARNING, w)
     try:

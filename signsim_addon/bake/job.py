@@ -178,24 +178,25 @@ def preserved_contacts(action, bone_names, frames):
 
 def bake_stages(project, *extra):
     """The stages of a bake, in order (progress.Stages names): reading the file and the rig,
-    the body's distance fields, with the projection the reference's fit and the projection
+    compiling the solver (once after an install, then loaded from numba's cache), the
+    body's distance fields, with the projection the reference's fit and the projection
     itself, the simulation, the metrics, writing the keys and metric curves (and the
     file), the skin check; then `extra` (e.g. 'soft_face', 'picture')."""
-    return (("reading", "body") + (("fit", "projection") if project else ())
+    return (("reading", "compile", "body") + (("fit", "projection") if project else ())
             + ("simulation", "metrics", "writing", "skin_check") + tuple(extra))
 
 
 def solve(job: BakeJob, stages=None) -> Solved:
     """Run the physics pass and the before/after metrics (no bpy; thread-safe).
 
-    stages: progress.Stages over bake_stages (None: untimed, unreported): the fit and the
+    stages: progress.Stages over bake_stages (None: untimed, unreported): the compile, the fit and the
     projection (with settings.project), the simulation and the metrics are timed and
     reported there; raising from its progress callable aborts the bake.
     Raises SignSimError when the solver rejects the settings or the rig.
     """
     stages = stages or Stages(bake_stages(job.settings.project))
-    # The first bake after install compiles the solver (then cached): kept out of bake_seconds.
-    warm_up()
+    with stages("compile") as tick:  # its own stage, kept out of bake_seconds
+        warm_up(tick)
     start = time.perf_counter()
     ref = job.reference
     frame_time = float(ref.times[1] - ref.times[0])

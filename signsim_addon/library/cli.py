@@ -103,7 +103,8 @@ def add_list_arguments(parser):
 def run_list(args, say) -> dict:
     lib = library.library_file(args.library)
     report = cli_reporter(say)
-    for w in library.unknown_filter_warnings(lib, tags=library.parse_tags(args.tags), catalog=args.catalog):
+    for w in library.unknown_filter_warnings(lib, tags=library.parse_tags(args.tags), catalog=args.catalog,
+                                             text=args.text):
         report(WARNING, w)
     clips = library.list_clips(
         lib, text=args.text, tags=library.parse_tags(args.tags), any_tag=args.any,

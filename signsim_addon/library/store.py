@@ -210,6 +210,11 @@ def text_note(text):
     return f"--text '{text}' looks for every word in a clip's {TEXT_FIELDS} (any case)"
 
 
+def _text_of(rec):
+    """What a text filter looks in (TEXT_FIELDS), lower case."""
+    return " ".join([rec["name"], rec["catalog"], os.path.basename(rec["source"]), *rec["tags"]]).lower()
+
+
 def matcher(text="", tags=(), any_tag=False, catalog="", min_duration=None,
             max_duration=None, fps=None, skeleton=""):
     """The test record → bool for these filters (prepared once, applied per record):
@@ -226,8 +231,7 @@ def matcher(text="", tags=(), any_tag=False, catalog="", min_duration=None,
 
     def test(rec):
         if words:
-            hay = " ".join([rec["name"], rec["catalog"], os.path.basename(rec["source"]),
-                            *rec["tags"]]).lower()
+            hay = _text_of(rec)
             if not all(word in hay for word in words):
                 return False
         if want:
@@ -645,14 +649,20 @@ def _find(records, library, name):
     raise SignSimError(f"no clip named '{name}' in {library}{did_you_mean(name, [r['name'] for r in records])}")
 
 
-def unknown_filter_warnings(path, tags=(), catalog=""):
+def unknown_filter_warnings(path, tags=(), catalog="", text=""):
     """Warnings for filter values that match no clip of the library at `path`: each tag
-    no clip has, a catalog holding no clip (nor sub-catalog), each with the nearest
-    existing names (did_you_mean). Reads the index (list_clips)."""
+    no clip has, a catalog holding no clip (nor sub-catalog), each word of `text` in no
+    clip's TEXT_FIELDS, each with the nearest existing names or words (did_you_mean; the
+    words of the fields split at anything but letters and digits). Reads the index
+    (list_clips)."""
     records = list_clips(path)
+    texts = [_text_of(r) for r in records]
+    out = [f"no clip's {TEXT_FIELDS} contain '{w}'"
+           f"{did_you_mean(w, {x for t in texts for x in re.split(r'[^0-9a-z]+', t) if x})}"
+           for w in text.lower().split() if not any(w in t for t in texts)]
     have = {t for r in records for t in r["tags"]}
     have_lower = {t.lower() for t in have}
-    out = [f"no clip has the tag '{t}'{did_you_mean(t, have)}" for t in tags if t.lower() not in have_lower]
+    out += [f"no clip has the tag '{t}'{did_you_mean(t, have)}" for t in tags if t.lower() not in have_lower]
     if catalog:
         cat = normalise_catalog(catalog)
         cats = set()

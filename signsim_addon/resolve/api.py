@@ -372,17 +372,17 @@ def resolve_summary(results, seconds):
             "remaining_penetration_mm": round(deepest * 1e3, 3)}
 
 
-def resolve_file(request: ResolveFileRequest, report=silent, progress=None) -> dict:
+def resolve_file(request: ResolveFileRequest, report=silent, progress=None, startup=None) -> dict:
     """Resolve request.armature's action in request.rig and save the file to request.out.
 
     progress: None or a progress(stage, k, n, fraction) callable over STAGES
-    (signsim_addon/progress.py). Returns resolve_summary's fields plus "action" (the new
+    (signsim_addon/progress.py); startup: as bake.api.bake_file's. Returns resolve_summary's fields plus "action" (the new
     action's name), "out", "warnings" and "stage_seconds" ({stage: wall seconds}). Raises
     SignSimError for bad paths, a missing armature or action, a bad frame range or margin;
     nothing is written then.
     """
     r = request
-    stages = Stages(STAGES, progress)
+    stages = Stages(STAGES, progress, None if startup is None else {"startup": startup})
     with stages("reading"):
         files.check_files([r.rig], [r.out])
         if r.frames is not None and r.frames[0] > r.frames[1]:

@@ -2,7 +2,7 @@
 import sys
 
 from ..errors import BadOption, cli_reporter
-from ..progress import cli_lines
+from ..progress import cli_lines, startup_seconds
 from . import api
 
 EXIT_PARTIAL = 3  # the file is written, but some poses are not cleared (the JSON's "failed")
@@ -30,7 +30,7 @@ def run(args, say) -> dict:
     result = api.resolve_file(api.ResolveFileRequest(
         rig=args.blend, armature=args.armature, out=args.out, action=args.action,
         frames=_frames(args.frames) if args.frames else None, margin_mm=args.margin), cli_reporter(say),
-        progress=cli_lines(say, "resolve"))
+        progress=cli_lines(say, "resolve"), startup=startup_seconds())
     if result["failed"]:  # written, but not clear: a script must not read it as done
         print(f"signsim: {result['resolved']} of {result['poses']} poses resolved, {result['failed']} not "
               f"cleared (written to {result['out']})", file=sys.stderr, flush=True)

@@ -268,7 +268,7 @@ def retarget_files(request: RetargetRequest, report=silent, progress=None) -> di
         "coverage": bonemap.coverage(bone_map, sk_t),
         "unmapped_target": [b.name for b in target.data.bones if b.name not in bone_map.as_dict()],
         "confidence": bone_map.confidence(),
-        "frames": [float(results[0].frames[0]), float(results[0].frames[-1])],
+        "frames": [int(round(results[0].frames[0])), int(round(results[0].frames[-1]))],
         "fps": scene_fps,
         "out": out,
     }
@@ -278,7 +278,7 @@ def retarget_files(request: RetargetRequest, report=silent, progress=None) -> di
         result["actions"] = [r.action.name for r in results]
     result["clips"] = [{
         "clip": clip, "action": res.action.name,
-        "frames": [float(res.frames[0]), float(res.frames[-1])],
+        "frames": [int(round(res.frames[0])), int(round(res.frames[-1]))],
         "bone_map": res.bone_map.as_dict(), "coverage": bonemap.coverage(res.bone_map, sk_t),
         "warnings": warned, **({"contacts": contact_pass.summary(res.action)} if r.contacts else {})}
         for clip, res, warned in zip(clips, results, clip_warnings)]

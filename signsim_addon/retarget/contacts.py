@@ -279,7 +279,7 @@ def preserve(source, target, result, *, forced=(), disabled=(), report=silent):
     items = []
     for c in found:
         item = {"name": c.name, "kind": c.kind, "parts": [c.part_a, c.part_b],
-                "frames": [float(frames[c.start]), float(frames[c.stop - 1])], "enabled": c.enabled,
+                "frames": [int(round(frames[c.start])), int(round(frames[c.stop - 1]))], "enabled": c.enabled,
                 **{k: round(v, 3) if isinstance(v, float) else v for k, v in c.measured.items()}}
         touched = np.flatnonzero(c.weights > 0)
         item["influence"] = [float(frames[touched[0]]), float(frames[touched[-1]])]

@@ -180,7 +180,8 @@ def transfer(source, target, bone_map, *, source_fps=None, frame_range=None,
         keys = transfer_math.solve(skeleton(source, sampled), _world(source) @ rest_matrices(source),
                                    mats, tails, skeleton(target, unit=unit), to_metres @ _world(target),
                                    rest_matrices(target),
-                                   tails_t, pairs, target.name, fps_t, shoulder_rhythm, plant_feet)
+                                   tails_t, pairs, target.name, fps_t, shoulder_rhythm, plant_feet,
+                                   int(round(first)))
     for warning in keys["warnings"]:
         report(WARNING, warning)
     for bone in keys["loc"]:

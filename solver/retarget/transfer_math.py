@@ -258,7 +258,7 @@ def _usable_rest(body, rest_heads):
 # the transfer
 
 def solve(sk_s, rest_s_world, mats, tails, sk_t, mo_t, rest_t_arm, tails_t, pairs, target_name,
-          fps, shoulder_rhythm=True, plant_feet=True):
+          fps, shoulder_rhythm=True, plant_feet=True, first_frame=0):
     """Local quaternion and hips location keys for the target (see the module docstring).
 
     sk_s: source bonemap.Skeleton (world rest heads and tails, a few posed frames of heads,
@@ -270,7 +270,8 @@ def solve(sk_s, rest_s_world, mats, tails, sk_t, mo_t, rest_t_arm, tails_t, pair
     [(target name, source name)]; target_name: for messages; fps: frames per second of the
     output frames; shoulder_rhythm: drive unmoving source clavicles by the scapulohumeral
     rhythm (_girdle_rhythm); plant_feet: hold planted feet on the target's floor
-    (_plant_feet).
+    (_plant_feet); first_frame: the scene frame of the first output frame (messages name
+    scene frames).
     Returns dict: rot {bone name: (F, 4)}, loc {bone name: (F, 3)}, root_path (F, 3), scale,
     warnings (list of str).
     Raises RetargetError when the hips (or, without legs, the chest) are not mapped or no
@@ -488,7 +489,7 @@ def solve(sk_s, rest_s_world, mats, tails, sk_t, mo_t, rest_t_arm, tails_t, pair
     root = world[hips_t][:, :3, 3] + (goal - now)                        # (F, 3) world
     if plant_feet and legs:
         plant_notes, drop = _plant_feet(target_name, sk_t, body_t, T, W, basis_of, loc, mover, feet_s,
-                                        feet_t, k, fps, mo_t, rest_t_arm, tails_t, ik_feet)
+                                        feet_t, k, fps, mo_t, rest_t_arm, tails_t, ik_feet, first_frame)
         notes += plant_notes
         root = root - np.outer(drop, [0.0, 0.0, 1.0])
         rot.update({sk_t.names[b]: quat.make_continuous(quat.from_matrix(basis_of[b]))
@@ -499,7 +500,7 @@ def solve(sk_s, rest_s_world, mats, tails, sk_t, mo_t, rest_t_arm, tails_t, pair
     rot.update({sk_t.names[b]: quat.make_continuous(quat.from_matrix(basis_of[b])) for b in loc})
     if body_t is not None and body_s is not None:
         _refuse(target_name, sk_t, sk_s, body_t, body_s, t_of, basis_of, loc, P, S, _rot(rest_s_world), mo_t,
-                rest_t_arm)
+                rest_t_arm, first_frame)
         notes += _lying_source(body_s, P, target_name)
     return {"rot": rot, "loc": {sk_t.names[b]: v for b, v in loc.items()}, "root_path": root,
             "scale": k, "warnings": notes}
@@ -530,7 +531,7 @@ def _twist(m):
     return np.degrees(2.0 * np.arctan2(m[..., 0, 2] - m[..., 2, 0], 1.0 + np.trace(m, axis1=-2, axis2=-1)))
 
 
-def _refuse(target_name, sk_t, sk_s, body_t, body_s, t_of, basis_of, loc, P, S, rest_s, mo, rest_arm):
+def _refuse(target_name, sk_t, sk_s, body_t, body_s, t_of, basis_of, loc, P, S, rest_s, mo, rest_arm, first_frame):
     """RetargetError for a result that cannot be right, before anything is written: a left
     limb driven by a right one (anatomical sides, each body's own, when both facings are
     known), or the target's head below its hips on a frame where its hips → head direction
@@ -545,7 +546,7 @@ def _refuse(target_name, sk_t, sk_s, body_t, body_s, t_of, basis_of, loc, P, S, 
     the source bone of that ancestor, or its own parent when it does not hang below it)
     on a frame (a wrung spine). S (F, Ns, 3, 3) and rest_s (Ns, 3, 3): the source's posed
     and rest world rotations; basis_of: target bone → (F, 3, 3) local rotations relative
-    to its rest."""
+    to its rest; first_frame: the scene frame of frame 0, for the messages."""
     a_s, a_t = body_s.anatomy, body_t.anatomy
     if "none" not in (a_s.facing_evidence, a_t.facing_evidence):
         crossed = skeleton.sides_crossed(a_s, a_t, list(t_of.items()))
@@ -563,7 +564,7 @@ def _refuse(target_name, sk_t, sk_s, body_t, body_s, t_of, basis_of, loc, P, S, 
         if len(bad):
             f = int(bad[np.argmax(off[bad])])
             raise RetargetError(f"'{target_name}' would turn its shoulders against its hips {off[f]:.0f}° "
-                                f"beyond the source's on {len(bad)} frame(s) (worst: {f}, the source's "
+                                f"beyond the source's on {len(bad)} frame(s) (worst: {first_frame + f}, the source's "
                                 f"{yaw_s[f]:.0f}°, the target's {yaw_t[f]:.0f}°): refused, nothing "
                                 f"written (check the bone map of the spine and the hips)")
     if body_t.head is not None and body_s.head is not None:
@@ -575,7 +576,7 @@ def _refuse(target_name, sk_t, sk_s, body_t, body_s, t_of, basis_of, loc, P, S, 
         if len(bad):
             f = int(bad[0])
             raise RetargetError(f"'{target_name}' would hold its head below its hips on {len(bad)} "
-                                f"frame(s) (first: {f}, hips → head {elev_t[f]:.0f}° from level where "
+                                f"frame(s) (first: {first_frame + f}, hips → head {elev_t[f]:.0f}° from level where "
                                 f"the source's is {elev_s[f]:.0f}°): refused, nothing written (check "
                                 f"the bone map and the up axis)")
     # each trunk bone over the span from its nearest mapped ancestor, the source bone over
@@ -599,7 +600,7 @@ def _refuse(target_name, sk_t, sk_s, body_t, body_s, t_of, basis_of, loc, P, S, 
         if excess[f, k] > WRUNG:
             raise RetargetError(f"'{target_name}' would twist {sk_t.names[trunk[k]]} about its own axis "
                                 f"{excess[f, k]:.0f}° beyond the source's {sk_s.names[spans[k][3]]} on "
-                                f"{int((excess > WRUNG).any(axis=1).sum())} frame(s) (worst: {f}): refused, "
+                                f"{int((excess > WRUNG).any(axis=1).sum())} frame(s) (worst: {first_frame + f}): refused, "
                                 f"nothing written (check the bone map of the spine and the neck)")
 
 BENT_REST = 30.0   # degrees an elbow or knee may bend in a rest pose taken as neutral
@@ -913,7 +914,7 @@ def detached_feet(sk, body, heads):
 
 
 def _plant_feet(target_name, sk_t, body_t, T, W, basis_of, loc, mover, feet_s, feet_t, k, fps,
-                mo, rest_arm, tails_t, ik_feet):
+                mo, rest_arm, tails_t, ik_feet, first_frame):
     """Where a source foot is planted (source_feet), the target foot stands on its floor
     (target_feet): per run of planted frames the foot's point lowest on average is held at
     one spot and its lowest point put on the floor (solver.core.posing.contact_holds; a source
@@ -932,7 +933,8 @@ def _plant_feet(target_name, sk_t, body_t, T, W, basis_of, loc, mover, feet_s, f
     under its rest head and tail; a leg with neither is not held, with a warning.
     W (world rotations), basis_of (local) and loc[mover] (the bone carrying the root
     translation) are updated in place. mo (4, 4), rest_arm (N, 4, 4), tails_t (N, 3): the
-    target's object matrix, armature-space rest matrices and world rest tails. Returns
+    target's object matrix, armature-space rest matrices and world rest tails;
+    first_frame: the scene frame of frame 0, for the warnings. Returns
     (warnings (list of str), the hips' drop (F,) m)."""
     out = []
     tails_arm = (np.linalg.inv(mo) @ np.c_[tails_t, np.ones(len(tails_t))].T).T[:, :3]
@@ -995,7 +997,7 @@ def _plant_feet(target_name, sk_t, body_t, T, W, basis_of, loc, mover, feet_s, f
         for start, stop in posing.runs(mask):
             if need[start:stop].max() > PLANT_REACH * feet_t[side]["leg"]:
                 out.append(f"planted {side} foot of '{target_name}' stays {need[start:stop].max() * 100:.1f} cm "
-                           f"off its floor spot at frames {start}–{stop - 1} (legs or feet shaped "
+                           f"off its floor spot at frames {first_frame + start}–{first_frame + stop - 1} (legs or feet shaped "
                            f"unlike the source's): not forced")
                 mask[start:stop] = False
     legs = {side: leg for side, leg in legs.items() if leg[3].any()}
@@ -1103,7 +1105,7 @@ def _plant_feet(target_name, sk_t, body_t, T, W, basis_of, loc, mover, feet_s, f
         runs = posing.runs(legs[side][3])
         off = [(start, stop) for start, stop in runs if miss[start:stop].max() > PLANT_MISS]
         if off:
-            listed = ", ".join(f"{a}–{b - 1}" for a, b in off[:4]) + (", …" if len(off) > 4 else "")
+            listed = ", ".join(f"{first_frame + a}–{first_frame + b - 1}" for a, b in off[:4]) + (", …" if len(off) > 4 else "")
             out.append(f"planted {side} foot of '{target_name}' stays up to "
                        f"{max(miss[a:b].max() for a, b in off) * 100:.1f} cm from where it must stand "
                        f"in {len(off)} of its {len(runs)} planted runs (frames {listed}): its leg cannot "

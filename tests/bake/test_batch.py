@@ -99,6 +99,9 @@ def test_local_cluster_batch_equals_serial_bake(cli, library, serial, tmp_path, 
     (listing,) = [line for line in human.splitlines() if line.startswith("baking ")]
     assert human.index(listing) < human.index("[1/") and \
         sorted(listing.split(": ", 1)[1].split(", ")) == sorted(r["clip"] for r in serial)
+    # then what it is doing until the first clip finishes: the workers starting, then running
+    assert human.index(listing) < human.index("starting 2 local worker(s)…") < human.index("started: 2 clip(s) at a time") \
+        < human.index("[1/"), human
     # progress: one line per finished clip, counted, with the time left while clips remain
     progress = [line for line in human.splitlines() if line.startswith("[")]
     assert sorted(line.split("] ")[0] for line in progress) == [f"[{k}/{len(serial)}" for k in range(1, len(serial) + 1)]
@@ -107,6 +110,16 @@ def test_local_cluster_batch_equals_serial_bake(cli, library, serial, tmp_path, 
     runs = [{"clip": r["clip"], "out": str(out / f"{r['clip']}.blend"),
              "metrics": json.loads((out / f"{r['clip']}.json").read_text())} for r in serial]
     _assert_equal_runs(runs, serial)
+
+
+def test_eta_is_the_finished_clips_own_times_not_the_time_since_the_start(addon):
+    """The first clip's line includes the cluster's start; the time left counts the clips'
+    own times: the mean one for each round of clips running at once."""
+    clips_eta = addon.signsim_addon.bake.batch.clips_eta
+    assert clips_eta([], 3, 2) is None
+    assert clips_eta([4.0], 2, 2) == 4.0             # [1/3] with 2 workers: one more round
+    assert clips_eta([4.0, 6.0], 3, 2) == 10.0       # two rounds of the mean 5 s
+    assert clips_eta([4.0, 6.0], 1, 1) == 5.0
 
 
 @pytest.mark.slow

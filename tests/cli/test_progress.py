@@ -1,8 +1,10 @@
 """Progress on every long step (issue 37): `[command k/n] stage 43 % eta 12 s` lines, on
 stderr with --json so the last stdout line stays the JSON; the bake's summary lists each
-stage's time, and the stage times add up to its wall time."""
+stage's time, and the stage times add up to its wall time (with the process's startup
+when it runs as its own process)."""
 import json
 import re
+import subprocess
 import time
 
 import pytest
@@ -53,7 +55,7 @@ def test_bake_progress_on_stderr_and_stage_times_add_up(cli, capsys, tmp_path, r
     assert not _progress(out)
     lines = _progress(err)
     stages = result["stage_seconds"]
-    expected = ["reading", "body"] + (["fit", "projection"] if project == "--project" else []) + \
+    expected = ["reading", "compile", "body"] + (["fit", "projection"] if project == "--project" else []) + \
         ["simulation", "metrics", "writing", "skin_check"]
     assert set(stages) == set(expected), stages  # (the JSON sorts its keys)
     # every stage has its lines, numbered k/n in the bake's order, and ends with "done"
@@ -77,10 +79,30 @@ def test_bake_summary_lists_each_stage_time(cli, capsys, tmp_path, retargeted, a
     assert code in (0, 3), err
     summary = [ln for ln in out.splitlines() if ln.strip().startswith("stages:")]
     assert len(summary) == 1, out
-    assert re.fullmatch(r"stages: reading [\d.]+ s, body [\d.]+ s, simulation [\d.]+ s, metrics [\d.]+ s, "
+    assert re.fullmatch(r"stages: reading [\d.]+ s, compile [\d.]+ s, body [\d.]+ s, simulation [\d.]+ s, metrics [\d.]+ s, "
                         r"writing [\d.]+ s, skin_check [\d.]+ s, total [\d.]+ s", summary[0].strip()), summary
     # below the threshold no stage prints progress
     assert not _progress(out) and not _progress(err)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("command", ["bake", "resolve"])
+def test_stage_times_add_up_to_the_process_wall_time(tmp_path, retargeted, command):
+    """`./signsim bake|resolve --json` as its own process: its stages, 'startup' (Python,
+    Blender, the extension) first, add up to the time from starting it to its JSON line
+    within 10 % (the interpreter's exit after the JSON is not the command's)."""
+    start = time.perf_counter()
+    proc = subprocess.Popen([str(SAMPLES.parent / "signsim"), command, "--blend", str(retargeted),
+                             "--out", str(tmp_path / "out.blend"), "--json"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    for line in proc.stdout:
+        wall, last = time.perf_counter() - start, line
+    err = proc.stderr.read()
+    assert proc.wait() in (0, 3), err
+    stages = json.loads(last)["stage_seconds"]
+    assert "startup" in stages, stages
+    assert stages["startup"] > 0.1, stages     # at least Blender's loading
+    assert abs(sum(stages.values()) - wall) <= 0.1 * wall, (stages, wall)
 
 
 def _json_and_stages(cli, capsys, argv):

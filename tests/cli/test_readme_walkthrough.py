@@ -46,7 +46,7 @@ def test_readme_walkthrough_runs_as_written(shared_data, tmp_path):
     summary = outputs["bake"]
     assert re.search(r"^ *reference: tracking", summary, re.M) and re.search(r"^ *baked: tracking", summary, re.M)
     assert re.search(r"^verdict: (ok|check)", summary, re.M), summary
-    assert re.search(r"^ *stages: reading .* total [\d.]+ s$", summary, re.M), summary
+    assert re.search(r"^ *stages: startup [\d.]+ s, reading .* total [\d.]+ s$", summary, re.M), summary
     bake = commands[3]
     metrics = json.loads((tmp_path / bake[bake.index("--metrics") + 1]).read_text())
     assert metrics["verdict"] in ("ok", "check") and metrics["baked"]["tracking_rms_deg"] < 10

@@ -75,8 +75,9 @@ def test_a_misspelt_armature_suggests_the_nearest(cli, capsys, lib, tmp_path, co
     code, out, err = run_cli(cli, capsys, [command, *blend, str(SAMPLES / "signer.blend"), "--armature", "Signr",
                                         "--out", str(tmp_path / "o.blend")])
     assert code == 1
-    assert err.strip().splitlines() == ["signsim: error: no armature named 'Signr' in the rig file; did you mean "
-                                        "'Signer'? (armatures: Signer)"], err
+    # named by the file the option gave (bake's --blend, not a "rig file")
+    assert err.strip().splitlines() == [f"signsim: error: no armature named 'Signr' in {SAMPLES / 'signer.blend'}; "
+                                        "did you mean 'Signer'? (armatures: Signer)"], err
     assert not (tmp_path / "o.blend").exists()
 
 
@@ -87,8 +88,13 @@ def test_a_text_filter_says_which_fields_it_matches(cli, capsys, lib, tmp_path):
     code, out, err = run_cli(cli, capsys, ["list", "--library", str(lib), "--text", "fingerspell reviewd", "--json"])
     result = json.loads(out.strip().splitlines()[-1])
     assert code == 0 and result["clips"] == []
-    assert result["warnings"] == [f"no clip matches: --text 'fingerspell reviewd' looks for every word in a clip's "
+    # the word no clip has gets the nearest words of the clips' fields
+    assert result["warnings"] == [f"no clip's {fields} contain 'reviewd'; did you mean 'reviewed'?",
+                                  f"no clip matches: --text 'fingerspell reviewd' looks for every word in a clip's "
                                   f"{fields} (any case)"]
+    code, out, err = run_cli(cli, capsys, ["list", "--library", str(lib), "--text", "fingrspell", "--json"])
+    assert json.loads(out.strip().splitlines()[-1])["warnings"][0] == \
+        f"no clip's {fields} contain 'fingrspell'; did you mean 'fingerspelling' or 'fingers'?"
     code, out, err = run_cli(cli, capsys, ["list", "--library", str(lib), "--text", "fingerspell reviewed", "--json"])
     assert len(json.loads(out.strip().splitlines()[-1])["clips"]) == 1 and "warning" not in err
     code, out, err = run_cli(cli, capsys, ["batch", "--help"])
@@ -97,4 +103,4 @@ def test_a_text_filter_says_which_fields_it_matches(cli, capsys, lib, tmp_path):
                                         "--out", str(tmp_path / "baked"), "--text", "fingerspell reviewd"])
     assert code == 1 and err.strip().splitlines() == [
         f"signsim: error: no clips to bake in {lib} (--text 'fingerspell reviewd' looks for every word in a clip's "
-        f"{fields} (any case))"], err
+        f"{fields} (any case)): no clip's {fields} contain 'reviewd'; did you mean 'reviewed'?"], err

@@ -1,11 +1,13 @@
 """`signsim retarget`: JSON result, the written .blend, presets, and one-line errors."""
 import json
+import re
 
 import bpy
 import numpy as np
 import pytest
 
 from action_keys import all_keys
+from batch_library import short_clip
 from retarget_rigs import stand_in_signer
 
 MIXAMO = "bvhpython_test_freebvh_mixamorig.bvh"
@@ -114,7 +116,7 @@ def _bvh(tmp_path, name, frames):
 
 @pytest.mark.parametrize("case,message", [
     ("missing rig", "file not found"),
-    ("unknown armature", "no armature named 'Nope' in the rig file (armatures: Signer)"),
+    ("unknown armature", "rig.blend (armatures: Signer)"),
     ("clip without keys", "has no motion keys"),
     ("no hips", "no hips found"),
     ("library missing", "no motion library at"),
@@ -248,3 +250,21 @@ def test_gltf_clip_robot_dance_onto_the_signer(cli, rig, shared_data, tmp_path, 
     bpy.ops.wm.open_mainfile(filepath=str(out))
     assert [o.name for o in bpy.data.objects] == ["Signer"]
     assert [a.name for a in bpy.data.actions] == [result["action"]]
+
+
+@pytest.mark.slow
+def test_planted_foot_warnings_name_scene_frames(cli, shared_data, tmp_path, capsys):
+    """A planted-foot warning names scene frames, as the action and the JSON's integer
+    `frames` do: 7.5 s of CMU's walk onto the robot, whose right foot misses its floor
+    spot in the run the clip starts with (at scene frame 1, not frame index 0)."""
+    clip = tmp_path / "walk.bvh"
+    short_clip(shared_data / "mocap" / "cmu_01_01_cgspeed__fairmotion.bvh", clip, 900)
+    assert cli(["retarget", "--clip", str(clip), "--rig", str(shared_data / "characters" / "threejs_RobotExpressive.glb"),
+                "--out", str(tmp_path / "r.blend"), "--json"]) == 0
+    result, _ = _last_json(capsys)
+    first, last = result["frames"]
+    assert all(type(f) is int for f in result["frames"] + result["clips"][0]["frames"]), result["frames"]
+    runs = [tuple(map(int, m)) for w in result["warnings"] if w.startswith("planted ")
+            for m in re.findall(r"(\d+)–(\d+)", w.split("frames ", 1)[1])]
+    assert runs and all(first <= a <= b <= last for a, b in runs), (result["frames"], result["warnings"])
+    assert min(a for a, _ in runs) == first, runs

@@ -83,3 +83,15 @@ def test_a_contact_is_damped_only_once_it_touches(rigs):
         state = implicit_step(model, physics, ev, None, target, target, h, k, c)
         assert state.velocity[0] == pytest.approx(expected, rel=1e-12)
         assert d - h * g * expected > 0.0  # it ends touching: the row was active
+
+
+def test_warm_up_ticks_after_each_group_of_kernels(monkeypatch):
+    """The bake's 'compile' stage shows progress while the first bake after an install
+    compiles: warm_up ticks its fraction done after each group of kernels, ending at 1."""
+    from solver.physics import warm_up
+    monkeypatch.setattr(warm_up, "_first", None)  # as in a fresh process (the kernels stay loaded)
+    ticks = []
+    seconds, compiled = warm_up.warm_up(ticks.append)
+    assert len(ticks) >= 5 and ticks == sorted(ticks) and ticks[-1] == 1.0, ticks
+    n = len(ticks)
+    assert warm_up.warm_up(ticks.append) == (seconds, compiled) and len(ticks) == n  # once per process
