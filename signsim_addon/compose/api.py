@@ -96,11 +96,15 @@ def _keys_from_action(action, target, frame_range=None):
             "loc": {n: pose.locations[:, j] for j, n in enumerate(names) if keyio.bone_path(n, "location") in paths}}
 
 
-def _clip_keys(spec, target, library_path, bone_map, maps, report, fps="rig"):
-    """{"rot", "loc"} arrays of one clip on target (see the module docstring), keyed at the
-    scene's rate. fps (retarget_api.check_fps; "rig": the scene's rate as it is) sets the
-    scene's rate from this clip first (retarget_api.set_scene_rate); an action of the rig
-    file is keyed at the scene's rate, which it keeps (another rate asked: SignSimError)."""
+def _clip_keys(spec, target, library_path, bone_map, maps, report, fps="rig", contacts=False):
+    """({"rot", "loc"} arrays of one clip on target (see the module docstring), keyed at the
+    scene's rate; its contacts). fps (retarget_api.check_fps; "rig": the scene's rate as it
+    is) sets the scene's rate from this clip first (retarget_api.set_scene_rate); an action
+    of the rig file is keyed at the scene's rate, which it keeps (another rate asked:
+    SignSimError). With contacts, a library clip or mocap file gets retarget's contact pass
+    (retarget_api.keep_contacts, its warnings prefixed with the clip's name): the contacts
+    in their stored form with "frames" and "influence" counted from the clip's first frame
+    (0); otherwise, and for an action of the rig file, no contacts ([])."""
     clip = spec.clip
     if not retarget_api.is_clip_file(clip) and clip in bpy.data.actions:
         action = bpy.data.actions[clip]
@@ -110,7 +114,7 @@ def _clip_keys(spec, target, library_path, bone_map, maps, report, fps="rig"):
             raise SignSimError(f"--fps {fps:g}: the first clip '{clip}' is an action of the rig file, keyed "
                                f"at its {rate:g} fps")
         first, last = action.frame_range
-        return _keys_from_action(action, target, _trim(spec, first, last))
+        return _keys_from_action(action, target, _trim(spec, first, last)), []
     with retarget_api.source_clip(clip, library_path, report=report) as src:
         first, last = src.action.frame_range
         skel = src.armature
@@ -129,7 +133,24 @@ def _clip_keys(spec, target, library_path, bone_map, maps, report, fps="rig"):
         resample = scene.render.fps / scene.render.fps_base / float(src.fps or scene.render.fps / scene.render.fps_base)
         res = retarget_api.transfer_clip(skel, target, bm, source_fps=src.fps, frame_range=_trim(spec, first, last, resample),
                                 report=report)
-        return res.keys
+        if not contacts:
+            return res.keys, []
+        name = os.path.basename(clip)
+        found = retarget_api.keep_contacts(skel, target, res, lambda level, message: report(level, f"{name}: {message}"))
+        return res.keys, _shifted(found, -res.frames[0])
+
+
+def _shifted(contacts, by):
+    """contacts (stored form) with their "frames" and "influence" moved by `by` frames."""
+    return [{**c, "frames": [f + by for f in c["frames"]], "influence": [f + by for f in c["influence"]]}
+            for c in contacts]
+
+
+def _kept_span(contacts):
+    """(first, last) frame index of a clip's kept contacts (the frames its seams leave as
+    they are), or None."""
+    kept = [c["frames"] for c in contacts if "skipped" not in c]
+    return (int(round(min(f[0] for f in kept))), int(round(max(f[1] for f in kept)))) if kept else None
 
 
 def _trim(spec, first, last, resample=1.0):
@@ -316,7 +337,7 @@ def _mark_seams(scene, seams):
 
 def compose(target, clips, layers=(), *, library_path=None, bone_map=None, threshold=None,
             max_window=None, search=composition.SEARCH_TIME, keep_height=False, foot_lock=True, action_name=None,
-            fps="rig", report=None, progress=None):
+            fps="rig", contacts=False, report=None, progress=None):
     """Compose clips (ClipSpec, in order) and layers (LayerSpec) into one new action on
     target (an armature object), assigned with its own slot; flagged seams get timeline
     markers. Returns a JSON-able dict:
@@ -351,6 +372,13 @@ def compose(target, clips, layers=(), *, library_path=None, bone_map=None, thres
     fps: the scene's frame rate (retarget_api.check_fps): "rig" keeps it (the operator),
     None takes the first clip's own rate (unless it is an action of the rig), a number sets
     it (fps); every clip is keyed at that rate, one of another rate resampled (warned).
+    contacts (off by default here, the sidebar's compose; on for compose_files, the
+    command's): keep each library clip's and mocap file's contacts on target's skin
+    (retarget's contact pass, its warnings reported); no seam cuts or blends a clip's
+    frames from its first kept contact to its last (composition.compose's keep); the result
+    then has "contacts" (retarget's list: "frames" in scene frames, "parts", "kind",
+    "gap_mm", "penetration_mm", "spot_error_mm" or "skipped"), stored on the action as
+    retarget stores them, with timeline markers.
     progress: None, a progress(stage, k, n, fraction) callable (signsim_addon/progress.py)
     over STAGES ('clips' ticks after each clip read and retargeted, 'composing' is the
     seams' search and checks) or a progress.Stages over them.
@@ -380,13 +408,15 @@ def compose(target, clips, layers=(), *, library_path=None, bone_map=None, thres
                                f"frame (0 or more, counted from the first frame)")
     scene = bpy.context.scene
     maps = {}
-    keys, layer_keys = [], []
+    keys, found, layer_keys = [], [], []
     with stages("clips") as tick:
         for i, c in enumerate(clips):
-            keys.append(_clip_keys(c, target, library_path, bone_map, maps, report, fps if i == 0 else "rig"))
+            k, f = _clip_keys(c, target, library_path, bone_map, maps, report, fps if i == 0 else "rig", contacts)
+            keys.append(k)
+            found.append(f)
             tick(len(keys) / (len(clips) + len(layers)))
         for layer in layers:
-            layer_keys.append(_clip_keys(ClipSpec(layer.clip), target, library_path, bone_map, maps, report))
+            layer_keys.append(_clip_keys(ClipSpec(layer.clip), target, library_path, bone_map, maps, report)[0])
             tick((len(keys) + len(layer_keys)) / (len(clips) + len(layers)))
     fps = scene.render.fps / scene.render.fps_base
 
@@ -404,7 +434,8 @@ def compose(target, clips, layers=(), *, library_path=None, bone_map=None, thres
             infos = [composition.ClipInfo(t, fps, rig) for t in tracks]
             track, seams, planted = composition.compose(
                 tracks, fps, windows=[c.window for c in clips[1:]], kinds=[c.curve for c in clips[1:]], rig=rig,
-                threshold=threshold, max_window=max_window, search=search or 0.0, names=names, infos=infos)
+                threshold=threshold, max_window=max_window, search=search or 0.0, names=names, infos=infos,
+                keep=[_kept_span(f) for f in found])
         except ValueError as ex:
             raise SignSimError(str(ex)) from None
         plants = []
@@ -502,6 +533,12 @@ def compose(target, clips, layers=(), *, library_path=None, bone_map=None, thres
     action = retarget_api.write_action(target, keyset, frames, name)
     try:
         result["action"] = action.name
+        if contacts:
+            # clip i's frame 0 lands where its seam's window starts, less the frames it cut
+            offsets = [0] + [s["start"] - s["cut"][1] for s in seams]
+            retarget_api.store_contacts(action, [c for f, at in zip(found, offsets)
+                                                 for c in _shifted(f, first_frame + at)])
+            result["contacts"] = retarget_api.contact_summary(action)
         action.signsim.compose_report = json.dumps(result, sort_keys=True)
         _copy_weight_curves(target, old_action, old_handle, action)
     except Exception:
@@ -510,6 +547,8 @@ def compose(target, clips, layers=(), *, library_path=None, bone_map=None, thres
         raise
     compat.keep_unused(old_action)
     _mark_seams(scene, seam_out)
+    if contacts:
+        retarget_api.mark_contacts(scene, action)
     report(INFO, f"composed {len(clips)} clips into '{action.name}' ({len(frames)} frames, "
            f"{sum(s['flagged'] for s in seam_out)} of {len(seam_out)} seams flagged)")
     return result
@@ -556,7 +595,8 @@ class ComposeRequest(files.FileRequest):
     `signsim compose`; files.FileRequest's rig, out, armature): clips in order (library names, mocap files or actions of rig),
     windows/curves (None, one value, or one per seam), trims ("IN:OUT" per clip), layer
     (clip, comma-separated bones, start frame, weight), fps (retarget_api.check_fps: None,
-    the first clip's own rate; "rig", the rig file's; or that rate in fps)."""
+    the first clip's own rate; "rig", the rig file's; or that rate in fps), contacts (keep
+    the clips' contacts, compose's contacts; on by default)."""
     clips: tuple
     windows: tuple = None
     curves: tuple = None
@@ -573,6 +613,7 @@ class ComposeRequest(files.FileRequest):
     layer_start: int = 0
     layer_weight: float = 1.0
     fps: object = None
+    contacts: bool = True
 
 
 def _per_seam(values, n, what):
@@ -654,7 +695,8 @@ def compose_files(args: ComposeRequest, report=silent, progress=None) -> dict:
                                         args.layer_start, args.layer_weight))
     result = compose(target, specs, layers, library_path=library_file, bone_map=preset,
                              threshold=args.threshold, max_window=args.max_window, search=args.search,
-                             keep_height=args.keep_height, foot_lock=args.foot_lock, fps=fps, report=report,
+                             keep_height=args.keep_height, foot_lock=args.foot_lock, fps=fps,
+                             contacts=args.contacts, report=report,
                              progress=stages)
     scene = bpy.context.scene
     scene.frame_start, scene.frame_end = int(result["frames"][0]), int(result["frames"][1])

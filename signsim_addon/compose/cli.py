@@ -4,7 +4,7 @@
                     [--curve smoothstep [CURVE …]] [--trim IN:OUT …] [--library FILE]
                     [--map MAP.json] [--threshold EPS] [--max-window N] [--search S]
                     [--keep-height] [--no-foot-lock] [--layer CLIP --layer-bones B1,B2 [--layer-start F]
-                    [--layer-weight W]] [--fps N|rig] --out OUT.blend [--json]
+                    [--layer-weight W]] [--fps N|rig] [--no-contacts] --out OUT.blend [--json]
 
 A clip is a mocap file (BVH, FBX, glTF/GLB), a clip name of the motion library (--library,
 default: the preferences' library) or an action already in RIG. --window and --curve take
@@ -16,8 +16,13 @@ step to where the next clip stands them. --trim takes one
 IN:OUT per clip in the clip's own frames (empty side: the clip's start or end; ':' keeps
 the whole clip).
 
-Prints (with --json) compose.api.compose's result plus "out"; flagged seams are also timeline
-markers in OUT. OUT is written only on success, atomically.
+Each clip's contacts (a fingertip on the chin, thumb on index, palm on palm) are kept on
+the rig's skin as `signsim retarget` keeps them, and no seam cuts or blends a clip's
+contact frames, unless --no-contacts.
+
+Prints (with --json) compose.api.compose's result plus "out" ("contacts" in the
+composition's frames); flagged seams are also timeline markers in OUT. OUT is written
+only on success, atomically.
 """
 import argparse
 
@@ -64,6 +69,9 @@ def add_arguments(parser):
     parser.add_argument("--fps", metavar="N|rig",
                         help="frame rate of the sequence (default: the first clip's own rate; 'rig': the "
                         "rig file's); a clip of another rate is resampled")
+    parser.add_argument("--no-contacts", dest="contacts", action="store_false",
+                        help="do not keep the clips' contacts (fingertip on the face, hand on hand) on the "
+                        "rig's skin: plain rotation transfer, seams placed without regard to them")
     parser.add_argument("--out", required=True, metavar="OUT.blend", help="where to write the rig")
 
 
@@ -73,7 +81,7 @@ def run(args, say):
         curves=args.curve, trims=args.trim, library=args.library, bone_map=args.map, threshold=args.threshold,
         max_window=args.max_window, search=args.search, keep_height=args.keep_height, foot_lock=args.foot_lock, layer=args.layer,
         layer_bones=args.layer_bones, layer_start=args.layer_start, layer_weight=args.layer_weight,
-        fps=args.fps),
+        fps=args.fps, contacts=args.contacts),
         cli_reporter(say), progress=cli_lines(say, "compose"))
     say(f"wrote {result['out']}")
     for seam in result["seams"]:
@@ -82,4 +90,8 @@ def run(args, say):
             f"{seam['cut'][0]}+{seam['cut'][1]} frames, D {seam['D']:.2f} rad/s (at the clip ends "
             f"{seam['D_ends']:.2f}), worst {worst}"
             f"{'  FLAGGED: ' + '/'.join(seam['failures']) if seam['flagged'] else ''}")
+    for k in result.get("contacts", []):
+        say(f"contact {'-'.join(k['parts'])} frames {k['frames'][0]:g}–{k['frames'][1]:g}: "
+            + (f"gap {k['gap_mm']:.1f} mm, spot {k['spot_error_mm']:.1f} mm off" if "gap_mm" in k
+               else f"not kept ({k.get('skipped', '')})"))
     return result

@@ -10,9 +10,11 @@ A bone map preset naming bones the target lacks is refused with one clear error,
 CLI and the operator alike.
 - for compose (clips as arrays, no intermediate action): source_clip, skeleton,
   rest_matrices, is_clip_file, transfer_clip (transfer.transfer: a clip onto a target's
-  skeleton) and write_action (the bulk key writer).
+  skeleton), keep_contacts (the contact pass on those arrays), write_action (the bulk key
+  writer), store_contacts, contact_summary and mark_contacts (a composed action's contacts).
 """
 import contextlib
+import json
 import math
 import os
 from dataclasses import dataclass
@@ -27,6 +29,7 @@ from ..library import api as library
 from ...solver.retarget import bonemap
 from . import contacts as contact_pass
 from .contacts import add_contact  # noqa: F401
+from .contacts import mark_timeline as mark_contacts, summary as contact_summary  # noqa: F401 (compose)
 from . import transfer
 from .transfer import (auto_map, clip_not_found, export_map, is_clip_file, mirror_map, retarget, set_pair,  # noqa: F401
                        skeleton, source_clip, store_map, stored_map)
@@ -139,6 +142,21 @@ def resolve_clips(clips, library_path):
                                f"at {library_file})")
         library.check_not_scene_file(library_file)
     return [os.path.abspath(c) if is_clip_file(c) else c for c in clips], library_file
+
+
+def keep_contacts(source, target, result, report=silent):
+    """The contact pass retarget makes, on a clip transferred as arrays (transfer_clip's
+    Result, action None): source's contacts kept on target's skin by correcting
+    result.keys in place (contacts.preserve; its warnings go to report). Returns the
+    contacts in their stored form (dicts with "frames" [first, last] and "influence" in
+    result.frames, "parts", "bones", "spot_local", the measures or "skipped")."""
+    return contact_pass.preserve(source, target, result, report=report)
+
+
+def store_contacts(action, items):
+    """Store contacts (keep_contacts' form, frames in action's frames) on action, where the
+    bake and contact_summary read them."""
+    action[contact_pass.CONTACTS_PROP] = json.dumps(items)
 
 
 def retarget_source(source, target, report=silent, contacts=True):

@@ -249,6 +249,9 @@ def preserve(source, target, result, *, forced=(), disabled=(), report=silent):
     forced, disabled: [(part_a, part_b, first frame, last frame)] in scene frames: contacts
     the animator added or switched off. Contacts the target cannot keep (no skin for a
     part, out of reach) are reported with report(WARNING, …) and listed with their error.
+    A result without an action (transfer's: compose) gets its keys corrected and nothing
+    stored; then the stored form of the contacts (CONTACTS_PROP's items, "frames" in
+    result.frames) is returned.
     """
     frames = np.asarray(result.frames)
     first = frames[0]
@@ -269,11 +272,12 @@ def preserve(source, target, result, *, forced=(), disabled=(), report=silent):
             changed = [b for b in range(basis.shape[1]) if not np.array_equal(basis[:, b], pose.basis[:, b])]
             pose.basis = basis
         warnings += _hands_in_face(target, tgt, pose, frames)
-    if changed:
+    for b in changed:
+        result.keys["rot"][sk.names[b]] = basis[:, b]
+    if changed and result.action is not None:
         bag = compat.get_channelbag(result.action, result.action.slots[0])
         for b in changed:
             name = sk.names[b]
-            result.keys["rot"][name] = basis[:, b]
             for i in range(4):
                 key_io.write_curve(bag, key_io.bone_path(name, "rotation_quaternion"), i, name, frames, basis[:, b, i])
     items = []
@@ -300,11 +304,13 @@ def preserve(source, target, result, *, forced=(), disabled=(), report=silent):
                 warnings.append(f"{where} kept on '{target.name}', but easing in and out of it the parts go "
                                 f"{m['eased_penetration_mm']:.1f} mm into each other (the plain retarget: "
                                 f"{m['plain_eased_penetration_mm']:.1f} mm)")
-    result.action[CONTACTS_PROP] = json.dumps(items)
-    _store_list(target, items, forced, disabled)
     for w in warnings:
         report(WARNING, w)
     report(INFO, f"kept {sum(1 for i in items if 'skipped' not in i)} of {len(items)} contacts on '{target.name}'")
+    if result.action is None:
+        return items
+    result.action[CONTACTS_PROP] = json.dumps(items)
+    _store_list(target, items, forced, disabled)
     return summary(result.action)
 
 

@@ -676,7 +676,7 @@ def best_transition(info_a, info_b, rig, cut_a, cut_b):
 # ------------------------------------------------------------------------------ compose
 
 def compose(tracks, fps, windows=None, kinds="smoothstep", rig=None, threshold=None, max_window=None,
-            search=SEARCH_TIME, names=None, infos=None):
+            search=SEARCH_TIME, names=None, infos=None, keep=None):
     """Splice tracks in order into one Track, each seam at its best transition point and
     with its window, then checked.
 
@@ -687,7 +687,9 @@ def compose(tracks, fps, windows=None, kinds="smoothstep", rig=None, threshold=N
     name, or one per seam; threshold: rad/s for every bone's velocity jump instead of the
     clips' own limits; search: seconds of each clip end the transition search may cut (0:
     blend at the clips' ends). names: bone names for the report; infos: the tracks'
-    ClipInfo when already computed.
+    ClipInfo when already computed; keep: per track None or (first, last), its frames
+    (indices) that no seam may cut or blend (a contact's: a seam's transition search and
+    window stay out of them, down to a hard cut at their edge).
     Returns (track, seams, planted): seams a list of dicts per seam {"index" (1-based),
     "start" (first frame of the window in the result), "window", "suggested", "found" (a
     window passing every check exists), "curve", "cut" (A frames, B frames cut away),
@@ -711,6 +713,7 @@ def compose(tracks, fps, windows=None, kinds="smoothstep", rig=None, threshold=N
     if short:
         raise ValueError(f"clip {short[0] + 1} has {len(tracks[short[0]])} frame(s); composing needs at least 3")
     infos = [ClipInfo(t, fps, rig) for t in tracks] if infos is None else infos
+    keep = [None] * len(tracks) if keep is None else list(keep)
     floor = infos[0].floor
     out = tracks[0]
     planted = infos[0].planted.copy() if rig.has_legs else None
@@ -719,8 +722,11 @@ def compose(tracks, fps, windows=None, kinds="smoothstep", rig=None, threshold=N
     for i, (b, w, kind) in enumerate(zip(tracks[1:], windows, kinds), start=1):
         ia, ib = infos[i - 1], infos[i]
         n_prev = len(tracks[i - 1])
-        cut_a = min(search_frames(n_prev, fps, search), free - 2)
-        cut_b = search_frames(len(b), fps, search)
+        # A's frames from a_from on and B's before b_until are free to cut and blend
+        a_from = 0 if keep[i - 1] is None else keep[i - 1][1] + 1
+        b_until = len(b) if keep[i] is None else keep[i][0]
+        cut_a = min(search_frames(n_prev, fps, search), free - 2, n_prev - a_from)
+        cut_b = min(search_frames(len(b), fps, search), b_until)
         # the previous clip's frames in `out` end at its own frame n_prev − 1
         candidates = [(n_prev, 0)]
         match = match_ends = None
@@ -730,13 +736,14 @@ def compose(tracks, fps, windows=None, kinds="smoothstep", rig=None, threshold=N
         plans = []
         for end, start in dict.fromkeys(candidates):          # the transition point first
             plan = _SeamPlan(out, free, n_prev, b, ia, ib, end, start, kind, rig, fps, threshold, floor, names,
-                             max_window)
+                             max_window, a_from, b_until)
             plans.append(plan)
             if plan.found if w is None else int(w) in plan.fits:
                 break
         if w is not None and int(w) not in plans[-1].fits:
-            raise ValueError(f"seam {i}: a window of {w} frames reaches into the previous seam or past "
-                             f"the clip ({plans[-1].fits[-1] if plans[-1].fits else 0} frames available)")
+            raise ValueError(f"seam {i}: a window of {w} frames reaches into the previous seam, a contact's "
+                             f"frames or past the clip ({plans[-1].fits[-1] if plans[-1].fits else 0} frames "
+                             f"available)")
         # an explicit window: at the transition point where it fits there, else at the clip
         # ends; else the first plan with a passing window (the clip ends when the transition
         # point has none), else the transition point
@@ -855,11 +862,12 @@ class _SeamPlan:
     the blend keeps the matched frames together (a window that would need B's frames
     before 0 does not fit); at the clip ends (end = n_prev, start = 0) A's last W frames
     and B's first W. `attempt(window)` splices and checks; `fits` are the windows that fit
-    (at most half of either clip, or max_window); `suggested` the shortest passing one
-    (found) or the one closest to passing."""
+    (at most half of either clip, or max_window, blending none of A's frames before a_from
+    nor B's from b_until on); `suggested` the shortest passing one (found) or the one
+    closest to passing."""
 
     def __init__(self, out, free, n_prev, b, ia, ib, end, start, kind, rig, fps, threshold, floor, names,
-                 max_window):
+                 max_window, a_from, b_until):
         self.out, self.free, self.n_prev, self.b, self.ia, self.ib = out, free, n_prev, b, ia, ib
         self.end, self.start, self.kind, self.rig, self.fps = int(end), int(start), kind, rig, fps
         self.threshold, self.floor, self.names = threshold, floor, names
@@ -867,7 +875,8 @@ class _SeamPlan:
         limit = min(len(b) - self.start, len(b) // 2, n_prev // 2)
         limit = limit if max_window is None else min(limit, int(max_window))
         self.fits = [cand for cand in range(0, limit + 1)
-                     if cand <= self.prepare(cand)[1] and self.frames(cand)[1] >= 0]
+                     if cand <= self.prepare(cand)[1] and 0 <= self.frames(cand)[1] <= b_until - cand
+                     and self.frames(cand)[0] >= a_from]
         self.suggested, self.found, best = 0, False, np.inf
         for cand in self.fits:
             chk = self.attempt(cand)[2]
