@@ -11,7 +11,7 @@ import pytest
 from batch_library import SAMPLES, short_clip
 from cli_capture import run_cli
 
-LINE = re.compile(r"\[(\w+) (\d+)/(\d+)\] (\S+) (?:(\d+) %(?: eta (?:\d+ min )?\d+ s)?|done in \d+ s)")
+LINE = re.compile(r"\[(\w+) (\d+)/(\d+)\] (\S+(?: \(\d+\))?) (?:(\d+) %(?: eta (?:\d+ min )?\d+ s)?|done in \d+ s)")
 
 
 @pytest.fixture
@@ -116,6 +116,25 @@ def _json_and_stages(cli, capsys, argv):
     last = {(s, k, n): p for _, k, n, s, p in lines}
     assert all(p is None for p in last.values()), err
     return json.loads(out.splitlines()[-1]), [(s, int(k), int(n)) for s, k, n in last]
+
+
+@pytest.mark.slow
+def test_files_of_one_name_in_two_folders_are_two_stages(cli, capsys, tmp_path, every_tick):
+    for folder, sample in (("a", "chin_cheek.bvh"), ("b", "fingerspelling.bvh")):
+        (tmp_path / folder).mkdir()
+        short_clip(SAMPLES / sample, tmp_path / folder / "take.bvh", 8)
+    result, stages = _json_and_stages(cli, capsys, ["import", str(tmp_path / "a" / "take.bvh"),
+                                                    str(tmp_path / "b" / "take.bvh"), "--library",
+                                                    str(tmp_path / "lib.blend")])
+    assert len(result["imported"]) == 2
+    assert stages == [("take.bvh", 1, 2), ("take.bvh (2)", 2, 2)]
+
+
+def test_stage_names_repeating_are_refused(addon):
+    progress = addon.signsim_addon.progress
+    assert progress.unique(["take", "take (2)", "take", "x"]) == ("take", "take (2)", "take (3)", "x")
+    with pytest.raises(ValueError):
+        progress.Stages(["take", "take"])
 
 
 @pytest.mark.slow
