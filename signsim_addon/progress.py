@@ -113,11 +113,24 @@ class Stages:
         """{stage: wall seconds} of the stages run: `before`'s, then the planned order."""
         return {**self.before, **{name: self.seconds[name] for name in self.names if name in self.seconds}}
 
+    def finish(self, report):
+        """Report the summary ('   stages: …') at level 'INFO' (errors.INFO, which errors
+        cannot give here: it imports this module) through `report(level, message)`; returns
+        {stage: wall seconds, to the millisecond} of timed (a result's "stage_seconds")."""
+        report("INFO", f"   stages: {self.summary()}")
+        return {name: round(s, 3) for name, s in self.timed().items()}
+
     def summary(self):
         """'startup 1.4 s, reading 1.2 s, …, total 9.9 s' (stages in order)."""
         timed = self.timed()
         parts = [f"{name} {s:.1f} s" for name, s in timed.items()]
         return ", ".join(parts + [f"total {sum(timed.values()):.1f} s"])
+
+
+def as_stages(progress, names):
+    """`progress` when it is a Stages already (a use case run as part of a larger one), else
+    Stages(names, progress)."""
+    return progress if isinstance(progress, Stages) else Stages(names, progress)
 
 
 class Lines:

@@ -136,8 +136,7 @@ def bake_file(request: BakeFileRequest, report=silent, progress=None, startup=No
             result["picture"] = render_contact_sheet(os.path.abspath(r.out), ob.name, job.action_name,
                                                      new.name, frames, r.picture)
         report(INFO, f"wrote contact sheet {result['picture']}")
-    result["stage_seconds"] = {k: round(v, 3) for k, v in stages.timed().items()}
-    report(INFO, f"   stages: {stages.summary()}")
+    result["stage_seconds"] = stages.finish(report)
     return result
 
 

@@ -39,7 +39,7 @@ from ..library import api as library
 from ..retarget import api as retarget_api
 from .. import keys as keyio
 from ..errors import INFO, WARNING, BadOption, SignSimError, from_solver, silent
-from ..progress import Stages
+from ..progress import Stages, as_stages
 
 CURVES = composition.CURVES  # blend curve names, for the CLI's choices
 STAGES = ("reading", "clips", "composing", "writing")  # a composition's, in order (progress.Stages)
@@ -357,7 +357,7 @@ def compose(target, clips, layers=(), *, library_path=None, bone_map=None, thres
     Raises SignSimError for unusable input (nothing is written then).
     """
     report = report or silent
-    stages = progress if isinstance(progress, Stages) else Stages(STAGES, progress)
+    stages = as_stages(progress, STAGES)
     if target is None or target.type != 'ARMATURE':
         raise SignSimError("compose needs an armature to write the action on")
     clips = [c if isinstance(c, ClipSpec) else ClipSpec(c) for c in clips]

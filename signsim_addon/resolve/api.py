@@ -27,7 +27,7 @@ from ..bake import api as bake_api
 from ..body import geometry
 from ..body.fields import body_fields, neck_fields
 from ..errors import INFO, WARNING, BadOption, SignSimError, from_solver, silent
-from ..progress import Stages
+from ..progress import Stages, as_stages
 from ..body.skin import TORSO as TORSO_SKIN, SkinTest, skin_penetration  # noqa: F401 (skin_penetration: benches)
 
 SUFFIX = ".resolved"
@@ -88,7 +88,7 @@ def resolve_action(scene, ob, action=None, frame_range=None, margin=0.002, seque
     new.name = action.name + SUFFIX
     new.use_fake_user = False
     try:
-        stages = progress if isinstance(progress, Stages) else Stages(STAGES, progress)
+        stages = as_stages(progress, STAGES)
         out = _resolve_into(scene, ob, action, new, frame_range, margin, sequence, method, measure_skin, only_frames,
                             report, stages)
     except Exception:
@@ -398,6 +398,4 @@ def resolve_file(request: ResolveFileRequest, report=silent, progress=None, star
     with stages("writing"):
         out = files.save_atomically(r.out)
     report(INFO, f"wrote action '{res['action'].name}' to {out}")
-    report(INFO, f"   stages: {stages.summary()}")
-    return {**s, "action": res["action"].name, "out": os.path.abspath(out),
-            "stage_seconds": {k: round(v, 3) for k, v in stages.timed().items()}}
+    return {**s, "action": res["action"].name, "out": os.path.abspath(out), "stage_seconds": stages.finish(report)}
