@@ -37,11 +37,11 @@ from .index import path_of as index_file  # noqa: F401
 from .store import CATS_FILE as CATALOG_FILE  # noqa: F401
 from .store import (check_not_scene_file, edit_clip, list_clips, load_clip, matches, parse_tags, tag_clip,  # noqa: F401
                     tag_clips)
-from .store import TEXT_FIELDS, text_note, unknown_filter_warnings  # noqa: F401
+from .store import TEXT_FIELDS, empty_note, text_note, unknown_filter_warnings  # noqa: F401
 
 __all__ = ("library_file", "index_file", "CATALOG_FILE", "check_not_scene_file", "import_paths", "list_clips", "edit_clip", "tag_clip", "tag_clips",
            "load_clip", "collect_files", "matches", "parse_tags", "unknown_filter_warnings",
-           "TEXT_FIELDS", "text_note",
+           "TEXT_FIELDS", "text_note", "empty_note",
            "CHARACTER_FORMATS", "open_character", "import_character")
 
 
