@@ -54,7 +54,7 @@ def _single_key_frame(action):
     return next(iter(frames)) if len(frames) == 1 else None
 
 
-STAGES = ("reading", "body", "poses", "writing", "skin_check")  # a resolve's, in order (progress.Stages)
+STAGES = ("reading", "compile", "body", "poses", "writing", "skin_check")  # a resolve's, in order (progress.Stages)
 
 
 def resolve_action(scene, ob, action=None, frame_range=None, margin=0.002, sequence=True, method="SLSQP",
@@ -127,10 +127,11 @@ def _resolve_into(scene, ob, action, new, frame_range, margin, sequence, method,
     if only_frames is not None:
         solve &= np.isin(job.frames, np.asarray(only_frames, dtype=float))
     rig, ref = job.rig, job.reference
+    with stages("compile"):  # compiles on the first resolve after install, then loads (as the bake's)
+        warm_up()
     with stages("body") as tick:
         fields = body_fields(rig, job.settings.sdf_spacing, job.settings.sdf_margin, job.grid_cache, tick)
         fields += neck_fields(ob, rig, job.settings.sdf_spacing, job.settings.sdf_margin, job.grid_cache)
-        warm_up()  # compiles on the first resolve after install (not a pose's time), then loads
     with from_solver("cannot resolve: "):
         settings = ResolveSettings(margin=float(margin))
     idx = np.flatnonzero(solve)

@@ -49,7 +49,7 @@ def test_resolve_operator_shows_its_stages_and_clears_them(retargeted, addon):
     assert values == sorted(values) and values[0] == 0 and values[-1] == 100, values
     shown = [s for s in window.status if s]
     stages = list(dict.fromkeys(s.split(": ")[-1].rsplit(" ", 2)[0] for s in shown))
-    assert stages == ["reading", "body", "poses", "writing", "skin_check"], shown
+    assert stages == ["reading", "compile", "body", "poses", "writing", "skin_check"], shown
     assert "SignSim: resolving: poses 33 %" in shown and "SignSim: resolving: poses 100 %" in shown
     assert window.status[-1] is None
 

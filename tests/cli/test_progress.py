@@ -153,8 +153,8 @@ def test_import_retarget_compose_resolve_print_progress_on_stderr(cli, capsys, t
     assert stages == [("reading", 1, 4), ("clips", 2, 4), ("composing", 3, 4), ("writing", 4, 4)]
     result, stages = _json_and_stages(cli, capsys, ["resolve", "--blend", str(retargeted), "--frames", "1:3",
                                                     "--out", str(tmp_path / "s.blend")])
-    assert [s for s, _k, _n in stages] == ["reading", "body", "poses", "writing", "skin_check"]
-    assert set(result["stage_seconds"]) == {"reading", "body", "poses", "skin_check", "writing"}
+    assert [s for s, _k, _n in stages] == ["reading", "compile", "body", "poses", "writing", "skin_check"]
+    assert set(result["stage_seconds"]) == {"reading", "compile", "body", "poses", "skin_check", "writing"}
 
 
 def test_lines_are_throttled_and_quiet_for_short_stages(addon):
