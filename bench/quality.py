@@ -544,8 +544,6 @@ NOT_MEASURED = (
      "run quality.py with and without --no-project (--json each) and join them with --table"),
     ("the Biped-style rig (clavicles on the neck, object scale 0.01)",
      "the rig the tests build is not wired into quality.py's --rig choices"),
-    ("projection: progress with an estimate of the time left",
-     "the CLI prints it ('[bake 4/8] projection 43 % eta 12 s', tests/cli/test_progress.py); quality.py runs no CLI"),
     ("`make demo` prints no warning of a bone off its target", "not run by quality.py (run `make demo`)"),
 )
 

@@ -2,7 +2,7 @@
 import bpy
 
 from ..signsim_addon.bake import api as bake
-from ..signsim_addon.errors import SignSimError, operator_reporter
+from ..signsim_addon.errors import SignSimError, operator_reporter, window_progress
 from ..signsim_addon.softface import api as softface
 from .common import active_armature, armature_with_action
 
@@ -38,9 +38,12 @@ class SIGNSIM_OT_bake(bpy.types.Operator):
         return bake.prepare(context.scene, ob, preset=None if self.preset == 'SETTINGS' else self.preset,
                             frame_range=frame_range, report=operator_reporter(self))
 
-    def _finish(self, context, job, solved):
+    def _finish(self, context, job, solved, stages):
+        """Write the solved bake on the main thread, its stages (bake.operator_stages, after
+        the solve's) continuing the progress bar."""
         physics = context.active_object.signsim.physics
-        new = bake.write(context.scene, job, solved, physics.output_mode, physics.key_tolerance_deg)
+        with window_progress(context, rpt_("SignSim: baking physics")) as stages.progress:
+            new = bake.write(context.scene, job, solved, physics.output_mode, physics.key_tolerance_deg, stages=stages)
         for w in solved.metrics["warnings"][len(job.rig.warnings):]:
             self.report({'WARNING'}, w)
         m = solved.metrics["baked"]
@@ -60,7 +63,10 @@ class SIGNSIM_OT_bake(bpy.types.Operator):
     def execute(self, context):
         try:
             job = self._prepare(context)
-            return self._finish(context, job, bake.solve(job))
+            stages = bake.operator_stages(job)
+            with window_progress(context, rpt_("SignSim: baking physics")) as stages.progress:
+                solved = bake.solve(job, stages)
+            return self._finish(context, job, solved, stages)
         except SignSimError as ex:
             self.report({'ERROR'}, str(ex))
             return {'CANCELLED'}
@@ -88,7 +94,7 @@ class SIGNSIM_OT_bake(bpy.types.Operator):
             return {'PASS_THROUGH'}
         context.window_manager.progress_update(int(100 * worker.fraction))
         context.workspace.status_text_set(rpt_("SignSim: baking physics, {} {:.0f}% (Esc to cancel)").format(
-            worker.stage, 100 * worker.fraction))
+            worker.stage, 100 * worker.stage_fraction))
         if not worker.done.is_set():
             return {'RUNNING_MODAL'}
         self._end(context)
@@ -99,7 +105,7 @@ class SIGNSIM_OT_bake(bpy.types.Operator):
             self.report({'ERROR'}, str(worker.error))
             return {'CANCELLED'}
         try:
-            return self._finish(context, worker.job, worker.result)
+            return self._finish(context, worker.job, worker.result, worker.stages)
         except SignSimError as ex:
             self.report({'ERROR'}, str(ex))
             return {'CANCELLED'}

@@ -310,6 +310,7 @@ ZH_HANS = {
     "Bake cancelled: nothing was written": "烘焙已取消：未写入任何内容",
     "Baked '{}': tracking {:.2f}° RMS, penetration max {:.2f} mm": "已烘焙“{}”：跟踪误差 {:.2f}° RMS，最大穿透 {:.2f} 毫米",
     "SignSim: baking physics, {} {:.0f}% (Esc to cancel)": "SignSim：正在烘焙物理，{} {:.0f}%（按 Esc 取消）",
+    "SignSim: baking physics": "SignSim：正在烘焙物理",
     "SignSim: composing": "SignSim：正在合成",
     "SignSim: resolving": "SignSim：正在解除穿插",
     "SignSim: importing": "SignSim：正在导入",

@@ -57,11 +57,25 @@ def startup_seconds():
         return None
 
 
+def unique(names):
+    """The names with each repeat suffixed by its place among its kind ('take.bvh',
+    'take.bvh (2)'), for stages named after files or clips, which may share a name (a
+    stage is entered by its name)."""
+    out = []
+    for name in names:
+        unique_name, count = name, 1
+        while unique_name in out:
+            count += 1
+            unique_name = f"{name} ({count})"
+        out.append(unique_name)
+    return tuple(out)
+
+
 class Stages:
     """The stages of one task, timed and reported to `progress` (see the module).
 
     names: the stages in order (k of n counts in them; `plan` replaces them once they are
-    known). `with stages(name) as tick:` reports (name, k, n, 0) on entry, tick(fraction)
+    known; each name once — `unique` makes names of files so). `with stages(name) as tick:` reports (name, k, n, 0) on entry, tick(fraction)
     inside (at most MAX_TICK), (name, k, n, 1) — the stage's end — on a normal exit, and
     adds the stage's wall seconds to `seconds[name]` (a stage entered twice adds up).
     before: {stage: wall seconds} of stages that ran before this object existed (a CLI
@@ -70,13 +84,15 @@ class Stages:
     """
 
     def __init__(self, names, progress=None, before=None):
-        self.names = tuple(names)
+        self.plan(names)
         self.progress = progress
         self.before = dict(before or {})
         self.seconds = {}
 
     def plan(self, names):
         self.names = tuple(names)
+        if len(set(self.names)) != len(self.names):
+            raise ValueError(f"stage names repeat: {self.names}")
 
     @contextmanager
     def __call__(self, name):
@@ -97,11 +113,24 @@ class Stages:
         """{stage: wall seconds} of the stages run: `before`'s, then the planned order."""
         return {**self.before, **{name: self.seconds[name] for name in self.names if name in self.seconds}}
 
+    def finish(self, report):
+        """Report the summary ('   stages: …') at level 'INFO' (errors.INFO, which errors
+        cannot give here: it imports this module) through `report(level, message)`; returns
+        {stage: wall seconds, to the millisecond} of timed (a result's "stage_seconds")."""
+        report("INFO", f"   stages: {self.summary()}")
+        return {name: round(s, 3) for name, s in self.timed().items()}
+
     def summary(self):
         """'startup 1.4 s, reading 1.2 s, …, total 9.9 s' (stages in order)."""
         timed = self.timed()
         parts = [f"{name} {s:.1f} s" for name, s in timed.items()]
         return ", ".join(parts + [f"total {sum(timed.values()):.1f} s"])
+
+
+def as_stages(progress, names):
+    """`progress` when it is a Stages already (a use case run as part of a larger one), else
+    Stages(names, progress)."""
+    return progress if isinstance(progress, Stages) else Stages(names, progress)
 
 
 class Lines:

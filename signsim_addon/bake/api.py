@@ -30,7 +30,7 @@ from . import metrics_report, physics_presets, schedule  # noqa: F401
 from .batch import BatchRequest, bake_many  # noqa: F401
 from .preview import baked_pair, toggle as toggle_preview, toggle_ghost  # noqa: F401
 from .job import (METRIC_CURVES, PRESETS, SUFFIX, TRACK_PHYSICS, TRACK_REFERENCE, BakeCancelled,  # noqa: F401
-                  BakeJob, BakeWorker, Solved, bake_stages, prepare, public_metrics, reference_of, solve, write)
+                  BakeJob, BakeWorker, Solved, bake_stages, operator_stages, prepare, public_metrics, reference_of, solve, write)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -136,8 +136,7 @@ def bake_file(request: BakeFileRequest, report=silent, progress=None, startup=No
             result["picture"] = render_contact_sheet(os.path.abspath(r.out), ob.name, job.action_name,
                                                      new.name, frames, r.picture)
         report(INFO, f"wrote contact sheet {result['picture']}")
-    result["stage_seconds"] = {k: round(v, 3) for k, v in stages.timed().items()}
-    report(INFO, f"   stages: {stages.summary()}")
+    result["stage_seconds"] = stages.finish(report)
     return result
 
 

@@ -338,8 +338,8 @@ def bake_many(request: BatchRequest, report=silent) -> dict:
     clips = [c["name"] for c in library.list_clips(args.library, text=args.text,
                                                    tags=library.parse_tags(args.tags))]
     if not clips:
-        raise SignSimError(f"no clips to bake in {args.library}"
-                           + (f" ({library.text_note(args.text)})" if args.text else ""))
+        note = library.empty_note(args.library, args.text, ["--tags"] if args.tags else [])
+        raise SignSimError(f"no clips to bake in {args.library}" + (f" ({note})" if note else ""))
     # before any work: no clip's files may be the rig, the library or another clip's files
     outputs = [(path, c) for c in clips for path in clip_outputs(c, args.out)]
     files.check_distinct([args.rig, args.library], [p for p, _ in outputs],

@@ -176,25 +176,38 @@ def preserved_contacts(action, bone_names, frames):
     return tuple(out)
 
 
+WRITE_STAGES = ("writing", "skin_check")  # the stages `write` runs, after the solve's
+
+
+def solve_stages(project):
+    """The stages `solve` runs, in order (progress.Stages names): compiling the solver (once
+    after an install, then loaded from numba's cache), the body's distance fields, with the
+    projection the reference's fit and the projection itself, the simulation, the metrics."""
+    return ("compile", "body") + (("fit", "projection") if project else ()) + ("simulation", "metrics")
+
+
 def bake_stages(project, *extra):
     """The stages of a bake, in order (progress.Stages names): reading the file and the rig,
-    compiling the solver (once after an install, then loaded from numba's cache), the
-    body's distance fields, with the projection the reference's fit and the projection
-    itself, the simulation, the metrics, writing the keys and metric curves (and the
-    file), the skin check; then `extra` (e.g. 'soft_face', 'picture')."""
-    return (("reading", "compile", "body") + (("fit", "projection") if project else ())
-            + ("simulation", "metrics", "writing", "skin_check") + tuple(extra))
+    the solve's (solve_stages), writing the keys and metric curves (and the file), the
+    skin check (WRITE_STAGES); then `extra` (e.g. 'soft_face', 'picture')."""
+    return ("reading",) + solve_stages(project) + WRITE_STAGES + tuple(extra)
+
+
+def operator_stages(job: BakeJob, progress=None):
+    """progress.Stages of the bake operator, which has read the rig already (prepare): the
+    solve's stages, then the write's — one bar from the solve on to the skin check."""
+    return Stages(solve_stages(job.settings.project) + WRITE_STAGES, progress)
 
 
 def solve(job: BakeJob, stages=None) -> Solved:
     """Run the physics pass and the before/after metrics (no bpy; thread-safe).
 
-    stages: progress.Stages over bake_stages (None: untimed, unreported): the compile, the fit and the
-    projection (with settings.project), the simulation and the metrics are timed and
-    reported there; raising from its progress callable aborts the bake.
+    stages: progress.Stages holding solve_stages (None: untimed, unreported): the compile, the
+    body, the fit and the projection (with settings.project), the simulation and the metrics
+    are timed and reported there; raising from its progress callable aborts the bake.
     Raises SignSimError when the solver rejects the settings or the rig.
     """
-    stages = stages or Stages(bake_stages(job.settings.project))
+    stages = stages or Stages(solve_stages(job.settings.project))
     with stages("compile") as tick:  # its own stage, kept out of bake_seconds
         warm_up(tick)
     start = time.perf_counter()
@@ -283,12 +296,12 @@ def write(scene, job: BakeJob, solved: Solved, output="ASSIGN", key_tolerance_de
     bones in quaternion mode; Euler curves interpolate their angles instead).
     measure_skin: measure the penetration of the reference and of the written keys on
     the evaluated skin (skin_metrics.measure) into solved.metrics' sides, its warnings
-    appended to solved.metrics["warnings"]. stages: progress.Stages over bake_stages (None:
-    untimed): 'writing' and 'skin_check' are timed there.
+    appended to solved.metrics["warnings"]. stages: progress.Stages holding WRITE_STAGES
+    (None: untimed): 'writing' and 'skin_check' are timed and reported there.
     """
     import bpy
 
-    stages = stages or Stages(bake_stages(job.settings.project))
+    stages = stages or Stages(WRITE_STAGES)
     ob = bpy.data.objects[job.armature_name]
     ref = bpy.data.actions[job.action_name]
     new = ref.copy()
@@ -422,14 +435,17 @@ class BakeWorker:
     """The solve of one BakeJob in a background thread, for the modal operator.
 
     The solver never touches bpy, so it may run off the main thread; the main thread polls
-    `fraction` (of the whole bake) and `stage` (its name), may call `cancel()`, and calls `write` itself once `done` is set and
-    `error` is None. A cancelled worker ends with error = BakeCancelled and no result.
+    `fraction` (of the operator's bar, operator_stages), `stage` (its name) and
+    `stage_fraction` (of that stage, 0–1), may call `cancel()`, and calls `write` with
+    `stages` itself once `done` is set and `error` is None. A cancelled worker ends with
+    error = BakeCancelled and no result.
     """
 
     def __init__(self, job: BakeJob):
         import threading
         self.job = job
-        self.fraction = 0.0
+        self.stages = operator_stages(job, self._progress)
+        self.fraction = self.stage_fraction = 0.0
         self.stage = ""
         self.result = None
         self.error = None
@@ -450,11 +466,11 @@ class BakeWorker:
     def _progress(self, stage, k, n, fraction):
         if self._cancel.is_set():
             raise BakeCancelled("bake cancelled")
-        self.stage, self.fraction = stage, overall(k, n, fraction)
+        self.stage, self.stage_fraction, self.fraction = stage, fraction, overall(k, n, fraction)
 
     def _run(self):
         try:
-            self.result = solve(self.job, Stages(bake_stages(self.job.settings.project), self._progress))
+            self.result = solve(self.job, self.stages)
         except Exception as ex:  # handed to the main thread, which reports it
             self.error = ex
         finally:

@@ -39,10 +39,11 @@ from ..library import api as library
 from ..retarget import api as retarget_api
 from .. import keys as keyio
 from ..errors import INFO, WARNING, BadOption, SignSimError, from_solver, silent
-from ..progress import Stages
+from ..progress import Stages, as_stages
 
 CURVES = composition.CURVES  # blend curve names, for the CLI's choices
-STAGES = ("reading", "clips", "composing", "writing")  # a composition's, in order (progress.Stages)
+COMPOSE_STAGES = ("clips", "composing")  # the stages compose() runs (the operator's bar), in order
+STAGES = ("reading", *COMPOSE_STAGES, "writing")  # compose_file's, in order (progress.Stages)
 
 WEIGHT_PATH = "signsim.compose.layers[{}].weight"
 
@@ -380,12 +381,12 @@ def compose(target, clips, layers=(), *, library_path=None, bone_map=None, thres
     "gap_mm", "penetration_mm", "spot_error_mm" or "skipped"), stored on the action as
     retarget stores them, with timeline markers.
     progress: None, a progress(stage, k, n, fraction) callable (signsim_addon/progress.py)
-    over STAGES ('clips' ticks after each clip read and retargeted, 'composing' is the
-    seams' search and checks) or a progress.Stages over them.
+    over COMPOSE_STAGES ('clips' ticks after each clip read and retargeted, 'composing' is
+    the seams' search and checks) or a progress.Stages holding them.
     Raises SignSimError for unusable input (nothing is written then).
     """
     report = report or silent
-    stages = progress if isinstance(progress, Stages) else Stages(STAGES, progress)
+    stages = as_stages(progress, COMPOSE_STAGES)
     if target is None or target.type != 'ARMATURE':
         raise SignSimError("compose needs an armature to write the action on")
     clips = [c if isinstance(c, ClipSpec) else ClipSpec(c) for c in clips]

@@ -30,18 +30,18 @@ import bpy
 
 from .. import files, preferences
 from ..errors import ERROR, INFO, WARNING, SignSimError, silent
-from ..progress import Stages
+from ..progress import Stages, unique
 from . import importers, store, tracking
 from .importers import CHARACTER_FORMATS, open_character  # noqa: F401
 from .index import path_of as index_file  # noqa: F401
 from .store import CATS_FILE as CATALOG_FILE  # noqa: F401
 from .store import (check_not_scene_file, edit_clip, list_clips, load_clip, matches, parse_tags, tag_clip,  # noqa: F401
                     tag_clips)
-from .store import TEXT_FIELDS, text_note, unknown_filter_warnings  # noqa: F401
+from .store import TEXT_FIELDS, empty_note, text_note, unknown_filter_warnings  # noqa: F401
 
 __all__ = ("library_file", "index_file", "CATALOG_FILE", "check_not_scene_file", "import_paths", "list_clips", "edit_clip", "tag_clip", "tag_clips",
            "load_clip", "collect_files", "matches", "parse_tags", "unknown_filter_warnings",
-           "TEXT_FIELDS", "text_note",
+           "TEXT_FIELDS", "text_note", "empty_note",
            "CHARACTER_FORMATS", "open_character", "import_character")
 
 
@@ -134,8 +134,8 @@ def import_paths(paths, library, tags=(), catalog=None, report=None, progress=No
     {"imported": [record + "updated"], "failed": [{"path", "error"}],
      "skipped": [{"path", "reason"}] (see collect_files), "library": path}.
     progress: None or a progress(stage, k, n, fraction) callable (signsim_addon/progress.py)
-    whose stages are the files (named by their file names; a BVH file's advances as its
-    rows are read). An interrupt (KeyboardInterrupt) keeps
+    whose stages are the files (named by their file names, a repeat suffixed: progress.unique;
+    a BVH file's advances as its rows are read). An interrupt (KeyboardInterrupt) keeps
     the clips imported before it, reports how many, and is raised again.
     """
     tags = store.parse_tags(tags)
@@ -151,7 +151,8 @@ def import_paths(paths, library, tags=(), catalog=None, report=None, progress=No
     library = store.check_library_path(library, write=True)   # before any work
     if os.path.isfile(library):
         store.check_not_scene_file(library)
-    stages = Stages([os.path.basename(p) for p in files], progress)
+    names = unique([os.path.basename(p) for p in files])  # a/take.bvh and b/take.bvh: two stages
+    stages = Stages(names, progress)
     with tracking.NameGuard() as guard, tracking.Tracker():
         waiting, waiting_keys = [], 0   # clips not yet in the library, and their keys
 
@@ -159,8 +160,8 @@ def import_paths(paths, library, tags=(), catalog=None, report=None, progress=No
             imported.extend(store.add_clips(library, clips, guard, tags, catalog))
 
         try:
-            for i, path in enumerate(files):
-                with stages(os.path.basename(path)) as tick:
+            for i, (path, name) in enumerate(zip(files, names)):
+                with stages(name) as tick:
                     clips = []
                     try:
                         sha = importers.file_sha256(path)

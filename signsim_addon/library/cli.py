@@ -113,7 +113,12 @@ def run_list(args, say) -> dict:
     for c in clips:
         say(f"{c['name']:40s} {c['duration_s']:8.2f} s {c['fps']:7g} fps {c['bones']:4d} bones  "
             f"[{c['catalog']}] {', '.join(c['tags'])}")
-    if not clips and args.text:
-        report(WARNING, f"no clip matches: {library.text_note(args.text)}")
+    given = (("--tags", args.tags), ("--catalog", args.catalog), ("--min-duration", args.min_duration),
+             ("--max-duration", args.max_duration), ("--fps", args.fps), ("--skeleton", args.skeleton))
+    # only with --text: without it the other filters' own warnings (unknown_filter_warnings) say why
+    note = library.empty_note(lib, args.text, [o for o, v in given if v not in (None, "")]) \
+        if args.text and not clips else ""
+    if note:
+        report(WARNING, f"no clip matches: {note}")
     say(f"{len(clips)} clip(s) in {os.path.abspath(lib)}")
     return {"clips": clips}

@@ -210,6 +210,15 @@ def text_note(text):
     return f"--text '{text}' looks for every word in a clip's {TEXT_FIELDS} (any case)"
 
 
+def empty_note(path, text, others):
+    """Which filter left no clip of the library at `path`: text_note when `text` alone
+    matches none, else the other filters given (`others`: their options, e.g. ['--tags']);
+    '' when none was given."""
+    if text and not list_clips(path, text=text):
+        return text_note(text)
+    return f"{' and '.join(others)} left none{' of the clips --text matches' if text else ''}" if others else ""
+
+
 def _text_of(rec):
     """What a text filter looks in (TEXT_FIELDS), lower case."""
     return " ".join([rec["name"], rec["catalog"], os.path.basename(rec["source"]), *rec["tags"]]).lower()

@@ -27,7 +27,7 @@ from ..bake import api as bake_api
 from ..body import geometry
 from ..body.fields import body_fields, neck_fields
 from ..errors import INFO, WARNING, BadOption, SignSimError, from_solver, silent
-from ..progress import Stages
+from ..progress import Stages, as_stages
 from ..body.skin import TORSO as TORSO_SKIN, SkinTest, skin_penetration  # noqa: F401 (skin_penetration: benches)
 
 SUFFIX = ".resolved"
@@ -54,7 +54,7 @@ def _single_key_frame(action):
     return next(iter(frames)) if len(frames) == 1 else None
 
 
-STAGES = ("reading", "body", "poses", "writing", "skin_check")  # a resolve's, in order (progress.Stages)
+STAGES = ("reading", "compile", "body", "poses", "writing", "skin_check")  # a resolve's, in order (progress.Stages)
 
 
 def resolve_action(scene, ob, action=None, frame_range=None, margin=0.002, sequence=True, method="SLSQP",
@@ -88,7 +88,7 @@ def resolve_action(scene, ob, action=None, frame_range=None, margin=0.002, seque
     new.name = action.name + SUFFIX
     new.use_fake_user = False
     try:
-        stages = progress if isinstance(progress, Stages) else Stages(STAGES, progress)
+        stages = as_stages(progress, STAGES)
         out = _resolve_into(scene, ob, action, new, frame_range, margin, sequence, method, measure_skin, only_frames,
                             report, stages)
     except Exception:
@@ -127,10 +127,11 @@ def _resolve_into(scene, ob, action, new, frame_range, margin, sequence, method,
     if only_frames is not None:
         solve &= np.isin(job.frames, np.asarray(only_frames, dtype=float))
     rig, ref = job.rig, job.reference
+    with stages("compile"):  # compiles on the first resolve after install, then loads (as the bake's)
+        warm_up()
     with stages("body") as tick:
         fields = body_fields(rig, job.settings.sdf_spacing, job.settings.sdf_margin, job.grid_cache, tick)
         fields += neck_fields(ob, rig, job.settings.sdf_spacing, job.settings.sdf_margin, job.grid_cache)
-        warm_up()  # compiles on the first resolve after install (not a pose's time), then loads
     with from_solver("cannot resolve: "):
         settings = ResolveSettings(margin=float(margin))
     idx = np.flatnonzero(solve)
@@ -398,6 +399,4 @@ def resolve_file(request: ResolveFileRequest, report=silent, progress=None, star
     with stages("writing"):
         out = files.save_atomically(r.out)
     report(INFO, f"wrote action '{res['action'].name}' to {out}")
-    report(INFO, f"   stages: {stages.summary()}")
-    return {**s, "action": res["action"].name, "out": os.path.abspath(out),
-            "stage_seconds": {k: round(v, 3) for k, v in stages.timed().items()}}
+    return {**s, "action": res["action"].name, "out": os.path.abspath(out), "stage_seconds": stages.finish(report)}

@@ -24,7 +24,7 @@ import bpy
 
 from .. import compat, files
 from ..errors import INFO, WARNING, BadOption, SignSimError, silent
-from ..progress import Stages
+from ..progress import Stages, unique
 from ..library import api as library
 from ...solver.retarget import bonemap
 from . import contacts as contact_pass
@@ -226,7 +226,8 @@ def retarget_files(request: RetargetRequest, report=silent, progress=None) -> di
     files.check_files([r.rig, library_file, r.bone_map, *(c for c in clips if is_clip_file(c))], [r.out])
 
     names = [os.path.splitext(os.path.basename(c))[0] if is_clip_file(c) else c for c in clips]
-    stages = Stages(("reading", *names, "writing"), progress)
+    stage_names = unique(names)  # two clips of one name: two stages
+    stages = Stages(("reading", *stage_names, "writing"), progress)
     with stages("reading"):
         target = open_rig(r.rig, r.armature)
     if preset is not None:
@@ -236,7 +237,7 @@ def retarget_files(request: RetargetRequest, report=silent, progress=None) -> di
     # the rig file's contact list (switched off / added in the Contacts panel) is in the
     # first clip's frames: the clip the armature gets, whose contacts the list shows
     choices = contact_pass.animator_choices(target) if r.contacts else {}
-    for clip, name in zip(clips, names):
+    for clip, name, stage_name in zip(clips, names, stage_names):
         warned = []
         clip_warnings.append(warned)
 
@@ -244,7 +245,7 @@ def retarget_files(request: RetargetRequest, report=silent, progress=None) -> di
             if level == WARNING:
                 warned.append(message)
             report(level, message)
-        with stages(name) as tick:
+        with stages(stage_name) as tick:
             with source_clip(clip, library_file, report=clip_report) as src:
                 # one map for every clip of one skeleton: the preset, or the automatic map
                 skeleton_key = tuple(b.name for b in src.armature.data.bones)

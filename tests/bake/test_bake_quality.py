@@ -186,12 +186,11 @@ def test_the_projected_target_clears_the_skin_and_bakes_bit_identically(addon, t
     job = api.prepare(bpy.context.scene, bpy.data.objects["Signer"], preset="default", project=True)
     assert job.settings.project and job.settings_record["project"]
     seen = []
-    solved = api.solve(job, addon.signsim_addon.progress.Stages(api.bake_stages(True),
-                                                                lambda *stage: seen.append(stage)))
-    # the solve's stages in order (k of the bake's n), the projection's and the simulation's
+    solved = api.solve(job, api.operator_stages(job, lambda *stage: seen.append(stage)))
+    # the solve's stages in order (k of the operator's n), the projection's and the simulation's
     # frames each counted from 0 to the stage's end
-    assert list(dict.fromkeys((s, k) for s, k, _n, _f in seen)) == [("body", 2), ("fit", 3), ("projection", 4),
-                                                                  ("simulation", 5), ("metrics", 6)]
+    assert list(dict.fromkeys((s, k) for s, k, _n, _f in seen)) == [("compile", 1), ("body", 2), ("fit", 3),
+                                                                  ("projection", 4), ("simulation", 5), ("metrics", 6)]
     for stage in ("projection", "simulation"):
         done = [f for s, _k, _n, f in seen if s == stage]
         assert len(done) > 3 and done == sorted(done) and done[0] == 0.0 and done[-1] == 1.0, (stage, done)

@@ -11,7 +11,7 @@ import pytest
 from batch_library import SAMPLES, short_clip
 from cli_capture import run_cli
 
-LINE = re.compile(r"\[(\w+) (\d+)/(\d+)\] (\S+) (?:(\d+) %(?: eta (?:\d+ min )?\d+ s)?|done in \d+ s)")
+LINE = re.compile(r"\[(\w+) (\d+)/(\d+)\] (\S+(?: \(\d+\))?) (?:(\d+) %(?: eta (?:\d+ min )?\d+ s)?|done in \d+ s)")
 
 
 @pytest.fixture
@@ -119,6 +119,25 @@ def _json_and_stages(cli, capsys, argv):
 
 
 @pytest.mark.slow
+def test_files_of_one_name_in_two_folders_are_two_stages(cli, capsys, tmp_path, every_tick):
+    for folder, sample in (("a", "chin_cheek.bvh"), ("b", "fingerspelling.bvh")):
+        (tmp_path / folder).mkdir()
+        short_clip(SAMPLES / sample, tmp_path / folder / "take.bvh", 8)
+    result, stages = _json_and_stages(cli, capsys, ["import", str(tmp_path / "a" / "take.bvh"),
+                                                    str(tmp_path / "b" / "take.bvh"), "--library",
+                                                    str(tmp_path / "lib.blend")])
+    assert len(result["imported"]) == 2
+    assert stages == [("take.bvh", 1, 2), ("take.bvh (2)", 2, 2)]
+
+
+def test_stage_names_repeating_are_refused(addon):
+    progress = addon.signsim_addon.progress
+    assert progress.unique(["take", "take (2)", "take", "x"]) == ("take", "take (2)", "take (3)", "x")
+    with pytest.raises(ValueError):
+        progress.Stages(["take", "take"])
+
+
+@pytest.mark.slow
 def test_import_retarget_compose_resolve_print_progress_on_stderr(cli, capsys, tmp_path, clips, retargeted,
                                                                   every_tick):
     a, b = (str(clips / n) for n in ("chin_cheek_short.bvh", "fingerspelling_short.bvh"))
@@ -134,8 +153,8 @@ def test_import_retarget_compose_resolve_print_progress_on_stderr(cli, capsys, t
     assert stages == [("reading", 1, 4), ("clips", 2, 4), ("composing", 3, 4), ("writing", 4, 4)]
     result, stages = _json_and_stages(cli, capsys, ["resolve", "--blend", str(retargeted), "--frames", "1:3",
                                                     "--out", str(tmp_path / "s.blend")])
-    assert [s for s, _k, _n in stages] == ["reading", "body", "poses", "writing", "skin_check"]
-    assert set(result["stage_seconds"]) == {"reading", "body", "poses", "skin_check", "writing"}
+    assert [s for s, _k, _n in stages] == ["reading", "compile", "body", "poses", "writing", "skin_check"]
+    assert set(result["stage_seconds"]) == {"reading", "compile", "body", "poses", "skin_check", "writing"}
 
 
 def test_lines_are_throttled_and_quiet_for_short_stages(addon):

@@ -104,3 +104,15 @@ def test_a_text_filter_says_which_fields_it_matches(cli, capsys, lib, tmp_path):
     assert code == 1 and err.strip().splitlines() == [
         f"signsim: error: no clips to bake in {lib} (--text 'fingerspell reviewd' looks for every word in a clip's "
         f"{fields} (any case)): no clip's {fields} contain 'reviewd'; did you mean 'reviewed'?"], err
+
+
+def test_an_empty_listing_names_the_filter_that_emptied_it(cli, capsys, lib, tmp_path):
+    """--text matching a clip, --tags none of them: the warning and batch's error blame --tags."""
+    filters = ["--text", "fingerspell reviewed", "--tags", "nosuchtag"]
+    code, out, err = run_cli(cli, capsys, ["list", "--library", str(lib), *filters, "--json"])
+    result = json.loads(out.strip().splitlines()[-1])
+    assert code == 0 and result["clips"] == []
+    assert result["warnings"][-1] == "no clip matches: --tags left none of the clips --text matches", result
+    code, out, err = run_cli(cli, capsys, ["batch", "--library", str(lib), "--rig", str(SAMPLES / "signer.blend"),
+                                        "--out", str(tmp_path / "baked"), *filters])
+    assert code == 1 and f"no clips to bake in {lib} (--tags left none of the clips --text matches)" in err, err
