@@ -8,6 +8,7 @@ import bpy
 import numpy as np
 import pytest
 
+from cli_capture import without_progress
 from ui_recorder import Layout, draw
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent.parent
@@ -253,7 +254,7 @@ def test_cli_compose_json_and_written_file(addon, shared_data, tmp_path, capsys)
             argv += ["--clips", str(mocap / BYE), str(mocap / MIXAMO)]
         assert cli(argv + args) == status, args
         err = capsys.readouterr().err
-        assert len(err.strip().splitlines()) == 1 and message in err, err
+        assert len(without_progress(err)) == 1 and message in err, err
         assert not (tmp_path / "bad.blend").exists()
 
 
@@ -406,5 +407,5 @@ def test_cli_compose_takes_the_first_clips_rate(addon, tmp_path, capsys):
     assert bpy.context.scene.render.fps / bpy.context.scene.render.fps_base == 120
     assert cli(base + ["--out", str(tmp_path / "bad.blend"), "--fps", "abc"]) == 2
     err = capsys.readouterr().err
-    assert len(err.strip().splitlines()) == 1 and "--fps" in err and "frame rate" in err, err
+    assert len(without_progress(err)) == 1 and "--fps" in err and "frame rate" in err, err
     assert not (tmp_path / "bad.blend").exists()
