@@ -20,6 +20,18 @@ _INTERPOLATION = {"CONSTANT": 0, "LINEAR": 1, "BEZIER": 2}
 CONTACTS_PROP = "signsim_contacts"
 
 
+def scene_fps(scene):
+    """The scene's frame rate in frames per second: render.fps / render.fps_base (Blender
+    keeps a whole rate in fps and the ratio making it exact in fps_base: 29.97 = 30 / 1.001)."""
+    return scene.render.fps / scene.render.fps_base
+
+
+def set_scene_fps(scene, rate):
+    """Set the scene's frame rate to `rate` (frames per second, > 0) exactly (see scene_fps)."""
+    scene.render.fps = max(1, int(round(rate)))
+    scene.render.fps_base = scene.render.fps / rate
+
+
 @dataclass(frozen=True)
 class PoseChannels:
     """Local pose channels of B bones over F frames.

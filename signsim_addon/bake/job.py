@@ -134,7 +134,7 @@ def prepare(scene, armature, action=None, preset=None, frame_range=None, report=
     unit = float(scene.unit_settings.scale_length)
     rig = rig_reader.read_rig(armature, simulate_parts=set(physics.simulate_parts),
                               face_object=physics.face_object, report=report, unit_scale=unit)
-    fps = scene.render.fps / scene.render.fps_base
+    fps = keys.scene_fps(scene)
     pose = keys.sample_pose(armature, action, slot, rig.bone_names, frames)
     rig = rig_reader.fit_to_reference(rig, pose.rotations)
     chain = keys.sample_pose(armature, action, slot, rig.chain_to_base, frames)

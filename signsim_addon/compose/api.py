@@ -110,7 +110,7 @@ def _clip_keys(spec, target, library_path, bone_map, maps, report, fps="rig", co
     if not retarget_api.is_clip_file(clip) and clip in bpy.data.actions:
         action = bpy.data.actions[clip]
         scene = bpy.context.scene
-        rate = scene.render.fps / scene.render.fps_base
+        rate = keyio.scene_fps(scene)
         if fps not in (None, "rig") and abs(fps - rate) > 1e-6 * rate:
             raise SignSimError(f"--fps {fps:g}: the first clip '{clip}' is an action of the rig file, keyed "
                                f"at its {rate:g} fps")
@@ -131,7 +131,7 @@ def _clip_keys(spec, target, library_path, bone_map, maps, report, fps="rig", co
             maps[key] = bm
         scene = bpy.context.scene
         retarget_api.set_scene_rate(scene, fps, src.fps, report)
-        resample = scene.render.fps / scene.render.fps_base / float(src.fps or scene.render.fps / scene.render.fps_base)
+        resample = keyio.scene_fps(scene) / float(src.fps or keyio.scene_fps(scene))
         res = retarget_api.transfer_clip(skel, target, bm, source_fps=src.fps, frame_range=_trim(spec, first, last, resample),
                                 report=report)
         if not contacts:
@@ -419,7 +419,7 @@ def compose(target, clips, layers=(), *, library_path=None, bone_map=None, thres
         for layer in layers:
             layer_keys.append(_clip_keys(ClipSpec(layer.clip), target, library_path, bone_map, maps, report)[0])
             tick((len(keys) + len(layer_keys)) / (len(clips) + len(layers)))
-    fps = scene.render.fps / scene.render.fps_base
+    fps = keyio.scene_fps(scene)
 
     roots = [names[i] for i in _root_indices(target)]
     located = sorted({n for k in keys for n in k["loc"]} - set(roots), key=names.index)

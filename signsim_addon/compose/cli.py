@@ -28,6 +28,7 @@ import argparse
 
 from ..errors import cli_reporter
 from ..progress import cli_lines
+from ..retarget import api as retarget
 from . import api
 
 
@@ -91,7 +92,5 @@ def run(args, say):
             f"{seam['D_ends']:.2f}), worst {worst}"
             f"{'  FLAGGED: ' + '/'.join(seam['failures']) if seam['flagged'] else ''}")
     for k in result.get("contacts", []):
-        say(f"contact {'-'.join(k['parts'])} frames {k['frames'][0]:g}–{k['frames'][1]:g}: "
-            + (f"gap {k['gap_mm']:.1f} mm, spot {k['spot_error_mm']:.1f} mm off" if "gap_mm" in k
-               else f"not kept ({k.get('skipped', '')})"))
+        say(retarget.contact_line(k))
     return result

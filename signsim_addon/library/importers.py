@@ -35,6 +35,7 @@ import numpy as np
 
 from .. import compat, files
 from ..errors import INFO, WARNING, SignSimError
+from .. import keys
 from ..keys import write_curve
 from ...solver.core import quat
 from ...solver.core import skeleton
@@ -471,7 +472,7 @@ def open_character(path):
 def _import_fbx(path, scene, tr):
     check_fbx_header(path)
     _run_importer(bpy.ops.import_scene.fbx, "FBX", path, use_anim=True, **FBX_OPTIONS)
-    fps = scene.render.fps / scene.render.fps_base
+    fps = keys.scene_fps(scene)
     _check_fps(path, fps)
     return _clips_from_keyed(path, scene, tr, fps, "FBX")
 
@@ -485,7 +486,7 @@ def _import_gltf(path, scene, tr):
         raise SignSimError(str(ex)) from None
     fps = gltf_file.sample_rate(doc) or 24.0
     _check_fps(path, fps)
-    scene.render.fps, scene.render.fps_base = int(round(fps)), round(fps) / fps
+    keys.set_scene_fps(scene, fps)
     _run_importer(bpy.ops.import_scene.gltf, "glTF", path)
     return _clips_from_keyed(path, scene, tr, fps, "glTF")
 

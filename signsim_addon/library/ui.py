@@ -6,7 +6,7 @@ import os
 import bpy
 
 from . import store
-from .. import preferences
+from .. import keys, preferences
 
 
 def library_path(context, override=""):
@@ -92,7 +92,7 @@ def preview_clip(context, library_file, name):
     strip = track.strips.new(name, start, action)
     if action.slots:
         strip.action_slot = action.slots[0]
-    scene_fps = scene.render.fps / scene.render.fps_base
+    scene_fps = keys.scene_fps(scene)
     fps = action.signsim.fps or scene_fps
     strip.scale = scene_fps / fps
     scene.use_preview_range = True

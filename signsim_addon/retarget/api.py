@@ -11,7 +11,8 @@ CLI and the operator alike.
 - for compose (clips as arrays, no intermediate action): source_clip, skeleton,
   rest_matrices, is_clip_file, transfer_clip (transfer.transfer: a clip onto a target's
   skeleton), keep_contacts (the contact pass on those arrays), write_action (the bulk key
-  writer), store_contacts, contact_summary and mark_contacts (a composed action's contacts).
+  writer), store_contacts, contact_summary and mark_contacts (a composed action's contacts);
+  contact_line (a contact of contact_summary as the commands print it).
 """
 import contextlib
 import json
@@ -22,7 +23,7 @@ from dataclasses import dataclass
 import bpy
 
 
-from .. import compat, files
+from .. import compat, files, keys
 from ..errors import INFO, WARNING, BadOption, SignSimError, silent
 from ..progress import Stages, unique
 from ..library import api as library
@@ -30,6 +31,7 @@ from ...solver.retarget import bonemap
 from . import contacts as contact_pass
 from .contacts import add_contact  # noqa: F401
 from .contacts import mark_timeline as mark_contacts, summary as contact_summary  # noqa: F401 (compose)
+from .contacts import summary_line as contact_line  # noqa: F401 (the retarget and compose commands)
 from . import transfer
 from .transfer import (auto_map, clip_not_found, export_map, is_clip_file, mirror_map, retarget, set_pair,  # noqa: F401
                        skeleton, source_clip, store_map, stored_map)
@@ -75,18 +77,16 @@ def set_scene_rate(scene, fps, clip_fps, report=silent):
     """Give scene the output rate check_fps(fps) names for a first clip of clip_fps (fps)
     and return it (fps): None takes clip_fps, "rig" keeps the scene's. A change from the
     scene's rate is reported at INFO ("the scene takes the clip's 30 fps (the rig file had
-    24)"). scene.render.fps is the whole rate rounded, fps_base the ratio making fps / fps_base
-    exact (29.97: 30 / 1.001)."""
-    old = scene.render.fps / scene.render.fps_base
+    24)"), exactly (keys.set_scene_fps)."""
+    old = keys.scene_fps(scene)
     if fps == "rig":
         return old
     rate = float(clip_fps if fps is None else fps)
     if abs(rate - old) > 1e-6 * old:
-        scene.render.fps = max(1, int(round(rate)))
-        scene.render.fps_base = scene.render.fps / rate
+        keys.set_scene_fps(scene, rate)
         report(INFO, f"the scene takes the clip's {rate:g} fps (the rig file had {old:g})" if fps is None
                else f"the scene takes {rate:g} fps (--fps; the rig file had {old:g})")
-    return scene.render.fps / scene.render.fps_base
+    return keys.scene_fps(scene)
 
 
 def load_preset(filepath, target=None):

@@ -64,9 +64,7 @@ def run(args, say):
             f"{len(c['bone_map'])} bones mapped ({len(c['coverage'])} body parts)"
             + (f", {len(c['warnings'])} warning(s)" if c["warnings"] else ""))
         for k in c.get("contacts", []):
-            say(f"    contact {'-'.join(k['parts'])} frames {k['frames'][0]:g}–{k['frames'][1]:g}: "
-                + (f"gap {k['gap_mm']:.1f} mm, spot {k['spot_error_mm']:.1f} mm off" if "gap_mm" in k
-                   else f"not kept ({k.get('skipped', '')})"))
+            say(f"    {api.contact_line(k)}")
     say(f"wrote {result['out']}")
     result["warnings"] = warnings
     return result

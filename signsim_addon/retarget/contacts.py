@@ -261,7 +261,7 @@ def preserve(source, target, result, *, forced=(), disabled=(), report=silent):
     warnings = []
     with from_solver():
         src, _body = source_body(source, result)
-        fps = bpy.context.scene.render.fps / bpy.context.scene.render.fps_base
+        fps = key_io.scene_fps(bpy.context.scene)
         found = contact_transfer.detect(src, fps, forced=to_index(forced), disabled=to_index(disabled))
         changed = []
         # the target's skin is read for the contacts to keep and to check where the hands end
@@ -319,6 +319,14 @@ def summary(action):
     contacts stored on action ([] when none)."""
     keep = ("frames", "parts", "kind", "spot_error_mm", "gap_mm", "penetration_mm", "skipped")
     return [{k: i[k] for k in keep if k in i} for i in json.loads(action.get(CONTACTS_PROP, "[]"))]
+
+
+def summary_line(item):
+    """One human line for a contact of `summary` (frames are scene frames):
+    'contact index_R-chin frames 27–38: gap 0.8 mm, spot 0.6 mm off' or '… not kept (why)'."""
+    return (f"contact {'-'.join(item['parts'])} frames {item['frames'][0]:g}–{item['frames'][1]:g}: "
+            + (f"gap {item['gap_mm']:.1f} mm, spot {item['spot_error_mm']:.1f} mm off" if "gap_mm" in item
+               else f"not kept ({item.get('skipped', '')})"))
 
 
 def animator_choices(target):

@@ -152,7 +152,7 @@ def transfer(source, target, bone_map, *, source_fps=None, frame_range=None,
     if not pairs:
         raise SignSimError(f"no bone of '{target.name}' is mapped to '{source.name}'")
 
-    fps_t = scene.render.fps / scene.render.fps_base
+    fps_t = key_io.scene_fps(scene)
     fps_s = float(source_fps or fps_t)
     first, last = frame_range or tuple(src_action.frame_range)
     n_out = int(math.floor((last - first) * fps_t / fps_s + 1e-6)) + 1
@@ -326,7 +326,7 @@ def source_clip(clip, library_path=None, scene=None, report=None):
     except Exception:
         library.tracking.remove_ids(ids)
         raise
-    return SourceClip(arm, action, float(fps or scene.render.fps / scene.render.fps_base),
+    return SourceClip(arm, action, float(fps or key_io.scene_fps(scene)),
                       name, ids)
 
 

@@ -170,7 +170,7 @@ def soft_face(scene, armature, settings=SoftFaceSettings(), frames=None, fingert
     build = time.process_time() - t0
     report(INFO, f"soft face of '{head.mesh}': {len(face.vertices)} vertices, {face.tet_count} tetrahedra, "
                  f"{modes} force-dual modes in {build:.2f} s")
-    coords, depth = tissue.simulate(reduced, centres, radii, scene.render.fps / scene.render.fps_base,
+    coords, depth = tissue.simulate(reduced, centres, radii, keys.scene_fps(scene),
                                 settings.substeps, settings.stiffness)
     disp = np.stack([np.linalg.norm(face.displacement(basis @ c), axis=1) for c in coords])
     worst = int(np.argmax(disp.max(axis=1)))
